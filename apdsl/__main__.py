@@ -1,0 +1,5 @@
+import sys
+
+from .surfaces.cli import main
+
+sys.exit(main())

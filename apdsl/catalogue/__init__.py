@@ -1,0 +1,42 @@
+"""Catalogue of every error code: a title, an explanation and an example that triggers it.
+
+Each layer keeps its entries in its own module here (`syntax`, `language`, `views`, `targets`,
+`runtime`, `formats`, `io`, `patterns`); `apdsl explain` and the tests read the merged table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns")
+
+
+@dataclass(frozen=True)
+class Entry:
+    code: str
+    title: str
+    explanation: str
+    example: str  # an .apk program (or fragment) that triggers the code
+
+
+def entry(code: str, title: str, explanation: str, example: str) -> Entry:
+    return Entry(code, title, explanation.strip(), example.strip("\n"))
+
+
+def all_entries() -> dict[str, Entry]:
+    table: dict[str, Entry] = {}
+    for area in AREAS:
+        try:
+            module = import_module(f"{__name__}.{area}")
+        except ModuleNotFoundError:
+            continue
+        for e in module.ENTRIES:
+            if e.code in table:
+                raise RuntimeError(f"duplicate catalogue code {e.code}")
+            table[e.code] = e
+    return dict(sorted(table.items()))
+
+
+def lookup(code: str) -> Entry | None:
+    return all_entries().get(code.upper())

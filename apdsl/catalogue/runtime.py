@@ -1,0 +1,144 @@
+"""APK4xx: errors raised while instructions execute (and the APK45x warnings)."""
+
+from __future__ import annotations
+
+from . import entry
+
+ENTRIES = [
+    entry("APK401", "access pattern outside its storage", """
+An access pattern addresses `offset + sum(i_k * stride_k)` of the tensor's storage, flattened
+(seed 000). Every element it reaches must lie inside the storage. apdsl checks the lowest and
+highest element of each pattern before any data moves and names the tensor, the offending
+element and the storage size. Views made with `slice`, `select` and friends cannot leave their
+tensor; this error comes from an `.ap` whose offset or strides go too far.
+""", """
+t: f32[16, 32] @ sbuf = 0
+o: f32[16, 32] @ sbuf
+tensor_copy(o, t.ap([[32, 16], [1, 32]], offset=16))
+"""),
+    entry("APK402", "runtime index out of range", """
+A runtime index (a `select` or `vector_select` index tensor or register, a Tensor Indirection
+index, an `.ap(scalar_offset=/vector_offset=)` value) must lie in its allowed range: `[0, size)`
+of the selected dimension for `select`/`vector_select`/`indirect`, and non-negative for `.ap`
+offsets. NKI leaves an out-of-range index undefined; apdsl stops when the instruction executes
+and names the instruction, the index value, its position in the index tensor and the range.
+""", """
+A: f32[4, 128, 512] @ hbm = random(0)
+idx: i32[1, 1] @ sbuf
+memset(idx, 7)
+out: f32[128, 512] @ hbm
+dma_copy(out, A.select(0, idx))
+"""),
+    entry("APK403", "runtime offset moves the access outside its storage", """
+With `.ap(..., scalar_offset=, vector_offset=, indirect_dim=)` the index is scaled by
+`prod(base.shape[indirect_dim + 1:])` of the base tensor and added to the pattern's offset.
+Every element the instruction then touches must still lie in the tensor's storage.
+""", """
+A: f32[512, 512] @ hbm = random(0)
+idx: i32[1, 1] @ sbuf
+memset(idx, 400)
+out: f32[128, 256] @ hbm
+dma_copy(out, A.ap([[512, 128], [1, 256]], 0, scalar_offset=idx, indirect_dim=0))
+"""),
+    entry("APK404", "read of memory nothing wrote", """
+Memory starts unwritten, as on hardware, where it holds whatever the last kernel left. An
+instruction (or `host(t)` / `t.numpy()`) that reads an element no instruction wrote is almost
+always a bug: a missing load, a tile loop that misses the tail, fractal padding never zeroed.
+The error names the tensor, the first unwritten element (its coordinate in the view and its
+storage offset) and where the tensor was allocated. `--no-init-check` or
+`apdsl.options(init_check=False)` turns the check off; unwritten memory then reads as 0.
+""", """
+t: f32[128, 64] @ sbuf
+o: f32[128, 64] @ hbm
+dma_copy(o, t)
+"""),
+    entry("APK405", "destination writes an element twice", """
+A destination view must touch each storage element at most once: a stride-0 (broadcast)
+dimension, an `.ap` whose strides overlap, or a runtime index repeated in a scatter would write
+the same element several times in an order the hardware does not define.
+""", """
+t: f32[128, 1, 64] @ sbuf
+memset(t.broadcast(1, 4), 0.0)
+"""),
+    entry("APK406", "register values make the access pattern invalid", """
+Strides, counts and the offset of an `.ap` may be virtual registers; their values are read when
+the instruction executes. A count must then be at least 1 and every element the pattern reaches
+must lie inside the storage, as for a static pattern (APK401).
+""", """
+t: f32[128, 64] @ sbuf = 0
+o: f32[128, 64] @ sbuf
+r = register_alloc(2)
+tensor_copy(o, t.ap([[64, 128], [r, 64]]))
+"""),
+    entry("APK407", "index tensor does not fit the indirect access", """
+Vector offsets hold one row index per partition: shape `(partitions, 1)`. A Tensor Indirection
+index is read as `index[i % G, i // G]` (G = 32 for nc_matmul operands, 16 otherwise), so it
+needs at least `min(G, num_elem)` partitions.
+""", """
+A: f32[128, 512] @ hbm = random(0)
+idx: i32[32, 1] @ sbuf
+iota(idx, [[1, 1]], 0, 1)
+out: f32[64, 512] @ sbuf
+dma_copy(out, A.ap([[512, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))
+"""),
+    entry("APK408", "use of a freed tensor", """
+A tensor declared inside a block (a loop body, an `if`, a helper) is freed when the block ends,
+and its on-chip memory is reused. A view of it that escaped the block cannot be used afterwards.
+""", """
+kernel k() -> f32[128, 64] @ hbm:
+    out: f32[128, 64] @ hbm
+    for i in range(1):
+        t: f32[128, 64] @ sbuf = 0
+        keep = t
+    dma_copy(out, keep)
+    return out
+"""),
+    entry("APK410", "register read before it holds a value", """
+`register_alloc()` without a value makes an empty register; it must be given a value with
+`register_load(reg, t)` before an instruction reads it as a stride, count, offset or index.
+""", """
+t: f32[128, 64] @ sbuf = 0
+o: f32[128, 64] @ sbuf
+r = register_alloc()
+tensor_copy(o, t.ap([[64, 128], [1, r]]))
+"""),
+    entry("APK411", "value does not fit the view", """
+Writing an array through a view (`load("x.npy")` into a tensor, `from_numpy`) needs exactly as
+many values as the view has elements; they are taken in row-major order.
+""", """
+# Python API
+import numpy as np
+import apdsl
+from apdsl.runtime.execute import write_view
+t = apdsl.ndarray((2, 2), "float32", "hbm")
+write_view(t, np.zeros(16))
+"""),
+    entry("APK420", "wrong kind of instruction argument", """
+Instruction operands are tensors (or views), `memset` values are numbers, `iota` patterns are
+lists of `[step, count]` pairs of ints with counts >= 1, register values are ints and
+`register_load` takes a register made by `register_alloc`.
+""", """
+t: f32[128, 64] @ sbuf
+memset(t, "zero")
+"""),
+    entry("APK421", "unknown or invalid option", """
+`apdsl.options(...)` accepts `init_check=True|False`. Any other name, or a value of the wrong
+type, is an error so that a typo does not silently leave a check on or off.
+""", """
+# Python API
+import apdsl
+apdsl.options(init_checks=False)
+"""),
+    entry("APK450", "vector_offset ignores the leading stride (warning)", """
+With `.ap(pattern, vector_offset=idx, indirect_dim=0)` the hardware steps between rows by the
+base tensor's row size, `prod(base.shape[1:])`, and ignores the stride written in the pattern's
+leading pair (seed 000). apdsl does the same and warns, once per instruction, when the written
+stride differs, so code stays correct if the limitation is lifted.
+""", """
+A: f32[128, 512] @ hbm = random(0)
+idx: i32[64, 1] @ sbuf
+iota(idx, [[1, 1]], 0, 2)
+out: f32[64, 512] @ sbuf
+dma_copy(out, A.ap([[1024, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))
+"""),
+]

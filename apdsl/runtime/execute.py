@@ -1,0 +1,853 @@
+"""Executing views on NumPy: turning a view into something NumPy can address, and moving data.
+
+`resolve(t)` produces an `Access`, the view made concrete for one execution: registers and
+runtime indices read, every bound checked (before any data moves), and the view in the cheapest
+form NumPy can address:
+
+- `Strided`: a static regular layout of a >= 8-bit dtype is one zero-copy strided array over the
+  storage bytes, with the leaf shape and strides of the pattern (row-major over the leaves is the
+  logical row-major order, so no per-element work is ever needed);
+- `Pieces`: a layout that is not one pattern is a few strided arrays, each owning a box of the
+  logical array;
+- `Rows`: a per-partition runtime row index (`vector_select`, `.ap(vector_offset=)`) over a
+  regular rest is a gather along the first axis of a strided row array (`np.take`);
+- `Indexed`: everything else (Tensor Indirection, int4, irregular gathers) uses an array of
+  storage offsets.
+
+Memory starts unwritten: `Storage.mask` records written native elements until a write covers the
+whole storage (`note_written_all`), after which checks cost nothing.  Reads check the mask when
+`options.init_check` is on; writes mark it always, so the option can change at any time.
+"""
+
+from __future__ import annotations
+
+import weakref
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslRuntimeError, TargetError, Warning_
+from ..tensor import targets
+from ..tensor.dtypes import DType, cast_array
+from ..tensor.layout import Dim, Layout, is_static
+from ..tensor.registers import VirtualRegister
+from ..tensor.storage import Storage
+from . import trace
+from .options import OPTIONS
+
+TI_GROUP = 16  # Tensor Indirection group size of the vector/scalar/gpsimd engines
+TI_GROUP_MATMUL = 32  # ... and of the tensor engine (nc_matmul operands)
+
+# A transposing copy is done in square tiles of this many elements a side: a tile of each side
+# then stays in cache, where NumPy's own transposed copy walks memory a cache line per element.
+TILE = 128
+_TILE_MIN_ELEMENTS = 4 * TILE * TILE
+_TILE_MIN_STRIDE_BYTES = 256
+
+# Native elements newly marked written per partly written storage (see `_mark_written`).
+_written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
+
+
+def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
+    return ApdslRuntimeError(message, code=code, **kw)
+
+
+def _fmt_coord(coord: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(c)) for c in coord) + "]"
+
+
+# =============================================================================================
+# Accesses
+# =============================================================================================
+
+class Access:
+    """A view made concrete for one execution.  `shape` is the resolved logical shape."""
+
+    __slots__ = ("tensor", "storage", "dtype", "shape", "size", "layout")
+
+    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...],
+                 layout: Layout | None) -> None:
+        self.tensor = tensor
+        self.storage: Storage = tensor.storage
+        self.dtype = dtype
+        self.shape = shape
+        self.size = prod(shape)
+        self.layout = layout  # the static layout, when there is one
+
+    # Each kind implements these.
+    def read(self) -> np.ndarray:
+        """A new array of the logical contents (shape `self.shape`, dtype `self.dtype.np`)."""
+        raise NotImplementedError
+
+    def write(self, values: np.ndarray) -> None:
+        """Store `values` (logical shape, already of `self.dtype`)."""
+        raise NotImplementedError
+
+    def offsets(self) -> np.ndarray:
+        """The storage offset (in elements of `self.dtype`) of every logical element."""
+        raise NotImplementedError
+
+    def written(self) -> np.ndarray | bool:
+        """True when every touched native element is written, else a logical-shaped bool
+        array (only computed on the slow path)."""
+        ok = _mask_at(self.storage, self.dtype, self.offsets())
+        return True if ok.all() else ok
+
+    def mark(self) -> int:
+        """Mark the touched native elements written; returns how many were new."""
+        return _mark_at(self.storage, self.dtype, self.offsets())
+
+    def injective(self) -> bool:
+        """True when the access provably touches no element twice (no computation of offsets
+        for the common case)."""
+        return False
+
+
+def _native(dtype: DType, storage: Storage, offsets: np.ndarray) -> np.ndarray:
+    """Native element indices touched by view elements at `offsets`: shape `offsets.shape` when
+    a view element lies within one native element, else with a trailing axis of the ratio."""
+    eb, nb = dtype.bits, storage.dtype.bits
+    if eb == nb:
+        return offsets
+    if eb < nb:
+        return (offsets * eb) // nb
+    r = eb // nb
+    return offsets[..., None] * r + np.arange(r)
+
+
+def _mask_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> np.ndarray:
+    ok = storage.mask[_native(dtype, storage, offsets)]
+    return ok.all(axis=-1) if dtype.bits > storage.dtype.bits else ok
+
+
+def _mark_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> int:
+    native = np.unique(_native(dtype, storage, offsets))
+    mask = storage.mask
+    new = native.size - int(np.count_nonzero(mask[native]))
+    mask[native] = True
+    return new
+
+
+def _pattern_bounds(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+                    ) -> tuple[int, int]:
+    lo = hi = offset
+    for c, s in zip(shape, strides):
+        ext = s * (c - 1)
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    return lo, hi
+
+
+def _strided_offsets(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+                     ) -> np.ndarray:
+    out = np.full((), offset, dtype=np.int64)
+    n = len(shape)
+    for k, (c, s) in enumerate(zip(shape, strides)):
+        out = out + (np.arange(c, dtype=np.int64) * s).reshape((c,) + (1,) * (n - k - 1))
+    return np.broadcast_to(out, shape)
+
+
+class Strided(Access):
+    """A static regular layout: one strided array over the storage bytes."""
+
+    __slots__ = ("offset", "lshape", "lstrides")
+
+    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout | None,
+                 offset: int, lshape: tuple[int, ...], lstrides: tuple[int, ...]) -> None:
+        super().__init__(tensor, dtype, shape, layout)
+        self.offset = offset
+        self.lshape = lshape  # leaf counts (count-1 leaves dropped), outermost first
+        self.lstrides = lstrides  # in elements of `dtype`
+
+    def array(self) -> np.ndarray:
+        """The zero-copy strided view (leaf shape) over the storage."""
+        item = self.dtype.np.itemsize
+        return np.ndarray(self.lshape, self.dtype.np, buffer=self.storage.data,
+                          offset=self.offset * item,
+                          strides=tuple(s * item for s in self.lstrides))
+
+    def read(self) -> np.ndarray:
+        return self.array().copy().reshape(self.shape)
+
+    def write(self, values: np.ndarray) -> None:
+        np.copyto(self.array(), np.reshape(values, self.lshape))
+
+    def offsets(self) -> np.ndarray:
+        return _strided_offsets(self.offset, self.lshape, self.lstrides).reshape(self.shape)
+
+    def _mask_array(self) -> np.ndarray | None:
+        """The written-mask seen through the same pattern (None when a view element is a
+        fraction of a native element; those take the offset path)."""
+        eb, nb = self.dtype.bits, self.storage.dtype.bits
+        if eb < nb:
+            return None
+        r = eb // nb
+        mask = self.storage.mask
+        if r == 1:
+            return np.ndarray(self.lshape, np.bool_, buffer=mask, offset=self.offset,
+                              strides=self.lstrides)
+        return np.ndarray(self.lshape + (r,), np.bool_, buffer=mask, offset=self.offset * r,
+                          strides=tuple(s * r for s in self.lstrides) + (1,))
+
+    def written(self) -> np.ndarray | bool:
+        m = self._mask_array()
+        if m is None:
+            return super().written()
+        if m.all():
+            return True
+        if m.ndim > len(self.lshape):
+            m = m.all(axis=-1)
+        return m.reshape(self.shape)
+
+    def mark(self) -> int:
+        m = self._mask_array()
+        if m is None:
+            return super().mark()
+        new = m.size - int(np.count_nonzero(m))
+        m[...] = True
+        return new
+
+    def injective(self) -> bool:
+        return _terms_injective((abs(s), abs(s) * (c - 1))
+                                for c, s in zip(self.lshape, self.lstrides))
+
+
+class Pieces(Access):
+    """A static layout that is several access patterns, each owning a box of the logical
+    array."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout,
+                 parts: list[tuple[tuple[slice, ...], Strided]]) -> None:
+        super().__init__(tensor, dtype, shape, layout)
+        self.parts = parts
+
+    def read(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype.np)
+        for box, part in self.parts:
+            out[box] = part.read()
+        return out
+
+    def write(self, values: np.ndarray) -> None:
+        for box, part in self.parts:
+            part.write(values[box])
+
+    def offsets(self) -> np.ndarray:
+        out = np.empty(self.shape, np.int64)
+        for box, part in self.parts:
+            out[box] = part.offsets()
+        return out
+
+    def written(self) -> np.ndarray | bool:
+        results = [part.written() for _, part in self.parts]
+        if all(r is True for r in results):
+            return True
+        ok = np.ones(self.shape, bool)
+        for (box, _), r in zip(self.parts, results):
+            if r is not True:
+                ok[box] = r
+        return ok
+
+    def mark(self) -> int:
+        return sum(part.mark() for _, part in self.parts)
+
+    def injective(self) -> bool:
+        return _layout_injective(self.layout)
+
+
+class Indexed(Access):
+    """An explicit array of storage offsets (logical shape)."""
+
+    __slots__ = ("offs", "proven")
+
+    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout | None,
+                 offs: np.ndarray, proven: bool = False) -> None:
+        super().__init__(tensor, dtype, shape, layout)
+        self.offs = offs
+        self.proven = proven
+
+    def read(self) -> np.ndarray:
+        return self.storage.elements(self.dtype)[self.offs]
+
+    def write(self, values: np.ndarray) -> None:
+        if self.dtype.bits < 8:
+            self.storage.store_int4(self.offs.reshape(-1), np.reshape(values, -1))
+        else:
+            self.storage.elements(self.dtype)[self.offs] = values
+
+    def offsets(self) -> np.ndarray:
+        return self.offs
+
+    def injective(self) -> bool:
+        return self.proven
+
+
+class Rows(Access):
+    """Partition p reads the row `idx[p] * scale` (+ the static offset) of a regular rest."""
+
+    __slots__ = ("idx", "scale", "base", "rshape", "rstrides")
+
+    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], idx: np.ndarray,
+                 scale: int, base: int, rshape: tuple[int, ...], rstrides: tuple[int, ...]
+                 ) -> None:
+        super().__init__(tensor, dtype, shape, None)
+        self.idx = idx
+        self.scale = scale
+        self.base = base
+        self.rshape = rshape  # leaf shape of the rest (count-1 leaves dropped)
+        self.rstrides = rstrides
+
+    def _rows(self, buffer: np.ndarray, itemsize: int, dtype: Any) -> np.ndarray:
+        n = int(self.idx.max()) + 1 if self.idx.size else 1
+        return np.ndarray((n,) + self.rshape, dtype, buffer=buffer, offset=self.base * itemsize,
+                          strides=tuple(s * itemsize for s in (self.scale,) + self.rstrides))
+
+    def rows(self) -> np.ndarray:
+        item = self.dtype.np.itemsize
+        return self._rows(self.storage.data, item, self.dtype.np)
+
+    def take_into(self, out: np.ndarray) -> None:
+        # Indices were checked already; mode="clip" lets NumPy skip its own checks and buffer.
+        np.take(self.rows(), self.idx, axis=0, out=out, mode="clip")
+
+    def read(self) -> np.ndarray:
+        return np.take(self.rows(), self.idx, axis=0, mode="clip").reshape(self.shape)
+
+    def write(self, values: np.ndarray) -> None:
+        self.rows()[self.idx] = np.reshape(values, (self.idx.size,) + self.rshape)
+
+    def offsets(self) -> np.ndarray:
+        rest = _strided_offsets(self.base, self.rshape, self.rstrides)
+        offs = (self.idx * self.scale).reshape((-1,) + (1,) * len(self.rshape)) + rest
+        return offs.reshape(self.shape)
+
+    def written(self) -> np.ndarray | bool:
+        if self.dtype.bits != self.storage.dtype.bits:
+            return super().written()
+        m = np.take(self._rows(self.storage.mask, 1, np.bool_), self.idx, axis=0, mode="clip")
+        return True if m.all() else m.reshape(self.shape)
+
+    def injective(self) -> bool:
+        terms = [(abs(s), abs(s) * (c - 1)) for c, s in zip(self.rshape, self.rstrides)]
+        extent = sum(e for _, e in terms)
+        if not _terms_injective(terms) or abs(self.scale) <= extent:
+            return False
+        return np.unique(self.idx).size == self.idx.size
+
+
+# -- injectivity ------------------------------------------------------------------------------
+
+def _terms_injective(terms: Any) -> bool:
+    """Digits with (stride, extent) pairs map injectively when, sorted by stride, each stride
+    exceeds the total extent of the smaller ones (a sufficient condition)."""
+    acc = 0
+    for s, ext in sorted(t for t in terms if t[1] > 0):
+        if s <= acc:
+            return False
+        acc += ext
+    return True
+
+
+def _layout_injective(layout: Layout) -> bool:
+    """A sufficient condition for a static layout to touch no element twice: the mode digits of
+    all dimensions, over the ranges the indices reach, pass `_terms_injective`."""
+    terms = []
+    for d in layout.dims:
+        if d.size == 1:
+            continue
+        if d.is_regular:
+            terms.extend((abs(s), abs(s) * (c - 1)) for s, c in d.leaves())
+            continue
+        x_lo, x_hi = d.start, d.start + (d.size - 1) * d.step
+        inner = 1
+        for k, (c, s) in enumerate(d.modes):
+            if k == len(d.modes) - 1:
+                terms.append((abs(s), abs(s) * (x_hi // inner - x_lo // inner)))
+            else:
+                terms.append((abs(s), abs(s) * (c - 1)))
+                inner *= c
+    return _terms_injective(terms)
+
+
+# =============================================================================================
+# Resolution
+# =============================================================================================
+
+def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROUP) -> Access:
+    """Make view `t` concrete for one execution.  Reads runtime indices and registers, checks
+    every bound (APK401/402/403/406) and returns the cheapest `Access`.  No data moves."""
+    storage = t.storage
+    if storage.freed:
+        raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
+                   "freed when the block that declared it ended",
+                   help="declare the tensor in the enclosing block so it outlives its use",
+                   tensor=storage.name)
+    layout = t.layout
+    registers = not layout.static
+    if registers:
+        layout = _resolve_registers(t, layout, op, role)
+    dyn = t.dynamic
+    if dyn is None:
+        return _static_access(t, layout, op, role, "APK406" if registers else "APK401")
+    if dyn.kind == "scalar":
+        v = _scalar_index(dyn, op, role, t)
+        layout = Layout(layout.dims, layout.base + v * dyn.scale)
+        return _static_access(t, layout, op, role, "APK403",
+                              dynamic=f"{dyn.index_name} = {v} (x {dyn.scale})")
+    if dyn.kind == "vector":
+        return _vector_access(t, layout, op, role)
+    return _ti_access(t, layout, op, role, group)
+
+
+def _static_access(t: Any, layout: Layout, op: str, role: str, code: str,
+                   dynamic: str | None = None) -> Access:
+    dtype = t.dtype
+    storage = t.storage
+    limit = storage.nbytes * 8 // dtype.bits
+    shape = layout.shape
+    if layout.is_regular:
+        lshape, lstrides = [], []
+        for d in layout.dims:
+            if len(d.modes) == 1:
+                c, s = d.size, d.modes[0][1]
+                if c != 1:
+                    lshape.append(c)
+                    lstrides.append(s)
+            else:
+                for c, s in reversed(d.modes):
+                    if c != 1:
+                        lshape.append(c)
+                        lstrides.append(s)
+        ls, lt = tuple(lshape), tuple(lstrides)
+        lo, hi = _pattern_bounds(layout.base, ls, lt)
+        if lo < 0 or hi >= limit:
+            raise _bounds_error(t, layout.base, ls, lt, lo, hi, limit, op, role, code, dynamic)
+        if dtype.bits < 8:
+            offs = _strided_offsets(layout.base, ls, lt).reshape(shape)
+            return Indexed(t, dtype, shape, layout, offs,
+                           proven=_terms_injective((abs(s), abs(s) * (c - 1))
+                                                   for c, s in zip(ls, lt)))
+        return Strided(t, dtype, shape, layout, layout.base, ls, lt)
+    parts = []
+    for p in layout.pieces():
+        ls = tuple(c for s, c in p.pattern if c != 1)
+        lt = tuple(s for s, c in p.pattern if c != 1)
+        lo, hi = _pattern_bounds(p.offset, ls, lt)
+        if lo < 0 or hi >= limit:
+            raise _bounds_error(t, p.offset, ls, lt, lo, hi, limit, op, role, code, dynamic)
+        box = tuple(slice(a, a + n) for a, n in zip(p.start, p.shape))
+        parts.append((box, Strided(t, dtype, p.shape, None, p.offset, ls, lt)))
+    if dtype.bits < 8:
+        offs = np.empty(shape, np.int64)
+        for box, part in parts:
+            offs[box] = part.offsets()
+        return Indexed(t, dtype, shape, layout, offs, proven=_layout_injective(layout))
+    return Pieces(t, dtype, shape, layout, parts)
+
+
+def _bounds_error(t: Any, offset: int, lshape: tuple[int, ...], lstrides: tuple[int, ...],
+                  lo: int, hi: int, limit: int, op: str, role: str, code: str,
+                  dynamic: str | None) -> ApdslRuntimeError:
+    bad = lo if lo < 0 else hi
+    what = {"APK401": "the access pattern", "APK403": "the runtime index",
+            "APK406": "the register values"}[code]
+    pattern = [[s, c] for c, s in zip(lshape, lstrides)]
+    notes = [f"offset = {offset}, pattern = {pattern}",
+             f"storage {t.storage.describe()} holds {limit} {t.dtype} elements (0..{limit - 1})"]
+    if dynamic:
+        notes.insert(0, f"runtime index {dynamic}")
+    return _err(code, f"{op}: {what} of {role} {t.name} reaches element {bad}, outside its "
+                f"storage of {limit} elements", notes=notes,
+                help="keep offset + sum((count - 1) * stride) inside the tensor"
+                if code == "APK401" else "check the index or register values that feed the "
+                "access pattern", tensor=t.name, offset=bad, storage_size=limit)
+
+
+def _resolve_int(x: Any, role: str) -> int:
+    if isinstance(x, VirtualRegister):
+        return x.resolve(role)
+    if is_static(x):
+        return int(x)
+    # a register offset plus a static part (view.py's _RegSum), possibly nested
+    return _resolve_int(x.static, role) + _resolve_int(x.reg, role)
+
+
+def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
+    """Replace register strides, counts and offsets by their current values."""
+    dims = []
+    for k, d in enumerate(layout.dims):
+        if all(is_static(c) and is_static(s) for c, s in d.modes) and is_static(d.size):
+            dims.append(d)
+            continue
+        c = _resolve_int(d.size, f"the count of dim {k}")
+        s = _resolve_int(d.modes[0][1], f"the stride of dim {k}")
+        if c < 1:
+            raise _err("APK406", f"{op}: register count {c} of dim {k} of {role} {t.name} must "
+                       "be >= 1", help="load a positive count into the register", count=c)
+        dims.append(Dim.plain(c, s))
+    base = _resolve_int(layout.base, "the offset")
+    if t.onchip and dims:
+        tgt = targets.target_for(t.buffer)
+        free = prod(t.storage.shape[1:]) * t.storage.dtype.bits // t.dtype.bits
+        c0, s0 = dims[0].size, dims[0].modes[0][1]
+        if c0 > tgt.partitions:
+            raise TargetError(f"{op}: {role} {t.name} addresses {c0} partitions (from a "
+                              f"register); {tgt.name} has {tgt.partitions}", code="APK301")
+        if c0 > 1 and s0 != free:
+            raise TargetError(f"{op}: the partition stride of {role} {t.name} is {s0} (from a "
+                              f"register); it must be the tensor's free size {free}",
+                              code="APK303", help=f"load {free} into the stride register")
+    return Layout(tuple(dims), base)
+
+
+def _index_values(index: Any, op: str, what: str) -> np.ndarray:
+    """The integer values of an index tensor (init-checked) as int64, logical shape."""
+    acc = resolve(index, op, what)
+    _check_init(acc, op, what)
+    return acc.read().astype(np.int64, copy=False)
+
+
+def _scalar_index(dyn: Any, op: str, role: str, t: Any) -> int:
+    if isinstance(dyn.index, VirtualRegister):
+        v = dyn.index.resolve(f"the index of {role}")
+    else:
+        v = int(_index_values(dyn.index, op, f"index {dyn.index_name}").reshape(-1)[0])
+    upper = dyn.bound
+    if v < 0 or (upper is not None and v >= upper):
+        rng = f"[0, {upper})" if upper is not None else "[0, ...) inside the storage"
+        raise _err("APK402", f"{op}: runtime index {dyn.index_name} = {v} at position [0, 0] "
+                   f"is outside the allowed range {rng} ({dyn.origin} on {role} {t.name})",
+                   notes=[f"{role} {t.name}: shape {tuple(t.shape)} @ {t.buffer}"],
+                   help="NKI leaves an out-of-range index undefined; clamp or check it before "
+                   "the instruction", index=v, position=(0, 0), bound=upper)
+    return v
+
+
+def _range_error(op: str, role: str, t: Any, dyn: Any, values: np.ndarray,
+                 positions: np.ndarray, upper: int | None) -> ApdslRuntimeError:
+    """The first index outside [0, upper): `values`/`positions` list candidates in order."""
+    bad = (values < 0) if upper is None else ((values < 0) | (values >= upper))
+    k = int(np.argmax(bad))
+    v = int(values[k])
+    pos = tuple(int(x) for x in positions[k])
+    rng = f"[0, {upper})" if upper is not None else "[0, ...) inside the storage"
+    return _err("APK402", f"{op}: runtime index {dyn.index_name}{_fmt_coord(pos)} = {v} is "
+                f"outside the allowed range {rng} ({dyn.origin} on {role} {t.name})",
+                notes=[f"{int(bad.sum())} of {values.size} indices are out of range",
+                       f"{role} {t.name}: shape {tuple(t.shape)} @ {t.buffer}"],
+                help="NKI leaves an out-of-range index undefined; clamp or check it before "
+                "the instruction", index=v, position=pos, bound=upper)
+
+
+def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:
+    dyn = t.dynamic
+    parts = layout.dims[0].size
+    values = _index_values(dyn.index, op, f"index {dyn.index_name}")
+    if values.ndim != 2 or values.shape != (parts, 1):
+        raise _err("APK407", f"{op}: vector offsets {dyn.index_name} have shape "
+                   f"{values.shape}; {role} {t.name} needs ({parts}, 1), one per partition",
+                   help="give one row index per partition of the access pattern")
+    idx = values.reshape(-1)
+    upper = dyn.bound
+    if idx.size and (idx.min() < 0 or (upper is not None and idx.max() >= upper)):
+        positions = np.stack([np.arange(parts), np.zeros(parts, np.int64)], axis=1)
+        raise _range_error(op, role, t, dyn, idx, positions, upper)
+    lead = layout.dims[0].modes[0][1]
+    if dyn.origin == "ap" and parts > 1 and lead != dyn.scale:
+        trace.warn(Warning_(
+            f"{op}: the leading stride {lead} of {role} {t.name} is ignored with "
+            f"vector_offset; rows are {dyn.scale} elements apart in the base tensor",
+            code="APK450", notes=["hardware scales vector offsets by the base tensor's row "
+                                  f"size prod(shape[1:]) = {dyn.scale}"],
+            help=f"write the leading pair as [{dyn.scale}, {parts}] so the code stays correct "
+            "if the limitation is lifted"), key=("APK450", op, role))
+    rest = Layout(layout.dims[1:], layout.base)
+    shape = layout.shape
+    limit = t.storage.nbytes * 8 // t.dtype.bits
+    if rest.is_regular and t.dtype.bits >= 8:
+        ls, lt = [], []
+        for s, c in rest.pattern():
+            if c != 1:
+                ls.append(c)
+                lt.append(s)
+        ls_t, lt_t = tuple(ls), tuple(lt)
+        lo, hi = _pattern_bounds(rest.base, ls_t, lt_t)
+        if idx.size:
+            rows = idx * dyn.scale
+            lo, hi = lo + int(rows.min()), hi + int(rows.max())
+        if lo < 0 or hi >= limit:
+            raise _dynamic_bounds_error(t, op, role, dyn, lo, hi, limit)
+        return Rows(t, t.dtype, shape, idx.astype(np.intp, copy=False), dyn.scale, rest.base,
+                    ls_t, lt_t)
+    static = Layout((Dim.plain(parts, 0),) + rest.dims, rest.base).offsets()
+    offs = static + (idx * dyn.scale).reshape((-1,) + (1,) * (len(shape) - 1))
+    if offs.size and (offs.min() < 0 or offs.max() >= limit):
+        raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
+    return Indexed(t, t.dtype, shape, None, offs)
+
+
+def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access:
+    dyn = t.dynamic
+    values = _index_values(dyn.index, op, f"index {dyn.index_name}")
+    n = layout.dims[1].size
+    i = np.arange(n)
+    rows, cols = i % group, i // group
+    if values.ndim != 2 or (n and (rows.max() >= values.shape[0] or cols.max() >= values.shape[1])):
+        raise _err("APK407", f"{op}: Tensor Indirection reads index {dyn.index_name}[i % {group}, "
+                   f"i // {group}] for i < {n}, but the index has shape {values.shape}",
+                   notes=[f"the group size is {group} for this instruction"],
+                   help=f"give the index at least {min(group, n)} partitions")
+    col = values[rows, cols]
+    if col.size and (col.min() < 0 or col.max() >= dyn.bound):
+        raise _range_error(op, role, t, dyn, col, np.stack([rows, cols], axis=1), dyn.bound)
+    dims = list(layout.dims)
+    dims[1] = Dim.plain(n, 0)
+    static = Layout(tuple(dims), layout.base).offsets()
+    shape = layout.shape
+    offs = static + (col * dyn.scale).reshape((1, -1) + (1,) * (len(shape) - 2))
+    limit = t.storage.nbytes * 8 // t.dtype.bits
+    if offs.size and (offs.min() < 0 or offs.max() >= limit):
+        raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
+    return Indexed(t, t.dtype, shape, None, offs)
+
+
+def _dynamic_bounds_error(t: Any, op: str, role: str, dyn: Any, lo: int, hi: int,
+                          limit: int) -> ApdslRuntimeError:
+    bad = lo if lo < 0 else hi
+    return _err("APK403", f"{op}: with its runtime index {dyn.index_name}, {role} {t.name} "
+                f"reaches element {bad}, outside its storage of {limit} elements",
+                notes=[f"the index is scaled by {dyn.scale} ({dyn.origin})",
+                       f"storage {t.storage.describe()}"],
+                help="keep every index small enough that the whole access stays in the tensor",
+                tensor=t.name, offset=bad, storage_size=limit)
+
+
+# =============================================================================================
+# Checks shared by reads and writes
+# =============================================================================================
+
+def _check_init(acc: Access, op: str, role: str) -> None:
+    storage = acc.storage
+    if storage.all_written or not OPTIONS.init_check:
+        return
+    ok = acc.written()
+    if ok is True:
+        return
+    flat = int(np.argmin(np.reshape(ok, -1)))
+    coord = np.unravel_index(flat, acc.shape)
+    offset = int(np.reshape(acc.offsets(), -1)[flat])
+    missing = int(ok.size - np.count_nonzero(ok))
+    err = _err("APK404", f"{op}: {role} reads {storage.name}{_fmt_coord(coord)} (storage element "
+               f"{offset}) before anything wrote it",
+               notes=[f"{missing} of the {acc.size} elements read are unwritten",
+                      f"view {acc.tensor.name}: shape {acc.shape}, storage "
+                      f"{storage.describe()}"],
+               help="write the data first (dma_copy, memset, iota, ...), or turn the check off "
+               "with --no-init-check / apdsl.options(init_check=False) to read it as 0",
+               tensor=storage.name, coord=tuple(int(c) for c in coord), offset=offset)
+    err.add_label(storage.span, "allocated here")
+    raise err
+
+
+def _check_unique(acc: Access, op: str, role: str) -> None:
+    if acc.size <= 1 or acc.injective():
+        return
+    offs = np.reshape(acc.offsets(), -1)
+    order = np.argsort(offs, kind="stable")
+    s = offs[order]
+    same = s[1:] == s[:-1]
+    if not same.any():
+        return
+    k = int(np.argmax(same))
+    i, j = sorted((int(order[k]), int(order[k + 1])))
+    ci, cj = np.unravel_index(i, acc.shape), np.unravel_index(j, acc.shape)
+    dup = int(s[k])
+    raise _err("APK405", f"{op}: {role} {acc.tensor.name} writes storage element {dup} twice "
+               f"(logical {_fmt_coord(ci)} and {_fmt_coord(cj)})",
+               notes=[f"{int(same.sum())} writes land on an element already written by this "
+                      "instruction", f"view shape {acc.shape}, storage "
+                      f"{acc.storage.describe()}"],
+               help="a destination cannot repeat elements: no broadcast (stride 0), no "
+               "overlapping .ap pattern, no repeated runtime index",
+               tensor=acc.tensor.name, offset=dup)
+
+
+def _mark_written(acc: Access) -> None:
+    storage = acc.storage
+    if storage.all_written:
+        return
+    # The write was checked free of duplicates, so covering every bit means covering all.
+    if acc.size * acc.dtype.bits >= storage.nbytes * 8:
+        storage.note_written_all()
+        _written_count.pop(storage, None)
+        return
+    total = _written_count.get(storage, 0) + acc.mark()
+    if total >= storage.elements_total:
+        storage.note_written_all()
+        _written_count.pop(storage, None)
+    else:
+        _written_count[storage] = total
+
+
+# =============================================================================================
+# Moving data
+# =============================================================================================
+
+def read(acc: Access, op: str, role: str) -> np.ndarray:
+    """The logical contents of a resolved source (init-checked), as a new array."""
+    _check_init(acc, op, role)
+    return acc.read()
+
+
+def prepare_write(acc: Access, op: str, role: str) -> None:
+    """Checks a destination must pass before anything is written (APK405)."""
+    _check_unique(acc, op, role)
+
+
+def store(acc: Access, values: np.ndarray) -> None:
+    """Write `values` (any dtype; cast by the float32 rule) in logical row-major order."""
+    values = cast_array(values, acc.dtype)
+    if values.shape != acc.shape:
+        values = values.reshape(acc.shape)
+    acc.write(values)
+    _mark_written(acc)
+
+
+def fill(acc: Access, value: Any) -> None:
+    """Write one value (already cast to the access dtype) to every element."""
+    if isinstance(acc, Strided):
+        acc.array()[...] = value
+    else:
+        acc.write(np.full(acc.shape, value, acc.dtype.np))
+    _mark_written(acc)
+
+
+def copy(dst: Access, src: Access, op: str) -> None:
+    """Move `src` into `dst` in logical row-major order (sizes already checked equal).  The
+    source is init-checked and the destination duplicate-checked before anything moves."""
+    _check_init(src, op, "src")
+    _check_unique(dst, op, "dst")
+    if type(dst) is Strided and type(src) is Strided:
+        _strided_copy(dst.array(), src.array(), src.dtype != dst.dtype, dst.dtype)
+    elif type(dst) is Strided and type(src) is Rows and src.dtype == dst.dtype:
+        _gather_copy(dst, src)
+    else:
+        store(dst, src.read())
+        return
+    _mark_written(dst)
+
+
+def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The coarsest shape that both row-major shapes split into (None when there is none)."""
+    a, b = [n for n in a if n != 1], [n for n in b if n != 1]
+    out: list[int] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        x, y = a[i], b[j]
+        if x == y:
+            out.append(x)
+            i, j = i + 1, j + 1
+        elif x % y == 0:
+            out.append(y)
+            a[i] = x // y
+            j += 1
+        elif y % x == 0:
+            out.append(x)
+            b[j] = y // x
+            i += 1
+        else:
+            return None
+    return tuple(out) if i == len(a) and j == len(b) else None
+
+
+def _strided_copy(d: np.ndarray, s: np.ndarray, cast: bool, dtype: DType) -> None:
+    if d.shape != s.shape:
+        common = _common_shape(d.shape, s.shape)
+        if common is not None:
+            d, s = d.reshape(common), s.reshape(common)
+        else:
+            s = s.reshape(d.shape)  # no shared refinement: the source is gathered once
+    if d.size >= _TILE_MIN_ELEMENTS and d.ndim >= 2:
+        axes = _transpose_axes(d, s)
+        if axes is not None:
+            if np.may_share_memory(d, s):
+                s = s.copy()  # tiles would read what earlier tiles already overwrote
+            _tiled_copy(d, s, axes, cast, dtype)
+            return
+    np.copyto(d, cast_array(s, dtype) if cast else s)
+
+
+def _transpose_axes(d: np.ndarray, s: np.ndarray) -> tuple[int, int] | None:
+    """(dst's fastest axis, src's fastest axis) when they differ and the source is far from
+    contiguous along the destination's fastest axis: the copy is a transpose."""
+    def fastest(a: np.ndarray) -> int:
+        best, k = None, -1
+        for i, (n, st) in enumerate(zip(a.shape, a.strides)):
+            if n > 1 and (best is None or abs(st) < best):
+                best, k = abs(st), i
+        return k
+    a, b = fastest(d), fastest(s)
+    if a == b or a < 0 or b < 0:
+        return None
+    if abs(s.strides[a]) < _TILE_MIN_STRIDE_BYTES and abs(d.strides[b]) < _TILE_MIN_STRIDE_BYTES:
+        return None
+    return a, b
+
+
+def _tiled_copy(d: np.ndarray, s: np.ndarray, axes: tuple[int, int], cast: bool,
+                dtype: DType) -> None:
+    a, b = axes
+    na, nb = d.shape[a], d.shape[b]
+    key: list[Any] = [slice(None)] * d.ndim
+    for i in range(0, na, TILE):
+        key[a] = slice(i, i + TILE)
+        for j in range(0, nb, TILE):
+            key[b] = slice(j, j + TILE)
+            k = tuple(key)
+            np.copyto(d[k], cast_array(s[k], dtype) if cast else s[k])
+
+
+def _gather_copy(dst: Strided, src: Rows) -> None:
+    d = dst.array()
+    shape = (src.idx.size,) + src.rshape
+    if dst.storage is src.storage:
+        np.copyto(d, src.read().reshape(d.shape))
+        return
+    if d.flags.c_contiguous:
+        src.take_into(d.reshape(shape))
+        return
+    try:
+        out = np.reshape(d, shape, copy=False)
+    except ValueError:
+        np.copyto(d, src.read().reshape(d.shape))
+        return
+    src.take_into(out)
+
+
+# =============================================================================================
+# Whole-view helpers used by Tensor.numpy(), from_numpy and the language's load/save
+# =============================================================================================
+
+def read_view(t: Any, *, op: str = "read", role: str = "view") -> np.ndarray:
+    """The logical contents of view `t` as a new array (shape `t.shape`, dtype `t.dtype.np`).
+    Reading unwritten memory is APK404 unless init checking is off."""
+    acc = resolve(t, op, role)
+    return read(acc, op, role)
+
+
+def write_view(t: Any, values: Any, *, op: str = "write", role: str = "view") -> None:
+    """Write `values` through view `t` (cast to `t.dtype` by the float32 rule), marking the
+    elements written.  `values` must have `t`'s number of elements (taken in row-major order)."""
+    acc = resolve(t, op, role)
+    arr = np.asarray(values)
+    if arr.size != acc.size:
+        raise _err("APK411", f"{op}: {arr.size} values {tuple(arr.shape)} do not fit {role} "
+                   f"{t.name} of shape {acc.shape} ({acc.size} elements)",
+                   help="the value must have as many elements as the view",
+                   shape=tuple(arr.shape), view_shape=acc.shape)
+    prepare_write(acc, op, role)
+    store(acc, arr)

@@ -1,0 +1,62 @@
+"""Declaration initialisers: `= 0.5`, `= zeros`, `= ones`, `= arange`, `= random(seed)`,
+`= load("x.npy")`.  They write the tensor's logical contents (so it counts as written)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError
+from ..tensor.dtypes import cast_array
+from ..tensor.view import Tensor
+
+
+def seeded(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
+    """Deterministic test data that suits the dtype: small integers for integer types (so
+    indices and sums stay in range), uniform [-1, 1) for floats."""
+    rng = np.random.default_rng(seed)
+    if dtype.kind in "iu":
+        lo = 0 if dtype.kind == "u" else -4
+        return rng.integers(lo, 8, size=shape).astype(np.int64)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+
+def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
+    from .execute import write_view
+    shape = tuple(t.shape)
+    if kind == "value":
+        (value,) = args
+        if isinstance(value, (bool, int, float, np.integer, np.floating)):
+            data: Any = np.full(shape, value, dtype=np.float64 if isinstance(
+                value, (float, np.floating)) else np.int64)
+        else:
+            raise ApdslTypeError(f"a declaration initialiser must be a number, zeros, ones, "
+                                 f"arange, random(seed) or load(\"file.npy\"), not "
+                                 f"{type(value).__name__}", code="APK113")
+    elif kind == "zeros":
+        data = np.zeros(shape, dtype=np.float32)
+    elif kind == "ones":
+        data = np.ones(shape, dtype=np.float32)
+    elif kind == "arange":
+        data = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    elif kind == "random":
+        seed = args[0] if args else 0
+        if not isinstance(seed, (int, np.integer)):
+            raise ApdslTypeError("random(seed) takes an int seed", code="APK113")
+        data = seeded(shape, t.dtype, int(seed))
+    elif kind == "array":
+        (data,) = args
+        data = np.asarray(data)
+        if data.shape != shape:
+            raise ApdslTypeError(f"loaded array has shape {data.shape}, the declaration "
+                                 f"{shape}", code="APK114", help="declare the tensor with the "
+                                 "file's shape")
+        if data.dtype.kind not in "biuf" and data.dtype.name not in ("bfloat16",):
+            raise ApdslTypeError(f"loaded array has dtype {data.dtype}, which apdsl cannot "
+                                 "convert", code="APK114")
+    else:
+        raise ApdslTypeError(f"unknown initialiser {kind}", code="APK113")
+    if dry:
+        return
+    write_view(t, cast_array(np.asarray(data), t.dtype))

@@ -1,0 +1,60 @@
+"""Process-wide execution options.
+
+`options(init_check=False)` sets an option at once; used as a context manager it also restores
+the previous values when the block ends, so the one call serves both as a setter and as
+`with apdsl.options(init_check=False): ...`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from difflib import get_close_matches
+from typing import Any
+
+from ..errors import ApdslRuntimeError
+
+
+@dataclass
+class _Options:
+    # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
+    init_check: bool = True
+
+
+# The live values.  Instructions read `OPTIONS.init_check` directly: one attribute lookup.
+OPTIONS = _Options()
+_TYPES = {f.name: bool for f in fields(_Options)}
+
+
+class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
+    """Set options now; as a context manager, restore the previous values on exit."""
+
+    def __init__(self, **values: Any) -> None:
+        for key, value in values.items():
+            if key not in _TYPES:
+                close = get_close_matches(key, _TYPES, n=1)
+                raise ApdslRuntimeError(
+                    f"unknown option '{key}'", code="APK421",
+                    help=f"did you mean '{close[0]}'?" if close
+                    else f"options are: {', '.join(_TYPES)}", option=key)
+            if not isinstance(value, _TYPES[key]):
+                raise ApdslRuntimeError(
+                    f"option {key} must be {_TYPES[key].__name__}, got {value!r}",
+                    code="APK421", option=key)
+        self._saved = {key: getattr(OPTIONS, key) for key in values}
+        for key, value in values.items():
+            setattr(OPTIONS, key, value)
+
+    def __enter__(self) -> _Options:
+        return OPTIONS
+
+    def __exit__(self, *exc: object) -> None:
+        for key, value in self._saved.items():
+            setattr(OPTIONS, key, value)
+
+    def __repr__(self) -> str:
+        return f"options({', '.join(f'{f}={getattr(OPTIONS, f)!r}' for f in _TYPES)})"
+
+
+def current() -> dict[str, Any]:
+    """A snapshot of every option's value."""
+    return {name: getattr(OPTIONS, name) for name in _TYPES}

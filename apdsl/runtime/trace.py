@@ -1,0 +1,174 @@
+"""What happened while a program ran: executed instructions (for `apdsl lower`) and warnings.
+
+The interpreter calls `set_location(file, line)` before each statement; instructions call
+`record(op, name, {role: tensor})` before they move data.  Lowering an operand costs time, so it
+happens only while a `tracing()` block is active -- except that on-chip operands are always
+checked against the target's limit of free access-pattern entries (APK304), cheaply when the
+view's pattern is already short enough.
+
+Warnings (`apdsl.errors.Warning_`) go to the module-level `warnings` list; the command line
+prints and clears it, and `collect_warnings()` scopes a fresh list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Span, Warning_
+from ..tensor import targets
+from ..tensor.lowering import AccessPattern, lower
+
+Location = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One executed instruction with each operand lowered to its access pattern(s)."""
+
+    op: str
+    name: str | None
+    location: Location | None
+    operands: dict[str, list[AccessPattern]]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """SPEC section 8: one object per instruction, or per piece when an operand needs
+        several access patterns (`piece: [i, n]`)."""
+        n = max((len(aps) for aps in self.operands.values()), default=1)
+        out = []
+        for i in range(n):
+            obj: dict[str, Any] = {
+                "op": self.op,
+                "file": self.location[0] if self.location else None,
+                "line": self.location[1] if self.location else None,
+                "name": self.name,
+                "operands": {role: aps[i if len(aps) == n else 0].to_json()
+                             for role, aps in self.operands.items()},
+            }
+            if n > 1:
+                obj["piece"] = [i, n]
+            out.append(obj)
+        return out
+
+
+@dataclass
+class Trace:
+    records: list[Record] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+# -- location -------------------------------------------------------------------------------
+
+_location: Location | None = None
+_span: Span | None = None
+
+
+def set_location(file: str, line: int, span: Span | None = None) -> None:
+    """Called by the interpreter before each statement (cheap: two global stores).  `span`, when
+    given, is attached to warnings raised by the statement."""
+    global _location, _span
+    _location = (file, line)
+    _span = span
+
+
+def current_location() -> Location | None:
+    return _location
+
+
+# -- tracing --------------------------------------------------------------------------------
+
+_active: Trace | None = None
+
+
+@contextmanager
+def tracing() -> Iterator[Trace]:
+    """Record every instruction executed inside the block."""
+    global _active
+    saved, trace = _active, Trace()
+    _active = trace
+    try:
+        yield trace
+    finally:
+        _active = saved
+
+
+def is_tracing() -> bool:
+    return _active is not None
+
+
+def record(op: str, name: str | None, operands: dict[str, Any]) -> None:
+    """Lower the instruction's operands: always enough to enforce the on-chip entry limit, fully
+    when a trace is active.  Raises APK304 before any data moves."""
+    trace = _active
+    if trace is None:
+        for role, t in operands.items():
+            if t.onchip and _may_exceed_entries(t):
+                lower(t, role=role)
+        return
+    lowered = {role: lower(t, role=role) for role, t in operands.items()}
+    trace.records.append(Record(op, name, _location, lowered))
+
+
+def _may_exceed_entries(t: Any) -> bool:
+    """False when the view's uncoalesced pattern already fits the target's limit: coalescing
+    only removes entries, so `lower` could not fail."""
+    layout = t.layout
+    if not layout.is_regular:
+        return True
+    n = 0
+    for d in layout.dims:
+        n += len(d.modes) if len(d.modes) > 1 else 1
+    return n - 1 > targets.target_for(t.buffer).max_free_entries
+
+
+# -- warnings -------------------------------------------------------------------------------
+
+warnings: list[Warning_] = []
+_warned: set[tuple[Any, ...]] = set()
+
+
+def warn(w: Warning_, *, key: tuple[Any, ...] | None = None) -> None:
+    """Add a warning to the sink.  With `key`, a warning is given once per key and source
+    location (an instruction in a loop warns once, not on every iteration)."""
+    if key is not None:
+        k = (_location, *key)
+        if k in _warned:
+            return
+        _warned.add(k)
+    if w.span is None:
+        w.span = _span
+    if _location is not None:
+        w.facts.setdefault("location", _location)
+    warnings.append(w)
+
+
+def take_warnings() -> list[Warning_]:
+    """Return and clear the collected warnings."""
+    out = list(warnings)
+    warnings.clear()
+    _warned.clear()
+    return out
+
+
+@contextmanager
+def collect_warnings() -> Iterator[list[Warning_]]:
+    """Collect the warnings raised inside the block into a fresh list (the outer sink is
+    restored afterwards, unchanged)."""
+    saved, saved_keys = list(warnings), set(_warned)
+    warnings.clear()
+    _warned.clear()
+    got: list[Warning_] = []
+    try:
+        yield got
+    finally:
+        got.extend(warnings)
+        warnings[:] = saved
+        _warned.clear()
+        _warned.update(saved_keys)

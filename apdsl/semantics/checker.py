@@ -1,0 +1,223 @@
+"""Static checks that need no execution: unknown names (with close matches), calls of builtins
+and of the program's own functions with the wrong arguments or keywords, and constructs the
+sandbox forbids.  Errors are collected, not raised, so `check` can report them all."""
+
+from __future__ import annotations
+
+import inspect
+from difflib import get_close_matches
+from typing import Any
+
+from ..errors import ApdslError, ApdslNameError, ApdslTypeError
+from ..syntax import ast
+from .builtins import builtin_names
+
+# Names a declaration initialiser may use without being defined (`= zeros`, `= random(3)`).
+INIT_NAMES = frozenset({"zeros", "ones", "arange", "random", "load"})
+
+
+class Checker:
+    def __init__(self, builtins: dict[str, Any] | None = None) -> None:
+        self.builtins = builtins
+        self.names = set(builtin_names()) if builtins is None else set(builtins)
+        self.errors: list[ApdslError] = []
+        self.functions: dict[str, Any] = {}
+
+    def check(self, module: ast.Module) -> list[ApdslError]:
+        top = self._bound(module.body)
+        for node in module.body:
+            if isinstance(node, (ast.FunctionDef, ast.Kernel)):
+                self.functions[node.name] = node
+        self._block(module.body, [top])
+        return self.errors
+
+    # -- scopes -------------------------------------------------------------------------------
+    def _bound(self, body: list[Any]) -> set[str]:
+        """Every name a block (and its nested blocks, not functions) binds."""
+        out: set[str] = set()
+        for node in body:
+            if isinstance(node, ast.Decl):
+                out.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    out.update(_names_in_target(t))
+            elif isinstance(node, ast.AugAssign):
+                out.update(_names_in_target(node.target))
+            elif isinstance(node, (ast.FunctionDef, ast.Kernel)):
+                out.add(node.name)
+            elif isinstance(node, ast.Import):
+                out.add(node.alias or node.module.split(".")[0])
+            elif isinstance(node, ast.FromImport):
+                out.update(alias or name for name, alias in node.names)
+            elif isinstance(node, ast.For):
+                out.update(_names_in_target(node.target))
+                out.update(self._bound(node.body))
+            elif isinstance(node, ast.If):
+                out.update(self._bound(node.body))
+                out.update(self._bound(node.orelse or []))
+        return out
+
+    def _block(self, body: list[Any], scopes: list[set[str]]) -> None:
+        for node in body:
+            self._stmt(node, scopes)
+
+    def _stmt(self, node: Any, scopes: list[set[str]]) -> None:
+        if isinstance(node, ast.Decl):
+            for d in node.type.dims:
+                self._expr(d, scopes)
+            if node.init is not None:
+                init = node.init
+                if isinstance(init, ast.Name) and init.id in INIT_NAMES:
+                    return
+                if isinstance(init, ast.Call) and isinstance(init.func, ast.Name) and \
+                        init.func.id in INIT_NAMES:
+                    for a in init.args:
+                        self._expr(a, scopes)
+                    return
+                self._expr(init, scopes)
+        elif isinstance(node, ast.Assign):
+            self._expr(node.value, scopes)
+            for t in node.targets:
+                if not _names_in_target(t) or not _is_target(t):
+                    self.errors.append(ApdslNameError(
+                        "cannot assign to this expression", code="APK107", span=t.span,
+                        help="assign to a name or a tuple of names; views are made by methods, "
+                        "data moves by instructions"))
+        elif isinstance(node, ast.AugAssign):
+            self._expr(node.target, scopes)
+            self._expr(node.value, scopes)
+        elif isinstance(node, ast.ExprStmt):
+            self._expr(node.expr, scopes)
+        elif isinstance(node, ast.If):
+            self._expr(node.test, scopes)
+            self._block(node.body, scopes)
+            self._block(node.orelse or [], scopes)
+        elif isinstance(node, ast.For):
+            self._expr(node.iter, scopes)
+            self._block(node.body, scopes)
+        elif isinstance(node, ast.Assert):
+            self._expr(node.test, scopes)
+            if node.msg is not None:
+                self._expr(node.msg, scopes)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self._expr(node.value, scopes)
+        elif isinstance(node, (ast.FunctionDef, ast.Kernel)):
+            local = {p.name for p in node.params} | self._bound(node.body)
+            for p in node.params:
+                if p.default is not None:
+                    self._expr(p.default, scopes)
+                if getattr(p, "type", None) is not None:
+                    # named dims of kernel parameters are bound by the inputs
+                    for d in p.type.dims:
+                        if isinstance(d, ast.Name):
+                            local.add(d.id)
+            self._block(node.body, scopes + [local])
+
+    def _known(self, name: str, scopes: list[set[str]]) -> bool:
+        return name in self.names or any(name in s for s in scopes)
+
+    def _expr(self, node: Any, scopes: list[set[str]]) -> None:
+        if node is None:
+            return
+        if isinstance(node, ast.Name):
+            if not self._known(node.id, scopes):
+                pool = sorted(self.names.union(*scopes))
+                close = get_close_matches(node.id, pool, n=3)
+                self.errors.append(ApdslNameError(
+                    f"unknown name '{node.id}'", code="APK101", span=node.span,
+                    help=f"did you mean {' or '.join(map(repr, close))}?" if close else None,
+                    name=node.id))
+            return
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                self.errors.append(ApdslNameError(
+                    f"attribute '{node.attr}' is not accessible", code="APK103",
+                    span=getattr(node, "attr_span", None) or node.span,
+                    help="names starting with '_' are private"))
+            self._expr(node.value, scopes)
+            return
+        if isinstance(node, ast.Call):
+            self._expr(node.func, scopes)
+            for a in node.args:
+                self._expr(a, scopes)
+            for k in node.keywords:
+                self._expr(k.value, scopes)
+            self._call(node, scopes)
+            return
+        for child in ast.children(node):
+            self._expr(child, scopes)
+
+    def _call(self, node: Any, scopes: list[set[str]]) -> None:
+        f = node.func
+        if not isinstance(f, ast.Name) or any(f.id in s for s in scopes[1:]):
+            return
+        name = f.id
+        if name in self.functions and name in scopes[0]:
+            fn = self.functions[name]
+            params = [p.name for p in fn.params]
+            required = [p.name for p in fn.params if p.default is None]
+            self._match(node, name, params, required, varargs=False)
+            return
+        if self.builtins is None or name not in self.builtins or name in scopes[0]:
+            return
+        try:
+            sig = inspect.signature(self.builtins[name])
+        except (TypeError, ValueError):
+            return
+        ps = list(sig.parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in ps):
+            return
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in ps)
+        params = [p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY,
+                                                    p.POSITIONAL_ONLY)]
+        required = [p.name for p in ps if p.default is p.empty and p.kind in (
+            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        positional = [p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                        p.POSITIONAL_ONLY)]
+        self._match(node, name, params, required, varargs, positional)
+
+    def _match(self, node: Any, name: str, params: list[str], required: list[str],
+               varargs: bool, positional: list[str] | None = None) -> None:
+        positional = params if positional is None else positional
+        n = len(node.args)
+        if not varargs and n > len(positional):
+            self.errors.append(ApdslTypeError(
+                f"{name}() takes at most {len(positional)} positional arguments, got {n}",
+                code="APK102", span=node.span, help=f"parameters: {', '.join(params)}"))
+            return
+        given = set(positional[:n])
+        for k in node.keywords:
+            if k.name not in params:
+                close = get_close_matches(k.name, params, n=2)
+                self.errors.append(ApdslTypeError(
+                    f"{name}() has no parameter '{k.name}'", code="APK102",
+                    span=getattr(k, "name_span", None) or k.span,
+                    help=f"did you mean {' or '.join(map(repr, close))}?" if close
+                    else f"parameters: {', '.join(params)}"))
+            elif k.name in given:
+                self.errors.append(ApdslTypeError(
+                    f"{name}() got '{k.name}' twice", code="APK102", span=k.span))
+            given.add(k.name)
+        missing = [r for r in required if r not in given]
+        if missing:
+            self.errors.append(ApdslTypeError(
+                f"{name}() is missing {'argument' if len(missing) == 1 else 'arguments'} "
+                f"{', '.join(repr(m) for m in missing)}", code="APK102", span=node.span,
+                help=f"parameters: {', '.join(params)}"))
+
+
+def _names_in_target(t: Any) -> list[str]:
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
+        return [n for i in t.items for n in _names_in_target(i)]
+    return []
+
+
+def _is_target(t: Any) -> bool:
+    if isinstance(t, ast.Name):
+        return True
+    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
+        return all(_is_target(i) for i in t.items)
+    return False

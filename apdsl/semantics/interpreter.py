@@ -1,0 +1,889 @@
+"""The interpreter: compiles the AST once into Python closures and runs them over the tensor model.
+
+Every closure that can fail attaches its node's span to the `ApdslError` the model raises, so
+errors are located at the finest node that knows them (the call, the argument, the characters
+inside a rearrange pattern).  Python exceptions from user arithmetic (1/0, "a" + 1) are turned
+into located `ApdslError`s too: no traceback ever reaches a user.
+
+Two modes: run (instructions move data) and dry (check mode: instructions validate their
+operands and lower them, host values are `UNKNOWN`, and a failing statement poisons the names it
+defines instead of stopping, so `check` reports every independent error).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    ApdslAssertionError,
+    ApdslError,
+    ApdslIOError,
+    ApdslNameError,
+    ApdslTypeError,
+    PatternError,
+    Span,
+)
+from ..syntax import ast
+from ..tensor.view import Tensor
+from .values import POISON, UNKNOWN, Absorbing, Function, Module, get_attribute, show, type_name
+
+Closure = Callable[["Frame"], Any]
+
+BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+    "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
+    ">>": operator.rshift}
+UNARY: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos,
+                                           "~": operator.invert, "not": operator.not_}
+
+
+def _eq(a: Any, b: Any) -> Any:
+    # Tuples and lists compare by elements (`A.shape == [512, 512]`).
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": _eq, "!=": lambda a, b: _not(_eq(a, b)),
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+    "is": operator.is_, "is not": operator.is_not}
+
+
+def _not(x: Any) -> Any:
+    return x if isinstance(x, Absorbing) else (~x if isinstance(x, np.ndarray) else not x)
+
+
+class Frame:
+    __slots__ = ("vars", "glob", "owned")
+
+    def __init__(self, vars: dict[str, Any], glob: dict[str, Any]) -> None:
+        self.vars = vars
+        self.glob = glob
+        self.owned: list[Any] = []
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+_PY_ERRORS = (ZeroDivisionError, TypeError, ValueError, IndexError, KeyError, OverflowError,
+              AttributeError, RecursionError)
+
+
+def _python_error(e: Exception, span: Span | None) -> ApdslError:
+    if isinstance(e, ZeroDivisionError):
+        err: ApdslError = ApdslTypeError("division by zero", code="APK121")
+    elif isinstance(e, (IndexError, KeyError)):
+        err = ApdslTypeError(f"index or key out of range: {e}", code="APK122")
+    elif isinstance(e, RecursionError):
+        err = ApdslTypeError("recursion too deep", code="APK123")
+    else:
+        err = ApdslTypeError(f"invalid operation: {e}", code="APK120")
+    return err.with_span(span)
+
+
+class Interpreter:
+    """Runs one program (a file and the modules it imports)."""
+
+    def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,
+                 stdlib_dir: str | None = None) -> None:
+        from .builtins import make_builtins
+        self.dry = dry
+        self.out = out if out is not None else sys.stdout
+        self.base_dir = Path(base_dir or ".")
+        self.stdlib_dir = stdlib_dir
+        self.builtins = make_builtins(self)
+        self.modules: dict[str, Module] = {}
+        self.errors: list[ApdslError] = []  # dry mode: collected, deduplicated
+        self._seen: set[tuple[str, Any]] = set()
+        self.origins: dict[int, Span] = {}  # id(tensor) -> span where the view was made
+        self.importing: list[str] = []
+        self.sources: dict[str, str] = {}
+        self.call_span: Span | None = None  # the call being evaluated (instructions record it)
+
+    # -- errors -------------------------------------------------------------------------------
+    def report(self, err: ApdslError) -> None:
+        key = (err.code, err.span)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.errors.append(err)
+
+    # -- services used by builtins ------------------------------------------------------------
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
+                 span: Span | None = None) -> Tensor:
+        from ..tensor.view import ndarray
+        return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+
+    def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        from ..runtime.options import OPTIONS
+        from ..runtime.trace import set_location
+        span = self.call_span
+        if span is not None:
+            set_location(span.file, span.line, span)
+        if not self.dry:
+            return fn(*args, **kwargs)
+        saved = OPTIONS.execute
+        OPTIONS.execute = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            OPTIONS.execute = saved
+
+    def print(self, *values: Any, sep: str = " ") -> None:
+        if self.dry:
+            return
+        print(sep.join(show(v) for v in values), file=self.out)
+
+    def _safe_path(self, path: Any) -> Path:
+        if not isinstance(path, str):
+            raise ApdslTypeError("file names are strings", code="APK110")
+        p = Path(path)
+        if p.is_absolute() or ".." in p.parts:
+            raise ApdslIOError(f"'{path}' is outside the program's folder", code="APK603",
+                               help="load and save use paths relative to the .apk file, "
+                               "without '..'")
+        return self.base_dir / p
+
+    def load_npy(self, path: str) -> Any:
+        full = self._safe_path(path)
+        if self.dry:
+            if not full.exists():
+                raise ApdslIOError(f"cannot read '{path}': no such file", code="APK601",
+                                   path=str(path))
+            return UNKNOWN
+        from ..runtime.files import read_npy
+        return read_npy(full, shown=path)
+
+    def save_npy(self, value: Any, path: str) -> None:
+        full = self._safe_path(path)
+        if self.dry:
+            return
+        from ..runtime.files import write_npy
+        from .builtins import host_value
+        write_npy(full, host_value(value, self))
+
+    # -- running ------------------------------------------------------------------------------
+    def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:
+        self.sources[module.file] = module.source
+        block = self.compile_block(module.body, top=True)
+        frame = Frame(namespace, namespace)
+        try:
+            block(frame)
+        except _Return:
+            pass
+
+    def call_function(self, fn: Function, args: tuple, kwargs: dict) -> Any:
+        params = fn.params
+        if len(args) > len(params):
+            raise ApdslTypeError(f"{fn.name}() takes {len(params)} arguments, got {len(args)}",
+                                 code="APK102")
+        local: dict[str, Any] = {}
+        for p, a in zip(params, args):
+            local[p.name] = a
+        for k, v in kwargs.items():
+            if k not in {p.name for p in params}:
+                raise ApdslTypeError(f"{fn.name}() has no parameter '{k}'", code="APK102")
+            if k in local:
+                raise ApdslTypeError(f"{fn.name}() got '{k}' twice", code="APK102")
+            local[k] = v
+        for p in params:
+            if p.name not in local:
+                if p.name in fn.defaults:
+                    local[p.name] = fn.defaults[p.name]
+                else:
+                    raise ApdslTypeError(f"{fn.name}() is missing argument '{p.name}'",
+                                         code="APK102")
+        frame = Frame(local, fn.globals)
+        try:
+            fn.body(frame)
+        except _Return as r:
+            return r.value
+        return None
+
+    # -- compilation: statements --------------------------------------------------------------
+    def compile_block(self, body: list[Any], top: bool = False) -> Closure:
+        stmts = [self.compile_stmt(s) for s in body]
+        frees = any(isinstance(s, ast.Decl) for s in body) and not top
+        interp = self
+
+        if interp.dry:
+            nodes = list(body)
+
+            def run_dry(frame: Frame) -> None:
+                for st, node in zip(stmts, nodes):
+                    try:
+                        st(frame)
+                    except ApdslError as e:
+                        interp.report(e)
+                        for name in _defined_names(node):
+                            frame.vars[name] = POISON
+                if frees:
+                    _free(frame)
+            return run_dry
+
+        if frees:
+            def run_scoped(frame: Frame) -> None:
+                mark = len(frame.owned)
+                try:
+                    for st in stmts:
+                        st(frame)
+                finally:
+                    for storage in frame.owned[mark:]:
+                        storage.free()
+                    del frame.owned[mark:]
+            return run_scoped
+        if len(stmts) == 1:
+            return stmts[0]
+
+        def run(frame: Frame) -> None:
+            for st in stmts:
+                st(frame)
+        return run
+
+    def compile_stmt(self, node: Any) -> Closure:
+        method = getattr(self, "_stmt_" + type(node).__name__)
+        inner = method(node)
+        span = node.span
+        if isinstance(node, (ast.If, ast.For, ast.FunctionDef, ast.Kernel, ast.Return,
+                             ast.Break, ast.Continue, ast.Pass)):
+            return inner
+
+        def located(frame: Frame) -> None:
+            try:
+                inner(frame)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+        return located
+
+    def _stmt_ExprStmt(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.expr)
+
+        def run(frame: Frame) -> None:
+            ev(frame)
+        return run
+
+    def _stmt_Pass(self, node: Any) -> Closure:
+        return lambda frame: None
+
+    def _stmt_Break(self, node: Any) -> Closure:
+        def run(frame: Frame) -> None:
+            raise _Break
+        return run
+
+    def _stmt_Continue(self, node: Any) -> Closure:
+        def run(frame: Frame) -> None:
+            raise _Continue
+        return run
+
+    def _stmt_Return(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value) if node.value is not None else (lambda f: None)
+        span = node.span
+
+        def run(frame: Frame) -> None:
+            try:
+                value = ev(frame)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            raise _Return(value)
+        return run
+
+    def _stmt_Assign(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value)
+        setters = [self.compile_target(t) for t in node.targets]
+        value_span = node.value.span
+        origins = self.origins
+        if len(setters) == 1:
+            setter = setters[0]
+
+            target_name = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
+
+            def run1(frame: Frame) -> None:
+                value = ev(frame)
+                if type(value) is Tensor:
+                    origins.setdefault(id(value), value_span)
+                    if target_name and value.storage.name.startswith("%"):
+                        value.storage.name = target_name  # `x = ndarray(...)` is called x
+                setter(frame, value)
+            return run1
+
+        def run(frame: Frame) -> None:
+            value = ev(frame)
+            for s in setters:
+                s(frame, value)
+        return run
+
+    def _stmt_AugAssign(self, node: Any) -> Closure:
+        op = BINOPS[node.op.rstrip("=")]
+        get = self.compile_expr(node.target)
+        setter = self.compile_target(node.target)
+        ev = self.compile_expr(node.value)
+
+        def run(frame: Frame) -> None:
+            setter(frame, op(get(frame), ev(frame)))
+        return run
+
+    def compile_target(self, target: Any) -> Callable[[Frame, Any], None]:
+        if isinstance(target, ast.Name):
+            name = target.id
+            self._check_assignable(name, target.span)
+
+            def set_name(frame: Frame, value: Any) -> None:
+                frame.vars[name] = value
+            return set_name
+        if isinstance(target, (ast.TupleExpr, ast.ListExpr)):
+            subs = [self.compile_target(t) for t in target.items]
+            n = len(subs)
+            span = target.span
+
+            def set_tuple(frame: Frame, value: Any) -> None:
+                if isinstance(value, Absorbing):
+                    for s in subs:
+                        s(frame, value)
+                    return
+                try:
+                    items = list(value)
+                except TypeError:
+                    raise ApdslTypeError(f"cannot unpack {type_name(value)}",
+                                         code="APK120").with_span(span) from None
+                if len(items) != n:
+                    raise ApdslTypeError(f"cannot unpack {len(items)} values into {n} names",
+                                         code="APK120").with_span(span)
+                for s, v in zip(subs, items):
+                    s(frame, v)
+            return set_tuple
+        raise ApdslNameError("cannot assign to this expression", code="APK107",
+                             help="assign to a name or a tuple of names; views are made by "
+                             "methods, data moves by instructions").with_span(target.span)
+
+    def _check_assignable(self, name: str, span: Span) -> None:
+        if name.startswith("__"):
+            raise ApdslNameError(f"names starting with '__' are reserved: {name}",
+                                 code="APK103").with_span(span)
+
+    def _stmt_Decl(self, node: Any) -> Closure:
+        spec = node.type
+        dims = [self.compile_expr(d) for d in spec.dims]
+        init = self._compile_init(node.init) if node.init is not None else None
+        name, span = node.name, node.span
+        interp = self
+
+        def run(frame: Frame) -> None:
+            shape = tuple(d(frame) for d in dims)
+            t = interp.allocate(shape, spec.dtype, spec.buffer, spec.format or "ND", name,
+                                span=span)
+            frame.owned.append(t.storage)
+            interp.origins[id(t)] = span
+            if init is not None:
+                init(frame, t)
+            frame.vars[name] = t
+        return run
+
+    def _compile_init(self, node: Any) -> Callable[[Frame, Tensor], None]:
+        """`= 0.5`, `= zeros`, `= arange`, `= random(seed)`, `= load("x.npy")`."""
+        from ..runtime.init import initialise
+        interp = self
+        if isinstance(node, ast.Name) and node.id in ("zeros", "arange", "random", "ones"):
+            kind, args = node.id, []
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("random", "load", "arange", "zeros", "ones"):
+            kind = node.func.id
+            args = [self.compile_expr(a) for a in node.args]
+        else:
+            kind, args = "value", [self.compile_expr(node)]
+
+        def run(frame: Frame, t: Tensor) -> None:
+            values = [a(frame) for a in args]
+            if kind == "load":
+                if len(values) != 1:
+                    raise ApdslTypeError("load takes one file name", code="APK102")
+                data = interp.load_npy(values[0])
+                if isinstance(data, Absorbing):
+                    return
+                initialise(t, "array", data, dry=interp.dry)
+                return
+            initialise(t, kind, *values, dry=interp.dry)
+        return run
+
+    def _stmt_If(self, node: Any) -> Closure:
+        test = self.compile_expr(node.test)
+        body = self.compile_block(node.body)
+        orelse = self.compile_block(node.orelse) if node.orelse else None
+        span = node.test.span
+
+        def run(frame: Frame) -> None:
+            try:
+                cond = test(frame)
+                if isinstance(cond, Absorbing):
+                    return
+                cond = _truth(cond)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if cond:
+                body(frame)
+            elif orelse is not None:
+                orelse(frame)
+        return run
+
+    def _stmt_For(self, node: Any) -> Closure:
+        it = self.compile_expr(node.iter)
+        setter = self.compile_target(node.target)
+        body = self.compile_block(node.body)
+        span = node.iter.span
+        if isinstance(node.target, ast.Name):
+            name = node.target.id
+
+            def fast_set(frame: Frame, value: Any) -> None:
+                frame.vars[name] = value
+            setter = fast_set
+
+        def run(frame: Frame) -> None:
+            try:
+                seq = it(frame)
+                if isinstance(seq, Absorbing):
+                    return
+                iterator = iter(seq)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            for value in iterator:
+                setter(frame, value)
+                try:
+                    body(frame)
+                except _Break:
+                    break
+                except _Continue:
+                    continue
+        return run
+
+    def _stmt_Assert(self, node: Any) -> Closure:
+        test = self.compile_expr(node.test)
+        msg = self.compile_expr(node.msg) if node.msg is not None else None
+        source = node.test
+
+        def run(frame: Frame) -> None:
+            cond = test(frame)
+            if isinstance(cond, Absorbing):
+                return
+            if not _truth(cond):
+                text = show(msg(frame)) if msg is not None else "assertion failed"
+                notes = _assert_notes(source, frame, self)
+                raise ApdslAssertionError(text, code="APK901", notes=notes)
+        return run
+
+    def _stmt_FunctionDef(self, node: Any) -> Closure:
+        return self._define(node, kernel=False)
+
+    def _stmt_Kernel(self, node: Any) -> Closure:
+        return self._define(node, kernel=True)
+
+    def _define(self, node: Any, kernel: bool) -> Closure:
+        body = self.compile_block(node.body)
+        defaults = [(p.name, self.compile_expr(p.default)) for p in node.params
+                    if p.default is not None]
+        interp = self
+
+        def run(frame: Frame) -> None:
+            fn = Function(node.name, list(node.params), body, frame.glob, node.span,
+                          is_kernel=kernel, returns=getattr(node, "returns", None),
+                          defaults={k: ev(frame) for k, ev in defaults}, interpreter=interp)
+            fn.node = node  # type: ignore[attr-defined]
+            frame.vars[node.name] = fn
+        return run
+
+    def _stmt_Import(self, node: Any) -> Closure:
+        interp = self
+
+        def run(frame: Frame) -> None:
+            if _is_nki_module(node.module):
+                return
+            mod = interp.import_module(node.module, node.span)
+            frame.vars[node.alias or node.module.split(".")[0]] = mod
+        return run
+
+    def _stmt_FromImport(self, node: Any) -> Closure:
+        interp = self
+
+        def run(frame: Frame) -> None:
+            if _is_nki_module(node.module):
+                return
+            mod = interp.import_module(node.module, node.span)
+            for name, alias in node.names:
+                if name not in mod.namespace or name.startswith("_"):
+                    from difflib import get_close_matches
+                    close = get_close_matches(name, list(mod.namespace), n=3)
+                    raise ApdslNameError(f"module {mod.name} has no name '{name}'",
+                                         code="APK108", help=f"did you mean "
+                                         f"{' or '.join(map(repr, close))}?" if close else None)
+                frame.vars[alias or name] = mod.namespace[name]
+        return run
+
+    def import_module(self, dotted: str, span: Span | None) -> Module:
+        from ..resources import stdlib_path
+        from ..syntax.parser import parse
+        if dotted in self.modules:
+            return self.modules[dotted]
+        rel = Path(*dotted.split(".")).with_suffix(".apk")
+        search = [(self.base_dir / rel, str(self.base_dir / rel))]
+        std = Path(self.stdlib_dir) if self.stdlib_dir else stdlib_path()
+        search.append((std / rel, f"<stdlib>/{rel.as_posix()}"))
+        for path, shown in search:
+            if path.is_file():
+                break
+        else:
+            raise ApdslIOError(f"no module named '{dotted}'", code="APK602",
+                               notes=[f"searched {self.base_dir / rel} and <stdlib>/{rel}"],
+                               help="put the module next to the importing file or in stdlib/")
+        if dotted in self.importing:
+            raise ApdslIOError(f"circular import of '{dotted}'", code="APK604")
+        source = path.read_text(encoding="utf-8")
+        tree = parse(source, shown)
+        namespace: dict[str, Any] = {}
+        module = Module(dotted, shown, namespace)
+        self.importing.append(dotted)
+        saved_base = self.base_dir
+        try:
+            self.base_dir = path.parent
+            self.exec_module(tree, namespace)
+        finally:
+            self.base_dir = saved_base
+            self.importing.pop()
+        self.modules[dotted] = module
+        return module
+
+    # -- compilation: expressions -------------------------------------------------------------
+    def compile_expr(self, node: Any) -> Closure:
+        return getattr(self, "_expr_" + type(node).__name__)(node)
+
+    def _expr_Const(self, node: Any) -> Closure:
+        value = node.value
+        return lambda frame: value
+
+    def _expr_Str(self, node: Any) -> Closure:
+        value = node.value
+        return lambda frame: value
+
+    def _expr_EllipsisLit(self, node: Any) -> Closure:
+        return lambda frame: Ellipsis
+
+    def _expr_Name(self, node: Any) -> Closure:
+        name = node.id
+        builtins = self.builtins
+        span = node.span
+        interp = self
+
+        def load(frame: Frame) -> Any:
+            try:
+                return frame.vars[name]
+            except KeyError:
+                pass
+            try:
+                return frame.glob[name]
+            except KeyError:
+                pass
+            try:
+                return builtins[name]
+            except KeyError:
+                raise interp.unknown_name(name, frame, span) from None
+        return load
+
+    def unknown_name(self, name: str, frame: Frame | None, span: Span | None) -> ApdslError:
+        from difflib import get_close_matches
+        pool = set(self.builtins)
+        if frame is not None:
+            pool |= set(frame.vars) | set(frame.glob)
+        close = get_close_matches(name, sorted(pool), n=3)
+        return ApdslNameError(f"unknown name '{name}'", code="APK101", span=span,
+                              help=f"did you mean {' or '.join(map(repr, close))}?" if close
+                              else None, name=name)
+
+    def _expr_TupleExpr(self, node: Any) -> Closure:
+        items = [self.compile_expr(i) for i in node.items]
+        return lambda frame: tuple(i(frame) for i in items)
+
+    def _expr_ListExpr(self, node: Any) -> Closure:
+        items = [self.compile_expr(i) for i in node.items]
+        return lambda frame: [i(frame) for i in items]
+
+    def _expr_DictExpr(self, node: Any) -> Closure:
+        keys = [self.compile_expr(k) for k in node.keys]
+        values = [self.compile_expr(v) for v in node.values]
+        return lambda frame: {k(frame): v(frame) for k, v in zip(keys, values)}
+
+    def _expr_BinOp(self, node: Any) -> Closure:
+        op = BINOPS[node.op]
+        left, right = self.compile_expr(node.left), self.compile_expr(node.right)
+        span = node.span
+
+        def run(frame: Frame) -> Any:
+            a, b = left(frame), right(frame)
+            try:
+                return op(a, b)
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+        return run
+
+    def _expr_UnaryOp(self, node: Any) -> Closure:
+        op = UNARY[node.op]
+        ev = self.compile_expr(node.operand)
+        if node.op == "not":
+            return lambda frame: _not(_truth_or_absorb(ev(frame)))
+        return lambda frame: op(ev(frame))
+
+    def _expr_BoolOp(self, node: Any) -> Closure:
+        values = [self.compile_expr(v) for v in node.values]
+        is_and = node.op == "and"
+
+        def run(frame: Frame) -> Any:
+            result: Any = None
+            for v in values:
+                result = v(frame)
+                if isinstance(result, Absorbing):
+                    return result
+                if _truth(result) != is_and:
+                    return result
+            return result
+        return run
+
+    def _expr_Compare(self, node: Any) -> Closure:
+        left = self.compile_expr(node.left)
+        ops = [COMPARE[o] for o in node.ops]
+        rights = [self.compile_expr(c) for c in node.comparators]
+        span = node.span
+        if len(ops) == 1:
+            op, right = ops[0], rights[0]
+
+            def run1(frame: Frame) -> Any:
+                try:
+                    return op(left(frame), right(frame))
+                except _PY_ERRORS as e:
+                    raise _python_error(e, span) from None
+            return run1
+
+        def run(frame: Frame) -> Any:
+            a = left(frame)
+            for op, r in zip(ops, rights):
+                b = r(frame)
+                res = op(a, b)
+                if isinstance(res, Absorbing) or not _truth(res):
+                    return res
+                a = b
+            return True
+        return run
+
+    def _expr_IfExp(self, node: Any) -> Closure:
+        test, body, orelse = (self.compile_expr(node.test), self.compile_expr(node.body),
+                              self.compile_expr(node.orelse))
+
+        def run(frame: Frame) -> Any:
+            c = test(frame)
+            if isinstance(c, Absorbing):
+                return c
+            return body(frame) if _truth(c) else orelse(frame)
+        return run
+
+    def _expr_Attribute(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value)
+        attr = node.attr
+        span = getattr(node, "attr_span", None) or node.span
+        if attr.startswith("_"):
+            raise ApdslNameError(f"attribute '{attr}' is not accessible", code="APK103",
+                                 help="names starting with '_' are private").with_span(span)
+
+        def run(frame: Frame) -> Any:
+            try:
+                return get_attribute(ev(frame), attr)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+        return run
+
+    def _expr_Subscript(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value)
+        parts = [self._compile_index(i) for i in node.index]
+        single = len(parts) == 1 and not isinstance(node.index[0], ast.Slice)
+        span = node.span
+        interp = self
+
+        def run(frame: Frame) -> Any:
+            value = ev(frame)
+            key = parts[0](frame) if single else tuple(p(frame) for p in parts)
+            try:
+                result = value[key]
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(result) is Tensor:
+                interp.origins.setdefault(id(result), span)
+            return result
+        return run
+
+    def _compile_index(self, node: Any) -> Closure:
+        if isinstance(node, ast.Slice):
+            parts = [self.compile_expr(p) if p is not None else (lambda f: None)
+                     for p in (node.start, node.stop, node.step)]
+            return lambda frame: slice(*(p(frame) for p in parts))
+        return self.compile_expr(node)
+
+    def _expr_Call(self, node: Any) -> Closure:
+        func = self.compile_expr(node.func)
+        args = [self.compile_expr(a) for a in node.args]
+        kwargs = [(k.name, self.compile_expr(k.value)) for k in node.keywords]
+        span = node.span
+        interp = self
+        pattern_node = _pattern_literal(node)
+        arg_spans = [a.span for a in node.args]
+        kw_spans = {k.name: k.span for k in node.keywords}
+
+        def run(frame: Frame) -> Any:
+            fn = func(frame)
+            a = [x(frame) for x in args]
+            kw = {k: v(frame) for k, v in kwargs}
+            if isinstance(fn, Absorbing):
+                return fn
+            if interp.dry and (any(isinstance(x, Absorbing) for x in a)
+                               or any(isinstance(x, Absorbing) for x in kw.values())):
+                return POISON
+            if not callable(fn):
+                raise ApdslTypeError(f"{type_name(fn)} is not callable",
+                                     code="APK109").with_span(span)
+            interp.call_span = span
+            try:
+                result = fn(*a, **kw)
+            except PatternError as e:
+                if pattern_node is not None and e.start is not None and e.span is None:
+                    e.span = pattern_node.char_span(e.start, e.end)
+                raise e.with_span(span) from None
+            except ApdslError as e:
+                param = e.facts.get("param")
+                if e.span is None and isinstance(param, str) and param in kw_spans:
+                    e.span = kw_spans[param]
+                elif e.span is None and isinstance(param, int) and param < len(arg_spans):
+                    e.span = arg_spans[param]
+                raise e.with_span(span) from None
+            except TypeError as e:
+                raise _call_error(fn, e, span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(result) is Tensor:
+                interp.origins.setdefault(id(result), span)
+            return result
+        return run
+
+
+def _call_error(fn: Any, e: TypeError, span: Span) -> ApdslError:
+    text = str(e)
+    name = getattr(fn, "__name__", "function")
+    if "argument" in text or "positional" in text or "keyword" in text:
+        msg = text.replace("__call__()", f"{name}()").replace("call()", f"{name}()")
+        help_ = None
+        import inspect
+        try:
+            help_ = f"signature: {name}{inspect.signature(fn)}"
+        except (TypeError, ValueError):
+            pass
+        return ApdslTypeError(msg, code="APK102", help=help_).with_span(span)
+    return ApdslTypeError(f"invalid call of {name}: {text}", code="APK120").with_span(span)
+
+
+def _pattern_literal(node: Any) -> Any:
+    """The string literal holding an einops pattern in `x.rearrange("...")`, if any."""
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr == "rearrange" and node.args and \
+            isinstance(node.args[0], ast.Str):
+        return node.args[0]
+    return None
+
+
+def _truth(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        if x.size != 1:
+            raise ApdslTypeError("the truth value of a host array with several elements is "
+                                 "ambiguous", code="APK120",
+                                 help="use allclose(x, y), equal(x, y), or (x == y).all()")
+        return bool(x)
+    if isinstance(x, Tensor):
+        raise ApdslTypeError("a tensor has no truth value", code="APK120",
+                             help="compare host(t) values, or use allclose/equal")
+    return bool(x)
+
+
+def _truth_or_absorb(x: Any) -> Any:
+    return x if isinstance(x, Absorbing) else _truth(x)
+
+
+def _free(frame: Frame) -> None:
+    for storage in frame.owned:
+        storage.free()
+    frame.owned.clear()
+
+
+def _defined_names(node: Any) -> list[str]:
+    if isinstance(node, ast.Decl):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        out: list[str] = []
+        for t in node.targets:
+            out.extend(_target_names(t))
+        return out
+    if isinstance(node, ast.AugAssign):
+        return _target_names(node.target)
+    if isinstance(node, (ast.FunctionDef, ast.Kernel)):
+        return [node.name]
+    if isinstance(node, ast.Import):
+        return [node.alias or node.module.split(".")[0]]
+    if isinstance(node, ast.FromImport):
+        return [alias or name for name, alias in node.names]
+    return []
+
+
+def _target_names(t: Any) -> list[str]:
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
+        return [n for i in t.items for n in _target_names(i)]
+    return []
+
+
+def _is_nki_module(name: str) -> bool:
+    root = name.split(".")[0]
+    return root in ("nki", "neuronxcc", "numpy", "np")
+
+
+def _assert_notes(test: Any, frame: Frame, interp: Interpreter) -> list[str]:
+    """For `assert a == b`, show both sides."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        try:
+            left = interp.compile_expr(test.left)(frame)
+            right = interp.compile_expr(test.comparators[0])(frame)
+        except Exception:  # noqa: BLE001 - notes are best effort; the assertion stands
+            return []
+        return [f"left:  {_brief(left)}", f"right: {_brief(right)}"]
+    return []
+
+
+def _brief(v: Any) -> str:
+    text = show(v)
+    return text if len(text) < 200 else text[:200] + " ..."

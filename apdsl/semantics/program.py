@@ -1,0 +1,250 @@
+"""A program: source -> AST -> checked program -> executed instructions -> results.
+
+`Program` is what the command line, the REPL and the Python API drive: `check()` reports every
+independent error without moving data; `run()` executes the top-level statements and then a
+kernel with its inputs bound; `lower()` runs with the instruction trace on.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
+from ..syntax import ast
+from .values import Function
+
+
+class UsageError(Exception):
+    """The command line itself is wrong (exit status 2): unknown kernel, `-i` naming no
+    parameter, several kernels and none named."""
+
+
+@dataclass
+class RunResult:
+    value: Any
+    kernel: str | None
+    interpreter: Any
+    trace: Any = None
+    warnings: list[ApdslError] = field(default_factory=list)
+
+
+class Program:
+    def __init__(self, source: str, file: str = "<string>", base_dir: str | None = None) -> None:
+        from ..syntax.parser import parse
+        self.source = source
+        self.file = file
+        self.base_dir = base_dir or "."
+        self.module: ast.Module = parse(source, file)
+
+    @classmethod
+    def from_path(cls, path: str) -> Program:
+        p = Path(path)
+        if not p.is_file():
+            what = "it is a folder" if p.is_dir() else "no such file"
+            raise ApdslIOError(f"cannot read '{path}': {what}", code="APK601", path=path)
+        try:
+            source = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ApdslIOError(f"'{path}' is not UTF-8 text", code="APK605", path=path) from None
+        except OSError as e:
+            raise ApdslIOError(f"cannot read '{path}': {e.strerror}", code="APK601",
+                               path=path) from None
+        return cls(source, path, str(p.parent))
+
+    # -- queries ------------------------------------------------------------------------------
+    def kernels(self) -> list[ast.Kernel]:
+        return [s for s in self.module.body if isinstance(s, ast.Kernel)]
+
+    def kernel_params(self, name: str) -> list[str]:
+        for k in self.kernels():
+            if k.name == name:
+                return [p.name for p in k.params]
+        return []
+
+    def select_kernel(self, name: str | None) -> str | None:
+        names = [k.name for k in self.kernels()]
+        if name is None:
+            if len(names) > 1:
+                raise UsageError(f"{self.file} has {len(names)} kernels ({', '.join(names)}); "
+                                 "name the one to run")
+            return names[0] if names else None
+        if name not in names:
+            from difflib import get_close_matches
+            close = get_close_matches(name, names, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else (
+                f"; kernels: {', '.join(names)}" if names else "; it has no kernel")
+            raise UsageError(f"{self.file} has no kernel '{name}'{hint}")
+        return name
+
+    # -- operations ---------------------------------------------------------------------------
+    def interpreter(self, *, dry: bool = False, out: Any = None) -> Any:
+        from .interpreter import Interpreter
+        interp = Interpreter(dry=dry, out=out, base_dir=self.base_dir)
+        interp.sources[self.file] = self.source
+        return interp
+
+    def check(self, out: Any = None) -> list[ApdslError]:
+        """Every independent error: static checks, then a dry run of the top level and of each
+        kernel with inputs of the declared shapes."""
+        from ..runtime.trace import collect_warnings
+        from ..tensor.storage import fresh_accounting
+        from .checker import Checker
+        interp = self.interpreter(dry=True, out=out)
+        for e in Checker(interp.builtins).check(self.module):
+            interp.report(e)
+        namespace: dict[str, Any] = {}
+        with fresh_accounting(), collect_warnings() as warnings:
+            interp.exec_module(self.module, namespace)
+            for k in self.kernels():
+                fn = namespace.get(k.name)
+                if not isinstance(fn, Function):
+                    continue
+                try:
+                    args = bind_inputs(fn, {}, interp, namespace)
+                    result = interp.call_function(fn, tuple(args), {})
+                    check_result(fn, result, interp)
+                except ApdslError as e:
+                    interp.report(e.with_span(k.span))
+        for w in warnings:
+            interp.report(w)
+        return sorted(interp.errors, key=_position)
+
+    def run(self, kernel: str | None = None, inputs: dict[str, np.ndarray] | None = None, *,
+            out: Any = None, trace: bool = False) -> RunResult:
+        from contextlib import nullcontext
+
+        from ..runtime.trace import collect_warnings, tracing
+        from ..tensor.storage import fresh_accounting
+        name = self.select_kernel(kernel)
+        inputs = dict(inputs or {})
+        if name is not None:
+            params = self.kernel_params(name)
+            for key in inputs:
+                if key not in params:
+                    raise UsageError(f"-i {key}: kernel {name} has no parameter '{key}' "
+                                     f"(parameters: {', '.join(params) or 'none'})")
+        elif inputs:
+            raise UsageError(f"-i given but {self.file} has no kernel")
+        interp = self.interpreter(out=out)
+        namespace: dict[str, Any] = {}
+        with fresh_accounting(), collect_warnings() as warnings, \
+                (tracing() if trace else nullcontext()) as tr:
+            interp.exec_module(self.module, namespace)
+            value = None
+            if name is not None:
+                fn = namespace[name]
+                node = next(k for k in self.kernels() if k.name == name)
+                try:
+                    args = bind_inputs(fn, inputs, interp, namespace)
+                except ApdslError as e:
+                    raise e.with_span(node.span) from None
+                value = interp.call_function(fn, tuple(args), {})
+                check_result(fn, value, interp)
+        return RunResult(value, name, interp, tr, list(warnings))
+
+
+def _position(e: ApdslError) -> tuple:
+    s = e.span
+    return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.column)
+
+
+def input_seed(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
+                namespace: dict[str, Any]) -> list[Any]:
+    """Kernel arguments: given arrays cast to each parameter's dtype, or seeded data of the
+    declared shape; named dims bound from the inputs and checked for consistency."""
+    from ..runtime.init import initialise, seeded
+    from ..tensor.dtypes import dtype as to_dtype
+    from .interpreter import Frame
+    dims: dict[str, int] = {}
+    frame = Frame(dims, namespace)
+    args: list[Any] = []
+    for p in fn.params:
+        spec = p.type
+        if spec is None:
+            if p.name in fn.defaults:
+                args.append(fn.defaults[p.name])
+                continue
+            raise ApdslTypeError(f"kernel parameter '{p.name}' needs a type "
+                                 "(NAME: DTYPE[DIMS] @ BUFFER)", code="APK130", span=p.span)
+        dt = to_dtype(spec.dtype)
+        given = inputs.get(p.name)
+        if given is not None:
+            arr = np.asarray(given)
+            if arr.ndim != len(spec.dims):
+                raise ApdslTypeError(
+                    f"input {p.name} has {arr.ndim} dimensions {arr.shape}; the kernel "
+                    f"declares {len(spec.dims)}", code="APK131", span=p.span)
+            for d, n in zip(spec.dims, arr.shape):
+                if isinstance(d, ast.Name) and d.id not in dims and \
+                        not isinstance(namespace.get(d.id), int):
+                    dims[d.id] = int(n)
+                    continue
+                want = _dim_value(d, frame, interp, p)
+                if want != n:
+                    raise ApdslTypeError(
+                        f"input {p.name} has shape {arr.shape}, but dimension "
+                        f"{_dim_text(d)} is {want}", code="APK131", span=d.span,
+                        help="named dimensions must agree across all inputs")
+            shape = arr.shape
+        else:
+            shape = tuple(_dim_value(d, frame, interp, p) for d in spec.dims)
+            arr = None
+        t = interp.allocate(shape, dt, spec.buffer, spec.format or "ND", p.name, span=p.span)
+        if not interp.dry:
+            data = arr if arr is not None else seeded(shape, dt, input_seed(p.name))
+            if data.dtype.kind not in "biuf" and data.dtype.name != "bfloat16" \
+                    and not data.dtype.name.startswith("float8") and data.dtype.name != "int4":
+                raise ApdslTypeError(f"input {p.name} has dtype {data.dtype}, which cannot be "
+                                     f"cast to {dt}", code="APK114", span=p.span)
+            initialise(t, "array", data)
+        args.append(t)
+    return args
+
+
+def _dim_text(d: Any) -> str:
+    return d.id if isinstance(d, ast.Name) else "expression"
+
+
+def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:
+    if isinstance(d, ast.Name) and d.id not in frame.vars and not isinstance(
+            frame.glob.get(d.id), int):
+        raise ApdslTypeError(
+            f"cannot size input {p.name}: dimension {d.id} is not bound", code="APK132",
+            span=d.span, help=f"pass -i {p.name}=FILE.npy, or define {d.id} = <int> at the "
+            "top level of the file")
+    value = interp.compile_expr(d)(frame)
+    if not isinstance(value, (int, np.integer)):
+        raise ApdslTypeError(f"dimension of {p.name} must be an int, got {value!r}",
+                             code="APK132", span=d.span)
+    return int(value)
+
+
+def check_result(fn: Function, value: Any, interp: Any) -> None:
+    spec = fn.returns
+    if spec is None or interp.dry and not hasattr(value, "shape"):
+        return
+    from ..tensor.dtypes import dtype as to_dtype
+    from ..tensor.view import Tensor
+    span: Span | None = spec.span
+    if not isinstance(value, Tensor):
+        raise ApdslTypeError(f"kernel {fn.name} must return a tensor, returned "
+                             f"{type(value).__name__}", code="APK133", span=span)
+    problems = []
+    if value.dtype != to_dtype(spec.dtype):
+        problems.append(f"dtype {value.dtype} (declared {spec.dtype})")
+    if value.buffer != spec.buffer:
+        problems.append(f"buffer {value.buffer} (declared {spec.buffer})")
+    if len(value.shape) != len(spec.dims):
+        problems.append(f"shape {tuple(value.shape)} (declared {len(spec.dims)} dims)")
+    if problems:
+        raise ApdslTypeError(f"kernel {fn.name} returned a tensor with " + ", ".join(problems),
+                             code="APK133", span=span)

@@ -1,0 +1,418 @@
+"""The `apdsl` command line (SPEC section 2).
+
+Exit status: 0 success (warnings allowed); 1 an error in a file's content or existence; 2 the
+command line itself is wrong.  Diagnostics go to stderr, results to stdout.  Heavy modules are
+imported inside the commands so that `apdsl check` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import ApdslError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"apdsl: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
+                "patterns and Ascend fractal formats, executed on NumPy.")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def target(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
+                        "trn3, ascend-a2 (default for Ascend buffers)")
+
+    r = sub.add_parser("run", help="run the top level, then a kernel")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("kernel", metavar="KERNEL", nargs="?")
+    r.add_argument("-i", dest="inputs", metavar="NAME=PATH.npy", action="append", default=[],
+                   help="a kernel input (repeatable); missing inputs get seeded data")
+    r.add_argument("-o", dest="output", metavar="OUT.npy", help="write the result (atomically)")
+    target(r)
+    r.add_argument("--no-init-check", action="store_true",
+                   help="read unwritten memory as 0 instead of failing")
+    r.add_argument("--strict-padding", action="store_true",
+                   help="mmad reads K in whole fractals, as hardware does")
+
+    c = sub.add_parser("check", help="parse and check without moving data")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("--json", action="store_true", help="one JSON object per diagnostic")
+    target(c)
+
+    lw = sub.add_parser("lower", help="print every executed instruction's access patterns")
+    lw.add_argument("file", metavar="FILE")
+    lw.add_argument("kernel", metavar="KERNEL", nargs="?")
+    lw.add_argument("--json", action="store_true", help="one JSON object per instruction")
+    target(lw)
+
+    sh = sub.add_parser("show", help="draw which storage elements a view touches")
+    sh.add_argument("file", metavar="FILE")
+    sh.add_argument("name", metavar="NAME")
+    sh.add_argument("--svg", metavar="OUT.svg")
+    sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
+    target(sh)
+
+    sub.add_parser("repl", help="interactive session")
+
+    e = sub.add_parser("explain", help="explain an error code")
+    e.add_argument("code", metavar="CODE", nargs="?")
+    e.add_argument("--list", action="store_true", help="list every code")
+    return p
+
+
+def _version() -> str:
+    from .. import __version__
+    return f"apdsl {__version__}"
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        build_parser().print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except _Exit as e:
+        return e.status
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def _usage(message: str) -> _Exit:
+    print(f"apdsl: error: {message}", file=sys.stderr)
+    return _Exit(2)
+
+
+def _color() -> bool:
+    from .diagnostics import use_color
+    return use_color(sys.stderr)
+
+
+def _report(errors: list[ApdslError], sources: dict[str, str]) -> None:
+    from .diagnostics import render
+    color = _color()
+    for err in errors:
+        text = render(err, sources, color=color)
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+def _sources(file: str, interp: Any = None, extra: str | None = None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if extra is not None:
+        out[file] = extra
+    if interp is not None:
+        out.update(interp.sources)
+    return out
+
+
+def _fail(err: ApdslError, file: str, source: str | None, interp: Any = None) -> _Exit:
+    if err.span is None and "file" not in err.facts:
+        err.facts["file"] = file
+    _report([err], _sources(file, interp, source))
+    return _Exit(1)
+
+
+def _set_target(name: str | None) -> None:
+    if name:
+        from ..tensor.targets import get_target, set_target
+        try:
+            get_target(name)
+        except ApdslError as e:
+            raise _usage(f"--target: {e.message}" + (f" ({e.help})" if e.help else "")) from None
+        set_target(name)
+
+
+def _load(file: str) -> Any:
+    from ..semantics.program import Program
+    try:
+        return Program.from_path(file)
+    except ApdslError as e:
+        source = None
+        try:
+            with open(file, encoding="utf-8") as f:
+                source = f.read()
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise _fail(e, file, source) from None
+
+
+def _internal(e: Exception) -> _Exit:
+    import traceback
+    print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    if os.environ.get("APDSL_DEBUG"):
+        traceback.print_exc()
+    else:
+        print("this is a bug in apdsl, not in your program; set APDSL_DEBUG=1 for details",
+              file=sys.stderr)
+    return _Exit(1)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def cmd_check(args: argparse.Namespace) -> int:
+    _set_target(args.target)
+    if args.json:
+        return _check_json(args)
+    program = _load(args.file)
+    try:
+        errors = program.check()
+    except ApdslError as e:
+        errors = [e]
+    except Exception as e:  # noqa: BLE001 - never a traceback for the user
+        raise _internal(e) from None
+    sources = {program.file: program.source}
+    _add_module_sources(sources, errors)
+    real = [e for e in errors if e.severity == "error"]
+    _report(errors, sources)
+    n_k = len(program.kernels())
+    if real:
+        print(f"{args.file}: {len(real)} error{'s' if len(real) != 1 else ''}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: ok ({n_k} kernel{'s' if n_k != 1 else ''}"
+          f"{', %d warnings' % (len(errors)) if errors else ''})")
+    return 0
+
+
+def _add_module_sources(sources: dict[str, str], errors: list[ApdslError]) -> None:
+    from ..resources import stdlib_path
+    for e in errors:
+        for span in [e.span, *[lab.span for lab in e.labels]]:
+            if span is None or span.file in sources:
+                continue
+            path = span.file
+            if path.startswith("<stdlib>/"):
+                path = str(stdlib_path() / path[len("<stdlib>/"):])
+            try:
+                with open(path, encoding="utf-8") as f:
+                    sources[span.file] = f.read()
+            except OSError:
+                pass
+
+
+def _check_json(args: argparse.Namespace) -> int:
+    from ..semantics.program import Program
+    from .diagnostics import to_json
+    try:
+        program = Program.from_path(args.file)
+        errors = program.check()
+    except ApdslError as e:
+        if e.span is None:
+            e.facts.setdefault("file", args.file)
+        errors = [e]
+    except Exception as e:  # noqa: BLE001
+        raise _internal(e) from None
+    for e in errors:
+        obj = to_json(e)
+        if obj.get("file") is None:
+            obj["file"] = args.file
+        print(json.dumps(obj))
+    return 1 if any(e.severity == "error" for e in errors) else 0
+
+
+def _parse_inputs(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in pairs:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise _usage(f"-i expects NAME=PATH.npy, got '{item}'")
+        if name in out:
+            raise _usage(f"-i {name} given twice")
+        out[name] = path
+    return out
+
+
+def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
+    from ..runtime.files import read_npy
+    from ..runtime.options import options
+    from ..semantics.program import UsageError
+    _set_target(args.target)
+    paths = _parse_inputs(getattr(args, "inputs", []))
+    program = _load(args.file)
+    try:
+        program.select_kernel(args.kernel)
+        params = program.kernel_params(program.select_kernel(args.kernel) or "")
+        for name in paths:
+            if name not in params:
+                raise UsageError(f"-i {name}: no kernel parameter is called '{name}' "
+                                 f"(parameters: {', '.join(params) or 'none'})")
+    except UsageError as e:
+        raise _usage(str(e)) from None
+    inputs = {}
+    for name, path in paths.items():
+        try:
+            inputs[name] = read_npy(path)
+        except ApdslError as e:
+            raise _fail(e, path, None) from None
+    settings = {"init_check": not getattr(args, "no_init_check", False)}
+    if getattr(args, "strict_padding", False):
+        settings["strict_padding"] = True
+    result = None
+    try:
+        with options(**settings):
+            result = program.run(args.kernel, inputs, trace=trace)
+    except UsageError as e:
+        raise _usage(str(e)) from None
+    except ApdslError as e:
+        interp = getattr(e, "interpreter", None)
+        sources = {program.file: program.source}
+        _add_module_sources(sources, [e])
+        _report([e], sources if interp is None else {**interp.sources, **sources})
+        raise _Exit(1) from None
+    except RecursionError:
+        from ..errors import ApdslTypeError
+        raise _fail(ApdslTypeError("recursion too deep", code="APK123"), args.file,
+                    program.source) from None
+    except Exception as e:  # noqa: BLE001
+        raise _internal(e) from None
+    if result.warnings:
+        sources = {**result.interpreter.sources, program.file: program.source}
+        _add_module_sources(sources, result.warnings)
+        _report(result.warnings, sources)
+    return program, result
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    program, result = _execute(args, trace=False)
+    value = result.value
+    if args.output:
+        if value is None:
+            from ..errors import ApdslIOError
+            raise _fail(ApdslIOError("-o: the program has no kernel result to write",
+                                     code="APK607"), args.file, program.source)
+        _write_output(value, args.output, program)
+    if result.kernel is not None:
+        print(_summary(value, result.kernel))
+    return 0
+
+
+def _write_output(value: Any, path: str, program: Any) -> None:
+    import numpy as np
+
+    from ..runtime.files import widen_for_npy, write_npy
+    from ..tensor.view import Tensor
+    try:
+        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        write_npy(path, widen_for_npy(array))
+    except ApdslError as e:
+        raise _fail(e, path, None) from None
+
+
+def _summary(value: Any, kernel: str) -> str:
+    import numpy as np
+
+    from ..tensor.view import Tensor
+    if isinstance(value, Tensor):
+        head = (f"{kernel} -> {value.dtype}{list(value.shape)} @ {value.buffer}"
+                + (f" as {value.format}" if value.format != "ND" else ""))
+        try:
+            data = value.numpy()
+        except ApdslError as e:
+            return f"{head}\n  (contents not readable: {e.message})"
+        arr = np.asarray(data.astype(np.float32) if data.dtype.kind not in "iub" else data)
+        with np.printoptions(threshold=24, edgeitems=3, precision=4, suppress=True):
+            body = np.array2string(arr, prefix="  ")
+        return f"{head}\n  {body}"
+    from ..semantics.values import show
+    return f"{kernel} -> {show(value)}"
+
+
+def cmd_lower(args: argparse.Namespace) -> int:
+    args.inputs = []
+    program, result = _execute(args, trace=True)
+    records = result.trace.records if result.trace is not None else []
+    if args.json:
+        for rec in records:
+            for obj in rec.to_json():
+                print(json.dumps(obj))
+        return 0
+    print(format_lowered(records))
+    return 0
+
+
+def format_lowered(records: list[Any]) -> str:
+    """The human table of `apdsl lower`: one block per executed instruction."""
+    lines: list[str] = []
+    for rec in records:
+        for obj in rec.to_json():
+            label = f" {obj['name']}" if obj.get("name") else ""
+            piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
+            lines.append(f"{obj['file']}:{obj['line']}  {obj['op']}{label}{piece}")
+            width = max((len(r) for r in obj["operands"]), default=3)
+            for role, op in obj["operands"].items():
+                fmt = f" as {op['format']}" if op.get("format") not in (None, "ND") else ""
+                dyn = ""
+                if op.get("scalar_offset") is not None:
+                    dyn = f"  + {op['scalar_offset']} * {op['indirect_scale']}"
+                elif op.get("vector_offset") is not None:
+                    dyn = f"  + {op['vector_offset']}[p] * {op['indirect_scale']}"
+                lines.append(f"    {role:<{width}}  {op['tensor']:<10} {op['buffer']:<10} "
+                             f"{op['dtype']:<9}{fmt} offset={op['offset']:<6} "
+                             f"{op['pattern']}{dyn}")
+    if not lines:
+        return "(no instructions executed)"
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    try:
+        from . import show
+    except ImportError:
+        raise _usage("show is not available in this build") from None
+    return show.command(args)
+
+
+def cmd_repl(args: argparse.Namespace) -> int:
+    try:
+        from . import repl
+    except ImportError:
+        raise _usage("repl is not available in this build") from None
+    return repl.main()
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from ..catalogue import all_entries, lookup
+    from .diagnostics import render_explain, render_list, use_color
+    color = use_color(sys.stdout)
+    if args.list:
+        print(render_list(all_entries(), color=color))
+        return 0
+    if not args.code:
+        raise _usage("explain needs a CODE (for example APK203) or --list")
+    entry = lookup(args.code)
+    if entry is None:
+        from difflib import get_close_matches
+        close = get_close_matches(args.code.upper(), list(all_entries()), n=3)
+        raise _usage(f"unknown error code '{args.code}'"
+                     + (f"; did you mean {', '.join(close)}?" if close else
+                        "; `apdsl explain --list` shows every code"))
+    print(render_explain(entry, color=color))
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "show": cmd_show,
+            "repl": cmd_repl, "explain": cmd_explain}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

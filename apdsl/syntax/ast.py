@@ -1,0 +1,399 @@
+"""The typed syntax tree of an `.apk` program.
+
+Every node is a frozen, slotted dataclass whose last field is `span: Span` (1-based lines and
+columns, end column exclusive, `file` is the name given to `parse`).  Sequences are tuples, so
+nodes are immutable and hashable.  Node fields, in constructor order:
+
+Module
+    `Module(body, file, source, span)`: the statements of a file, its name and its text.
+
+Statements (`Stmt`)
+    `Decl(name, type, init, name_span, span)`  `x: f32[4, 8] @ sbuf as NZ = zeros`; `init` is an
+        `Expr` or None.
+    `TypeSpec(dtype, dims, buffer, format, dtype_span, buffer_span, format_span, span)` the type of
+        a declaration or a parameter, `DTYPE[D0, ...] @ BUFFER [as FORMAT]`.  `dtype`, `buffer`
+        and `format` are strings with any `nl.`/`nisa.`/`nki.language.` prefix removed (another
+        dotted name such as `np.float32` is kept whole, for the checker to reject); `dims` are
+        expressions (ints, names, arithmetic).  Not a statement itself.
+    `Assign(targets, value, span)`  `a = b = e` has targets `(a, b)`; `a, b = e` has one
+        `TupleExpr` target.  Targets are `Name`, `Subscript`, `Attribute` or tuples/lists of them.
+    `AugAssign(target, op, value, span)`  `x += e` has op `"+"` (the binary operator, no `=`).
+    `ExprStmt(expr, span)`
+    `If(test, body, orelse, span)`  `elif` is an `If` alone in `orelse`; `orelse` may be empty.
+    `For(target, iter, body, span)`  target is a `Name` or a `TupleExpr`/`ListExpr` of names.
+    `Assert(test, msg, span)`  msg is an `Expr` or None.
+    `Pass(span)`, `Break(span)`, `Continue(span)`, `Return(value, span)` (value may be None).
+    `Kernel(name, params, returns, body, decorators, name_span, span)`  returns is a `TypeSpec` or
+        None; decorators are the expressions of `@...` lines (e.g. `nki.jit`), usually ignored.
+    `FunctionDef(name, params, body, decorators, name_span, span)`
+    `Param(name, type, default, span)`  type is a `TypeSpec` or None, default an `Expr` or None.
+        Kernel parameters without a default always have a type.
+    `Import(module, alias, span)`  `import a.b as c` gives `Import("a.b", "c")`.
+    `FromImport(module, names, name_spans, span)`  names are `(name, alias_or_None)` pairs;
+        `name_spans[i]` is the span of `names[i]`.
+
+Expressions (`Expr`)
+    `Name(id, span)`  `nl.X`, `nisa.X`, `nki.language.X` and `nki.isa.X` become `Name("X")` with the
+        span of the whole dotted expression, so NKI documentation code pastes in unchanged.
+    `Const(value, span)`  int, float, bool or None.  `-1` is `UnaryOp("-", Const(1))`.
+    `Str(value, raw, span)`  `raw` is the source text with its quotes; `char_span(i, j)` is the
+        source span of `value[i:j]` (escapes and the quotes accounted for).
+    `EllipsisLit(span)`  `...`
+    `TupleExpr(items, span)`, `ListExpr(items, span)`, `DictExpr(keys, values, span)`
+    `BinOp(op, left, right, span)`  op in `+ - * / // % @ ** << >> | ^ &`
+    `UnaryOp(op, operand, span)`  op in `- + ~ not`
+    `BoolOp(op, values, span)`  op `and`/`or`; `a or b or c` is one node with three values.
+    `Compare(left, ops, comparators, span)`  ops in `< <= > >= == != in not in is is not`;
+        `a < b < c` is one node.
+    `IfExp(test, body, orelse, span)`  `body if test else orelse`
+    `Call(func, args, keywords, span)`  keywords are `Keyword(name, value, name_span, span)`.
+    `Attribute(value, attr, attr_span, span)`
+    `Subscript(value, index, span)`  index items are expressions, `Slice(start, stop, step, span)`
+        (parts may be None) or `EllipsisLit`.
+
+A parenthesised expression keeps its node, with a span that includes the parentheses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Union
+
+from ..errors import Span
+
+
+class Node:
+    """Base of every syntax node."""
+
+    __slots__ = ()
+    span: Span
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+class Expr(Node):
+    __slots__ = ()
+
+
+_node = dataclass(frozen=True, slots=True)
+
+
+# ---- expressions -------------------------------------------------------------------------
+
+@_node
+class Name(Expr):
+    id: str
+    span: Span
+
+
+@_node
+class Const(Expr):
+    value: int | float | bool | None
+    span: Span
+
+
+@_node
+class Str(Expr):
+    value: str
+    raw: str
+    span: Span
+
+    def char_span(self, start: int, end: int) -> Span:
+        """The source span of `value[start:end]`; an empty range covers the next character."""
+        from .strings import position, raw_offsets
+
+        n = len(self.value)
+        start = min(max(start, 0), n)
+        end = min(max(end, start), n)
+        starts, ends, closing = raw_offsets(self.raw)
+        if end == start:
+            lo = starts[start] if start < n else closing
+            hi = lo + 1
+        else:
+            lo, hi = starts[start], ends[end - 1]
+        line, column = self.span.line, self.span.column
+        return Span(self.span.file, *position(line, column, self.raw, lo),
+                    *position(line, column, self.raw, hi))
+
+
+@_node
+class EllipsisLit(Expr):
+    span: Span
+
+
+@_node
+class TupleExpr(Expr):
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class ListExpr(Expr):
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class DictExpr(Expr):
+    keys: tuple[Expr, ...]
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class BinOp(Expr):
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@_node
+class UnaryOp(Expr):
+    op: str
+    operand: Expr
+    span: Span
+
+
+@_node
+class BoolOp(Expr):
+    op: str
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class Compare(Expr):
+    left: Expr
+    ops: tuple[str, ...]
+    comparators: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class IfExp(Expr):
+    test: Expr
+    body: Expr
+    orelse: Expr
+    span: Span
+
+
+@_node
+class Keyword(Node):
+    name: str
+    value: Expr
+    name_span: Span
+    span: Span
+
+
+@_node
+class Call(Expr):
+    func: Expr
+    args: tuple[Expr, ...]
+    keywords: tuple[Keyword, ...]
+    span: Span
+
+
+@_node
+class Attribute(Expr):
+    value: Expr
+    attr: str
+    attr_span: Span
+    span: Span
+
+
+@_node
+class Slice(Node):
+    start: Expr | None
+    stop: Expr | None
+    step: Expr | None
+    span: Span
+
+
+Index = Union[Expr, Slice]
+
+
+@_node
+class Subscript(Expr):
+    value: Expr
+    index: tuple[Index, ...]
+    span: Span
+
+
+# ---- statements --------------------------------------------------------------------------
+
+@_node
+class TypeSpec(Node):
+    dtype: str
+    dims: tuple[Expr, ...]
+    buffer: str
+    format: str | None
+    dtype_span: Span
+    buffer_span: Span
+    format_span: Span | None
+    span: Span
+
+
+@_node
+class Decl(Stmt):
+    name: str
+    type: TypeSpec
+    init: Expr | None
+    name_span: Span
+    span: Span
+
+
+@_node
+class Assign(Stmt):
+    targets: tuple[Expr, ...]
+    value: Expr
+    span: Span
+
+
+@_node
+class AugAssign(Stmt):
+    target: Expr
+    op: str
+    value: Expr
+    span: Span
+
+
+@_node
+class ExprStmt(Stmt):
+    expr: Expr
+    span: Span
+
+
+@_node
+class If(Stmt):
+    test: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@_node
+class For(Stmt):
+    target: Expr
+    iter: Expr
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@_node
+class Assert(Stmt):
+    test: Expr
+    msg: Expr | None
+    span: Span
+
+
+@_node
+class Pass(Stmt):
+    span: Span
+
+
+@_node
+class Break(Stmt):
+    span: Span
+
+
+@_node
+class Continue(Stmt):
+    span: Span
+
+
+@_node
+class Return(Stmt):
+    value: Expr | None
+    span: Span
+
+
+@_node
+class Param(Node):
+    name: str
+    type: TypeSpec | None
+    default: Expr | None
+    span: Span
+
+
+@_node
+class Kernel(Stmt):
+    name: str
+    params: tuple[Param, ...]
+    returns: TypeSpec | None
+    body: tuple[Stmt, ...]
+    decorators: tuple[Expr, ...]
+    name_span: Span
+    span: Span
+
+
+@_node
+class FunctionDef(Stmt):
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    decorators: tuple[Expr, ...]
+    name_span: Span
+    span: Span
+
+
+@_node
+class Import(Stmt):
+    module: str
+    alias: str | None
+    span: Span
+
+
+@_node
+class FromImport(Stmt):
+    module: str
+    names: tuple[tuple[str, str | None], ...]
+    name_spans: tuple[Span, ...]
+    span: Span
+
+
+@_node
+class Module(Node):
+    body: tuple[Stmt, ...]
+    file: str
+    source: str
+    span: Span
+
+
+# ---- traversal ---------------------------------------------------------------------------
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct child nodes of `node`, in field order."""
+    for f in fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Node):
+                    yield item
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """`node` and every node below it, parents before children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+def dump(node: object) -> str:
+    """A compact rendering without spans, for tests and debugging:
+    `BinOp('+', Name('a'), Const(1))`."""
+    if isinstance(node, Node):
+        parts = [dump(getattr(node, f.name)) for f in fields(node)  # type: ignore[arg-type]
+                 if not f.name.endswith(("span", "spans")) and f.name != "source"]
+        return f"{type(node).__name__}({', '.join(parts)})"
+    if isinstance(node, tuple):
+        inner = ", ".join(dump(item) for item in node)
+        return f"({inner},)" if len(node) == 1 else f"({inner})"
+    return repr(node)

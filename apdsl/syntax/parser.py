@@ -1,0 +1,126 @@
+"""`parse(source, file) -> ast.Module`: the one entry point from `.apk` text to syntax tree.
+
+The Lark LALR parser is built once per process and the analysed grammar is cached on disk
+(`$XDG_CACHE_HOME/apdsl` or `~/.cache/apdsl`), so a cold `apdsl check` does not pay for grammar
+analysis.  The AST is built during the parse by `Builder`.  This module must stay free of numpy
+and rich: it is on the cold-start path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import lark
+from lark import Lark
+from lark.exceptions import LarkError
+
+from ..errors import ApdslSyntaxError, Span
+from ..resources import grammar_file
+from . import ast
+from .builder import Builder
+from .diagnose import SyntaxReporter
+from .indent import ApkIndenter
+
+__all__ = ["parse", "bare_parser", "cache_dir"]
+
+_OPTIONS = {"parser": "lalr", "lexer": "basic", "maybe_placeholders": True}
+# Options supplied when loading (Lark serialises the rest).
+_LOAD_OPTIONS = {"transformer", "postlex", "lexer_callbacks", "use_bytes", "debug",
+                 "g_regex_flags", "regex", "propagate_positions", "tree_class", "_plugins"}
+
+
+class _Parser:
+    """The built Lark parser with its transformer, post-lexer and error reporter."""
+
+    def __init__(self, cache: Path | None) -> None:
+        self.builder = Builder()
+        self.indenter = ApkIndenter()
+        self.lark = _load(self.builder, self.indenter, cache)
+        self.reporter = SyntaxReporter(self.lark.terminals)
+        # The builder and indenter keep per-parse state (the file name, open brackets).
+        self.lock = threading.Lock()
+
+    def parse(self, source: str, file: str) -> ast.Module:
+        text = source if source.endswith("\n") else source + "\n"
+        with self.lock:
+            self.builder.file = file
+            state = self.indenter.start(file)
+            try:
+                body = self.lark.parse(text)
+            except ApdslSyntaxError:
+                raise
+            except LarkError as exc:
+                raise self.reporter.error(exc, text, state) from None
+        return ast.Module(body, file, source, _whole(source, file))
+
+
+def _whole(source: str, file: str) -> Span:
+    lines = source.split("\n")
+    return Span(file, 1, 1, len(lines), len(lines[-1]) + 1)
+
+
+_parser: _Parser | None = None
+
+
+def parse(source: str, file: str = "<string>") -> ast.Module:
+    """Parse `.apk` text; raise `ApdslSyntaxError` (never a Lark error) on any mistake."""
+    global _parser
+    if _parser is None:
+        _parser = _Parser(cache_dir())
+    return _parser.parse(source, file)
+
+
+def cache_dir() -> Path | None:
+    """Where the analysed grammar is cached, or None to build it every time."""
+    if os.environ.get("APDSL_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "apdsl"
+
+
+def grammar_text() -> str:
+    return grammar_file().read_text(encoding="utf-8")
+
+
+def bare_parser() -> Lark:
+    """The same grammar, loaded the same way, with no transformer: `parse(text)` builds a
+    plain Lark tree without positions (the baseline of the benchmarks)."""
+    return _load(None, ApkIndenter(), cache_dir())
+
+
+def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None) -> Lark:
+    grammar = grammar_text()
+    if cache is None:
+        return Lark(grammar, transformer=builder, postlex=indenter, **_OPTIONS)
+    key = hashlib.sha256("\0".join([grammar, repr(sorted(_OPTIONS.items())), lark.__version__,
+                                    sys.version]).encode()).hexdigest()[:20]
+    path = cache / f"apk-grammar-{key}.lark"
+    try:
+        with open(path, "rb") as f:
+            return Lark.load(f, transformer=builder, postlex=indenter)
+    except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache just means rebuild
+        pass
+    parser = Lark(grammar, transformer=builder, postlex=indenter, **_OPTIONS)
+    _save(parser, path)
+    return parser
+
+
+def _save(parser: Lark, path: Path) -> None:
+    """Write the cache atomically; an unwritable cache directory is not an error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".apk-grammar-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                parser.save(f, exclude_options=_LOAD_OPTIONS)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except Exception:  # noqa: BLE001 - caching is an optimisation only
+        pass

@@ -1,0 +1,83 @@
+"""Indexing sugar: `t[0:16, 8:16]`, `t[3]`, `t[:, ::2]`, `t[...]`, `t[0, ...]`.
+
+Strict, unlike NumPy: an out-of-range bound is an error.  Negative indices count from the end.
+On-chip an integer index keeps the partition dimension (size 1) and at least one free dimension;
+on HBM an integer index removes its dimension.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError, ViewError
+
+if TYPE_CHECKING:
+    from .view import Tensor
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _expand(key: Any, ndim: int) -> list[Any]:
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise ViewError("an index can contain at most one '...'", code="APK230")
+    explicit = sum(1 for k in items if k is not Ellipsis)
+    if explicit > ndim:
+        raise ViewError(f"too many indices: {explicit} for a {ndim}-d view", code="APK230",
+                        help=f"index at most {ndim} dimensions")
+    if Ellipsis in items:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = [slice(None)] * (ndim - explicit)
+    return items + [slice(None)] * (ndim - len(items))
+
+
+def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
+    if not _is_int(v):
+        raise ApdslTypeError(f"index {what} must be an int, got {v!r}", code="APK111")
+    i = int(v) + n if v < 0 else int(v)
+    hi = n if allow_end else n - 1
+    if not 0 <= i <= hi:
+        raise ViewError(f"index {v} is out of range for dim {d} (size {n})", code="APK215",
+                        help=f"use {-n} <= index < {n}" if not allow_end
+                        else f"slice bounds must lie in {-n}..{n}", dim=d, size=n)
+    return i
+
+
+def index_view(t: Tensor, key: Any) -> Tensor:
+    from .view import Tensor
+    if isinstance(key, Tensor):
+        raise ApdslTypeError("a tensor index needs select(dim, idx) or vector_select(0, idx)",
+                             code="APK111")
+    items = _expand(key, t.ndim)
+    onchip = t.onchip
+    # Which dims are removed by an integer index; on-chip keep partition + one free dim.
+    ints = [d for d, k in enumerate(items) if _is_int(k)]
+    keep = set()
+    if onchip:
+        keep.add(0)
+        free_left = [d for d in range(1, t.ndim) if d not in ints]
+        if not free_left and t.ndim > 1:
+            keep.add(max(d for d in ints if d > 0))
+    out = t
+    for d in reversed(range(t.ndim)):
+        k = items[d]
+        n = t.shape[d]
+        if _is_int(k):
+            i = _bound(k, n, "", d, allow_end=False)
+            out = out.slice(d, i, i + 1) if d in keep else out.select(d, i)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else k.step
+            if not _is_int(step) or step < 1:
+                raise ViewError(f"slice step {step!r} must be a positive int", code="APK204")
+            start = 0 if k.start is None else _bound(k.start, n, "start", d, allow_end=True)
+            stop = n if k.stop is None else _bound(k.stop, n, "stop", d, allow_end=True)
+            if (start, stop, step) != (0, n, 1):
+                out = out.slice(d, start, stop, step)
+        else:
+            raise ApdslTypeError(f"unsupported index {k!r}: use ints, slices and '...'",
+                                 code="APK111")
+    return out

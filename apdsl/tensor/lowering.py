@@ -1,0 +1,105 @@
+"""Lowering: an instruction operand (a view) becomes the hardware access pattern(s).
+
+The pattern of each layout piece is coalesced (adjacent `[stride, count]` pairs merged where
+`outer_stride == inner_stride * inner_count`, count-1 pairs dropped).  On SBUF/PSUM the partition
+pair comes first, is never merged and is kept even with count 1; the free entries are limited by
+the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TargetError
+from . import targets
+from .layout import coalesce, is_static
+from .view import Tensor
+
+
+def _text(x: Any) -> Any:
+    return x if is_static(x) else getattr(x, "name", str(x))
+
+
+@dataclass(frozen=True)
+class AccessPattern:
+    tensor: str
+    buffer: str
+    dtype: str
+    format: str
+    offset: Any
+    pattern: list[list[Any]]
+    scalar_offset: str | None = None
+    vector_offset: str | None = None
+    indirect_dim: int | None = None
+    indirect_scale: int | None = None
+    piece: tuple[int, int] | None = None
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None = field(default=None, compare=False)
+
+    @property
+    def free_entries(self) -> int:
+        return len(self.pattern) - (1 if targets.is_onchip(self.buffer) else 0)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tensor": self.tensor, "buffer": self.buffer, "dtype": self.dtype,
+            "format": self.format, "offset": _text(self.offset),
+            "pattern": [[_text(s), _text(c)] for s, c in self.pattern]}
+        if self.scalar_offset is not None or self.vector_offset is not None:
+            out["scalar_offset"] = self.scalar_offset
+            out["vector_offset"] = self.vector_offset
+            out["indirect_dim"] = self.indirect_dim
+            out["indirect_scale"] = self.indirect_scale
+        return out
+
+    def describe(self) -> str:
+        extra = ""
+        if self.scalar_offset is not None:
+            extra = f" + {self.scalar_offset}*{self.indirect_scale}"
+        elif self.vector_offset is not None:
+            extra = f" + {self.vector_offset}[p]*{self.indirect_scale}"
+        pat = [[_text(s), _text(c)] for s, c in self.pattern]
+        return f"{self.tensor}@{self.buffer} {self.dtype} offset={_text(self.offset)}{extra} {pat}"
+
+
+def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand") -> list[AccessPattern]:
+    """The access patterns of view `t` (one per piece, in logical order)."""
+    onchip = t.onchip
+    if t.layout.static:
+        pieces = [(p.pattern, p.offset, (p.start, p.shape)) for p in t.layout.pieces()]
+    else:
+        pieces = [(t.layout.pattern(), t.layout.base, None)]
+    dyn = t.dynamic
+    scalar = vector = None
+    indirect_dim = scale = None
+    if dyn is not None:
+        scale = dyn.scale
+        indirect_dim = dyn.indirect_dim if dyn.indirect_dim is not None else (
+            1 if dyn.kind == "ti" else 0)
+        if dyn.kind == "scalar":
+            scalar = dyn.index_name
+        else:
+            vector = dyn.index_name
+    out = []
+    n = len(pieces)
+    for i, (pattern, offset, box) in enumerate(pieces):
+        pattern = [list(p) for p in pattern]
+        if dyn is not None and dyn.kind == "vector":
+            pattern[0][0] = dyn.scale  # the leading stride is the index scale on hardware
+        # The partition entry (and the entry a vector index drives) is never merged.
+        keep_first = onchip or (dyn is not None and dyn.kind == "vector")
+        pat = coalesce(pattern, keep_first=keep_first) if t.layout.static else pattern
+        ap = AccessPattern(t.name, t.buffer, t.dtype.name, t.format, offset, pat, scalar,
+                           vector, indirect_dim, scale, (i, n) if n > 1 else None, box)
+        if check_entries and onchip:
+            limit = targets.target_for(t.buffer).max_free_entries
+            if ap.free_entries > limit:
+                tname = targets.target_for(t.buffer).name
+                raise TargetError(
+                    f"{role} {t.name} needs {ap.free_entries} free access-pattern entries; "
+                    f"{tname} allows {limit}", code="APK304",
+                    notes=[f"lowered pattern = {pat}", f"view shape = {t.shape}"],
+                    help="merge contiguous dimensions, or split the instruction into a loop "
+                    "over an outer dimension", entries=ap.free_entries, limit=limit)
+        out.append(ap)
+    return out

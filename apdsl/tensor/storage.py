@@ -1,0 +1,199 @@
+"""Storage: the memory a tensor and all its views share.
+
+Storage is raw bytes (allocated lazily, so checking a program allocates nothing) plus a record of
+which elements were written, because memory starts unwritten as on hardware.  The record is kept
+per element of the storage's own dtype and collapses to a flag once everything is written, so
+the common case (inputs fully loaded, outputs fully written) costs nothing to check.
+
+Capacity is accounted per buffer when storage is allocated; on-chip buffers count bytes per
+partition.  Storage is freed explicitly (block scopes in the language) or when garbage-collected.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import Span, TargetError
+from . import targets
+from .dtypes import DType
+
+_ids = itertools.count()
+
+
+class _Accounting:
+    """Live bytes per (target family, buffer); on-chip: bytes per partition, with addresses so
+    PSUM bank placement can be checked."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, list[tuple[int, int, int]]] = {}  # buffer -> [(id, start, size)]
+
+    def used(self, buffer: str) -> int:
+        return sum(size for _, _, size in self.live.get(buffer, ()))
+
+    def place(self, sid: int, buffer: str, size: int, capacity: int | None,
+              bank: int | None) -> int:
+        blocks = sorted(self.live.setdefault(buffer, []), key=lambda b: b[1])
+        addr = 0
+        for _, start, length in blocks:
+            if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
+                addr = -(-addr // bank) * bank  # keep a small PSUM tile inside one bank
+            if addr + size <= start:
+                break
+            addr = max(addr, start + length)
+        if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
+            addr = -(-addr // bank) * bank
+        if capacity is not None and addr + size > capacity:
+            return -1
+        self.live[buffer].append((sid, addr, size))
+        return addr
+
+    def release(self, sid: int, buffer: str) -> None:
+        blocks = self.live.get(buffer, [])
+        blocks[:] = [b for b in blocks if b[0] != sid]
+
+
+ACCOUNTING = _Accounting()
+
+
+@contextmanager
+def fresh_accounting() -> Iterator[None]:
+    """Account allocations made inside the block separately (one program run, one test), so
+    tensors left alive elsewhere do not count against its capacity."""
+    global ACCOUNTING
+    saved, ACCOUNTING = ACCOUNTING, _Accounting()
+    try:
+        yield
+    finally:
+        ACCOUNTING = saved
+
+
+class Storage:
+    """The bytes behind a tensor.  `shape` and `dtype` are those it was declared with."""
+
+    __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "nbytes", "span",
+                 "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
+                 "__weakref__")
+
+    def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
+                 format: str = "ND", storage_elements: int | None = None,
+                 span: Span | None = None) -> None:
+        self.id = next(_ids)
+        self.name = name or f"%{self.id}"
+        self.buffer = buffer
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.format = format
+        elements = prod(shape) if storage_elements is None else storage_elements
+        self.nbytes = -(-elements * dtype.bits // 8)
+        self.span = span
+        self._data: np.ndarray | None = None
+        self._mask: np.ndarray | None = None
+        self.all_written = False
+        self.freed = False
+        self.target = targets.target_for(buffer)
+        self._accounting: _Accounting | None = None
+        self.address = self._account()
+
+    def _account(self) -> int:
+        t = self.target
+        cap = t.capacity_of(self.buffer)
+        if cap is None:
+            return 0
+        onchip = targets.is_onchip(self.buffer)
+        if onchip:
+            parts = self.shape[0] if self.shape else 1
+            if parts > t.partitions:
+                raise TargetError(
+                    f"{self.buffer} tensor has {parts} partitions; {t.name} has {t.partitions}",
+                    code="APK301", notes=[f"shape = {self.shape}"],
+                    help="put at most 128 rows on the partition dimension (dim 0)",
+                    shape=self.shape)
+            size = self.nbytes // max(parts, 1)
+        else:
+            size = self.nbytes
+        bank = t.psum_bank_bytes if self.buffer == "psum" else None
+        addr = ACCOUNTING.place(self.id, self.buffer, size, cap, bank)
+        if addr < 0:
+            used = ACCOUNTING.used(self.buffer)
+            unit = " per partition" if onchip else ""
+            raise TargetError(
+                f"allocating {size} bytes{unit} in {self.buffer} exceeds its capacity "
+                f"({cap} bytes{unit} on {t.name}, {used} already in use)",
+                code="APK302", notes=[t.describe(self.buffer), f"shape = {self.shape}, "
+                                      f"dtype = {self.dtype}"],
+                help="use smaller tiles, or free tensors by declaring them inside a loop body",
+                requested=size, capacity=cap, in_use=used)
+        self._accounting = ACCOUNTING
+        weakref.finalize(self, ACCOUNTING.release, self.id, self.buffer)
+        return addr
+
+    def free(self) -> None:
+        if not self.freed:
+            self.freed = True
+            if self._accounting is not None:
+                self._accounting.release(self.id, self.buffer)
+
+    # -- contents ---------------------------------------------------------------------------
+    @property
+    def data(self) -> np.ndarray:
+        """The raw bytes (uint8), allocated on first use."""
+        if self._data is None:
+            self._data = np.zeros(self.nbytes, dtype=np.uint8)
+        return self._data
+
+    def elements(self, dtype: DType) -> np.ndarray:
+        """The storage as a flat array of `dtype` (int4: one element per nibble, a copy)."""
+        if dtype.bits == 4:
+            raw = self.data
+            lo = (raw & 0x0F).astype(np.int8)
+            hi = (raw >> 4).astype(np.int8)
+            out = np.empty(raw.size * 2, dtype=np.int8)
+            out[0::2], out[1::2] = lo, hi
+            out = np.where(out > 7, out - 16, out).astype(np.int8)
+            return out.astype(dtype.np)
+        usable = self.nbytes - self.nbytes % max(dtype.bits // 8, 1)
+        return self.data[:usable].view(dtype.np)
+
+    def store_int4(self, flat_index: np.ndarray, values: np.ndarray) -> None:
+        """Write int4 elements (low nibble first) at element indices of the nibble array."""
+        raw = self.data
+        v = np.asarray(values).astype(np.int8).astype(np.uint8) & 0x0F
+        byte = flat_index // 2
+        high = (flat_index % 2).astype(bool)
+        raw[byte[~high]] = (raw[byte[~high]] & 0xF0) | v[~high]
+        raw[byte[high]] = (raw[byte[high]] & 0x0F) | (v[high] << 4)
+
+    @property
+    def elements_total(self) -> int:
+        return self.nbytes * 8 // self.dtype.bits
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Per native element: written yet?  (Only materialised while partly written.)"""
+        if self._mask is None:
+            self._mask = np.full(self.elements_total, self.all_written, dtype=bool)
+        return self._mask
+
+    def note_written_all(self) -> None:
+        self.all_written = True
+        self._mask = None
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.dtype}{list(self.shape)} @ {self.buffer}"
+
+    def __repr__(self) -> str:
+        return f"Storage({self.describe()})"
+
+
+def native_range(elem_bits: int, native_bits: int, offsets: Any) -> Any:
+    """Map element offsets of a reinterpreting view to the native elements they touch."""
+    if elem_bits == native_bits:
+        return offsets
+    return (np.asarray(offsets) * elem_bits) // native_bits

@@ -60,8 +60,9 @@ dma_copy(b, a)
     entry("APK307", "dma_copy of a Tensor Indirection view", """
 `indirect()` (Tensor Indirection, trn3) is a feature of the compute engines; DMA uses its own
 dynamic addressing: `vector_select`, `select` with a runtime index, or `.ap(scalar_offset=,
-vector_offset=)`.
+vector_offset=)`. (Tensor Indirection itself needs trn3: `--target trn3` or `set_target`.)
 """, """
+set_target("trn3")
 t: f32[128, 64] @ sbuf = 0
 idx: i32[128, 1] @ sbuf = 0
 o: f32[128, 1] @ hbm

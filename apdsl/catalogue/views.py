@@ -34,9 +34,10 @@ u = t.slice(1, 0.5, 8)
 `from_numpy` or `-i NAME=FILE.npy` got an array whose dtype has no apdsl counterpart (float64,
 complex, object). Pass `dtype=` to convert it, or save the array as float32.
 """, """
-# python: apdsl.from_numpy(np.zeros(4, dtype=np.float64))
-x: f32[4] @ hbm = zeros
-y = host(x).astype("float64")
+# python
+import numpy as np
+import apdsl
+apdsl.from_numpy(np.zeros(4, dtype=np.float64))
 """),
     entry("APK201", "dimension out of range", """
 A dim argument names a dimension the view does not have. Dims count from 0; negative dims count

@@ -44,9 +44,31 @@ TI_GROUP_MATMUL = 32  # ... and of the tensor engine (nc_matmul operands)
 TILE = 128
 _TILE_MIN_ELEMENTS = 4 * TILE * TILE
 _TILE_MIN_STRIDE_BYTES = 256
+_INTP_MAX = int(np.iinfo(np.intp).max)
 
 # Native elements newly marked written per partly written storage (see `_mark_written`).
 _written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
+
+
+def cast(values: np.ndarray, to: DType) -> np.ndarray:
+    """`cast_array` (the float32 rule), except that float values saturate exactly at the
+    bounds of 32- and 64-bit integers: `cast_array` clips in float32, where 2**31 - 1 rounds
+    up to 2**31 and then wraps to the minimum."""
+    values = np.asarray(values)
+    if values.dtype == to.np:
+        return values
+    # (ml_dtypes floats -- bfloat16, float8 -- and int4 have kind "V"; all go through float32)
+    if to.kind not in "iu" or to.bits < 32 or values.dtype.kind in "iub":
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the rule
+            return cast_array(values, to)
+    f = values.astype(np.float32).astype(np.float64)
+    f = np.where(np.isnan(f), 0.0, np.rint(f))
+    info = np.iinfo(to.np)
+    high, low = f >= float(info.max), f <= float(info.min)
+    out = np.where(high | low, 0.0, f).astype(to.np)
+    out[high] = info.max
+    out[low] = info.min
+    return out
 
 
 def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
@@ -64,12 +86,14 @@ def _fmt_coord(coord: tuple[int, ...]) -> str:
 class Access:
     """A view made concrete for one execution.  `shape` is the resolved logical shape."""
 
-    __slots__ = ("tensor", "storage", "dtype", "shape", "size", "layout")
+    # No reference to the Tensor itself: accesses of static views are cached per tensor (weakly
+    # keyed), and a value referring to its key would keep it alive.
+    __slots__ = ("name", "storage", "dtype", "shape", "size", "layout")
 
-    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...],
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
                  layout: Layout | None) -> None:
-        self.tensor = tensor
-        self.storage: Storage = tensor.storage
+        self.name = name
+        self.storage = storage
         self.dtype = dtype
         self.shape = shape
         self.size = prod(shape)
@@ -153,21 +177,28 @@ def _strided_offsets(offset: int, shape: tuple[int, ...], strides: tuple[int, ..
 class Strided(Access):
     """A static regular layout: one strided array over the storage bytes."""
 
-    __slots__ = ("offset", "lshape", "lstrides")
+    __slots__ = ("offset", "lshape", "lstrides", "_arr", "_inj")
 
-    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout | None,
-                 offset: int, lshape: tuple[int, ...], lstrides: tuple[int, ...]) -> None:
-        super().__init__(tensor, dtype, shape, layout)
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                 layout: Layout | None, offset: int, lshape: tuple[int, ...],
+                 lstrides: tuple[int, ...]) -> None:
+        super().__init__(name, storage, dtype, shape, layout)
         self.offset = offset
         self.lshape = lshape  # leaf counts (count-1 leaves dropped), outermost first
         self.lstrides = lstrides  # in elements of `dtype`
+        self._arr: np.ndarray | None = None
+        self._inj: bool | None = None
 
     def array(self) -> np.ndarray:
-        """The zero-copy strided view (leaf shape) over the storage."""
-        item = self.dtype.np.itemsize
-        return np.ndarray(self.lshape, self.dtype.np, buffer=self.storage.data,
-                          offset=self.offset * item,
-                          strides=tuple(s * item for s in self.lstrides))
+        """The zero-copy strided view (leaf shape) over the storage (made once: the storage's
+        bytes never move)."""
+        arr = self._arr
+        if arr is None:
+            item = self.dtype.np.itemsize
+            arr = self._arr = np.ndarray(self.lshape, self.dtype.np, buffer=self.storage.data,
+                                         offset=self.offset * item,
+                                         strides=tuple(s * item for s in self.lstrides))
+        return arr
 
     def read(self) -> np.ndarray:
         return self.array().copy().reshape(self.shape)
@@ -211,20 +242,24 @@ class Strided(Access):
         return new
 
     def injective(self) -> bool:
-        return _terms_injective((abs(s), abs(s) * (c - 1))
-                                for c, s in zip(self.lshape, self.lstrides))
+        inj = self._inj
+        if inj is None:
+            inj = self._inj = _terms_injective((abs(s), abs(s) * (c - 1))
+                                               for c, s in zip(self.lshape, self.lstrides))
+        return inj
 
 
 class Pieces(Access):
     """A static layout that is several access patterns, each owning a box of the logical
     array."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "_inj")
 
-    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout,
-                 parts: list[tuple[tuple[slice, ...], Strided]]) -> None:
-        super().__init__(tensor, dtype, shape, layout)
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                 layout: Layout, parts: list[tuple[tuple[slice, ...], Strided]]) -> None:
+        super().__init__(name, storage, dtype, shape, layout)
         self.parts = parts
+        self._inj: bool | None = None
 
     def read(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype.np)
@@ -256,7 +291,9 @@ class Pieces(Access):
         return sum(part.mark() for _, part in self.parts)
 
     def injective(self) -> bool:
-        return _layout_injective(self.layout)
+        if self._inj is None:
+            self._inj = _layout_injective(self.layout)
+        return self._inj
 
 
 class Indexed(Access):
@@ -264,9 +301,9 @@ class Indexed(Access):
 
     __slots__ = ("offs", "proven")
 
-    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], layout: Layout | None,
-                 offs: np.ndarray, proven: bool = False) -> None:
-        super().__init__(tensor, dtype, shape, layout)
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                 layout: Layout | None, offs: np.ndarray, proven: bool = False) -> None:
+        super().__init__(name, storage, dtype, shape, layout)
         self.offs = offs
         self.proven = proven
 
@@ -286,66 +323,81 @@ class Indexed(Access):
         return self.proven
 
 
+class RowsPlan:
+    """The static part of a per-partition row gather over a regular rest: cached per view.
+    `rows` is a strided array whose first axis steps `scale` elements, covering every row whose
+    elements all lie in storage (`limit` rows)."""
+
+    __slots__ = ("name", "storage", "dtype", "shape", "scale", "base", "rshape", "rstrides",
+                 "limit", "bound", "_rows", "_inj")
+
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                 scale: int, base: int, rshape: tuple[int, ...], rstrides: tuple[int, ...],
+                 limit: int, bound: int | None) -> None:
+        self.name, self.storage, self.dtype, self.shape = name, storage, dtype, shape
+        self.scale, self.base, self.rshape, self.rstrides = scale, base, rshape, rstrides
+        self.limit = limit  # valid rows: [0, limit)
+        self.bound = bound if bound is not None and bound < limit else limit
+        self._rows: np.ndarray | None = None
+        terms = [(abs(s), abs(s) * (c - 1)) for c, s in zip(rshape, rstrides)]
+        self._inj = _terms_injective(terms) and scale > sum(e for _, e in terms)
+
+    def rows(self) -> np.ndarray:
+        if self._rows is None:
+            item = self.dtype.np.itemsize
+            self._rows = np.ndarray((self.limit,) + self.rshape, self.dtype.np,
+                                    buffer=self.storage.data, offset=self.base * item,
+                                    strides=tuple(s * item for s in (self.scale,) + self.rstrides))
+        return self._rows
+
+
 class Rows(Access):
     """Partition p reads the row `idx[p] * scale` (+ the static offset) of a regular rest."""
 
-    __slots__ = ("idx", "scale", "base", "rshape", "rstrides")
+    __slots__ = ("idx", "plan")
 
-    def __init__(self, tensor: Any, dtype: DType, shape: tuple[int, ...], idx: np.ndarray,
-                 scale: int, base: int, rshape: tuple[int, ...], rstrides: tuple[int, ...]
-                 ) -> None:
-        super().__init__(tensor, dtype, shape, None)
-        self.idx = idx
-        self.scale = scale
-        self.base = base
-        self.rshape = rshape  # leaf shape of the rest (count-1 leaves dropped)
-        self.rstrides = rstrides
-
-    def _rows(self, buffer: np.ndarray, itemsize: int, dtype: Any) -> np.ndarray:
-        n = int(self.idx.max()) + 1 if self.idx.size else 1
-        return np.ndarray((n,) + self.rshape, dtype, buffer=buffer, offset=self.base * itemsize,
-                          strides=tuple(s * itemsize for s in (self.scale,) + self.rstrides))
-
-    def rows(self) -> np.ndarray:
-        item = self.dtype.np.itemsize
-        return self._rows(self.storage.data, item, self.dtype.np)
+    def __init__(self, plan: RowsPlan, idx: np.ndarray) -> None:
+        super().__init__(plan.name, plan.storage, plan.dtype, plan.shape, None)
+        self.idx = idx  # intp, checked to lie in [0, plan.bound)
+        self.plan = plan
 
     def take_into(self, out: np.ndarray) -> None:
         # Indices were checked already; mode="clip" lets NumPy skip its own checks and buffer.
-        np.take(self.rows(), self.idx, axis=0, out=out, mode="clip")
+        self.plan.rows().take(self.idx, axis=0, out=out, mode="clip")
 
     def read(self) -> np.ndarray:
-        return np.take(self.rows(), self.idx, axis=0, mode="clip").reshape(self.shape)
+        return np.take(self.plan.rows(), self.idx, axis=0, mode="clip").reshape(self.shape)
 
     def write(self, values: np.ndarray) -> None:
-        self.rows()[self.idx] = np.reshape(values, (self.idx.size,) + self.rshape)
+        self.plan.rows()[self.idx] = np.reshape(values, (self.idx.size,) + self.plan.rshape)
 
     def offsets(self) -> np.ndarray:
-        rest = _strided_offsets(self.base, self.rshape, self.rstrides)
-        offs = (self.idx * self.scale).reshape((-1,) + (1,) * len(self.rshape)) + rest
+        p = self.plan
+        rest = _strided_offsets(p.base, p.rshape, p.rstrides)
+        offs = (self.idx * p.scale).reshape((-1,) + (1,) * len(p.rshape)) + rest
         return offs.reshape(self.shape)
 
     def written(self) -> np.ndarray | bool:
+        p = self.plan
         if self.dtype.bits != self.storage.dtype.bits:
             return super().written()
-        m = np.take(self._rows(self.storage.mask, 1, np.bool_), self.idx, axis=0, mode="clip")
+        mask = np.ndarray((p.limit,) + p.rshape, np.bool_, buffer=self.storage.mask,
+                          offset=p.base, strides=(p.scale,) + p.rstrides)
+        m = np.take(mask, self.idx, axis=0, mode="clip")
         return True if m.all() else m.reshape(self.shape)
 
     def injective(self) -> bool:
-        terms = [(abs(s), abs(s) * (c - 1)) for c, s in zip(self.rshape, self.rstrides)]
-        extent = sum(e for _, e in terms)
-        if not _terms_injective(terms) or abs(self.scale) <= extent:
-            return False
-        return np.unique(self.idx).size == self.idx.size
+        return self.plan._inj and np.unique(self.idx).size == self.idx.size
 
 
 # -- injectivity ------------------------------------------------------------------------------
 
 def _terms_injective(terms: Any) -> bool:
-    """Digits with (stride, extent) pairs map injectively when, sorted by stride, each stride
-    exceeds the total extent of the smaller ones (a sufficient condition)."""
+    """Digits, each taking at least two values, with (|stride|, extent) pairs map injectively
+    when, sorted by stride, each stride exceeds the total extent of the smaller ones (a
+    sufficient condition; a zero stride always fails it)."""
     acc = 0
-    for s, ext in sorted(t for t in terms if t[1] > 0):
+    for s, ext in sorted(terms):
         if s <= acc:
             return False
         acc += ext
@@ -360,15 +412,18 @@ def _layout_injective(layout: Layout) -> bool:
         if d.size == 1:
             continue
         if d.is_regular:
-            terms.extend((abs(s), abs(s) * (c - 1)) for s, c in d.leaves())
+            terms.extend((abs(s), abs(s) * (c - 1)) for s, c in d.leaves() if c > 1)
             continue
         x_lo, x_hi = d.start, d.start + (d.size - 1) * d.step
         inner = 1
         for k, (c, s) in enumerate(d.modes):
             if k == len(d.modes) - 1:
-                terms.append((abs(s), abs(s) * (x_hi // inner - x_lo // inner)))
+                span = x_hi // inner - x_lo // inner
+                if span > 0:
+                    terms.append((abs(s), abs(s) * span))
             else:
-                terms.append((abs(s), abs(s) * (c - 1)))
+                if c > 1:
+                    terms.append((abs(s), abs(s) * (c - 1)))
                 inner *= c
     return _terms_injective(terms)
 
@@ -377,28 +432,66 @@ def _layout_injective(layout: Layout) -> bool:
 # Resolution
 # =============================================================================================
 
+# Per view: its Access (a static view) or RowsPlan (a row gather), which depend only on the
+# view's immutable layout, dtype and storage.  Weak keys: a plan dies with its view.
+_plans: weakref.WeakKeyDictionary[Any, Access | RowsPlan] = weakref.WeakKeyDictionary()
+
+
 def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROUP) -> Access:
     """Make view `t` concrete for one execution.  Reads runtime indices and registers, checks
     every bound (APK401/402/403/406) and returns the cheapest `Access`.  No data moves."""
+    try:
+        return _resolve(t, op, role, group)
+    except ApdslRuntimeError as err:
+        if err.code == "APK410":  # raised by the register, which does not know the instruction
+            err.message = f"{op}: {err.message}"
+            err.args = (err.message,)
+        raise
+
+
+def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     storage = t.storage
     if storage.freed:
         raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
                    "freed when the block that declared it ended",
                    help="declare the tensor in the enclosing block so it outlives its use",
                    tensor=storage.name)
+    plan = _plans.get(t)
+    if plan is not None:
+        if type(plan) is RowsPlan:
+            return _bind_rows(t, plan, op, role)
+        return plan  # type: ignore[return-value]
     layout = t.layout
-    registers = not layout.static
-    if registers:
-        layout = _resolve_registers(t, layout, op, role)
     dyn = t.dynamic
-    if dyn is None:
-        return _static_access(t, layout, op, role, "APK406" if registers else "APK401")
+    if dyn is None and t.dtype.bits >= 8:
+        leaves = _plain_leaves(layout)
+        if leaves is not None:  # the common case, without the general checks below
+            ls, lt = leaves
+            lo, hi = _pattern_bounds(layout.base, ls, lt)
+            limit = storage.nbytes * 8 // t.dtype.bits
+            if lo < 0 or hi >= limit:
+                raise _bounds_error(t, layout.base, ls, lt, lo, hi, limit, op, role, "APK401",
+                                    None)
+            acc = _plans[t] = Strided(t.name, storage, t.dtype, layout.shape, layout, layout.base,
+                                      ls, lt)
+            return acc
+    if not layout.static:
+        layout = _resolve_registers(t, layout, op, role)
+        if dyn is None:
+            return _static_access(t, layout, op, role, "APK406")
+    elif dyn is None:
+        acc = _plans[t] = _static_access(t, layout, op, role, "APK401")
+        return acc
     if dyn.kind == "scalar":
         v = _scalar_index(dyn, op, role, t)
         layout = Layout(layout.dims, layout.base + v * dyn.scale)
         return _static_access(t, layout, op, role, "APK403",
                               dynamic=f"{dyn.index_name} = {v} (x {dyn.scale})")
     if dyn.kind == "vector":
+        plan = _rows_plan(t, layout)
+        if plan is not None:
+            _plans[t] = plan
+            return _bind_rows(t, plan, op, role)
         return _vector_access(t, layout, op, role)
     return _ti_access(t, layout, op, role, group)
 
@@ -407,31 +500,20 @@ def _static_access(t: Any, layout: Layout, op: str, role: str, code: str,
                    dynamic: str | None = None) -> Access:
     dtype = t.dtype
     storage = t.storage
+    name = t.name
     limit = storage.nbytes * 8 // dtype.bits
     shape = layout.shape
     if layout.is_regular:
-        lshape, lstrides = [], []
-        for d in layout.dims:
-            if len(d.modes) == 1:
-                c, s = d.size, d.modes[0][1]
-                if c != 1:
-                    lshape.append(c)
-                    lstrides.append(s)
-            else:
-                for c, s in reversed(d.modes):
-                    if c != 1:
-                        lshape.append(c)
-                        lstrides.append(s)
-        ls, lt = tuple(lshape), tuple(lstrides)
+        ls, lt = _leaves(layout)
         lo, hi = _pattern_bounds(layout.base, ls, lt)
         if lo < 0 or hi >= limit:
             raise _bounds_error(t, layout.base, ls, lt, lo, hi, limit, op, role, code, dynamic)
         if dtype.bits < 8:
             offs = _strided_offsets(layout.base, ls, lt).reshape(shape)
-            return Indexed(t, dtype, shape, layout, offs,
+            return Indexed(name, storage, dtype, shape, layout, offs,
                            proven=_terms_injective((abs(s), abs(s) * (c - 1))
                                                    for c, s in zip(ls, lt)))
-        return Strided(t, dtype, shape, layout, layout.base, ls, lt)
+        return Strided(name, storage, dtype, shape, layout, layout.base, ls, lt)
     parts = []
     for p in layout.pieces():
         ls = tuple(c for s, c in p.pattern if c != 1)
@@ -440,13 +522,49 @@ def _static_access(t: Any, layout: Layout, op: str, role: str, code: str,
         if lo < 0 or hi >= limit:
             raise _bounds_error(t, p.offset, ls, lt, lo, hi, limit, op, role, code, dynamic)
         box = tuple(slice(a, a + n) for a, n in zip(p.start, p.shape))
-        parts.append((box, Strided(t, dtype, p.shape, None, p.offset, ls, lt)))
+        parts.append((box, Strided(name, storage, dtype, p.shape, None, p.offset, ls, lt)))
     if dtype.bits < 8:
         offs = np.empty(shape, np.int64)
         for box, part in parts:
             offs[box] = part.offsets()
-        return Indexed(t, dtype, shape, layout, offs, proven=_layout_injective(layout))
-    return Pieces(t, dtype, shape, layout, parts)
+        return Indexed(name, storage, dtype, shape, layout, offs,
+                       proven=_layout_injective(layout))
+    return Pieces(name, storage, dtype, shape, layout, parts)
+
+
+def _plain_leaves(layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Leaves of a layout whose dims are all plain with int sizes and strides and an int base
+    (what most views are), else None."""
+    if type(layout.base) is not int:
+        return None
+    ls, lt = [], []
+    for d in layout.dims:
+        modes = d.modes
+        if len(modes) != 1 or d.start != 0 or d.step != 1:
+            return None
+        c, s = d.size, modes[0][1]
+        if type(c) is not int or type(s) is not int:
+            return None
+        if c != 1:
+            ls.append(c)
+            lt.append(s)
+    return tuple(ls), tuple(lt)
+
+
+def _leaves(layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Leaf counts and strides of a regular layout, outermost first, count-1 leaves dropped."""
+    ls, lt = [], []
+    for d in layout.dims:
+        if len(d.modes) == 1:
+            if d.size != 1:
+                ls.append(d.size)
+                lt.append(d.modes[0][1])
+        else:
+            for c, s in reversed(d.modes):
+                if c != 1:
+                    ls.append(c)
+                    lt.append(s)
+    return tuple(ls), tuple(lt)
 
 
 def _bounds_error(t: Any, offset: int, lshape: tuple[int, ...], lstrides: tuple[int, ...],
@@ -505,10 +623,12 @@ def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
 
 
 def _index_values(index: Any, op: str, what: str) -> np.ndarray:
-    """The integer values of an index tensor (init-checked) as int64, logical shape."""
+    """The integer values of an index tensor (init-checked) as intp, logical shape."""
     acc = resolve(index, op, what)
     _check_init(acc, op, what)
-    return acc.read().astype(np.int64, copy=False)
+    if type(acc) is Strided:
+        return acc.array().astype(np.intp).reshape(acc.shape)
+    return acc.read().astype(np.intp)
 
 
 def _scalar_index(dyn: Any, op: str, role: str, t: Any) -> int:
@@ -543,21 +663,33 @@ def _range_error(op: str, role: str, t: Any, dyn: Any, values: np.ndarray,
                 "the instruction", index=v, position=pos, bound=upper)
 
 
-def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:
+def _vector_offsets(t: Any, parts: int, op: str, role: str) -> tuple[np.ndarray, int]:
+    """The per-partition row indices of a vector-dynamic view (shape and range checked), and
+    the largest of them."""
     dyn = t.dynamic
-    parts = layout.dims[0].size
     values = _index_values(dyn.index, op, f"index {dyn.index_name}")
-    if values.ndim != 2 or values.shape != (parts, 1):
+    if values.shape != (parts, 1):
         raise _err("APK407", f"{op}: vector offsets {dyn.index_name} have shape "
                    f"{values.shape}; {role} {t.name} needs ({parts}, 1), one per partition",
                    help="give one row index per partition of the access pattern")
-    idx = values.reshape(-1)
+    idx = values.reshape(parts)
     upper = dyn.bound
-    if idx.size and (idx.min() < 0 or (upper is not None and idx.max() >= upper)):
+    # One reduction checks both ends: as unsigned, a negative index is larger than any bound.
+    top = int(idx.view(np.uintp).max()) if parts else 0
+    if top > _INTP_MAX or (upper is not None and top >= upper):
         positions = np.stack([np.arange(parts), np.zeros(parts, np.int64)], axis=1)
         raise _range_error(op, role, t, dyn, idx, positions, upper)
-    lead = layout.dims[0].modes[0][1]
-    if dyn.origin == "ap" and parts > 1 and lead != dyn.scale:
+    return idx, top
+
+
+def warn_static(t: Any, op: str, role: str) -> None:
+    """Warnings an instruction operand earns from its view alone (checked in both modes)."""
+    dyn = t.dynamic
+    if dyn is None or dyn.kind != "vector" or dyn.origin != "ap":
+        return
+    d0 = t.layout.dims[0]
+    lead, parts = d0.modes[0][1], d0.size
+    if is_static(parts) and parts > 1 and lead != dyn.scale:
         trace.warn(Warning_(
             f"{op}: the leading stride {lead} of {role} {t.name} is ignored with "
             f"vector_offset; rows are {dyn.scale} elements apart in the base tensor",
@@ -565,29 +697,45 @@ def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:
                                   f"size prod(shape[1:]) = {dyn.scale}"],
             help=f"write the leading pair as [{dyn.scale}, {parts}] so the code stays correct "
             "if the limitation is lifted"), key=("APK450", op, role))
+
+
+def _rows_plan(t: Any, layout: Layout) -> RowsPlan | None:
+    """The cacheable part of a row gather, when the rest of the view is one regular pattern
+    and rows step forward."""
+    dyn = t.dynamic
+    rest = Layout(layout.dims[1:], layout.base)
+    if not rest.is_regular or t.dtype.bits < 8 or dyn.scale <= 0:
+        return None
+    ls, lt = _leaves(rest)
+    lo, hi = _pattern_bounds(rest.base, ls, lt)
+    limit = t.storage.nbytes * 8 // t.dtype.bits
+    if lo < 0 or hi >= limit:
+        return None  # the general path reports it
+    rows = (limit - 1 - hi) // dyn.scale + 1  # rows whose every element lies in storage
+    return RowsPlan(t.name, t.storage, t.dtype, layout.shape, dyn.scale, rest.base, ls, lt,
+                    rows, dyn.bound)
+
+
+def _bind_rows(t: Any, plan: RowsPlan, op: str, role: str) -> Rows:
+    idx, top = _vector_offsets(t, plan.shape[0], op, role)
+    if top >= plan.bound:
+        # within the select's range but past the storage (a bad .ap, or a broken base view)
+        _vector_access(t, t.layout, op, role)
+    return Rows(plan, idx)
+
+
+def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:
+    dyn = t.dynamic
+    parts = layout.dims[0].size
+    idx, _ = _vector_offsets(t, parts, op, role)
     rest = Layout(layout.dims[1:], layout.base)
     shape = layout.shape
     limit = t.storage.nbytes * 8 // t.dtype.bits
-    if rest.is_regular and t.dtype.bits >= 8:
-        ls, lt = [], []
-        for s, c in rest.pattern():
-            if c != 1:
-                ls.append(c)
-                lt.append(s)
-        ls_t, lt_t = tuple(ls), tuple(lt)
-        lo, hi = _pattern_bounds(rest.base, ls_t, lt_t)
-        if idx.size:
-            rows = idx * dyn.scale
-            lo, hi = lo + int(rows.min()), hi + int(rows.max())
-        if lo < 0 or hi >= limit:
-            raise _dynamic_bounds_error(t, op, role, dyn, lo, hi, limit)
-        return Rows(t, t.dtype, shape, idx.astype(np.intp, copy=False), dyn.scale, rest.base,
-                    ls_t, lt_t)
     static = Layout((Dim.plain(parts, 0),) + rest.dims, rest.base).offsets()
     offs = static + (idx * dyn.scale).reshape((-1,) + (1,) * (len(shape) - 1))
     if offs.size and (offs.min() < 0 or offs.max() >= limit):
         raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
-    return Indexed(t, t.dtype, shape, None, offs)
+    return Indexed(t.name, t.storage, t.dtype, shape, None, offs)
 
 
 def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access:
@@ -612,7 +760,7 @@ def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access
     limit = t.storage.nbytes * 8 // t.dtype.bits
     if offs.size and (offs.min() < 0 or offs.max() >= limit):
         raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
-    return Indexed(t, t.dtype, shape, None, offs)
+    return Indexed(t.name, t.storage, t.dtype, shape, None, offs)
 
 
 def _dynamic_bounds_error(t: Any, op: str, role: str, dyn: Any, lo: int, hi: int,
@@ -644,7 +792,7 @@ def _check_init(acc: Access, op: str, role: str) -> None:
     err = _err("APK404", f"{op}: {role} reads {storage.name}{_fmt_coord(coord)} (storage element "
                f"{offset}) before anything wrote it",
                notes=[f"{missing} of the {acc.size} elements read are unwritten",
-                      f"view {acc.tensor.name}: shape {acc.shape}, storage "
+                      f"view {acc.name}: shape {acc.shape}, storage "
                       f"{storage.describe()}"],
                help="write the data first (dma_copy, memset, iota, ...), or turn the check off "
                "with --no-init-check / apdsl.options(init_check=False) to read it as 0",
@@ -666,14 +814,14 @@ def _check_unique(acc: Access, op: str, role: str) -> None:
     i, j = sorted((int(order[k]), int(order[k + 1])))
     ci, cj = np.unravel_index(i, acc.shape), np.unravel_index(j, acc.shape)
     dup = int(s[k])
-    raise _err("APK405", f"{op}: {role} {acc.tensor.name} writes storage element {dup} twice "
+    raise _err("APK405", f"{op}: {role} {acc.name} writes storage element {dup} twice "
                f"(logical {_fmt_coord(ci)} and {_fmt_coord(cj)})",
                notes=[f"{int(same.sum())} writes land on an element already written by this "
                       "instruction", f"view shape {acc.shape}, storage "
                       f"{acc.storage.describe()}"],
                help="a destination cannot repeat elements: no broadcast (stride 0), no "
                "overlapping .ap pattern, no repeated runtime index",
-               tensor=acc.tensor.name, offset=dup)
+               tensor=acc.name, offset=dup)
 
 
 def _mark_written(acc: Access) -> None:
@@ -710,7 +858,7 @@ def prepare_write(acc: Access, op: str, role: str) -> None:
 
 def store(acc: Access, values: np.ndarray) -> None:
     """Write `values` (any dtype; cast by the float32 rule) in logical row-major order."""
-    values = cast_array(values, acc.dtype)
+    values = cast(values, acc.dtype)
     if values.shape != acc.shape:
         values = values.reshape(acc.shape)
     acc.write(values)
@@ -764,11 +912,11 @@ def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
     return tuple(out) if i == len(a) and j == len(b) else None
 
 
-def _strided_copy(d: np.ndarray, s: np.ndarray, cast: bool, dtype: DType) -> None:
+def _strided_copy(d: np.ndarray, s: np.ndarray, convert: bool, dtype: DType) -> None:
     if d.shape != s.shape:
         common = _common_shape(d.shape, s.shape)
-        if common is not None:
-            d, s = d.reshape(common), s.reshape(common)
+        if common is not None:  # splitting axes never copies; copy=False makes sure
+            d, s = np.reshape(d, common, copy=False), np.reshape(s, common, copy=False)
         else:
             s = s.reshape(d.shape)  # no shared refinement: the source is gathered once
     if d.size >= _TILE_MIN_ELEMENTS and d.ndim >= 2:
@@ -776,9 +924,9 @@ def _strided_copy(d: np.ndarray, s: np.ndarray, cast: bool, dtype: DType) -> Non
         if axes is not None:
             if np.may_share_memory(d, s):
                 s = s.copy()  # tiles would read what earlier tiles already overwrote
-            _tiled_copy(d, s, axes, cast, dtype)
+            _tiled_copy(d, s, axes, convert, dtype)
             return
-    np.copyto(d, cast_array(s, dtype) if cast else s)
+    np.copyto(d, cast(s, dtype) if convert else s)
 
 
 def _transpose_axes(d: np.ndarray, s: np.ndarray) -> tuple[int, int] | None:
@@ -798,7 +946,7 @@ def _transpose_axes(d: np.ndarray, s: np.ndarray) -> tuple[int, int] | None:
     return a, b
 
 
-def _tiled_copy(d: np.ndarray, s: np.ndarray, axes: tuple[int, int], cast: bool,
+def _tiled_copy(d: np.ndarray, s: np.ndarray, axes: tuple[int, int], convert: bool,
                 dtype: DType) -> None:
     a, b = axes
     na, nb = d.shape[a], d.shape[b]
@@ -808,12 +956,12 @@ def _tiled_copy(d: np.ndarray, s: np.ndarray, axes: tuple[int, int], cast: bool,
         for j in range(0, nb, TILE):
             key[b] = slice(j, j + TILE)
             k = tuple(key)
-            np.copyto(d[k], cast_array(s[k], dtype) if cast else s[k])
+            np.copyto(d[k], cast(s[k], dtype) if convert else s[k])
 
 
 def _gather_copy(dst: Strided, src: Rows) -> None:
     d = dst.array()
-    shape = (src.idx.size,) + src.rshape
+    shape = (src.idx.size,) + src.plan.rshape
     if dst.storage is src.storage:
         np.copyto(d, src.read().reshape(d.shape))
         return

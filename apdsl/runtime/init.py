@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError
-from ..tensor.dtypes import cast_array
 from ..tensor.view import Tensor
 
 
@@ -59,4 +58,4 @@ def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
         raise ApdslTypeError(f"unknown initialiser {kind}", code="APK113")
     if dry:
         return
-    write_view(t, cast_array(np.asarray(data), t.dtype))
+    write_view(t, np.asarray(data))

@@ -15,11 +15,12 @@ import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
-from ..tensor.dtypes import DTYPES, cast_array
+from ..tensor.dtypes import DTYPES
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import trace
+from .options import OPTIONS
 
 F32 = DTYPES["float32"]
 
@@ -52,6 +53,34 @@ def _int(x: Any, label: str, what: str) -> int:
 
 def _free(shape: tuple[int, ...]) -> int:
     return prod(shape[1:])
+
+
+def _static_shape(t: Tensor) -> tuple[int, ...] | None:
+    """The view's shape when no register decides it."""
+    shape = tuple(t.shape)
+    return shape if all(isinstance(n, (int, np.integer)) for n in shape) else None
+
+
+def _operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list[ex.Access] | None:
+    """Resolve the operands for execution (runtime indices and registers read, bounds
+    checked).  In check mode (`options.execute` off) nothing is read: views without runtime
+    parts are still bounds-checked, and None is returned."""
+    for role, t in pairs:
+        if t.dynamic is not None:
+            ex.warn_static(t, label, role)
+    if not OPTIONS.execute:
+        for role, t in pairs:
+            if t.dynamic is None and t.layout.static:
+                ex.resolve(t, label, role, group=group)
+        return None
+    return [ex.resolve(t, label, role, group=group) for role, t in pairs]
+
+
+def _shapes(accs: list[ex.Access] | None, *ts: Tensor) -> list[tuple[int, ...] | None]:
+    """Resolved shapes when executing, else the static ones (None where a register decides)."""
+    if accs is not None:
+        return [a.shape for a in accs]
+    return [_static_shape(t) for t in ts]
 
 
 def _is_ti(t: Tensor) -> bool:
@@ -93,16 +122,17 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
 
 
 def _dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
-    s = ex.resolve(src, label, "src")
-    d = ex.resolve(dst, label, "dst")
-    if s.size != d.size:
-        raise TargetError(f"{label}: dst has {d.size} elements {d.shape}, src has {s.size} "
-                          f"{s.shape}", code="APK306",
+    accs = _operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
+    ss, ds = _shapes(accs, src, dst)
+    if ss is not None and ds is not None and prod(ss) != prod(ds):
+        raise TargetError(f"{label}: dst has {prod(ds)} elements {ds}, src has {prod(ss)} "
+                          f"{ss}", code="APK306",
                           notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ {src.buffer}"],
                           help="a DMA moves elements in row-major order; both sides must hold "
-                          "the same number of elements", dst_shape=d.shape, src_shape=s.shape)
+                          "the same number of elements", dst_shape=ds, src_shape=ss)
     trace.record("dma_copy", name, {"dst": dst, "src": src})
-    ex.copy(d, s, label)
+    if accs is not None:
+        ex.copy(accs[1], accs[0], label)
 
 
 def _ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
@@ -136,17 +166,18 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
     dst, src = _tensor(dst, label, "dst"), _tensor(src, label, "src")
     _onchip(src, label, "src")
     _onchip(dst, label, "dst")
-    s = ex.resolve(src, label, "src", group=ex.TI_GROUP)
-    d = ex.resolve(dst, label, "dst", group=ex.TI_GROUP)
-    if s.shape[0] != d.shape[0] or _free(s.shape) != _free(d.shape):
-        raise TargetError(f"{label}: dst has {d.shape[0]} partitions of {_free(d.shape)} "
-                          f"elements, src {s.shape[0]} of {_free(s.shape)}", code="APK311",
-                          notes=[f"dst shape {d.shape}, src shape {s.shape}"],
+    accs = _operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
+    ss, ds = _shapes(accs, src, dst)
+    if ss is not None and ds is not None and (ss[0] != ds[0] or _free(ss) != _free(ds)):
+        raise TargetError(f"{label}: dst has {ds[0]} partitions of {_free(ds)} elements, src "
+                          f"{ss[0]} of {_free(ss)}", code="APK311",
+                          notes=[f"dst shape {ds}, src shape {ss}"],
                           help="tensor_copy keeps data in its partition: use the same partition "
                           "count and elements per partition (dma_copy can move across "
-                          "partitions)", dst_shape=d.shape, src_shape=s.shape)
+                          "partitions)", dst_shape=ds, src_shape=ss)
     trace.record("tensor_copy", name, {"dst": dst, "src": src})
-    ex.copy(d, s, label)
+    if accs is not None:
+        ex.copy(accs[1], accs[0], label)
 
 
 # -- memset -----------------------------------------------------------------------------------
@@ -163,11 +194,12 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
         value = value.item()
     if not isinstance(value, (int, float, bool)):
         raise _arg_error(label, f"value must be a number, got {value!r}")
-    v = cast_array(np.asarray(value), dst.dtype)
-    d = ex.resolve(dst, label, "dst")
+    v = ex.cast(np.asarray(value), dst.dtype)
+    accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst})
-    ex.prepare_write(d, label, "dst")
-    ex.fill(d, v[()])
+    if accs is not None:
+        ex.prepare_write(accs[0], label, "dst")
+        ex.fill(accs[0], v[()])
 
 
 # -- iota -------------------------------------------------------------------------------------
@@ -189,15 +221,19 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
     counts = [_int(c, label, "a pattern count") for _, c in pattern]
     if any(c < 1 for c in counts):
         raise _arg_error(label, f"pattern counts must be >= 1, got {counts}")
-    d = ex.resolve(dst, label, "dst")
-    free = _free(d.shape)
-    if prod(counts) != free:
+    accs = _operands(label, ex.TI_GROUP, ("dst", dst))
+    (shape,) = _shapes(accs, dst)
+    if shape is not None and prod(counts) != _free(shape):
+        free = _free(shape)
         raise TargetError(f"{label}: the pattern's counts {counts} give {prod(counts)} elements "
                           f"per partition; dst {dst.name} has {free}", code="APK313",
-                          notes=[f"dst shape {d.shape}"],
+                          notes=[f"dst shape {shape}"],
                           help=f"make the counts multiply to {free}", counts=counts,
                           elements=free)
     trace.record("iota", name, {"dst": dst})
+    if accs is None:
+        return
+    d = accs[0]
     parts = d.shape[0]
     n = len(counts)
     vals = np.full((), offset, np.int64) + (np.arange(parts, dtype=np.int64) * cm).reshape(
@@ -240,18 +276,19 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor, accumulate: bool 
                           "float32 partners", code="APK317",
                           help=f"cast {other} to float32 (tensor_copy into an f32 tile), or "
                           f"{f32} to {od}")
-    g = ex.TI_GROUP_MATMUL
-    s = ex.resolve(stationary, label, "stationary", group=g)
-    m = ex.resolve(moving, label, "moving", group=g)
-    d = ex.resolve(dst, label, "dst", group=g)
-    k, mm = s.shape[0], _free(s.shape)
-    k2, n = m.shape[0], _free(m.shape)
-    if k != k2 or d.shape[0] != mm or _free(d.shape) != n:
+    accs = _operands(label, ex.TI_GROUP_MATMUL, ("stationary", stationary), ("moving", moving),
+                     ("dst", dst))
+    ss, ms, ds = _shapes(accs, stationary, moving, dst)
+    if ss is None or ms is None or ds is None:  # check mode with register-sized views
+        trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
+        return
+    k, mm = ss[0], _free(ss)
+    k2, n = ms[0], _free(ms)
+    if k != k2 or ds[0] != mm or _free(ds) != n:
         raise TargetError(f"{label}: shapes do not fit dst (M, N) = stationary.T (M, K) @ moving "
-                          f"(K, N): stationary {s.shape}, moving {m.shape}, dst {d.shape}",
-                          code="APK318",
+                          f"(K, N): stationary {ss}, moving {ms}, dst {ds}", code="APK318",
                           notes=[f"K: stationary {k}, moving {k2}; M: stationary {mm}, dst "
-                                 f"{d.shape[0]}; N: moving {n}, dst {_free(d.shape)}"],
+                                 f"{ds[0]}; N: moving {n}, dst {_free(ds)}"],
                           help="contract over the partition dim: stationary (K, M), moving "
                           "(K, N), dst (M, N)")
     tgt = targets.target_for(dst.buffer)
@@ -266,8 +303,14 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor, accumulate: bool 
                               + (" and accumulate over K tiles" if what == "K" else ""),
                               dim=what, value=val, limit=lim)
     if tgt.name in ("trn1", "trn2"):
-        _check_psum_bank(d, tgt, label)
+        if accs is not None:
+            _check_psum_bank(accs[2], tgt, label)
+        elif dst.dynamic is None and dst.layout.static:
+            _check_psum_bank(ex.resolve(dst, label, "dst"), tgt, label)
     trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
+    if accs is None:
+        return
+    s, m, d = accs
     a = ex.read(s, label, "stationary").reshape(k, mm).astype(np.float32)
     b = ex.read(m, label, "moving").reshape(k, n).astype(np.float32)
     result = a.T @ b
@@ -294,7 +337,7 @@ def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
     first, last = (storage.address + lo), (storage.address + hi)
     bank = tgt.psum_bank_bytes
     if first // bank != last // bank:
-        raise TargetError(f"{label}: dst {d.tensor.name} spans PSUM bytes {first}..{last} of "
+        raise TargetError(f"{label}: dst {d.name} spans PSUM bytes {first}..{last} of "
                           f"each partition, crossing banks {first // bank} and {last // bank}",
                           code="APK316",
                           notes=[f"PSUM on {tgt.name}: {tgt.psum_banks} banks of {bank} bytes "
@@ -325,6 +368,7 @@ def register_load(reg: VirtualRegister, t: Tensor, name: str | None = None) -> N
                           f"{t.dtype}{list(t.shape)}", code="APK319",
                           help="slice one element: t[0:1, 0:1], of an int32 tile",
                           shape=tuple(t.shape), dtype=str(t.dtype))
-    acc = ex.resolve(t, label, "src")
+    accs = _operands(label, ex.TI_GROUP, ("src", t))
     trace.record("register_load", name, {"src": t})
-    reg.value = int(ex.read(acc, label, "src").reshape(-1)[0])
+    if accs is not None:
+        reg.value = int(ex.read(accs[0], label, "src").reshape(-1)[0])

@@ -3,6 +3,9 @@
 `options(init_check=False)` sets an option at once; used as a context manager it also restores
 the previous values when the block ends, so the one call serves both as a setter and as
 `with apdsl.options(init_check=False): ...`.
+
+Options: `init_check` (default True), `execute` (False in check mode) and `strict_padding`
+(default False; read by the Ascend `mmad`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from ..errors import ApdslRuntimeError
 class _Options:
     # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
     init_check: bool = True
+    # False in check mode (`apdsl check`): instructions validate and lower their operands but
+    # read no runtime values and move no data.
+    execute: bool = True
+    # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
+    strict_padding: bool = False
 
 
 # The live values.  Instructions read `OPTIONS.init_check` directly: one attribute lookup.

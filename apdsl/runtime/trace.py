@@ -12,12 +12,13 @@ prints and clears it, and `collect_warnings()` scopes a fresh list.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Span, Warning_
+from ..errors import ApdslError, Span, Warning_
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, lower
 
@@ -35,17 +36,27 @@ class Record:
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or per piece when an operand needs
-        several access patterns (`piece: [i, n]`)."""
+        several access patterns (`piece: [i, n]`, n the most pieces of any operand).  An
+        operand with one AP repeats it in every piece; one with some other number k of pieces
+        spreads them over the n and says which it shows (its own `piece: [j, k]`)."""
         n = max((len(aps) for aps in self.operands.values()), default=1)
         out = []
         for i in range(n):
+            operands: dict[str, Any] = {}
+            for role, aps in self.operands.items():
+                k = len(aps)
+                if k == 0:
+                    continue
+                j = i if k == n else (0 if k == 1 else i * k // n)
+                operands[role] = aps[j].to_json()
+                if 1 < k < n:
+                    operands[role]["piece"] = [j, k]
             obj: dict[str, Any] = {
                 "op": self.op,
                 "file": self.location[0] if self.location else None,
                 "line": self.location[1] if self.location else None,
                 "name": self.name,
-                "operands": {role: aps[i if len(aps) == n else 0].to_json()
-                             for role, aps in self.operands.items()},
+                "operands": operands,
             }
             if n > 1:
                 obj["piece"] = [i, n]
@@ -107,25 +118,35 @@ def record(op: str, name: str | None, operands: dict[str, Any]) -> None:
     """Lower the instruction's operands: always enough to enforce the on-chip entry limit, fully
     when a trace is active.  Raises APK304 before any data moves."""
     trace = _active
-    if trace is None:
-        for role, t in operands.items():
-            if t.onchip and _may_exceed_entries(t):
-                lower(t, role=role)
-        return
-    lowered = {role: lower(t, role=role) for role, t in operands.items()}
+    try:
+        if trace is None:
+            for role, t in operands.items():
+                if t.onchip and _may_exceed_entries(t):
+                    lower(t, role=role)
+            return
+        lowered = {role: lower(t, role=role) for role, t in operands.items()}
+    except ApdslError as err:
+        label = f"{op} {str(name)!r}" if name is not None else op
+        err.message = f"{label}: {err.message}"
+        err.args = (err.message,)
+        raise
     trace.records.append(Record(op, name, _location, lowered))
+
+
+# Free entries of each view's uncoalesced pattern (None: not one pattern), per view.
+_free_entries: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
 
 
 def _may_exceed_entries(t: Any) -> bool:
     """False when the view's uncoalesced pattern already fits the target's limit: coalescing
     only removes entries, so `lower` could not fail."""
-    layout = t.layout
-    if not layout.is_regular:
-        return True
-    n = 0
-    for d in layout.dims:
-        n += len(d.modes) if len(d.modes) > 1 else 1
-    return n - 1 > targets.target_for(t.buffer).max_free_entries
+    try:
+        n = _free_entries[t]
+    except KeyError:
+        layout = t.layout
+        n = sum(len(d.modes) for d in layout.dims) - 1 if layout.is_regular else None
+        _free_entries[t] = n
+    return n is None or n > targets.target_for(t.buffer).max_free_entries
 
 
 # -- warnings -------------------------------------------------------------------------------

@@ -118,6 +118,8 @@ class Interpreter:
         self.importing: list[str] = []
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
+        self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
+        self._functions = 0
 
     # -- errors -------------------------------------------------------------------------------
     def report(self, err: ApdslError) -> None:
@@ -220,7 +222,10 @@ class Interpreter:
 
     # -- compilation: statements --------------------------------------------------------------
     def compile_block(self, body: list[Any], top: bool = False) -> Closure:
-        stmts = [self.compile_stmt(s) for s in body]
+        """A block runs its statements in order.  The span of the statement that raised is
+        attached here, once per block, rather than by a wrapper around every statement: the
+        loop variable still holds the failing statement's span when the exception arrives."""
+        pairs = [(self.compile_stmt(s), s.span) for s in body]
         frees = any(isinstance(s, ast.Decl) for s in body) and not top
         interp = self
 
@@ -228,52 +233,45 @@ class Interpreter:
             nodes = list(body)
 
             def run_dry(frame: Frame) -> None:
-                for st, node in zip(stmts, nodes):
+                mark = len(frame.owned)
+                for (st, span), node in zip(pairs, nodes):
                     try:
                         st(frame)
                     except ApdslError as e:
-                        interp.report(e)
+                        interp.report(e.with_span(span))
+                        for name in _defined_names(node):
+                            frame.vars[name] = POISON
+                    except _PY_ERRORS as e:
+                        interp.report(_python_error(e, span))
                         for name in _defined_names(node):
                             frame.vars[name] = POISON
                 if frees:
-                    _free(frame)
+                    _free(frame, mark)
             return run_dry
 
-        if frees:
-            def run_scoped(frame: Frame) -> None:
-                mark = len(frame.owned)
-                try:
-                    for st in stmts:
-                        st(frame)
-                finally:
-                    for storage in frame.owned[mark:]:
-                        storage.free()
-                    del frame.owned[mark:]
-            return run_scoped
-        if len(stmts) == 1:
-            return stmts[0]
-
         def run(frame: Frame) -> None:
-            for st in stmts:
-                st(frame)
-        return run
-
-    def compile_stmt(self, node: Any) -> Closure:
-        method = getattr(self, "_stmt_" + type(node).__name__)
-        inner = method(node)
-        span = node.span
-        if isinstance(node, (ast.If, ast.For, ast.FunctionDef, ast.Kernel, ast.Return,
-                             ast.Break, ast.Continue, ast.Pass)):
-            return inner
-
-        def located(frame: Frame) -> None:
+            span = None
             try:
-                inner(frame)
+                for st, span in pairs:
+                    st(frame)
             except ApdslError as e:
                 raise e.with_span(span) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
-        return located
+
+        if not frees:
+            return run
+
+        def run_scoped(frame: Frame) -> None:
+            mark = len(frame.owned)
+            try:
+                run(frame)
+            finally:
+                _free(frame, mark)
+        return run_scoped
+
+    def compile_stmt(self, node: Any) -> Closure:
+        return getattr(self, "_stmt_" + type(node).__name__)(node)
 
     def _stmt_ExprStmt(self, node: Any) -> Closure:
         ev = self.compile_expr(node.expr)
@@ -285,17 +283,30 @@ class Interpreter:
     def _stmt_Pass(self, node: Any) -> Closure:
         return lambda frame: None
 
+    def _outside(self, what: str, where: str, span: Span) -> Closure:
+        def run(frame: Frame) -> None:
+            raise ApdslNameError(f"'{what}' outside {where}", code="APK124", span=span)
+        return run
+
     def _stmt_Break(self, node: Any) -> Closure:
+        if not self._loops:
+            return self._outside("break", "a loop", node.span)
+
         def run(frame: Frame) -> None:
             raise _Break
         return run
 
     def _stmt_Continue(self, node: Any) -> Closure:
+        if not self._loops:
+            return self._outside("continue", "a loop", node.span)
+
         def run(frame: Frame) -> None:
             raise _Continue
         return run
 
     def _stmt_Return(self, node: Any) -> Closure:
+        if not self._functions:
+            return self._outside("return", "a kernel or function", node.span)
         ev = self.compile_expr(node.value) if node.value is not None else (lambda f: None)
         span = node.span
 
@@ -345,7 +356,6 @@ class Interpreter:
     def compile_target(self, target: Any) -> Callable[[Frame, Any], None]:
         if isinstance(target, ast.Name):
             name = target.id
-            self._check_assignable(name, target.span)
 
             def set_name(frame: Frame, value: Any) -> None:
                 frame.vars[name] = value
@@ -371,14 +381,13 @@ class Interpreter:
                 for s, v in zip(subs, items):
                     s(frame, v)
             return set_tuple
-        raise ApdslNameError("cannot assign to this expression", code="APK107",
-                             help="assign to a name or a tuple of names; views are made by "
-                             "methods, data moves by instructions").with_span(target.span)
+        span = target.span
 
-    def _check_assignable(self, name: str, span: Span) -> None:
-        if name.startswith("__"):
-            raise ApdslNameError(f"names starting with '__' are reserved: {name}",
-                                 code="APK103").with_span(span)
+        def refuse(frame: Frame, value: Any) -> None:
+            raise ApdslNameError("cannot assign to this expression", code="APK107",
+                                 help="assign to a name or a tuple of names; views are made by "
+                                 "methods, data moves by instructions", span=span)
+        return refuse
 
     def _stmt_Decl(self, node: Any) -> Closure:
         spec = node.type
@@ -449,7 +458,11 @@ class Interpreter:
     def _stmt_For(self, node: Any) -> Closure:
         it = self.compile_expr(node.iter)
         setter = self.compile_target(node.target)
-        body = self.compile_block(node.body)
+        self._loops += 1
+        try:
+            body = self.compile_block(node.body)
+        finally:
+            self._loops -= 1
         span = node.iter.span
         if isinstance(node.target, ast.Name):
             name = node.target.id
@@ -500,7 +513,13 @@ class Interpreter:
         return self._define(node, kernel=True)
 
     def _define(self, node: Any, kernel: bool) -> Closure:
-        body = self.compile_block(node.body)
+        saved, self._loops = self._loops, 0
+        self._functions += 1
+        try:
+            body = self.compile_block(node.body)
+        finally:
+            self._functions -= 1
+            self._loops = saved
         defaults = [(p.name, self.compile_expr(p.default)) for p in node.params
                     if p.default is not None]
         interp = self
@@ -636,6 +655,15 @@ class Interpreter:
         op = BINOPS[node.op]
         left, right = self.compile_expr(node.left), self.compile_expr(node.right)
         span = node.span
+        if isinstance(node.right, ast.Const):
+            const = node.right.value
+
+            def run_const(frame: Frame) -> Any:
+                try:
+                    return op(left(frame), const)
+                except _PY_ERRORS as e:
+                    raise _python_error(e, span) from None
+            return run_const
 
         def run(frame: Frame) -> Any:
             a, b = left(frame), right(frame)
@@ -708,10 +736,6 @@ class Interpreter:
         ev = self.compile_expr(node.value)
         attr = node.attr
         span = getattr(node, "attr_span", None) or node.span
-        if attr.startswith("_"):
-            raise ApdslNameError(f"attribute '{attr}' is not accessible", code="APK103",
-                                 help="names starting with '_' are private").with_span(span)
-
         def run(frame: Frame) -> Any:
             try:
                 return get_attribute(ev(frame), attr)
@@ -834,10 +858,10 @@ def _truth_or_absorb(x: Any) -> Any:
     return x if isinstance(x, Absorbing) else _truth(x)
 
 
-def _free(frame: Frame) -> None:
-    for storage in frame.owned:
+def _free(frame: Frame, mark: int = 0) -> None:
+    for storage in frame.owned[mark:]:
         storage.free()
-    frame.owned.clear()
+    del frame.owned[mark:]
 
 
 def _defined_names(node: Any) -> list[str]:

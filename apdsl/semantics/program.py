@@ -169,12 +169,9 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
     args: list[Any] = []
     for p in fn.params:
         spec = p.type
-        if spec is None:
-            if p.name in fn.defaults:
-                args.append(fn.defaults[p.name])
-                continue
-            raise ApdslTypeError(f"kernel parameter '{p.name}' needs a type "
-                                 "(NAME: DTYPE[DIMS] @ BUFFER)", code="APK130", span=p.span)
+        if spec is None:  # the grammar gives untyped kernel parameters a default
+            args.append(fn.defaults[p.name])
+            continue
         dt = to_dtype(spec.dtype)
         given = inputs.get(p.name)
         if given is not None:

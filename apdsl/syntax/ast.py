@@ -2,7 +2,9 @@
 
 Every node is a frozen, slotted dataclass whose last field is `span: Span` (1-based lines and
 columns, end column exclusive, `file` is the name given to `parse`).  Sequences are tuples, so
-nodes are immutable and hashable.  Node fields, in constructor order:
+nodes are immutable.  Nodes hash and compare by identity (use them as dict keys freely);
+`dump(node)` renders the structure without spans, for comparisons.  Fields, in constructor
+order:
 
 Module
     `Module(body, file, source, span)`: the statements of a file, its name and its text.
@@ -36,8 +38,9 @@ Expressions (`Expr`)
     `Name(id, span)`  `nl.X`, `nisa.X`, `nki.language.X` and `nki.isa.X` become `Name("X")` with the
         span of the whole dotted expression, so NKI documentation code pastes in unchanged.
     `Const(value, span)`  int, float, bool or None.  `-1` is `UnaryOp("-", Const(1))`.
-    `Str(value, raw, span)`  `raw` is the source text with its quotes; `char_span(i, j)` is the
-        source span of `value[i:j]` (escapes and the quotes accounted for).
+    `Str(value, raw, raw_span, span)`  `raw` is the source text with its quotes and `raw_span`
+        its span (`span` differs only by enclosing parentheses); `char_span(i, j)` is the source
+        span of `value[i:j]` (escapes and the quotes accounted for).
     `EllipsisLit(span)`  `...`
     `TupleExpr(items, span)`, `ListExpr(items, span)`, `DictExpr(keys, values, span)`
     `BinOp(op, left, right, span)`  op in `+ - * / // % @ ** << >> | ^ &`
@@ -58,7 +61,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Union
 
 from ..errors import Span
 
@@ -78,7 +80,10 @@ class Expr(Node):
     __slots__ = ()
 
 
-_node = dataclass(frozen=True, slots=True)
+# eq=False: nodes compare and hash by identity, so a checker can key tables by node in O(1)
+# (spans make structurally equal nodes at different places unequal anyway); compare
+# structure with `dump`.
+_node = dataclass(frozen=True, slots=True, eq=False)
 
 
 # ---- expressions -------------------------------------------------------------------------
@@ -99,6 +104,7 @@ class Const(Expr):
 class Str(Expr):
     value: str
     raw: str
+    raw_span: Span  # the literal itself; `span` also covers enclosing parentheses
     span: Span
 
     def char_span(self, start: int, end: int) -> Span:
@@ -114,7 +120,7 @@ class Str(Expr):
             hi = lo + 1
         else:
             lo, hi = starts[start], ends[end - 1]
-        line, column = self.span.line, self.span.column
+        line, column = self.raw_span.line, self.raw_span.column
         return Span(self.span.file, *position(line, column, self.raw, lo),
                     *position(line, column, self.raw, hi))
 
@@ -213,7 +219,7 @@ class Slice(Node):
     span: Span
 
 
-Index = Union[Expr, Slice]
+Index = Expr | Slice  # an item of `Subscript.index` (EllipsisLit is an Expr)
 
 
 @_node

@@ -9,7 +9,7 @@ whose type is not `DTYPE[...] @ BUFFER`) are rejected here, where the node is kn
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from lark import Token, Transformer
 
@@ -22,6 +22,10 @@ _PREFIXES = frozenset({"nl", "nisa"})
 _NKI_MODULES = frozenset({"language", "isa"})
 _CONSTS = {"True": True, "False": False, "None": None}
 _TARGETS = (A.Name, A.Subscript, A.Attribute)
+_COMPARISONS = frozenset({"<", ">", "==", ">=", "<=", "!=", "in", "not in", "is", "is not"})
+# Python's binding strength of the binary operators below `**` (higher binds tighter).
+_PRECEDENCE = {"|": 1, "^": 2, "&": 3, "<<": 4, ">>": 4, "+": 5, "-": 5,
+               "*": 6, "/": 6, "//": 6, "%": 6, "@": 6}
 
 
 def _describe(node: A.Node) -> str:
@@ -54,7 +58,7 @@ class Builder(Transformer):
     def _between(self, first: Span, last: Span) -> Span:
         return Span(self.file, first.line, first.column, last.end_line, last.end_column)
 
-    def _error(self, message: str, span: Span, code: str = "APK006", **kwargs: Any) -> None:
+    def _error(self, message: str, span: Span, code: str = "APK006", **kwargs: Any) -> NoReturn:
         raise ApdslSyntaxError(message, code=code, span=span, **kwargs)
 
     # ---- atoms --------------------------------------------------------------------------
@@ -90,7 +94,7 @@ class Builder(Transformer):
             self._error(e.message, Span(self.file, *position(span.line, span.column, raw, e.start),
                                         *position(span.line, span.column, raw, e.end)),
                         code="APK007", help="write a backslash as '\\\\'")
-        return A.Str(value, raw, span)
+        return A.Str(value, raw, span, span)
 
     def const(self, c: list) -> A.Const:
         tok = c[0]
@@ -101,8 +105,6 @@ class Builder(Transformer):
 
     def paren(self, c: list) -> A.Expr:
         inner = c[1]
-        if type(inner) is A.Str:
-            return inner  # its span must stay on the literal for char_span
         return replace(inner, span=Span(self.file, c[0].line, c[0].column, c[2].end_line,
                                         c[2].end_column))
 
@@ -179,17 +181,60 @@ class Builder(Transformer):
 
     # ---- operators ----------------------------------------------------------------------
 
-    def _chain(self, c: list) -> A.Expr:
-        left = c[0]
-        file = self.file
-        for i in range(1, len(c), 2):
-            right = c[i + 1]
-            ls, rs = left.span, right.span
-            left = A.BinOp(c[i].value, left, right,
-                           Span(file, ls.line, ls.column, rs.end_line, rs.end_column))
-        return left
+    def expr(self, c: list) -> A.Expr:
+        """A flat run `operand (op operand)*`: chain the comparisons, climb the rest."""
+        operands = [c[0]]
+        ops = []
+        i, n = 1, len(c)
+        while i < n:
+            op = c[i].value
+            if isinstance(c[i + 1], Token):  # the two-word operators `not in`, `is not`
+                i += 1
+                op = f"{op} {c[i].value}"
+            ops.append(op)
+            operands.append(c[i + 1])
+            i += 2
+        if not any(op in _COMPARISONS for op in ops):
+            return self._climb(operands, ops)
+        segments = [[operands[0]]]
+        seg_ops: list[list[str]] = [[]]
+        comparisons = []
+        for op, right in zip(ops, operands[1:]):
+            if op in _COMPARISONS:
+                comparisons.append(op)
+                segments.append([right])
+                seg_ops.append([])
+            else:
+                segments[-1].append(right)
+                seg_ops[-1].append(op)
+        left, *rest = (self._climb(s, o) for s, o in zip(segments, seg_ops))
+        return A.Compare(left, tuple(comparisons), tuple(rest),
+                         self._between(left.span, rest[-1].span))
 
-    expr = xor_expr = and_expr = shift_expr = arith_expr = term = _chain
+    def _climb(self, operands: list, ops: list[str]) -> A.Expr:
+        """Apply binary operator precedence (all left-associative) by shunting-yard."""
+        if not ops:
+            return operands[0]
+        file = self.file
+        out = [operands[0]]
+        pending: list[str] = []
+
+        def fold() -> None:
+            right = out.pop()
+            left = out.pop()
+            ls, rs = left.span, right.span
+            out.append(A.BinOp(pending.pop(), left, right,
+                               Span(file, ls.line, ls.column, rs.end_line, rs.end_column)))
+
+        for op, right in zip(ops, operands[1:]):
+            level = _PRECEDENCE[op]
+            while pending and _PRECEDENCE[pending[-1]] >= level:
+                fold()
+            pending.append(op)
+            out.append(right)
+        while pending:
+            fold()
+        return out[0]
 
     def power(self, c: list) -> A.BinOp:
         base, exponent = c
@@ -202,20 +247,6 @@ class Builder(Transformer):
     def not_op(self, c: list) -> A.UnaryOp:
         op, operand = c
         return A.UnaryOp("not", operand, self._from_tok(op, operand.span))
-
-    def compare(self, c: list) -> A.Compare:
-        ops: list[str] = []
-        comparators: list[A.Expr] = []
-        pending: list[str] = []
-        for item in c[1:]:
-            if isinstance(item, Token):
-                pending.append(item.value)
-            else:
-                ops.append(" ".join(pending))
-                pending = []
-                comparators.append(item)
-        return A.Compare(c[0], tuple(ops), tuple(comparators),
-                         self._between(c[0].span, comparators[-1].span))
 
     def and_test(self, c: list) -> A.BoolOp:
         return A.BoolOp("and", tuple(c), self._between(c[0].span, c[-1].span))
@@ -364,7 +395,7 @@ class Builder(Transformer):
                 self._check_loop_target(item)
             return
         self._error(f"cannot use {_describe(target)} as a loop variable", target.span,
-                    help="write `for NAME in ...:` or `for a, b in ...:`")
+                    help="write `for i in ...:` or `for a, b in ...:`")
 
     def param(self, c: list) -> A.Param:
         tok, spec, default = c

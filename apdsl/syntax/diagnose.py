@@ -142,7 +142,10 @@ def _expected_words(texts: set[str]) -> str:
     """`expected` sets as words: "')' or ','", "an expression", "end of line"."""
     texts = set(texts)
     if "." in texts:  # a complete expression precedes: drop what would only continue it
+        structural_in = "in" in texts and "<" not in texts  # the `in` of a for loop
         texts -= _CONTINUE
+        if structural_in:
+            texts.add("in")
         if "_NEWLINE" in texts:
             texts = {"_NEWLINE"}
         elif ")" in texts:
@@ -196,8 +199,8 @@ def _bad_character(exc: UnexpectedCharacters, source: str, file: str) -> ApdslSy
     help_text = None
     if char in "\u201c\u201d\u2018\u2019":
         help_text = "use straight quotes (\" or ') around strings"
-    elif char == "\t":
-        help_text = "indent with spaces only"
+    elif char == ";":
+        help_text = "put each statement on its own line"
     return ApdslSyntaxError(f"unexpected character '{shown}'", code="APK002",
                             span=Span(file, line, column, line, column + 1), help=help_text,
                             character=char)

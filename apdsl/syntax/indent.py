@@ -18,7 +18,7 @@ _CLOSING = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 
 _UNSUPPORTED_HELP = {
     "while": "loop a known number of times with `for i in range(n):`",
-    "lambda": "define a helper with `def NAME(...):`",
+    "lambda": "define a helper with `def name(...):`",
     "class": "apk has no classes; use `def` helpers and tensors",
     "try": "a failing check stops the program; test conditions with `assert`",
     "except": "a failing check stops the program; test conditions with `assert`",
@@ -53,14 +53,12 @@ class ApkIndenter(Indenter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.state = ScanState("<string>")
-
-    def start(self, file: str) -> ScanState:
-        """Reset for a new text; call before each parse."""
-        self.state = ScanState(file)
-        return self.state
+        self.file = "<string>"
+        self.state = ScanState(self.file)
 
     def process(self, stream: Iterable[Token]) -> Iterator[Token]:
+        # Lark calls this once per parse; `state` stays readable after an error.
+        self.state = ScanState(self.file)
         return self._scan(stream, self.state)
 
     def _scan(self, stream: Iterable[Token], state: ScanState) -> Iterator[Token]:

@@ -1,8 +1,8 @@
 """`parse(source, file) -> ast.Module`: the one entry point from `.apk` text to syntax tree.
 
 The Lark LALR parser is built once per process and the analysed grammar is cached on disk
-(`$XDG_CACHE_HOME/apdsl` or `~/.cache/apdsl`), so a cold `apdsl check` does not pay for grammar
-analysis.  The AST is built during the parse by `Builder`.  This module must stay free of numpy
+(`$XDG_CACHE_HOME/apdsl` or `~/.cache/apdsl`; `APDSL_NO_CACHE=1` turns it off), so a cold
+`apdsl check` does not pay for grammar analysis.  The AST is built during the parse by `Builder`.  This module must stay free of numpy
 and rich: it is on the cold-start path.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -29,9 +28,6 @@ from .indent import ApkIndenter
 __all__ = ["parse", "bare_parser", "cache_dir"]
 
 _OPTIONS = {"parser": "lalr", "lexer": "basic", "maybe_placeholders": True}
-# Options supplied when loading (Lark serialises the rest).
-_LOAD_OPTIONS = {"transformer", "postlex", "lexer_callbacks", "use_bytes", "debug",
-                 "g_regex_flags", "regex", "propagate_positions", "tree_class", "_plugins"}
 
 
 class _Parser:
@@ -46,16 +42,17 @@ class _Parser:
         self.lock = threading.Lock()
 
     def parse(self, source: str, file: str) -> ast.Module:
+        # Editors do not show a byte-order mark, so columns are counted without it.
+        source = source.removeprefix("\ufeff")
         text = source if source.endswith("\n") else source + "\n"
         with self.lock:
-            self.builder.file = file
-            state = self.indenter.start(file)
+            self.builder.file = self.indenter.file = file
             try:
                 body = self.lark.parse(text)
             except ApdslSyntaxError:
                 raise
             except LarkError as exc:
-                raise self.reporter.error(exc, text, state) from None
+                raise self.reporter.error(exc, text, self.indenter.state) from None
         return ast.Module(body, file, source, _whole(source, file))
 
 
@@ -94,33 +91,19 @@ def bare_parser() -> Lark:
 
 
 def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None) -> Lark:
+    """Build the parser, through Lark's on-disk cache of the analysed grammar when possible.
+
+    Lark checks the cache against a hash of the grammar, options and versions and rebuilds
+    (and rewrites) a stale or unreadable one; an unwritable cache directory just means no cache.
+    """
     grammar = grammar_text()
-    if cache is None:
-        return Lark(grammar, transformer=builder, postlex=indenter, **_OPTIONS)
-    key = hashlib.sha256("\0".join([grammar, repr(sorted(_OPTIONS.items())), lark.__version__,
-                                    sys.version]).encode()).hexdigest()[:20]
-    path = cache / f"apk-grammar-{key}.lark"
-    try:
-        with open(path, "rb") as f:
-            return Lark.load(f, transformer=builder, postlex=indenter)
-    except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache just means rebuild
-        pass
-    parser = Lark(grammar, transformer=builder, postlex=indenter, **_OPTIONS)
-    _save(parser, path)
-    return parser
-
-
-def _save(parser: Lark, path: Path) -> None:
-    """Write the cache atomically; an unwritable cache directory is not an error."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".apk-grammar-", suffix=".tmp")
+    path: str | bool = False
+    if cache is not None:
         try:
-            with os.fdopen(fd, "wb") as f:
-                parser.save(f, exclude_options=_LOAD_OPTIONS)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except Exception:  # noqa: BLE001 - caching is an optimisation only
-        pass
+            cache.mkdir(parents=True, exist_ok=True)
+            key = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+            path = str(cache / f"apk-grammar-{key}-py{sys.version_info[0]}{sys.version_info[1]}"
+                               f"-lark{lark.__version__}.cache")
+        except OSError:
+            path = False
+    return Lark(grammar, transformer=builder, postlex=indenter, cache=path, **_OPTIONS)

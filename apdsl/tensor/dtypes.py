@@ -102,12 +102,12 @@ def cast_array(values: np.ndarray, to: DType) -> np.ndarray:
         info = np.iinfo(np.int8) if to.name == "int4" else np.iinfo(to.np)
         lo, hi = (-8, 7) if to.name == "int4" else (info.min, info.max)
         if src_is_int:
-            wide = values.astype(np.int64)
-        else:
-            f = values.astype(np.float32)
-            f = np.where(np.isnan(f), 0, np.rint(f))
-            wide = np.clip(f, max(lo, -2.0**62), min(hi, 2.0**62))
-        return np.clip(wide, lo, hi).astype(to.np)
+            return np.clip(values.astype(np.int64), lo, hi).astype(to.np)
+        # float64 holds every int32 bound exactly, so clipping there saturates, never wraps
+        f = values.astype(np.float32).astype(np.float64)
+        top = float(hi) if to.bits < 64 else float(np.nextafter(2.0**63, 0))
+        f = np.clip(np.where(np.isnan(f), 0.0, np.rint(f)), float(lo), top)
+        return f.astype(to.np)
     if src_is_int and to.name == "float32":
         return values.astype(np.float32)
     return values.astype(np.float32).astype(to.np)

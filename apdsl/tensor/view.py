@@ -302,6 +302,7 @@ class Tensor:
         return self._with(self.layout.insert(d))
 
     def squeeze_dim(self, dim: int) -> Tensor:
+        self._static("squeeze_dim")
         d = self._dim(dim, "squeeze_dim")
         self._no_partition(d, "squeeze_dim")
         if self.shape[d] != 1:
@@ -321,6 +322,7 @@ class Tensor:
         return self._with(self.layout.broadcast(d, int(size)))
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> Tensor:
+        self._static("flatten_dims")
         a = self._dim(start_dim, "flatten_dims")
         b = self._dim(end_dim, "flatten_dims")
         self._no_partition(a, "flatten_dims", "start_dim")
@@ -549,8 +551,9 @@ class _RegSum:
         self.static, self.reg = static, reg
 
     def resolve(self, role: str = "offset") -> int:
-        from .registers import resolve
-        return resolve(self.static, role) + resolve(self.reg, role)
+        def value(x: Any) -> int:
+            return x.resolve(role) if hasattr(x, "resolve") else int(x)
+        return value(self.static) + value(self.reg)
 
     def __add__(self, other: Any) -> _RegSum:
         return _RegSum(self.static + other, self.reg) if is_static(other) else NotImplemented

@@ -1,0 +1,353 @@
+"""`apdsl show FILE NAME [--svg OUT.svg] [--steps]`: draw which storage elements a view touches.
+
+The program's top-level statements run (no kernel) in a fresh namespace; NAME is looked up
+there and drawn as a `Picture`.  With `--steps`, the chain of view operations that made NAME
+(`t -> slice -> permute -> rearrange`) is re-evaluated prefix by prefix and every intermediate
+view is drawn under its source text; names the chain starts from are followed back to their own
+assignments, down to a declaration.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ApdslError, ApdslIOError, ApdslNameError, ApdslTypeError
+from ..syntax import ast
+from ..tensor.view import Tensor
+from .picture import Picture
+
+__all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
+
+COMMAND_LINE = "<command line>"
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a view chain: its title (source text) and the view it gives."""
+
+    title: str
+    tensor: Tensor
+
+
+def command(args: Any) -> int:
+    """Entry point of `apdsl show` (argparse args: file, name, svg, steps, target)."""
+    try:
+        return _command(args)
+    except _Exit as e:
+        return e.status
+
+
+def _command(args: Any) -> int:
+    from ..runtime.trace import collect_warnings
+    from ..tensor.storage import fresh_accounting
+    _set_target(getattr(args, "target", None))
+    program = _load(args.file)
+    interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
+    namespace: dict[str, Any] = {}
+    with fresh_accounting(), collect_warnings() as warnings:
+        try:
+            interp.exec_module(program.module, namespace)
+        except ApdslError as e:
+            raise _fail([e], interp.sources) from None
+        except Exception as e:  # noqa: BLE001 - never a traceback for the user
+            raise _internal(e) from None
+        _report(list(warnings), interp.sources)
+        try:
+            value = lookup(namespace, args.name, interp)
+            if getattr(args, "steps", False):
+                steps = chain_steps(program.module, args.name, interp, namespace)
+            else:
+                steps = [Step(_title(program.module, args.name), value)]
+            pictures = [Picture.of(s.tensor, s.title) for s in steps]
+        except ApdslError as e:
+            raise _fail([e], interp.sources) from None
+        except Exception as e:  # noqa: BLE001
+            raise _internal(e) from None
+    if getattr(args, "svg", None):
+        try:
+            write_svg(pictures, args.svg)
+        except ApdslError as e:
+            raise _fail([e], interp.sources) from None
+        print(f"wrote {args.svg}")
+        return 0
+    _print_pictures(pictures)
+    return 0
+
+
+def _print_pictures(pictures: list[Picture]) -> None:
+    from .diagnostics import use_color
+    from .picture_text import render
+    if use_color(sys.stdout):
+        from rich.console import Console
+        console = Console(highlight=False, soft_wrap=True)
+        for i, pic in enumerate(pictures):
+            if i:
+                console.print()
+            console.print(render(pic, color=True))
+        return
+    sys.stdout.write(pictures_text(pictures) + "\n")
+
+
+def pictures_text(pictures: list[Picture]) -> str:
+    """The plain-text pictures, separated by a blank line."""
+    from .picture_text import render
+    return "\n\n".join(render(p, color=False) for p in pictures)
+
+
+def write_svg(pictures: list[Picture], path: str) -> None:
+    """Write the SVG document atomically: a temporary file in the same folder, then a rename,
+    so a reader never sees half a picture."""
+    from .picture_svg import render
+    text = render(pictures)
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise ApdslIOError(f"cannot write '{path}': {e.strerror}", code="APK606",
+                           path=path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ApdslIOError(f"cannot write '{path}': {e.strerror}", code="APK606",
+                           path=path) from None
+
+
+# -- looking NAME up ------------------------------------------------------------------------------
+
+def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
+    """The tensor bound to `name` at the top level, or an error naming close matches."""
+    if name not in namespace and interp is not None and name in interp.builtins:
+        err = ApdslTypeError(f"'{name}' is a builtin, not a tensor view", code="APK110",
+                             name=name, help="name a tensor or view the program defines")
+        err.facts["file"] = COMMAND_LINE
+        raise err
+    if name not in namespace:
+        from difflib import get_close_matches
+        pool = sorted(k for k, v in namespace.items() if isinstance(v, Tensor)) or \
+            sorted(namespace)
+        close = get_close_matches(name, pool, n=3)
+        err = ApdslNameError(
+            f"unknown name '{name}': the top level of the program does not define it",
+            code="APK101", name=name,
+            help=(f"did you mean {' or '.join(map(repr, close))}?" if close else
+                  f"views defined at the top level: {', '.join(pool[:12])}" if pool else
+                  "show draws views assigned at the top level of the file, outside kernels"))
+        err.facts["file"] = COMMAND_LINE
+        raise err
+    value = namespace[name]
+    if not isinstance(value, Tensor):
+        from ..semantics.values import type_name
+        err = ApdslTypeError(f"'{name}' is {type_name(value)}, not a tensor view",
+                             code="APK110", name=name,
+                             help="show draws tensors and views (declarations, slices, "
+                             "rearranges, .ap patterns)")
+        err.facts["file"] = COMMAND_LINE
+        raise err
+    return value
+
+
+# -- view chains --------------------------------------------------------------------------------
+
+def source_text(module: ast.Module, node: Any) -> str:
+    """The source text of a node, on one line (whitespace runs collapsed)."""
+    span = node.span
+    lines = module.source.split("\n")
+    if span.line < 1 or span.line > len(lines):
+        return ""
+    if span.line == span.end_line:
+        text = lines[span.line - 1][span.column - 1:span.end_column - 1]
+    else:
+        parts = [lines[span.line - 1][span.column - 1:]]
+        parts += lines[span.line:span.end_line - 1]
+        if span.end_line <= len(lines):
+            parts.append(lines[span.end_line - 1][:span.end_column - 1])
+        text = " ".join(p.strip() for p in parts)
+    return " ".join(text.split())
+
+
+def _definition(module: ast.Module, name: str, before: int) -> tuple[int, Any] | None:
+    """The last top-level statement before index `before` that binds `name` by a declaration or
+    a plain `name = ...` assignment."""
+    for i in range(min(before, len(module.body)) - 1, -1, -1):
+        s = module.body[i]
+        if isinstance(s, ast.Decl) and s.name == name:
+            return i, s
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                             for t in s.targets):
+            return i, s
+    return None
+
+
+def _title(module: ast.Module, name: str) -> str:
+    found = _definition(module, name, len(module.body))
+    if found is None:
+        return name
+    _, stmt = found
+    if isinstance(stmt, ast.Decl):
+        return source_text(module, stmt)
+    return f"{name} = {source_text(module, stmt.value)}"
+
+
+def _prefixes(expr: Any) -> list[Any]:
+    """The method-call / subscript chain of `expr`, base first: `t.slice(..)[0].permute(..)`
+    gives [t, t.slice(..), t.slice(..)[0], t.slice(..)[0].permute(..)]."""
+    chain = [expr]
+    node = expr
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+        chain.append(node)
+    return list(reversed(chain))
+
+
+def chain_steps(module: ast.Module, name: str, interp: Any,
+                namespace: dict[str, Any]) -> list[Step]:
+    """Every view of the chain that made `name`, from its declaration to `name` itself."""
+    from ..semantics.interpreter import Frame
+    overlay: dict[str, Any] = {}  # names bound to their value at the point of the chain
+    frame = Frame(overlay, namespace)
+    steps: list[Step] = []
+
+    def follow(var: str, before: int, depth: int) -> None:
+        found = _definition(module, var, before)
+        if found is None or depth > 64:
+            value = namespace.get(var)
+            if isinstance(value, Tensor):
+                steps.append(Step(var, value))
+                overlay[var] = value
+            return
+        index, stmt = found
+        if isinstance(stmt, ast.Decl):
+            value = namespace.get(var)
+            if isinstance(value, Tensor):
+                steps.append(Step(source_text(module, stmt), value))
+                overlay[var] = value
+            return
+        prefixes = _prefixes(stmt.value)
+        base = prefixes[0]
+        value = None
+        if isinstance(base, ast.Name) and (len(prefixes) > 1 or base.id != var):
+            follow(base.id, index, depth + 1)
+            prefixes = prefixes[1:]
+            value = overlay.get(base.id)
+        final = _definition(module, var, len(module.body)) == found
+        for k, node in enumerate(prefixes):
+            if k == 0 and not isinstance(node, ast.Name) and len(prefixes) == 1 and final:
+                # `x = ndarray(...)`: the program's own tensor, not a second allocation
+                value = namespace.get(var)
+            else:
+                try:
+                    value = interp.compile_expr(node)(frame)
+                except ApdslError as e:
+                    raise e.with_span(node.span) from None
+            if not isinstance(value, Tensor):
+                continue
+            text = source_text(module, node)
+            if k == len(prefixes) - 1:
+                text = f"{var} = {text}"
+            steps.append(Step(text, value))
+        overlay[var] = value
+
+    follow(name, len(module.body), 0)
+    final = namespace[name]
+    if not steps or steps[-1].tensor is not final and not _same_view(steps[-1].tensor, final):
+        # the last binding was not a plain top-level chain (a loop, an import ...): draw what
+        # the program left in NAME after the steps that could be followed
+        steps.append(Step(name, final))
+    return steps
+
+
+def _same_view(a: Tensor, b: Tensor) -> bool:
+    return a.storage is b.storage and a.layout == b.layout and a.dtype == b.dtype and \
+        a.dynamic == b.dynamic
+
+
+# -- command-line plumbing (as `apdsl check` and `run` report) ----------------------------------
+
+def _set_target(name: str | None) -> None:
+    if not name:
+        return
+    from ..tensor.targets import get_target, set_target
+    try:
+        get_target(name)
+    except ApdslError as e:
+        print(f"apdsl: error: --target: {e.message}" + (f" ({e.help})" if e.help else ""),
+              file=sys.stderr)
+        raise _Exit(2) from None
+    set_target(name)
+
+
+def _load(file: str) -> Any:
+    from ..semantics.program import Program
+    try:
+        return Program.from_path(file)
+    except ApdslError as e:
+        source = None
+        try:
+            source = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+        if e.span is None:
+            e.facts.setdefault("file", file)
+        raise _fail([e], {file: source} if source is not None else {}) from None
+
+
+def _report(errors: list[ApdslError], sources: dict[str, str]) -> None:
+    from .diagnostics import render, use_color
+    color = use_color(sys.stderr)
+    for err in errors:
+        text = render(err, _with_modules(sources, err), color=color)
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+def _with_modules(sources: dict[str, str], err: ApdslError) -> dict[str, str]:
+    """Sources plus stdlib modules a span points into (imported modules are in `sources`)."""
+    out = dict(sources)
+    for span in [err.span, *[lab.span for lab in err.labels]]:
+        if span is None or span.file in out or not span.file.startswith("<stdlib>/"):
+            continue
+        from ..resources import stdlib_path
+        try:
+            out[span.file] = (stdlib_path() / span.file[len("<stdlib>/"):]).read_text(
+                encoding="utf-8")
+        except OSError:
+            pass
+    return out
+
+
+def _fail(errors: list[ApdslError], sources: dict[str, str]) -> _Exit:
+    _report(errors, sources)
+    return _Exit(1)
+
+
+def _internal(e: Exception) -> _Exit:
+    import traceback
+    print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    if os.environ.get("APDSL_DEBUG"):
+        traceback.print_exc()
+    else:
+        print("this is a bug in apdsl, not in your program; set APDSL_DEBUG=1 for details",
+              file=sys.stderr)
+    return _Exit(1)

@@ -1,0 +1,87 @@
+"""Every error code has a catalogue entry, and every entry's example triggers its code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import apdsl
+from apdsl.catalogue import all_entries
+from apdsl.errors import ApdslError
+from apdsl.semantics.program import Program
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRIES = all_entries()
+
+# Files some examples need next to them, and kernel inputs some examples run with.
+EXTRA_FILES = {
+    "APK604": {"_apk604_self.apk": "import _apk604_self\n"},
+    "APK605": {"corrupt.npy": "this is not an array\n"},
+    "APK108": {"helpers.apk": "TILE = 128\n"},
+}
+CLI_ONLY = {"APK607": ["-o", "out.npy"]}  # raised by the command line, not the program
+INPUTS = {"APK131": {"A": np.zeros((4, 8), np.float32), "B": np.zeros((5, 3), np.float32)}}
+
+
+def raised_codes() -> set[str]:
+    codes = set()
+    for path in (ROOT / "apdsl").rglob("*.py"):
+        if "catalogue" in path.parts:
+            continue
+        codes.update(re.findall(r'"(APK\d{3})"', path.read_text()))
+    return codes
+
+
+def test_every_raised_code_has_an_entry():
+    missing = sorted(raised_codes() - set(ENTRIES) - {"APK000", "APK200", "APK300", "APK400",
+                                                      "APK500", "APK600", "APK700", "APK900",
+                                                      "APK001", "APK101", "APK110"}
+                     - set(ENTRIES))
+    assert not missing, f"codes raised but not in the catalogue: {missing}"
+
+
+def test_entries_are_complete():
+    for code, e in ENTRIES.items():
+        assert re.fullmatch(r"APK\d{3}", code)
+        assert e.title and e.explanation and e.example, code
+
+
+def codes_of(code: str, example: str, tmp_path: Path) -> set[str]:
+    for name, text in EXTRA_FILES.get(code, {}).items():
+        (tmp_path / name).write_text(text)
+    if example.lower().startswith("# python"):  # a Python API example
+        try:
+            exec(compile(example, code, "exec"), {"apdsl": apdsl, "np": np})
+        except ApdslError as e:
+            return {e.code}
+        return set()
+    path = tmp_path / "example.apk"
+    path.write_text(example + "\n")
+    if code in CLI_ONLY:
+        import subprocess
+        import sys
+        proc = subprocess.run([sys.executable, "-m", "apdsl", "run", str(path), *CLI_ONLY[code]],
+                              capture_output=True, text=True, cwd=tmp_path)
+        return set(re.findall(r"error\[(APK\d{3})\]", proc.stderr))
+    found: set[str] = set()
+    try:
+        program = Program.from_path(str(path))
+    except ApdslError as e:
+        return {e.code}
+    found.update(e.code for e in program.check())
+    try:
+        kernels = [k.name for k in program.kernels()]
+        program.run(kernels[0] if kernels else None, INPUTS.get(code))
+    except ApdslError as e:
+        found.add(e.code)
+    return found
+
+
+@pytest.mark.parametrize("code", sorted(ENTRIES))
+def test_example_triggers_its_code(code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    example = ENTRIES[code].example
+    assert code in codes_of(code, example, tmp_path), example

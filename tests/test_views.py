@@ -216,7 +216,9 @@ def apply(op: str, rnd, t, x):
         if ones:
             d = rnd.choice(ones)
             n = rnd.randrange(1, 4)
-            return t.broadcast(d, n), np.repeat(x, n, axis=d)
+            shape = list(x.shape)
+            shape[d] = n
+            return t.broadcast(d, n), np.broadcast_to(x, tuple(shape))
     if op == "reshape" and nd:
         total = x.size
         divisors = [k for k in range(1, total + 1) if total % k == 0]

@@ -187,9 +187,11 @@ class Checker:
                 code="APK102", span=node.span, help=f"parameters: {', '.join(params)}"))
             return
         given = set(positional[:n])
+        unknown = False
         for k in node.keywords:
             if k.name not in params:
                 close = get_close_matches(k.name, params, n=2)
+                unknown = True
                 self.errors.append(ApdslTypeError(
                     f"{name}() has no parameter '{k.name}'", code="APK102",
                     span=getattr(k, "name_span", None) or k.span,
@@ -200,7 +202,7 @@ class Checker:
                     f"{name}() got '{k.name}' twice", code="APK102", span=k.span))
             given.add(k.name)
         missing = [r for r in required if r not in given]
-        if missing:
+        if missing and not unknown:  # a misspelt keyword explains the missing argument
             self.errors.append(ApdslTypeError(
                 f"{name}() is missing {'argument' if len(missing) == 1 else 'arguments'} "
                 f"{', '.join(repr(m) for m in missing)}", code="APK102", span=node.span,

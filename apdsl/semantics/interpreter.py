@@ -778,6 +778,8 @@ class Interpreter:
         span = node.span
         interp = self
         pattern_node = _pattern_literal(node)
+        receiver_text = (node.func.value.id if isinstance(node.func, ast.Attribute)
+                         and isinstance(node.func.value, ast.Name) else "the view")
         arg_spans = [a.span for a in node.args]
         kw_spans = {k.name: k.span for k in node.keywords}
 
@@ -801,11 +803,14 @@ class Interpreter:
                     e.span = pattern_node.char_span(e.start, e.end)
                 raise e.with_span(span) from None
             except ApdslError as e:
-                param = e.facts.get("param")
-                if e.span is None and isinstance(param, str) and param in kw_spans:
-                    e.span = kw_spans[param]
-                elif e.span is None and isinstance(param, int) and param < len(arg_spans):
-                    e.span = arg_spans[param]
+                if e.span is None:
+                    e.span = _argument_span(e.facts.get("param"), arg_spans, kw_spans)
+                receiver = getattr(fn, "__self__", None)
+                if type(receiver) is Tensor and not e.labels:
+                    made = interp.origins.get(id(receiver))
+                    if made is not None and made != span:
+                        how = "declared" if made == receiver.storage.span else "made"
+                        e.add_label(made, f"{receiver_text} {how} here")
                 raise e.with_span(span) from None
             except TypeError as e:
                 raise _call_error(fn, e, span) from None
@@ -830,6 +835,16 @@ def _call_error(fn: Any, e: TypeError, span: Span) -> ApdslError:
             pass
         return ApdslTypeError(msg, code="APK102", help=help_).with_span(span)
     return ApdslTypeError(f"invalid call of {name}: {text}", code="APK120").with_span(span)
+
+
+def _argument_span(param: Any, arg_spans: list[Span], kw_spans: dict[str, Span]) -> Any:
+    """The span of the argument an error names with `param=(keyword, position)`."""
+    if not isinstance(param, tuple):
+        return None
+    keyword, position = param
+    if keyword in kw_spans:
+        return kw_spans[keyword]
+    return arg_spans[position] if position < len(arg_spans) else None
 
 
 def _pattern_literal(node: Any) -> Any:

@@ -156,7 +156,8 @@ class Tensor:
         if not 0 <= d < n:
             raise _err(f"{method}: dim {dim} is out of range for a {self.ndim}-d view",
                        "APK201", notes=[f"shape = {self.shape}"],
-                       help=f"use a dim in 0..{n - 1}", dim=dim, shape=self.shape)
+                       help=f"use a dim in 0..{n - 1}", dim=dim, shape=self.shape,
+                       param=("dim", 0))
         return d
 
     def _no_partition(self, d: int, method: str, what: str = "dim") -> None:
@@ -191,14 +192,15 @@ class Tensor:
                 raise ApdslTypeError(f"slice: {nm} must be an int, got {type(v).__name__}",
                                      code="APK111")
         if step < 1:
-            raise _err(f"slice: step {step} must be >= 1", "APK204",
+            raise _err(f"slice: step {step} must be >= 1", "APK204", param=("step", 3),
                        help="reverse order is not an access pattern NKI can express")
         if start < 0 or end > n or start >= end:
             problem = (f"end {end} is past the end of dim {d} (size {n})" if end > n else
                        f"start {start} is negative" if start < 0 else
                        f"start {start} must be less than end {end}")
             raise _err(f"slice: {problem}", "APK203", notes=[f"shape = {self.shape}"],
-                       help=f"0 <= start < end <= {n}", shape=self.shape, dim=d)
+                       help=f"0 <= start < end <= {n}", shape=self.shape, dim=d,
+                       param=("end", 2) if end > n else ("start", 1))
         if d == 0 and self.onchip and step != 1:
             raise _err("slice: stepping over partitions is not an access pattern", "APK202",
                        notes=["the partition stride is always the tensor's free size"],
@@ -222,7 +224,8 @@ class Tensor:
         n = self.shape[d]
         if not 0 <= index < n:
             raise _err(f"select: index {index} is out of range for dim {d} (size {n})",
-                       "APK215", notes=[f"shape = {self.shape}"], help=f"0 <= index < {n}")
+                       "APK215", notes=[f"shape = {self.shape}"], help=f"0 <= index < {n}",
+                       param=("index", 1))
         return self._with(self.layout.index(d, int(index)))
 
     def _dynamic_select(self, d: int, index: Any) -> Tensor:
@@ -293,7 +296,11 @@ class Tensor:
             raise _err(f"permute: {order} is not a permutation of {tuple(range(self.ndim))}",
                        "APK207", notes=[f"shape = {self.shape}"])
         if self.has_partition_dim and order[0] != 0:
-            self._no_partition(0, "permute", "dims[0] must be 0:")
+            raise _err(f"permute: dims[0] must be 0, got {order[0]}: dim 0 is the partition "
+                       "dimension and stays outermost", "APK202",
+                       notes=[f"{self.buffer} tensor of shape {self.shape}"],
+                       help=f"permute only the free dims, e.g. (0, {', '.join(str(i) for i in order if i)})",
+                       param=("dims", 0))
         return self._with(self.layout.permute(order))
 
     def expand_dim(self, dim: int) -> Tensor:

@@ -148,7 +148,7 @@ def test_transcript_results_errors_and_recovery() -> None:
     assert "(8, 8)" in out and "[[32, 8], [2, 8]]" in out and "(32, 2)" in out
     assert "[[32, 8], [2, 8]] 8" in out  # print()
     # the mistake, at its line of the script, then the recovery
-    assert "<repl>:6:5: error[APK203]: slice: end 99 is past the end" in err
+    assert "<repl>:6:19: error[APK203]: slice: end 99 is past the end" in err
     assert " 6 | w = v.slice(1, 0, 99)" in err or "6 | w = v.slice(1, 0, 99)" in err
     assert "(8, 4)" in out
     # :lower prints the lowered access pattern
@@ -194,7 +194,7 @@ def test_lower_and_show_argument_errors_point_into_the_command() -> None:
     status, _, err, _ = _script("t: f32[4, 8] @ hbm\n:show t.slice(1, 0, 99)\n:lower 3\n"
                                 ":bogus\n:show\n")
     assert status == 1
-    assert "<repl>:2:7: error[APK203]" in err and "2 | :show t.slice(1, 0, 99)" in err
+    assert "<repl>:2:21: error[APK203]" in err and "2 | :show t.slice(1, 0, 99)" in err
     assert "<repl>:3:8: error[APK110]: :lower takes a view or a kernel; '3' is an int" in err
     assert "unknown command :bogus" in err
     assert ":show needs a view or kernel name" in err
@@ -218,7 +218,7 @@ def test_load_error_renders_against_the_loaded_file(tmp_path: Path) -> None:
     path.write_text("t: f32[4, 8] @ hbm\nu = t.slice(0, 0, 9)\n")
     session, _, err = _session()
     session.handle(f":load {path}")
-    assert f"{path}:2:5: error[APK203]" in err.getvalue()
+    assert f"{path}:2:19: error[APK203]" in err.getvalue()
     assert "2 | u = t.slice(0, 0, 9)" in err.getvalue()
     assert session.lookup("t") is not None  # what ran before the error stays
     session.close()
@@ -374,7 +374,7 @@ def test_piped_repl_subprocess(tmp_path: Path) -> None:
     assert "apk>" not in r.stdout and "apdsl" not in r.stdout  # no prompts, no banner
     assert "[[1, 2], [8, 8]]" in r.stdout and "aligned" in r.stdout
     assert r.stdout.rstrip().endswith("(2, 8)")
-    assert r.stderr.startswith("<repl>:6:5: error[APK203]")
+    assert r.stderr.startswith("<repl>:6:19: error[APK203]")
     assert not (tmp_path / "h").exists()  # scripted sessions keep no history
 
 

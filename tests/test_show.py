@@ -353,7 +353,7 @@ def test_program_error_is_a_diagnostic(tmp_path, capsys) -> None:
     status, out, err = _run(tmp_path, "t: f32[4, 8] @ hbm\nu = t.slice(1, 0, 9)\n", "u",
                             capsys)
     assert status == 1 and out == ""
-    assert "prog.apk:2:5: error[APK203]" in err and "Traceback" not in err
+    assert "prog.apk:2:19: error[APK203]" in err and "Traceback" not in err
 
 
 def test_missing_file_and_bad_target(tmp_path, capsys) -> None:

@@ -17,11 +17,11 @@ from apdsl.syntax.parser import bare_parser, parse
 
 _BLOCK = '''\
 # block {i}
-a{i}: f32[128, 512] @ sbuf
-b{i}: nl.bfloat16[128, 4, 64] @ nl.sbuf = zeros
+a{i}: f32[128, 512] @ hbm
+b{i}: nl.bfloat16[128, 2, 64] @ nl.sbuf = zeros
 g{i}: f16[256, 256] @ gm as NZ = random({i})
 v{i} = a{i}.slice(1, 8, 264).reshape([128, 4, 64])[0:64, ::2, ...]
-w{i} = b{i}.rearrange("p (a b) c -> p b a c", a=2).ap([[512, 128], [1, 64]], offset=8)
+w{i} = b{i}.rearrange("p (a b) c -> p b a c", a=2).ap([[128, 128], [1, 64]], offset=8)
 n{i} = (v{i}.shape[0] * 2 + 3) // 4 - (1 << 2) if v{i}.offset >= 0 else -1
 assert v{i}.get_pattern() == [[512, 64], [128, 2], [1, 64]], "pattern of v{i}"
 assert not (n{i} < 0 or n{i} > 1_000) and w{i}.offset in (8, 16)

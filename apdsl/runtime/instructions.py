@@ -136,8 +136,7 @@ def _dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
 
 
 def _ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
-    """Ascend DMA rules.  Currently the allowed paths only; TLA valid extents and the fractal
-    zero-fill of GM -> L1 copies belong here (or in `_ascend_dma_copy`) too."""
+    """The Ascend DMA path rule (alignment and TLA rules: `apdsl.runtime.ascend`)."""
     path = (src.buffer, dst.buffer)
     if path not in ASCEND_PATHS:
         allowed = sorted(b for a, b in ASCEND_PATHS if a == src.buffer)
@@ -152,10 +151,11 @@ def _ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> Non
 
 
 def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
-    """The Ascend DMA: the hook where the Ascend work adds tile valid extents and fractal
-    zero-fill; today the path rule plus the plain row-major copy."""
+    """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma_copy` (alignment, TLA
+    valid extents, the row-major copy and the GM -> fractal row-tail zero-fill)."""
     _ascend_copy_rules(dst, src, label)
-    _dma(dst, src, name, label)
+    from . import ascend
+    ascend.dma_copy(dst, src, name, label)
 
 
 # -- tensor_copy ------------------------------------------------------------------------------
@@ -195,6 +195,9 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
     if not isinstance(value, (int, float, bool)):
         raise _arg_error(label, f"value must be a number, got {value!r}")
     v = ex.cast(np.asarray(value), dst.dtype)
+    if targets.family(dst.buffer) == "ascend":
+        from . import ascend
+        ascend.check_alignment(dst, label, "dst")
     accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst})
     if accs is not None:

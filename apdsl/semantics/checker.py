@@ -22,6 +22,7 @@ class Checker:
         self.names = set(builtin_names()) if builtins is None else set(builtins)
         self.errors: list[ApdslError] = []
         self.functions: dict[str, Any] = {}
+        self._signatures: dict[str, inspect.Signature | None] = {}
 
     def check(self, module: ast.Module) -> list[ApdslError]:
         top = self._bound(module.body)
@@ -161,9 +162,13 @@ class Checker:
             return
         if self.builtins is None or name not in self.builtins or name in scopes[0]:
             return
-        try:
-            sig = inspect.signature(self.builtins[name])
-        except (TypeError, ValueError):
+        if name not in self._signatures:
+            try:
+                self._signatures[name] = inspect.signature(self.builtins[name])
+            except (TypeError, ValueError):
+                self._signatures[name] = None
+        sig = self._signatures[name]
+        if sig is None:
             return
         ps = list(sig.parameters.values())
         if any(p.kind is p.VAR_KEYWORD for p in ps):

@@ -29,6 +29,7 @@ from ..errors import (
     PatternError,
     Span,
 )
+from ..gcpause import paused_gc
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .values import POISON, UNKNOWN, Absorbing, Function, Module, get_attribute, show, type_name
@@ -185,7 +186,8 @@ class Interpreter:
     # -- running ------------------------------------------------------------------------------
     def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:
         self.sources[module.file] = module.source
-        block = self.compile_block(module.body, top=True)
+        with paused_gc():
+            block = self.compile_block(module.body, top=True)
         frame = Frame(namespace, namespace)
         try:
             block(frame)

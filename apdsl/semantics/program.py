@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
+from ..gcpause import paused_gc
 from ..syntax import ast
 from .values import Function
 
@@ -95,7 +96,9 @@ class Program:
         from ..tensor.storage import fresh_accounting
         from .checker import Checker
         interp = self.interpreter(dry=True, out=out)
-        for e in Checker(interp.builtins).check(self.module):
+        with paused_gc():
+            static = Checker(interp.builtins).check(self.module)
+        for e in static:
             interp.report(e)
         namespace: dict[str, Any] = {}
         with fresh_accounting(), collect_warnings() as warnings:

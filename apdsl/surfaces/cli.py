@@ -83,6 +83,8 @@ class _Exit(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .. import gcpause
+    gcpause.FREEZE = True
     if args.command is None:
         build_parser().print_help()
         return 2

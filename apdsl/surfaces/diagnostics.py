@@ -25,6 +25,8 @@ path imports them lazily, because the CLI's cold start is a product target.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -121,8 +123,10 @@ class _Line(NamedTuple):
         return self.starts[min(max(column, 1), len(self.text) + 1) - 1]
 
 
+@lru_cache(maxsize=8)
 def _split_lines(source: str) -> list[str]:
-    # Only "\n" ends a line, as for the parser; "\r" of CRLF files is dropped.
+    # Only "\n" ends a line, as for the parser; "\r" of CRLF files is dropped.  Cached: `check`
+    # renders every error of a file against the same (possibly long) text.
     return [line[:-1] if line.endswith("\r") else line for line in source.split("\n")]
 
 

@@ -371,10 +371,16 @@ class Module(Node):
 
 # ---- traversal ---------------------------------------------------------------------------
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def children(node: Node) -> Iterator[Node]:
     """The direct child nodes of `node`, in field order."""
-    for f in fields(node):  # type: ignore[arg-type]
-        value = getattr(node, f.name)
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:  # dataclasses.fields() is slow enough to matter on large files
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in fields(node))  # type: ignore
+    for name in names:
+        value = getattr(node, name)
         if isinstance(value, Node):
             yield value
         elif isinstance(value, tuple):

@@ -78,6 +78,11 @@ class Tensor:
         return self.layout.shape
 
     @property
+    def valid_shape(self) -> tuple:
+        """The extent holding data: a TLA tile's `origin_shape`, else the whole shape."""
+        return self.shape if self.origin_shape is None else self.origin_shape
+
+    @property
     def ndim(self) -> int:
         return self.layout.ndim
 
@@ -129,13 +134,20 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The view's logical contents as a new NumPy array (reading unwritten memory is an
-        error unless init checking is off)."""
+        error unless init checking is off); a TLA tile gives its valid extent."""
         from ..runtime.execute import read_view
-        return read_view(self)
+        if self.origin_shape is None:
+            return read_view(self)
+        if 0 in self.origin_shape:
+            return np.empty(self.origin_shape, self.dtype.np)
+        from .tla import valid_view
+        return read_view(valid_view(self))
 
     def __repr__(self) -> str:
+        tile = ("" if self.origin_shape is None else
+                f", coord={self.coord}, origin_shape={self.origin_shape}")
         return (f"Tensor({self.name}: {self.dtype}{list(self.shape)} @ {self.buffer}, "
-                f"offset={self.offset}, pattern={self._pattern_text()})")
+                f"offset={self.offset}, pattern={self._pattern_text()}{tile})")
 
     def _pattern_text(self) -> str:
         try:
@@ -145,7 +157,17 @@ class Tensor:
 
     # -- helpers -------------------------------------------------------------------------------
     def _with(self, layout: Layout, **kw: Any) -> Tensor:
+        if self.origin_shape is not None and "origin_shape" not in kw:
+            kw.update(self._tla("this view method"))
         return replace(self, layout=layout, **kw)
+
+    def _tla(self, op: str, *args: Any) -> dict[str, Any]:
+        """`coord`/`origin_shape` of a sub-view of a TLA tile (rules in tla.py); none for a
+        plain view."""
+        if self.origin_shape is None:
+            return {}
+        from .tla import sub_view_fields
+        return sub_view_fields(self, op, *args)
 
     def _dim(self, dim: Any, method: str, *, allow_end: bool = False) -> int:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
@@ -206,7 +228,8 @@ class Tensor:
                        notes=["the partition stride is always the tensor's free size"],
                        help="slice partitions contiguously (step 1), or move the data so the "
                        "rows you need are adjacent")
-        return self._with(self.layout.slice(d, start, end, step))
+        return self._with(self.layout.slice(d, start, end, step),
+                          **self._tla("slice", d, start, end, step))
 
     def select(self, dim: int, index: Any) -> Tensor:
         d = self._dim(dim, "select")
@@ -226,7 +249,7 @@ class Tensor:
             raise _err(f"select: index {index} is out of range for dim {d} (size {n})",
                        "APK215", notes=[f"shape = {self.shape}"], help=f"0 <= index < {n}",
                        param=("index", 1))
-        return self._with(self.layout.index(d, int(index)))
+        return self._with(self.layout.index(d, int(index)), **self._tla("select", d))
 
     def _dynamic_select(self, d: int, index: Any) -> Tensor:
         self._static("select")
@@ -301,7 +324,7 @@ class Tensor:
                        notes=[f"{self.buffer} tensor of shape {self.shape}"],
                        help=f"permute only the free dims, e.g. (0, {', '.join(str(i) for i in order if i)})",
                        param=("dims", 0))
-        return self._with(self.layout.permute(order))
+        return self._with(self.layout.permute(order), **self._tla("permute", order))
 
     def expand_dim(self, dim: int) -> Tensor:
         d = self._dim(dim, "expand_dim", allow_end=True)
@@ -462,7 +485,8 @@ class Tensor:
             dims.append(Dim.plain(d.size, scale(d.stride, "stride") if d.size != 1 else 0))
         dims.append(Dim.plain(n, 1))
         return replace(self, dtype=new, layout=Layout(tuple(dims),
-                                                      scale(self.layout.base, "offset")))
+                                                      scale(self.layout.base, "offset")),
+                       **self._tla("view(dtype)"))
 
     reinterpret_cast = view
 
@@ -541,7 +565,8 @@ class Tensor:
                               indirect_dim=int(indirect_dim))
         elif self.dynamic is not None:
             dyn = None  # .ap addresses storage directly: the view's own index is replaced
-        return replace(self, dtype=new_dtype, layout=layout, dynamic=dyn)
+        return replace(self, dtype=new_dtype, layout=layout, dynamic=dyn, coord=None,
+                       origin_shape=None)
 
     # -- indexing sugar -------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:

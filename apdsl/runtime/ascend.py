@@ -1,0 +1,293 @@
+"""Ascend instructions on NumPy: the DMA rules and tile copies of `dma_copy`, and `mmad`.
+
+Rules an AscendC author expects, each with its own code (explained in `apdsl explain`):
+
+- APK523: an L0A/L0B/L0C operand in a fractal format starts on a fractal boundary (the cube
+  unit and LoadData move whole 512-byte fractals; L0C fractals are 16 x 16 elements);
+- APK524: any other L1, UB or L0 operand starts 32-byte aligned (the unit of MTE transfers and
+  of AscendC buffer addresses; storage itself is allocated aligned, so only the view's offset
+  can break the rule);
+- APK525: a copy with a TLA tile on either side moves the valid extents, which must be equal;
+- APK520-APK522, APK526: mmad's operand buffers and formats, dtypes, shapes, and strict K
+  padding.
+
+A copy into a matrix fractal format (NZ, ZZ, ZN) from GM zero-fills each written row's tail up
+to the fractal width, as Nd2Nz does; rows past the valid extent are not written, so padding is
+only what the kernel writes.  `mmad` computes the valid extent (M, K, N); with the
+`strict_padding` option it reads K in whole fractals as hardware does, so K padding that nothing
+wrote is an uninitialised read (APK404).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError
+from ..tensor import formats
+from ..tensor.ascend import fractal_c0
+from ..tensor.layout import is_static
+from ..tensor.tla import region, valid_shape, valid_view
+from ..tensor.view import Tensor
+from . import execute as ex
+from . import instructions as ins
+from . import trace
+from .options import OPTIONS
+
+MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
+L0 = ("l0a", "l0b", "l0c")
+ALIGNED = ("l1", "ub") + L0
+ALIGN_BYTES = 32
+FRACTAL_ROWS = 16
+
+# mmad: operand roles with their buffer and format, and the accumulator of each input dtype.
+OPERANDS = (("a", "l0a", "ZZ"), ("b", "l0b", "ZN"), ("dst", "l0c", "NZ"))
+ACCUMULATOR = {"float16": "float32", "bfloat16": "float32", "float32": "float32",
+               "int8": "int32"}
+
+
+def _err(code: str, message: str, **kw: Any) -> FormatError:
+    return FormatError(message, code=code, **kw)
+
+
+def _shape_text(shape: Any) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+# =============================================================================================
+# Alignment
+# =============================================================================================
+
+def fractal_elements(t: Tensor) -> int:
+    """Elements in one fractal of `t`'s format and buffer (16 x C0; 16 x 16 in L0C)."""
+    c0 = fractal_c0(t.format, t.buffer, None) or formats.c0_for(t.dtype)
+    return FRACTAL_ROWS * c0
+
+
+@lru_cache(maxsize=64)
+def _is_fractal(fmt: str) -> bool:
+    return formats.lookup(fmt).fractal
+
+
+@lru_cache(maxsize=256)
+def _row_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str) -> tuple[int, int]:
+    """(fractal width, stride) of the inner mode of a matrix fractal storage's last axis."""
+    c0 = fractal_c0(fmt, buffer, None)
+    return formats.dim_modes(fmt, shape, dtype, c0)[-1][0]
+
+
+def check_alignment(t: Tensor, label: str, role: str) -> None:
+    """APK523 / APK524 for an operand of an Ascend instruction (GM has no rule)."""
+    if t.buffer not in ALIGNED or t.dynamic is not None or not is_static(t.layout.base):
+        return
+    off = int(t.layout.offset)
+    if t.buffer in L0 and _is_fractal(t.format):
+        frac = fractal_elements(t)
+        if off % frac:
+            raise _err("APK523", f"{label}: {role} {t.name} starts at element {off} of its "
+                       f"{t.buffer.upper()} storage, inside a fractal; {t.format} operands "
+                       f"in {t.buffer.upper()} start on a fractal boundary",
+                       notes=[f"a fractal holds {frac} {t.dtype} elements; the nearest "
+                              f"boundaries are {off - off % frac} and {off - off % frac + frac}",
+                              f"view shape {_shape_text(t.shape)}"],
+                       help="tile L0 buffers in whole fractals: rows in multiples of 16 and "
+                       "columns in multiples of the fractal width",
+                       offset=off, fractal=frac)
+        return
+    bits = off * t.dtype.bits
+    if bits % (ALIGN_BYTES * 8):
+        raise _err("APK524", f"{label}: {role} {t.name} starts at byte {bits // 8} of its "
+                   f"{t.buffer.upper()} storage; {t.buffer.upper()} operands start 32-byte "
+                   "aligned", notes=[f"element {off} of {t.dtype} ({t.dtype.bits // 8 or 0.5} "
+                                     "bytes each)", f"view shape {_shape_text(t.shape)}"],
+                   help="start the view on a multiple of 32 bytes (for a fractal format: a "
+                   "column that is a multiple of C0), or move the data through GM",
+                   offset=off, bytes=bits // 8)
+
+
+# =============================================================================================
+# dma_copy
+# =============================================================================================
+
+def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+    """The Ascend DMA after its path rule (instructions.py): alignment, TLA valid extents, the
+    row-major copy, and the GM -> fractal row-tail zero-fill."""
+    check_alignment(dst, label, "dst")
+    check_alignment(src, label, "src")
+    if dst.origin_shape is not None or src.origin_shape is not None:
+        vd, vs = valid_shape(dst), valid_shape(src)
+        if vd != vs:
+            raise _err("APK525", f"{label}: the valid extents differ: dst {dst.name} "
+                       f"{_shape_text(vd)}, src {src.name} {_shape_text(vs)}",
+                       notes=[f"dst shape {_shape_text(dst.shape)}"
+                              + (f", origin_shape {_shape_text(vd)}" if dst.origin_shape
+                                 is not None else " (not a tile: all of it is valid)"),
+                              f"src shape {_shape_text(src.shape)}"
+                              + (f", origin_shape {_shape_text(vs)}" if src.origin_shape
+                                 is not None else " (not a tile: all of it is valid)")],
+                       help="a tile copy moves the valid extent coordinate by coordinate; make "
+                       "the destination with make_tensor_like(buffer, src, format) so it "
+                       "inherits the source's valid extent", dst_shape=vd, src_shape=vs)
+        if 0 in vd:
+            return  # a tile wholly past the edge of its parent: nothing to move
+        dst, src = valid_view(dst), valid_view(src)
+    ins._dma(dst, src, name, label)
+    if OPTIONS.execute and src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
+            and not _is_fractal(src.format):
+        _zero_row_tails(dst)
+
+
+def _zero_row_tails(d: Tensor) -> None:
+    """Nd2Nz: after a copy into a matrix fractal format, zero each written row from its last
+    element to the end of that fractal row.  Only when the view's rows run along the format's
+    rows (its last dimension steps through the fractal's inner mode)."""
+    storage = d.storage
+    fmt = storage.format
+    if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
+        return
+    width, inner = _row_mode(fmt, storage.shape, storage.dtype, storage.buffer)
+    layout = d.layout
+    last = layout.dims[-1]
+    n = last.size
+    if n == 0 or last.step != 1 or (n > 1 and last.modes[0][1] != inner):
+        return
+    # In NZ, ZZ and ZN a column's place inside its fractal does not depend on the row, so the
+    # first row says whether any row has a tail.
+    first = layout.base + last.phi(last.start + n - 1) + sum(
+        dim.phi(dim.start) for dim in layout.dims[:-1])
+    if (first // inner) % width == width - 1:
+        return
+    ends = layout.index(d.ndim - 1, n - 1).offsets().reshape(-1)
+    tail = width - 1 - (ends // inner) % width
+    if not tail.any():
+        return
+    steps = np.arange(1, width)
+    offs = (ends[:, None] + inner * steps)[steps <= tail[:, None]]
+    ex.store(ex.Indexed(d.name, storage, d.dtype, (offs.size,), None, offs),
+             np.zeros(offs.size, d.dtype.np))
+
+
+# =============================================================================================
+# Binding a tile to existing storage
+# =============================================================================================
+
+def forget(t: Tensor) -> None:
+    """Mark every element of view `t` unwritten: a tile bound to a reused buffer holds whatever
+    the previous tile left there, which is not data of this tile."""
+    storage = t.storage
+    counted = ex._written_count.get(storage)
+    if not storage.all_written and not counted:
+        return  # nothing of the storage was ever written
+    acc = ex.resolve(t, "make_tensor_like", "target")
+    mask = storage.mask  # materialised (all True when everything was written)
+    was_all = storage.all_written
+    storage.all_written = False
+    parts = acc.parts if isinstance(acc, ex.Pieces) else [(None, acc)]
+    cleared = 0
+    for _, part in parts:
+        if type(part) is ex.Strided:
+            view = np.ndarray(part.lshape, np.bool_, buffer=mask, offset=part.offset,
+                              strides=part.lstrides)
+        else:
+            view = mask[np.reshape(part.offsets(), -1)]
+        cleared += int(np.count_nonzero(view))
+        if type(part) is ex.Strided:
+            view[...] = False
+        else:
+            mask[np.reshape(part.offsets(), -1)] = False
+    # keep execute's count of written elements exact, or it could declare the storage whole
+    total = storage.elements_total if was_all else (counted or 0)
+    ex._written_count[storage] = max(0, total - cleared)
+
+
+# =============================================================================================
+# mmad
+# =============================================================================================
+
+def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
+         name: str | None = None) -> None:
+    """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
+    `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 in int32.
+    Computes the valid extent; with `strict_padding` K is read in whole fractals."""
+    label = ins._label("mmad", name)
+    ops = {"dst": ins._tensor(dst, label, "dst"), "a": ins._tensor(a, label, "a"),
+           "b": ins._tensor(b, label, "b")}
+    if not isinstance(accumulate, (bool, np.bool_)):
+        raise ins._arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
+    for role, buffer, fmt in OPERANDS:
+        t = ops[role]
+        if t.buffer != buffer or t.format != fmt or t.ndim != 2:
+            where = f"{t.buffer}" + (f" as {t.format}" if t.format != "ND" else "")
+            raise _err("APK520", f"{label}: {role} {t.name} is a {t.ndim}-d {where} tensor; "
+                       f"mmad takes {role} as a matrix in {buffer} as {fmt}",
+                       notes=["mmad operands: a (M, K) in l0a as ZZ, b (K, N) in l0b as ZN, "
+                              "dst (M, N) in l0c as NZ"],
+                       help=f"dma_copy {role} into a {buffer} tile declared `as {fmt}` (for "
+                       f"example make_tensor_like({buffer}, tile, \"{fmt}\"))",
+                       role=role, buffer=t.buffer, format=t.format)
+    a, b, dst = ops["a"], ops["b"], ops["dst"]
+    acc_name = ACCUMULATOR.get(a.dtype.name)
+    if a.dtype != b.dtype or acc_name is None or dst.dtype.name != acc_name:
+        pairs = ", ".join(f"{k} -> {v}" for k, v in ACCUMULATOR.items())
+        raise _err("APK521", f"{label}: a is {a.dtype}, b is {b.dtype}, dst is {dst.dtype}; "
+                   "the cube unit multiplies two inputs of one dtype into its accumulator",
+                   notes=[f"input -> accumulator: {pairs}"],
+                   help=(f"declare dst as {acc_name}" if acc_name and a.dtype == b.dtype
+                         else "give a and b the same dtype: float16, bfloat16, float32 or "
+                         "int8"), a=str(a.dtype), b=str(b.dtype), dst=str(dst.dtype))
+    for role in ("a", "b", "dst"):
+        check_alignment(ops[role], label, role)
+    (m, k), (k2, n), (m2, n2) = valid_shape(a), valid_shape(b), valid_shape(dst)
+    if k != k2 or m != m2 or n != n2:
+        raise _err("APK522", f"{label}: shapes do not fit dst (M, N) = a (M, K) @ b (K, N): "
+                   f"a {_shape_text((m, k))}, b {_shape_text((k2, n))}, dst "
+                   f"{_shape_text((m2, n2))}",
+                   notes=["valid extents (a TLA tile's origin_shape, else its shape)",
+                          f"M: a {m}, dst {m2}; K: a {k}, b {k2}; N: b {n}, dst {n2}"],
+                   help="tiles made with make_tensor_like from one GM tiling agree by "
+                   "construction", m=(m, m2), k=(k, k2), n=(n, n2))
+    if m == 0 or n == 0:
+        return
+    c0 = formats.c0_for(a.dtype)
+    kr = -(-k // c0) * c0 if OPTIONS.strict_padding else k
+    dv = region(dst, (m, n), op=label, role="dst")
+    if kr == 0:  # no K at all: the product is zero
+        accs = ins._operands(label, ex.TI_GROUP, ("dst", dv))
+        trace.record("mmad", name, {"dst": dv})
+        if accs is not None:
+            _finish(accs[0], np.zeros((m, n), np.float64), accumulate, label, dst.dtype.np)
+        return
+    av = region(a, (m, kr), op=label, role="a")
+    bv = region(b, (kr, n), op=label, role="b")
+    accs = ins._operands(label, ex.TI_GROUP, ("a", av), ("b", bv), ("dst", dv))
+    trace.record("mmad", name, {"dst": dv, "a": av, "b": bv})
+    if accs is None:
+        return
+    acc_a, acc_b, acc_d = accs
+    work = np.float32 if a.dtype.kind == "f" else np.float64  # float64 holds int8 sums exactly
+    product = _load(acc_a, label, "a", work) @ _load(acc_b, label, "b", work)
+    _finish(acc_d, product, accumulate, label, dst.dtype.np)
+
+
+def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
+    """An operand's logical matrix in the working dtype, gathered from its fractal storage in
+    one strided cast-and-copy (init-checked)."""
+    if OPTIONS.init_check and not acc.storage.all_written:
+        return ex.read(acc, label, role).astype(work)
+    if type(acc) is ex.Strided:
+        out = np.empty(acc.shape, work)
+        np.copyto(out.reshape(acc.lshape), acc.array(), casting="unsafe")
+        return out
+    return acc.read().astype(work)
+
+
+def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,
+            out: np.dtype) -> None:
+    if accumulate:
+        product = product + ex.read(acc_d, label, "dst").reshape(product.shape)
+    if out.kind == "i":  # the int32 accumulator wraps
+        product = np.rint(product).astype(np.int64).astype(out)
+    ex.prepare_write(acc_d, label, "dst")
+    ex.store(acc_d, product)

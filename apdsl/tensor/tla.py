@@ -1,0 +1,457 @@
+"""TLA tiles (CATLASS, seed 004): tensors that know where they start and how much of them is valid.
+
+A TLA tensor is an ordinary `Tensor` view whose two extra fields are set:
+
+- `coord`: where the view starts in the logical space of the tensor it was cut from, in
+  elements (metadata: the layout's offset already says where the data is);
+- `origin_shape`: the valid extent.  A tail tile keeps its full `shape` (so its layout, and the
+  fractal storage made for it, stay whole) while only `origin_shape` of it holds data.
+
+Nothing here moves data: `make_tensor`, `get_tile`, `tile_view` and `make_tensor_like` only build
+views.  The runtime reads `origin_shape`: copies and `mmad` move and compute the valid extent
+only (`apdsl.runtime.ascend`), and `t.numpy()` of a tile returns the valid extent.
+
+Clipping follows CATLASS: a tile's valid extent is clipped against its parent *view's* own
+valid extent, measured from the parent's start:
+`origin[d] = min(shape[d], max(parent_origin[d] - coord[d], 0))`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError, FormatError
+from . import formats, targets
+from .ascend import fractal_c0
+from .dtypes import DType
+from .dtypes import dtype as to_dtype
+from .layout import Layout, is_static
+from .view import Tensor, ndarray
+
+Shape = tuple[int, ...]
+
+
+def _err(code: str, message: str, **kw: Any) -> FormatError:
+    return FormatError(message, code=code, **kw)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _ints(value: Any, op: str, what: str, *, rank: int | None = None, low: int = 0,
+          code: str = "APK532") -> Shape:
+    """A flat tuple of ints >= `low` (and of length `rank` when given)."""
+    if _is_int(value):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not all(_is_int(v) for v in value):
+        raise ApdslTypeError(f"{op}: {what} must be a tuple of ints, got {value!r}",
+                             code="APK111", help=f"for example {what}=(0, 0)")
+    out = tuple(int(v) for v in value)
+    if rank is not None and len(out) != rank:
+        raise _err(code, f"{op}: {what} {out} has {len(out)} entries; the tensor has rank "
+                   f"{rank}", help=f"give one entry per dimension ({rank})",
+                   value=out, rank=rank)
+    bad = [v for v in out if v < low]
+    if bad:
+        raise _err(code, f"{op}: {what} {out} has an entry below {low}",
+                   help=f"every entry of {what} must be >= {low}", value=out)
+    return out
+
+
+def _tensor(x: Any, op: str, what: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ApdslTypeError(f"{op}: {what} must be a tensor, got {type(x).__name__}",
+                             code="APK111")
+    return x
+
+
+def _plain_static(t: Tensor, op: str) -> None:
+    if t.dynamic is not None or not t.layout.static:
+        raise _err("APK539", f"{op}: {t.name} has a runtime index or register-sized pattern, "
+                   "so it cannot be a TLA tensor", help="build tiles from static views; "
+                   "select dynamically after tiling, not before")
+
+
+# =============================================================================================
+# Layouts
+# =============================================================================================
+
+@dataclass(frozen=True)
+class TlaLayout:
+    """`make_layout`'s result: per dimension a size and a stride, or (CuTe-style nested modes,
+    inner first) a tuple of sizes and a tuple of strides, plus the valid extent."""
+
+    shape: tuple[Any, ...]
+    stride: tuple[Any, ...]
+    origin_shape: Shape
+
+    @property
+    def logical_shape(self) -> Shape:
+        return tuple(prod(n) if isinstance(n, tuple) else n for n in self.shape)
+
+    def modes(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        out = []
+        for n, s in zip(self.shape, self.stride):
+            out.append(tuple(zip(n, s)) if isinstance(n, tuple) else ((n, s),))
+        return tuple(out)
+
+    def to_layout(self, base: int = 0) -> Layout:
+        return Layout.from_modes(self.logical_shape, self.modes(), base)
+
+    def __repr__(self) -> str:
+        return (f"Layout(shape={self.shape}, stride={self.stride}, "
+                f"origin_shape={self.origin_shape})")
+
+    __str__ = __repr__
+
+
+def _mode_entry(n: Any, s: Any, k: int) -> tuple[Any, Any]:
+    if _is_int(n) and _is_int(s):
+        if n < 1:
+            raise _err("APK530", f"make_layout: size {n} of dim {k} must be >= 1")
+        return int(n), int(s)
+    if isinstance(n, (tuple, list)) and isinstance(s, (tuple, list)) and n \
+            and len(n) == len(s) and all(_is_int(v) for v in (*n, *s)):
+        if any(v < 1 for v in n):
+            raise _err("APK530", f"make_layout: nested sizes {tuple(n)} of dim {k} must be >= 1")
+        return tuple(int(v) for v in n), tuple(int(v) for v in s)
+    raise _err("APK530", f"make_layout: dim {k} has size {n!r} and stride {s!r}; each dim is "
+               "an int size with an int stride, or a tuple of sizes (inner first) with a tuple "
+               "of strides of the same length",
+               help="e.g. make_layout((8, 16), (16, 1)) or, for a zN fractal layout, "
+               "make_layout(((16, 2), (16, 2)), ((16, 256), (1, 512)))")
+
+
+def make_layout(shape: Any, stride: Any, origin_shape: Any = None) -> TlaLayout:
+    """A layout from sizes and strides (in elements); `origin_shape` is the valid extent
+    (default: the whole shape)."""
+    if not isinstance(shape, (tuple, list)) or not isinstance(stride, (tuple, list)) \
+            or not shape or len(shape) != len(stride):
+        raise _err("APK530", f"make_layout: shape {shape!r} and stride {stride!r} must be "
+                   "tuples of the same length", help="one stride per dimension")
+    entries = [_mode_entry(n, s, k) for k, (n, s) in enumerate(zip(shape, stride))]
+    lay = TlaLayout(tuple(n for n, _ in entries), tuple(s for _, s in entries), ())
+    full = lay.logical_shape
+    if origin_shape is None:
+        return replace(lay, origin_shape=full)
+    origin = _ints(origin_shape, "make_layout", "origin_shape", code="APK531")
+    if len(origin) != len(full) or any(o > n for o, n in zip(origin, full)):
+        raise _err("APK531", f"make_layout: origin_shape {origin} does not fit the shape {full}",
+                   help="the valid extent has one entry per dimension, each at most the size",
+                   origin_shape=origin, shape=full)
+    return replace(lay, origin_shape=origin)
+
+
+# =============================================================================================
+# Valid extents and regions (also used by the runtime)
+# =============================================================================================
+
+def valid_shape(t: Tensor) -> Shape:
+    """The extent that holds data: a tile's `origin_shape`, else the whole shape."""
+    return tuple(t.shape) if t.origin_shape is None else tuple(t.origin_shape)
+
+
+def is_tile(t: Tensor) -> bool:
+    return t.origin_shape is not None
+
+
+def _root_layout(t: Tensor, padded: bool) -> Layout:
+    """The layout a whole declared tensor of this storage has (padded: over its whole fractals)."""
+    s = t.storage
+    if s.format == "ND":
+        return Layout.row_major(s.shape)
+    c0 = fractal_c0(s.format, s.buffer, None)
+    shape = formats.padded_shape(s.format, s.shape, s.dtype, c0) if padded else s.shape
+    return Layout.from_modes(shape, formats.dim_modes(s.format, shape, s.dtype, c0))
+
+
+def region(t: Tensor, sizes: Shape, *, op: str = "read", role: str = "view") -> Tensor:
+    """A plain view of `t` from its first element with extent `sizes` per dimension.  A size may
+    pass the view's shape into the fractal padding behind it (mmad reading K in whole
+    fractals); that is refused (APK526) where the view's layout cannot say where it lies."""
+    sizes = tuple(int(n) for n in sizes)
+    if sizes == t.shape:
+        return t  # the runtime ignores coord and origin_shape; the same object keeps its plan
+    layout = t.layout
+    if any(n > m for n, m in zip(sizes, t.shape)):
+        if t.dtype == t.storage.dtype and layout == _root_layout(t, padded=False):
+            layout = _root_layout(t, padded=True)
+        for k, (n, m) in enumerate(zip(sizes, t.shape)):
+            if n > m and m == 1 and layout.dims[k].size == 1:
+                raise _err("APK526", f"{op}: {role} {t.name} is one element wide in dim {k}, so "
+                           f"its layout does not say where elements {m}..{n - 1} (the fractal "
+                           "padding) lie", notes=[f"view shape {tuple(t.shape)}, needed "
+                                                  f"{sizes}"],
+                           help="make the operand with make_tensor_like, whose tile covers "
+                           "whole fractals, or declare it with its padded shape")
+    for k, n in enumerate(sizes):
+        if n != layout.dims[k].size:
+            layout = layout.slice(k, 0, n)
+    return replace(t, layout=layout, coord=None, origin_shape=None)
+
+
+def valid_view(t: Tensor) -> Tensor:
+    """The valid extent of `t` as a view for the runtime (which ignores coord and
+    origin_shape): the tensor itself when all of it is valid."""
+    if t.origin_shape is None or t.origin_shape == t.shape:
+        return t
+    return region(t, t.origin_shape)
+
+
+# =============================================================================================
+# Tensors and tiles
+# =============================================================================================
+
+def _shift(layout: Layout, start: Shape, shape: Shape) -> Layout:
+    """The layout seen from logical coordinate `start`, with extent `shape` (which may pass the
+    parent's shape: a tile's padding continues the parent's strides)."""
+    for k, (a, n) in enumerate(zip(start, shape)):
+        if a != 0 or n != layout.dims[k].size:
+            layout = layout.slice(k, a, a + n)
+    return layout
+
+
+def _nested(t: Tensor) -> bool:
+    return any(len(d.modes) > 1 for d in t.layout.dims) or formats.lookup(t.format).fractal
+
+
+def make_tensor(t: Any, layout: Any = None, coord: Any = None) -> Tensor:
+    """A TLA view of `t`'s data: through `layout` (default `t`'s own) from logical coordinate
+    `coord` (default all zeros).  `coord` becomes the view's `coord`; the valid extent is the
+    layout's `origin_shape` (or `t`'s valid extent)."""
+    t = _tensor(t, "make_tensor", "t")
+    _plain_static(t, "make_tensor")
+    if layout is None:
+        base, origin = t.layout, valid_shape(t)
+    elif isinstance(layout, TlaLayout):
+        base, origin = layout.to_layout(_int_offset(t, "make_tensor")), layout.origin_shape
+    elif isinstance(layout, Layout):
+        base = Layout(layout.dims, layout.base - layout.offset + _int_offset(t, "make_tensor"))
+        origin = base.shape
+    else:
+        raise ApdslTypeError(f"make_tensor: layout must come from make_layout, got "
+                             f"{type(layout).__name__}", code="APK111")
+    rank = base.ndim
+    start = (0,) * rank if coord is None else _ints(coord, "make_tensor", "coord", rank=rank)
+    return Tensor(t.storage, t.dtype, _shift(base, start, base.shape), label=t.label,
+                  coord=start, origin_shape=tuple(origin))
+
+
+def _int_offset(t: Tensor, op: str) -> int:
+    off = t.layout.offset
+    if not is_static(off):
+        _plain_static(t, op)
+    return int(off)
+
+
+def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
+    """The tile of `shape` at element coordinate `coord` of `t` (a view, no copy).  Its coord is
+    `t.coord + coord`; its valid extent is clipped against `t`'s own valid extent."""
+    t = _tensor(t, "get_tile", "t")
+    _plain_static(t, "get_tile")
+    rank = t.ndim
+    c = _ints(coord, "get_tile", "coord", rank=rank)
+    s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
+    return _tile(t, c, s, "get_tile")
+
+
+def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
+    if t.ndim != 2 and _nested(t):
+        raise _err("APK533", f"{op}: {t.name} has a nested (fractal) layout of rank {t.ndim}; "
+                   "nested layouts tile in rank 2 only", notes=[f"format {t.format}, shape "
+                                                                f"{tuple(t.shape)}"],
+                   help="index the batch dimensions away first (t[b, :, :]), then tile the "
+                   "matrix")
+    parent = valid_shape(t)
+    origin = tuple(min(n, max(p - a, 0)) for n, p, a in zip(s, parent, c))
+    base = t.coord if t.coord is not None else (0,) * t.ndim
+    return Tensor(t.storage, t.dtype, _shift(t.layout, c, s), label=t.label,
+                  coord=tuple(b + a for b, a in zip(base, c)), origin_shape=origin)
+
+
+def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
+    """`get_tile(t, tile_coord * tile_shape, tile_shape)`: the tile numbered `tile_coord`."""
+    t = _tensor(t, "tile_view", "t")
+    _plain_static(t, "tile_view")
+    rank = t.ndim
+    tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
+    ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
+    return _tile(t, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
+
+
+# -- make_tensor_like -------------------------------------------------------------------------
+
+# Tiles of a loop share a few shapes: the layouts are immutable, so they are made once.
+@lru_cache(maxsize=512)
+def _padded(fmt: str, origin: Shape, dt: DType, buffer: str) -> Shape:
+    """`origin` rounded up to whole fractals of `fmt` (at least one element a dimension)."""
+    shape = tuple(max(n, 1) for n in origin)
+    if fmt == "ND":
+        return shape
+    return formats.padded_shape(fmt, shape, dt, fractal_c0(fmt, buffer, None))
+
+
+@lru_cache(maxsize=512)
+def _format_layout(fmt: str, shape: Shape, dt: DType, buffer: str, offset: int) -> Layout:
+    if fmt == "ND":
+        return Layout.row_major(shape, offset)
+    modes = formats.dim_modes(fmt, shape, dt, fractal_c0(fmt, buffer, None))
+    return Layout.from_modes(shape, modes, offset)
+
+
+def _base_layout(layout_base: Any, fmt: str, dt: DType, buffer: str) -> Layout:
+    """`layout_base` as a layout starting at offset 0: a tensor's or make_layout's layout, or a
+    shape (the format's layout of that full tile, as CATLASS's MakeLayout<T, Tag>(m, k))."""
+    if isinstance(layout_base, Tensor):
+        lay = layout_base.layout
+    elif isinstance(layout_base, TlaLayout):
+        lay = layout_base.to_layout()
+    elif isinstance(layout_base, Layout):
+        lay = layout_base
+    elif isinstance(layout_base, (tuple, list)):
+        shape = _ints(layout_base, "make_tensor_like", "layout_base", low=1)
+        formats.check_buffer(fmt, buffer)
+        return _format_layout(fmt, shape, dt, buffer, 0)
+    else:
+        raise ApdslTypeError("make_tensor_like: layout_base must be a tensor, a make_layout "
+                             f"layout or a shape, got {type(layout_base).__name__}",
+                             code="APK111")
+    if not lay.static:
+        raise _err("APK539", "make_tensor_like: layout_base has register strides or counts")
+    return Layout(lay.dims, lay.base - lay.offset)
+
+
+def make_tensor_like(target: Any, like: Any, format: Any = "ND", dtype: Any = None,
+                     layout_base: Any = None) -> Tensor:
+    """A tile in another buffer for the data of `like`: same valid extent (`like.origin_shape`),
+    its shape rounded up to whole fractals of `format`.
+
+    `target` is a buffer name (new storage) or a tensor whose storage the tile binds (as CATLASS
+    binds `l1ATensorList[i]`); a bound tile starts unwritten, like any new tile.  `layout_base`
+    (L1 only) fixes the full tile's layout (a tensor, a make_layout layout or a full-tile shape);
+    L0 layouts are fixed by the valid extent.  No data moves."""
+    like = _tensor(like, "make_tensor_like", "like")
+    if like.ndim > 2:
+        raise _err("APK534", f"make_tensor_like: like {like.name} has rank {like.ndim}; "
+                   "make_tensor_like supports rank <= 2", notes=[f"shape {tuple(like.shape)}"],
+                   help="tile the matrix part: index the batch dimensions away first")
+    origin = valid_shape(like)
+    fmt = formats.canonical(format)
+    dt = like.dtype if dtype is None else to_dtype(dtype)
+    if isinstance(target, Tensor):
+        return _bind(target, origin, fmt, dt, layout_base)
+    buffer = targets.buffer_name(target)
+    formats.check_buffer(fmt, buffer)
+    if layout_base is None:
+        t = ndarray(_padded(fmt, origin, dt, buffer), dt, buffer, fmt)
+        return replace(t, coord=(0,) * len(origin), origin_shape=origin)
+    _l1_only(buffer)
+    base = _base_layout(layout_base, fmt, dt, buffer)
+    _covers(base.shape, origin)
+    if isinstance(layout_base, (tuple, list)):
+        t = ndarray(base.shape, dt, buffer, fmt)
+    else:
+        from .storage import Storage
+        lo, hi = base.span()
+        if lo < 0:
+            raise _err("APK536", "make_tensor_like: layout_base reaches before its start "
+                       f"(offset {lo})", help="use non-negative strides")
+        storage = Storage(base.shape, dt, buffer, format=fmt, storage_elements=hi + 1)
+        t = Tensor(storage, dt, base)
+    return replace(t, coord=(0,) * len(origin), origin_shape=origin)
+
+
+def _l1_only(buffer: str) -> None:
+    if buffer != "l1":
+        raise _err("APK535", f"make_tensor_like: layout_base is for L1 tiles; a {buffer} "
+                   "tile's layout is fixed by its valid extent",
+                   help="drop layout_base: L0 tiles are laid out from origin_shape rounded up "
+                   "to whole fractals", buffer=buffer)
+
+
+def _covers(full: Shape, origin: Shape) -> None:
+    if len(full) != len(origin) or any(o > n for o, n in zip(origin, full)):
+        raise _err("APK536", f"make_tensor_like: the full tile {full} of layout_base does not "
+                   f"cover the valid extent {origin}",
+                   help="give layout_base the largest tile shape of the loop", shape=full,
+                   origin_shape=origin)
+
+
+def _bind(target: Tensor, origin: Shape, fmt: str, dt: DType, layout_base: Any) -> Tensor:
+    _plain_static(target, "make_tensor_like")
+    if target.format != fmt or target.dtype != dt:
+        what = (f"format {target.format}" if target.format != fmt else f"dtype {target.dtype}")
+        want = fmt if target.format != fmt else dt
+        raise _err("APK537", f"make_tensor_like: target {target.name} has {what}; the tile "
+                   f"needs {want}", notes=[f"target {target.storage.describe()}"
+                                           + (f" as {target.format}" if target.format != "ND"
+                                              else "")],
+                   help=f"declare the buffer `as {fmt}` with dtype {dt}, or pass that "
+                   "format and dtype", format=target.format, dtype=str(target.dtype))
+    offset = _int_offset(target, "make_tensor_like")
+    if layout_base is None:
+        layout = _format_layout(fmt, _padded(fmt, origin, dt, target.buffer), dt,
+                                target.buffer, offset)
+    else:
+        _l1_only(target.buffer)
+        base = _base_layout(layout_base, fmt, dt, target.buffer)
+        _covers(base.shape, origin)
+        layout = Layout(base.dims, base.base + offset)
+    lo, hi = layout.span()
+    limit = target.storage.nbytes * 8 // dt.bits
+    if lo < 0 or hi >= limit:
+        raise _err("APK536", f"make_tensor_like: a {fmt} tile of {layout.shape} needs storage "
+                   f"elements {lo}..{hi}; {target.name} has {limit}",
+                   notes=[f"valid extent {origin}, target {target.storage.describe()}"],
+                   help="declare the buffer with the largest tile shape the loop uses",
+                   needed=hi + 1, capacity=limit)
+    tile = Tensor(target.storage, dt, layout, label=target.label, coord=(0,) * len(origin),
+                  origin_shape=origin)
+    from ..runtime.ascend import forget
+    forget(tile)
+    return tile
+
+
+# =============================================================================================
+# Sub-views of tiles (called by Tensor's view methods)
+# =============================================================================================
+
+def sub_view_fields(t: Tensor, op: str, *args: Any) -> dict[str, Any]:
+    """`coord` and `origin_shape` of a sub-view of tile `t`: an index (`select`) projects the
+    valid extent and restarts the coord at 0, a slice clips the valid extent to the elements it
+    keeps and restarts the coord, a permute reorders both."""
+    origin = list(valid_shape(t))
+    if op == "select":
+        (d,) = args
+        del origin[d]
+        return {"coord": (0,) * len(origin), "origin_shape": tuple(origin)}
+    if op == "slice":
+        d, start, end, step = args
+        o = origin[d]
+        origin[d] = 0 if start >= o else -(-(min(end, o) - start) // step)
+        return {"coord": (0,) * len(origin), "origin_shape": tuple(origin)}
+    if op == "permute":
+        (order,) = args
+        coord = t.coord if t.coord is not None else (0,) * len(origin)
+        return {"coord": tuple(coord[i] for i in order),
+                "origin_shape": tuple(origin[i] for i in order)}
+    return untile(t, op)
+
+
+def untile(t: Tensor, op: str = "this view method") -> dict[str, Any]:
+    """A view method that cannot carry a valid extent: fine for a whole tile (it becomes a plain
+    view), refused for a tail tile, whose padding would silently become data."""
+    if t.origin_shape is not None and tuple(t.origin_shape) != tuple(t.shape):
+        raise _err("APK538", f"{op} cannot keep the valid extent {tuple(t.origin_shape)} of "
+                   f"tile {t.name} (shape {tuple(t.shape)})",
+                   notes=["a tail tile's padding holds no data; a reshaped view would read it "
+                          "as if it did"],
+                   help="index or slice the tile (t[i, :], t[0:4, :]) or take the valid part "
+                   "first with get_tile(t, (0, 0), t.origin_shape)")
+    return {"coord": None, "origin_shape": None}

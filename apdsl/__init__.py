@@ -71,7 +71,17 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted([*_LAZY, *_MODULES, *_DTYPE_NAMES, *_BUFFER_NAMES, "ApdslError",
-                  "ApdslSyntaxError", "ApdslNameError", "ApdslTypeError", "ViewError",
-                  "TargetError", "ApdslRuntimeError", "FormatError", "ApdslIOError",
-                  "PatternError", "ApdslAssertionError"])
+__all__ = [  # noqa: F822 - most names load lazily through __getattr__
+    'ApdslAssertionError',
+    'ApdslError',
+    'ApdslIOError',
+    'ApdslNameError',
+    'ApdslRuntimeError',
+    'ApdslSyntaxError',
+    'ApdslTypeError',
+    'FormatError',
+    'PatternError',
+    'TargetError',
+    'ViewError',
+    *_LAZY, *_MODULES, *_DTYPE_NAMES, *_BUFFER_NAMES,
+]

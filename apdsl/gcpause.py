@@ -12,7 +12,6 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
 # Set by the command line, whose process ends with the program: what a pause built is then
 # frozen (moved out of the collector's sight), so later collections do not walk it again.
 # Library users keep the default, since frozen objects are never collected.

@@ -20,6 +20,12 @@ wrote is an uninitialised read (APK404).
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import os
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -78,10 +84,20 @@ def _row_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str) -> tupl
     return formats.dim_modes(fmt, shape, dtype, c0)[-1][0]
 
 
+# Views that passed the alignment rules (a rule of the view alone; loops reuse their tiles).
+_aligned: weakref.WeakKeyDictionary[Tensor, bool] = weakref.WeakKeyDictionary()
+
+
 def check_alignment(t: Tensor, label: str, role: str) -> None:
     """APK523 / APK524 for an operand of an Ascend instruction (GM has no rule)."""
-    if t.buffer not in ALIGNED or t.dynamic is not None or not is_static(t.layout.base):
+    if t in _aligned or t.buffer not in ALIGNED or t.dynamic is not None \
+            or not is_static(t.layout.base):
         return
+    _check_alignment(t, label, role)
+    _aligned[t] = True
+
+
+def _check_alignment(t: Tensor, label: str, role: str) -> None:
     off = int(t.layout.offset)
     if t.buffer in L0 and _is_fractal(t.format):
         frac = fractal_elements(t)
@@ -139,34 +155,47 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
         _zero_row_tails(dst)
 
 
+# Per destination view: the storage offsets its row tails zero-fill (None: no tails).
+_tails: weakref.WeakKeyDictionary[Tensor, np.ndarray | None] = weakref.WeakKeyDictionary()
+
+
 def _zero_row_tails(d: Tensor) -> None:
     """Nd2Nz: after a copy into a matrix fractal format, zero each written row from its last
-    element to the end of that fractal row.  Only when the view's rows run along the format's
+    element to the end of that fractal row."""
+    try:
+        offs = _tails[d]
+    except KeyError:
+        offs = _tails[d] = _row_tails(d)
+    if offs is not None:
+        ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
+                 np.zeros(offs.size, d.dtype.np))
+
+
+def _row_tails(d: Tensor) -> np.ndarray | None:
+    """The offsets `_zero_row_tails` writes: only when the view's rows run along the format's
     rows (its last dimension steps through the fractal's inner mode)."""
     storage = d.storage
     fmt = storage.format
     if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
-        return
+        return None
     width, inner = _row_mode(fmt, storage.shape, storage.dtype, storage.buffer)
     layout = d.layout
     last = layout.dims[-1]
     n = last.size
     if n == 0 or last.step != 1 or (n > 1 and last.modes[0][1] != inner):
-        return
+        return None
     # In NZ, ZZ and ZN a column's place inside its fractal does not depend on the row, so the
     # first row says whether any row has a tail.
     first = layout.base + last.phi(last.start + n - 1) + sum(
         dim.phi(dim.start) for dim in layout.dims[:-1])
     if (first // inner) % width == width - 1:
-        return
+        return None
     ends = layout.index(d.ndim - 1, n - 1).offsets().reshape(-1)
     tail = width - 1 - (ends // inner) % width
     if not tail.any():
-        return
+        return None
     steps = np.arange(1, width)
-    offs = (ends[:, None] + inner * steps)[steps <= tail[:, None]]
-    ex.store(ex.Indexed(d.name, storage, d.dtype, (offs.size,), None, offs),
-             np.zeros(offs.size, d.dtype.np))
+    return (ends[:, None] + inner * steps)[steps <= tail[:, None]]
 
 
 # =============================================================================================
@@ -267,8 +296,75 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
         return
     acc_a, acc_b, acc_d = accs
     work = np.float32 if a.dtype.kind == "f" else np.float64  # float64 holds int8 sums exactly
-    product = _load(acc_a, label, "a", work) @ _load(acc_b, label, "b", work)
+    left, right = _load(acc_a, label, "a", work), _load(acc_b, label, "b", work)
+    fns = _blas_threads()
+    saved = fns[0]() if fns is not None else 1
+    if saved != 1:
+        fns[1](1)  # see single_threaded_blas
+    try:
+        product = left @ right
+    finally:
+        if saved != 1:
+            fns[1](saved)
     _finish(acc_d, product, accumulate, label, dst.dtype.np)
+
+
+# -- BLAS threads -----------------------------------------------------------------------------
+# A tile product is small: a multi-threaded BLAS spends more time waking (and, on a busy
+# machine, waiting for) its worker threads than computing, and its spinning workers slow the
+# interpreter in between.  mmad runs its product on one thread, scoped to the call.
+
+_BLAS_NAMES = ("scipy_openblas", "openblas")  # numpy's bundled OpenBLAS, a system OpenBLAS
+_BLAS_SUFFIXES = ("64_", "")
+
+
+@lru_cache(maxsize=1)
+def _blas_threads() -> tuple[Any, Any] | None:
+    """OpenBLAS's (get, set) number-of-threads functions, when NumPy uses OpenBLAS."""
+    libs: list[Any] = []
+    folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    try:
+        libs.append(ctypes.CDLL(None))
+    except OSError:
+        pass
+    for lib in libs:
+        for prefix in _BLAS_NAMES:
+            for suffix in _BLAS_SUFFIXES:
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    return get, put
+    return None
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    fns = _blas_threads()
+    if fns is None:
+        yield
+        return
+    get, put = fns
+    saved = get()
+    if saved == 1:
+        yield
+        return
+    put(1)
+    try:
+        yield
+    finally:
+        put(saved)
+
+
+# float16 -> float32 by table: every float16 bit pattern's float32 value.  A gather from the
+# table is exact and about twice as fast as NumPy's float16 cast.
+_F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 
 
 def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
@@ -276,11 +372,15 @@ def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
     one strided cast-and-copy (init-checked)."""
     if OPTIONS.init_check and not acc.storage.all_written:
         return ex.read(acc, label, role).astype(work)
-    if type(acc) is ex.Strided:
-        out = np.empty(acc.shape, work)
-        np.copyto(out.reshape(acc.lshape), acc.array(), casting="unsafe")
-        return out
-    return acc.read().astype(work)
+    if type(acc) is not ex.Strided:
+        return acc.read().astype(work)
+    out = np.empty(acc.shape, work)
+    src = acc.array()
+    if src.dtype == np.float16 and work is np.float32:
+        _F16_TO_F32.take(src.view(np.uint16), out=out.reshape(acc.lshape), mode="clip")
+    else:
+        np.copyto(out.reshape(acc.lshape), src, casting="unsafe")
+    return out
 
 
 def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,

@@ -7,14 +7,14 @@ from __future__ import annotations
 import builtins as py
 import inspect
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslAssertionError, ApdslTypeError
 from ..tensor import targets
-from ..tensor.dtypes import ALIASES, DTYPES, DType, dtype as to_dtype
+from ..tensor.dtypes import ALIASES, DTYPES
 from ..tensor.view import Tensor
 from .values import UNKNOWN, Unknown
 
@@ -148,7 +148,7 @@ def _tla(name: str) -> Callable[..., Any]:
     return call
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_names() -> frozenset[str]:
     """Every builtin name (for the checker and completion), without building bound builtins."""
     names = {"host", "allclose", "equal", "ndarray", "print", "load", "save", "cdiv", "range",
@@ -158,11 +158,3 @@ def builtin_names() -> frozenset[str]:
              "True", "False", "None"}
     names.update(INSTRUCTIONS, TLA, DTYPES, ALIASES, targets.BUFFERS)
     return frozenset(names)
-
-
-def is_dtype(x: Any) -> bool:
-    return isinstance(x, DType)
-
-
-def as_dtype(x: Any) -> DType:
-    return to_dtype(x)

@@ -194,12 +194,14 @@ class Interpreter:
         except _Return:
             pass
 
-    def call_function(self, fn: Function, args: tuple, kwargs: dict) -> Any:
+    def call_function(self, fn: Function, args: tuple, kwargs: dict,
+                      bound: dict[str, Any] | None = None) -> Any:
+        """Call a def or kernel; `bound` adds locals (a kernel's named dimensions)."""
         params = fn.params
         if len(args) > len(params):
             raise ApdslTypeError(f"{fn.name}() takes {len(params)} arguments, got {len(args)}",
                                  code="APK102")
-        local: dict[str, Any] = {}
+        local: dict[str, Any] = dict(bound or {})
         for p, a in zip(params, args):
             local[p.name] = a
         for k, v in kwargs.items():
@@ -254,7 +256,7 @@ class Interpreter:
         def run(frame: Frame) -> None:
             span = None
             try:
-                for st, span in pairs:
+                for st, span in pairs:  # noqa: B007 - `span` names the failing statement
                     st(frame)
             except ApdslError as e:
                 raise e.with_span(span) from None
@@ -570,7 +572,7 @@ class Interpreter:
         search = [(self.base_dir / rel, str(self.base_dir / rel))]
         std = Path(self.stdlib_dir) if self.stdlib_dir else stdlib_path()
         search.append((std / rel, f"<stdlib>/{rel.as_posix()}"))
-        for path, shown in search:
+        for path, shown in search:  # noqa: B007 - the hit is used after the loop
             if path.is_file():
                 break
         else:

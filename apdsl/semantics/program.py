@@ -108,9 +108,7 @@ class Program:
                 if not isinstance(fn, Function):
                     continue
                 try:
-                    args = bind_inputs(fn, {}, interp, namespace)
-                    result = interp.call_function(fn, tuple(args), {})
-                    check_result(fn, result, interp)
+                    call_kernel(fn, {}, interp, namespace)
                 except ApdslError as e:
                     interp.report(e.with_span(k.span))
         for w in warnings:
@@ -140,14 +138,7 @@ class Program:
             interp.exec_module(self.module, namespace)
             value = None
             if name is not None:
-                fn = namespace[name]
-                node = next(k for k in self.kernels() if k.name == name)
-                try:
-                    args = bind_inputs(fn, inputs, interp, namespace)
-                except ApdslError as e:
-                    raise e.with_span(node.span) from None
-                value = interp.call_function(fn, tuple(args), {})
-                check_result(fn, value, interp)
+                value = call_kernel(namespace[name], inputs, interp, namespace)
         return RunResult(value, name, interp, tr, list(warnings))
 
 
@@ -156,12 +147,24 @@ def _position(e: ApdslError) -> tuple:
     return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.column)
 
 
+def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
+                namespace: dict[str, Any]) -> Any:
+    """Bind a kernel's inputs (given or seeded), call it and check its result's type."""
+    try:
+        args, dims = bind_inputs(fn, inputs, interp, namespace)
+    except ApdslError as e:
+        raise e.with_span(fn.span) from None
+    value = interp.call_function(fn, tuple(args), {}, dims)
+    check_result(fn, value, interp)
+    return value
+
+
 def input_seed(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
 def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
-                namespace: dict[str, Any]) -> list[Any]:
+                namespace: dict[str, Any]) -> tuple[list[Any], dict[str, int]]:
     """Kernel arguments: given arrays cast to each parameter's dtype, or seeded data of the
     declared shape; named dims bound from the inputs and checked for consistency."""
     from ..runtime.init import initialise, seeded
@@ -207,7 +210,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
                                      f"cast to {dt}", code="APK114", span=p.span)
             initialise(t, "array", data)
         args.append(t)
-    return args
+    return args, dims
 
 
 def _dim_text(d: Any) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslNameError, Span
-from ..tensor.dtypes import DType, dtype as to_dtype
+from ..tensor.dtypes import DType
+from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 

@@ -192,7 +192,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{args.file}: {len(real)} error{'s' if len(real) != 1 else ''}", file=sys.stderr)
         return 1
     print(f"{args.file}: ok ({n_k} kernel{'s' if n_k != 1 else ''}"
-          f"{', %d warnings' % (len(errors)) if errors else ''})")
+          f"{f', {len(errors)} warnings' if errors else ''})")
     return 0
 
 

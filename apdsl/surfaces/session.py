@@ -302,16 +302,11 @@ class Session:
     def _lower_kernel(self, fn: Any) -> None:
         """Run the kernel on seeded inputs with the trace on (as `apdsl lower` does)."""
         from ..runtime.trace import collect_warnings, tracing
-        from ..semantics.program import bind_inputs, check_result
+        from ..semantics.program import call_kernel
         from ..tensor.storage import fresh_accounting
         from .cli import format_lowered
         with fresh_accounting(), collect_warnings() as warnings, tracing() as trace:
-            try:
-                args = bind_inputs(fn, {}, self.interp, self.namespace)
-            except ApdslError as e:
-                raise e.with_span(fn.span) from None
-            result = self.interp.call_function(fn, tuple(args), {})
-            check_result(fn, result, self.interp)
+            call_kernel(fn, {}, self.interp, self.namespace)
         for w in warnings:
             self.report(w, count=False)
         print(format_lowered(trace.records), file=self.out)

@@ -281,20 +281,15 @@ class Layout:
         return np.broadcast_to(total, self.shape)
 
     def span(self) -> tuple[int, int]:
-        """(lowest, highest) offset touched; (base, base - 1) when empty."""
+        """(lowest, highest) storage offset touched; (base, base - 1) when empty."""
         if any(d.size == 0 for d in self.dims):
             return self.base, self.base - 1
-        lo = hi = self.base
-        for d in self.dims:
-            if d.is_regular or d.step == 1 and len(d.modes) == 1:
-                for s, c in d.leaves() if d.is_regular else [[d.modes[0][1], d.size]]:
-                    ext = s * (c - 1)
-                    lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
-            else:
-                offs = d.offsets()
-                lo, hi = lo + int(offs.min()), hi + int(offs.max())
-        if not self.is_regular:
-            pass
+        lo, hi = None, None
+        for p in self.pieces():
+            low = p.offset + sum(s * (c - 1) for s, c in p.pattern if s < 0)
+            high = p.offset + sum(s * (c - 1) for s, c in p.pattern if s > 0)
+            lo = low if lo is None else min(lo, low)
+            hi = high if hi is None else max(hi, high)
         return lo, hi
 
     def pieces(self) -> list[Piece]:
@@ -429,7 +424,7 @@ class Layout:
                     group_new.append(new[j])
                     pn *= new[j]
                     j += 1
-            for (c0, s0), (c1, s1) in zip(group_old, group_old[1:]):
+            for (_, s0), (c1, s1) in zip(group_old, group_old[1:]):
                 if s0 != c1 * s1:
                     return None
             acc = group_old[-1][1]

@@ -18,6 +18,8 @@ valid extent, measured from the parent's start:
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import prod
@@ -250,15 +252,62 @@ def _int_offset(t: Tensor, op: str) -> int:
     return int(off)
 
 
+# Views are immutable and a tile is a function of its parent and arguments, so a loop that cuts
+# the same tile again (A's tiles for every N tile of a GEMM) gets the same object back, with
+# the access plan the runtime cached for it.  Weak keys: a parent's tiles die with it.
+_memo: weakref.WeakKeyDictionary[Tensor, dict[Any, Tensor]] = weakref.WeakKeyDictionary()
+_MEMO_LIMIT = 4096
+
+
+def _memoised(parent: Any, key: Any, make: Callable[[], Tensor]) -> Tensor:
+    """`make()`, or the tensor it made before for the same parent and key.  A key holding None
+    (an argument `_key` does not vouch for), or a parent that is not a tensor, is not memoised:
+    `make` checks the arguments and reports any mistake."""
+    if not isinstance(parent, Tensor) or None in key:
+        return make()
+    per = _memo.get(parent)
+    hit = per.get(key) if per is not None else None
+    if hit is not None:
+        return hit
+    t = make()
+    if per is None:
+        per = _memo[parent] = {}
+    elif len(per) >= _MEMO_LIMIT:
+        per.clear()
+    per[key] = t
+    return t
+
+
 def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
     """The tile of `shape` at element coordinate `coord` of `t` (a view, no copy).  Its coord is
     `t.coord + coord`; its valid extent is clipped against `t`'s own valid extent."""
-    t = _tensor(t, "get_tile", "t")
-    _plain_static(t, "get_tile")
-    rank = t.ndim
-    c = _ints(coord, "get_tile", "coord", rank=rank)
-    s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
-    return _tile(t, c, s, "get_tile")
+    def make() -> Tensor:
+        parent = _tensor(t, "get_tile", "t")
+        _plain_static(parent, "get_tile")
+        rank = parent.ndim
+        c = _ints(coord, "get_tile", "coord", rank=rank)
+        s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
+        return _tile(parent, c, s, "get_tile")
+    return _memoised(t, ("get_tile", _key(coord), _key(shape)), make)
+
+
+def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
+    """`get_tile(t, tile_coord * tile_shape, tile_shape)`: the tile numbered `tile_coord`."""
+    def make() -> Tensor:
+        parent = _tensor(t, "tile_view", "t")
+        _plain_static(parent, "tile_view")
+        rank = parent.ndim
+        tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
+        ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
+        return _tile(parent, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
+    return _memoised(t, ("tile_view", _key(tile_coord), _key(tile_shape)), make)
+
+
+def _key(x: Any) -> Any:
+    """A memo key for a tuple or list of plain ints (the language passes both), else None."""
+    if type(x) in (tuple, list) and all(type(v) is int for v in x):
+        return tuple(x)
+    return None
 
 
 def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
@@ -273,16 +322,6 @@ def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
     base = t.coord if t.coord is not None else (0,) * t.ndim
     return Tensor(t.storage, t.dtype, _shift(t.layout, c, s), label=t.label,
                   coord=tuple(b + a for b, a in zip(base, c)), origin_shape=origin)
-
-
-def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
-    """`get_tile(t, tile_coord * tile_shape, tile_shape)`: the tile numbered `tile_coord`."""
-    t = _tensor(t, "tile_view", "t")
-    _plain_static(t, "tile_view")
-    rank = t.ndim
-    tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
-    ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
-    return _tile(t, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
 
 
 # -- make_tensor_like -------------------------------------------------------------------------
@@ -345,7 +384,13 @@ def make_tensor_like(target: Any, like: Any, format: Any = "ND", dtype: Any = No
     fmt = formats.canonical(format)
     dt = like.dtype if dtype is None else to_dtype(dtype)
     if isinstance(target, Tensor):
-        return _bind(target, origin, fmt, dt, layout_base)
+        base_key = layout_base if isinstance(layout_base, (Tensor, TlaLayout)) \
+            else _key(layout_base) if layout_base is not None else ()
+        tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
+                         lambda: _bind(target, origin, fmt, dt, layout_base))
+        from ..runtime.ascend import forget
+        forget(tile)
+        return tile
     buffer = targets.buffer_name(target)
     formats.check_buffer(fmt, buffer)
     if layout_base is None:
@@ -411,11 +456,8 @@ def _bind(target: Tensor, origin: Shape, fmt: str, dt: DType, layout_base: Any) 
                    notes=[f"valid extent {origin}, target {target.storage.describe()}"],
                    help="declare the buffer with the largest tile shape the loop uses",
                    needed=hi + 1, capacity=limit)
-    tile = Tensor(target.storage, dt, layout, label=target.label, coord=(0,) * len(origin),
+    return Tensor(target.storage, dt, layout, label=target.label, coord=(0,) * len(origin),
                   origin_shape=origin)
-    from ..runtime.ascend import forget
-    forget(tile)
-    return tile
 
 
 # =============================================================================================

@@ -1,0 +1,40 @@
+"""The language from Python: `apdsl.run(...)` and `apdsl.check(...)`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslError
+from .program import Program
+
+
+def _program(source_or_path: str | os.PathLike) -> Program:
+    if isinstance(source_or_path, os.PathLike) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith(".apk")):
+        return Program.from_path(str(Path(source_or_path)))
+    return Program(str(source_or_path), "<string>")
+
+
+def run(source_or_path: str | os.PathLike, kernel: str | None = None,
+        inputs: dict[str, Any] | None = None) -> np.ndarray | None:
+    """Run a program (a `.apk` path or source text): its top level, then `kernel` (or its only
+    kernel).  Returns the kernel's result as a NumPy array of its logical contents, or None
+    when there is no kernel.  Errors raise `ApdslError` subclasses."""
+    result = _program(source_or_path).run(kernel, inputs)
+    value = result.value
+    if value is None:
+        return None
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def check(source_or_path: str | os.PathLike) -> list[ApdslError]:
+    """Every independent error of a program, without moving data (empty when it is correct)."""
+    try:
+        return _program(source_or_path).check()
+    except ApdslError as e:
+        return [e]

@@ -112,7 +112,8 @@ def main() -> None:
     per_s = bench_statements(200_000, args.repeat)
     t_cold, t_numpy = bench_cold(max(args.repeat, 5) * 2)
     print(f"{'case':<52}{'apdsl':>11}{'baseline':>11}{'ratio':>8}  target")
-    print(f"{'check of a %d-line file vs bare Lark parse' % args.lines:<52}"
+    case = f"check of a {args.lines}-line file vs bare Lark parse"
+    print(f"{case:<52}"
           f"{t_check:>10.3f}s{t_bare:>10.3f}s{t_check / t_bare:>7.2f}x  <= 1.5x")
     print(f"{'interpreter, simple statements per second':<52}{per_s:>11,.0f}{'':>11}"
           f"{'':>8}  >= 500,000")

@@ -1,4 +1,5 @@
-"""Catalogue entries for Ascend data formats (APK500-APK519; APK520+ belong to TLA and mmad)."""
+"""Catalogue entries for Ascend data formats (APK500-APK519), the Ascend DMA and mmad rules
+(APK520-APK529) and TLA tiles (APK530-APK539)."""
 
 from __future__ import annotations
 
@@ -117,5 +118,246 @@ listed buffers or move it there with `dma_copy`.
 """,
           """
 x: f16[32, 32] @ l0a as NZ
+"""),
+    # -- mmad and the Ascend DMA (apdsl.runtime.ascend) ---------------------------------------
+    entry("APK520", "mmad operand in the wrong buffer or format",
+          """
+The cube unit reads its operands in fixed places and formats: `a` (M, K) in L0A as ZZ, `b`
+(K, N) in L0B as ZN, and it writes `dst` (M, N) in L0C as NZ.  Each must be a matrix (rank 2).
+Move the data there with `dma_copy` (GM -> L1 -> L0A/L0B), typically into tiles made with
+`make_tensor_like(l0a, tile, "ZZ")` and `make_tensor_like(l0b, tile, "ZN")`.
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((16, 16), "float16", "l1", "NZ")
+b = apdsl.ndarray((16, 16), "float16", "l0b", "ZN")
+c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+apdsl.mmad(c, a, b)
+"""),
+    entry("APK521", "mmad dtypes",
+          """
+`a` and `b` have the same dtype, and `dst` is its accumulator: float16, bfloat16 and float32
+accumulate in float32, int8 in int32.  Other input types (int16, float8, ...) have no cube
+path on ascend-a2.
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+b = apdsl.ndarray((16, 16), "float16", "l0b", "ZN")
+c = apdsl.ndarray((16, 16), "float16", "l0c", "NZ")
+apdsl.mmad(c, a, b)
+"""),
+    entry("APK522", "mmad shapes do not fit",
+          """
+`dst (M, N) = a (M, K) @ b (K, N)`, counted over the valid extents: a TLA tile's
+`origin_shape`, or the whole shape of a plain tensor.  Tiles made with `make_tensor_like` from
+one GM tiling (`tile_view(A, (m, k), ...)`, `tile_view(B, (k, n), ...)`, `tile_view(C, (m,
+n), ...)`) agree by construction, tails included.
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((32, 16), "float16", "l0a", "ZZ")
+b = apdsl.ndarray((32, 16), "float16", "l0b", "ZN")
+c = apdsl.ndarray((32, 16), "float32", "l0c", "NZ")
+apdsl.mmad(c, a, b)
+"""),
+    entry("APK523", "L0 operand not on a fractal boundary",
+          """
+L0A, L0B and L0C hold fractals (16 x C0 elements, 512 bytes; 16 x 16 in L0C), and both the
+loads into L0 and the cube unit move whole fractals.  A view of a fractal tensor there must
+start where a fractal starts: tile L0 buffers in rows of 16 and columns of the fractal width.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+a1 = apdsl.ndarray((32, 32), "float16", "l1", "NZ")
+apdsl.memset(a1, 1.0)
+a0 = apdsl.ndarray((32, 32), "float16", "l0a", "ZZ")
+apdsl.dma_copy(a0[8:24, 0:16], a1[8:24, 0:16])
+"""),
+    entry("APK524", "on-chip operand not 32-byte aligned",
+          """
+Transfers to and from L1 and UB move 32-byte blocks, and AscendC buffer addresses are 32-byte
+aligned; apdsl allocates storage aligned, so a view must start on a multiple of 32 bytes of
+it.  For a fractal format that means starting on a column that is a multiple of C0 (16
+float16 elements); for ND, on an element whose byte offset is a multiple of 32.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+x = apdsl.from_numpy(np.ones((16, 32), np.float16), "gm")
+l1 = apdsl.ndarray((16, 32), "float16", "l1", "NZ")
+apdsl.dma_copy(l1[:, 8:24], x[:, 0:16])
+"""),
+    entry("APK525", "tile copy with different valid extents",
+          """
+When either side of `dma_copy` is a TLA tile, the copy moves its valid extent (`origin_shape`;
+all of a plain tensor) coordinate by coordinate, so both valid extents must have the same
+shape.  Make the destination with `make_tensor_like(buffer, src, format)`: it inherits the
+source's valid extent, tails included.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.ones((40, 40), np.float16), "gm")
+tail = apdsl.tile_view(A, (1, 1), (32, 32))     # valid extent (8, 8)
+l1 = apdsl.ndarray((32, 32), "float16", "l1", "NZ")
+apdsl.dma_copy(l1, tail)
+"""),
+    entry("APK526", "fractal padding out of the view's reach",
+          """
+With `strict_padding` mmad reads K in whole fractals, beyond the valid extent into the
+padding, as the hardware does.  A view that is one element wide in a dimension has lost its
+stride there, so apdsl cannot tell where that padding lies.  Make the operand with
+`make_tensor_like`, whose tile covers whole fractals, or declare it with its padded shape.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+a = apdsl.ndarray((16, 32), "float16", "l0a", "ZZ")[:, 0:1]
+b = apdsl.ndarray((32, 16), "float16", "l0b", "ZN")[0:1, :]
+c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+apdsl.memset(a, 1.0)
+apdsl.memset(b, 1.0)
+with apdsl.options(strict_padding=True):
+    apdsl.mmad(c, a, b)
+"""),
+    # -- TLA tiles (apdsl.tensor.tla) ---------------------------------------------------------
+    entry("APK530", "malformed make_layout",
+          """
+`make_layout(shape, stride, origin_shape=None)` takes one stride per dimension: an int size
+with an int stride, or (CuTe-style nested modes, inner first) a tuple of sizes with a tuple of
+strides of the same length, e.g. the zN layout of a 32 x 32 float16 matrix is
+`make_layout(((16, 2), (16, 2)), ((16, 256), (1, 512)))`.  Sizes are at least 1.
+""",
+          """
+# python
+import apdsl
+apdsl.make_layout((8, 16), (16,))
+"""),
+    entry("APK531", "origin_shape does not fit the layout",
+          """
+The valid extent has one entry per dimension, each between 0 and the layout's size there.
+""",
+          """
+# python
+import apdsl
+apdsl.make_layout((8, 16), (16, 1), origin_shape=(8, 20))
+"""),
+    entry("APK532", "bad tile coordinate or shape",
+          """
+`get_tile(t, coord, shape)`, `tile_view(t, tile_coord, tile_shape)` and `make_tensor(t,
+coord=...)` take one entry per dimension of the tensor; coordinates are >= 0 (in elements for
+`get_tile` and `make_tensor`, in tiles for `tile_view`) and tile sizes >= 1.  A tile may reach
+past its parent: its valid extent is clipped (`origin_shape`).
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((8, 16), np.float32), "gm")
+apdsl.get_tile(A, (2, 4, 0), (4, 8))
+"""),
+    entry("APK533", "nested layouts tile in rank 2 only",
+          """
+As in CATLASS, a tensor with a nested (fractal) layout can be tiled only as a matrix: a batched
+NZ tensor (B, M, N) must first lose its batch dimension (`t[b, :, :]`).  Plain (ND) layouts
+tile in any rank.
+""",
+          """
+# python
+import apdsl
+t = apdsl.ndarray((2, 32, 32), "float16", "l1", "NZ")
+apdsl.get_tile(t, (0, 0, 0), (1, 16, 16))
+"""),
+    entry("APK534", "make_tensor_like of a tensor of rank > 2",
+          """
+`make_tensor_like` builds a tile for the data of a tile of rank 1 or 2 (CATLASS supports
+likeTensor.rank <= 2).  Index batch dimensions away first.
+""",
+          """
+# python
+import apdsl
+t = apdsl.ndarray((2, 32, 32), "float16", "gm")
+apdsl.make_tensor_like("l1", t, "NZ")
+"""),
+    entry("APK535", "layout_base outside L1",
+          """
+`layout_base` fixes the full tile's layout, which CATLASS allows for L1 tiles only: an L0 tile's
+layout is determined by its valid extent (rounded up to whole fractals), so customising it is
+not a layout the cube unit expects.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((40, 40), np.float16), "gm")
+tail = apdsl.tile_view(A, (1, 1), (32, 32))
+apdsl.make_tensor_like("l0a", tail, "ZZ", layout_base=(32, 32))
+"""),
+    entry("APK536", "tile does not fit its storage",
+          """
+A tile bound to an existing tensor (`make_tensor_like(l1_buffer, tile, "NZ")`) must fit in that
+tensor's storage, and a `layout_base` must cover the tile's valid extent.  Declare the buffer
+with the largest tile shape the loop uses.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((64, 64), np.float16), "gm")
+buf = apdsl.ndarray((32, 32), "float16", "l1", "NZ")
+apdsl.make_tensor_like(buf, apdsl.tile_view(A, (0, 0), (64, 64)), "NZ")
+"""),
+    entry("APK537", "bound tensor of another format or dtype",
+          """
+`make_tensor_like(target, like, format, dtype)` with a tensor as target binds a tile in the
+given format and dtype to that tensor's storage; the target must be declared with them (for
+example `l1_a = ndarray((128, 256), f16, l1, "NZ")`), so its format and dtype say what it holds.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((32, 32), np.float16), "gm")
+buf = apdsl.ndarray((32, 32), "float16", "l1", "ND")
+apdsl.make_tensor_like(buf, A, "NZ")
+"""),
+    entry("APK538", "view method cannot keep a tail tile's valid extent",
+          """
+Indexing, slicing and permuting a TLA tile keep track of its valid extent (indexing `t[i, :]`
+gives a sub-view whose coord restarts at 0).  Other view methods (reshape, rearrange, broadcast,
+view with another dtype size, ...) cannot say where a tail tile's valid data is, and its
+padding holds none, so they are refused on a tail tile.  Take the valid part first:
+`get_tile(t, (0, 0), t.origin_shape)`.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((40, 40), np.float32), "gm")
+tail = apdsl.tile_view(A, (1, 1), (32, 32))
+tail.expand_dim(0)
+"""),
+    entry("APK539", "TLA tile of a dynamic view",
+          """
+TLA tiles are static views: a view with a runtime index (select with a tensor or register,
+`vector_select`, `.ap(scalar_offset=...)`) or with register strides cannot be tiled or bound.
+Tile first, then select dynamically.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+A = apdsl.from_numpy(np.zeros((8, 16), np.float32), "hbm")
+r = apdsl.register_alloc(0)
+apdsl.make_tensor(A.select(0, r))
 """),
 ]

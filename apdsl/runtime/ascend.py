@@ -204,31 +204,40 @@ def _row_tails(d: Tensor) -> np.ndarray | None:
 
 def forget(t: Tensor) -> None:
     """Mark every element of view `t` unwritten: a tile bound to a reused buffer holds whatever
-    the previous tile left there, which is not data of this tile."""
+    the previous tile left there, which is not data of this tile.  (Binding keeps the tile's
+    dtype, so its elements are the storage's native elements.)"""
     storage = t.storage
     counted = ex._written_count.get(storage)
-    if not storage.all_written and not counted:
+    if not storage.all_written and not counted or t.dtype != storage.dtype:
         return  # nothing of the storage was ever written
+    total = storage.elements_total
+    if t.size == total and t.layout.span() == (0, total - 1):
+        # the tile is the whole buffer (a format layout touches each element once; were an
+        # odd make_layout one to repeat elements, forgetting all of them errs on the safe side)
+        if storage.all_written:
+            storage.all_written = False  # the mask is made again, all False, when needed
+        else:
+            storage.mask[...] = False
+        ex._written_count[storage] = 0
+        return
     acc = ex.resolve(t, "make_tensor_like", "target")
     mask = storage.mask  # materialised (all True when everything was written)
     was_all = storage.all_written
     storage.all_written = False
-    parts = acc.parts if isinstance(acc, ex.Pieces) else [(None, acc)]
     cleared = 0
-    for _, part in parts:
+    for _, part in acc.parts if isinstance(acc, ex.Pieces) else [(None, acc)]:
         if type(part) is ex.Strided:
             view = np.ndarray(part.lshape, np.bool_, buffer=mask, offset=part.offset,
                               strides=part.lstrides)
-        else:
-            view = mask[np.reshape(part.offsets(), -1)]
-        cleared += int(np.count_nonzero(view))
-        if type(part) is ex.Strided:
+            cleared += int(np.count_nonzero(view))
             view[...] = False
         else:
-            mask[np.reshape(part.offsets(), -1)] = False
+            where = np.reshape(part.offsets(), -1)
+            cleared += int(np.count_nonzero(mask[where]))
+            mask[where] = False
     # keep execute's count of written elements exact, or it could declare the storage whole
-    total = storage.elements_total if was_all else (counted or 0)
-    ex._written_count[storage] = max(0, total - cleared)
+    before = total if was_all else (counted or 0)
+    ex._written_count[storage] = max(0, before - cleared)
 
 
 # =============================================================================================

@@ -451,7 +451,7 @@ def _bind(target: Tensor, origin: Shape, fmt: str, dt: DType, layout_base: Any) 
     lo, hi = layout.span()
     limit = target.storage.nbytes * 8 // dt.bits
     if lo < 0 or hi >= limit:
-        raise _err("APK536", f"make_tensor_like: a {fmt} tile of {layout.shape} needs storage "
+        raise _err("APK536", f"make_tensor_like: a {layout.shape} tile in {fmt} needs storage "
                    f"elements {lo}..{hi}; {target.name} has {limit}",
                    notes=[f"valid extent {origin}, target {target.storage.describe()}"],
                    help="declare the buffer with the largest tile shape the loop uses",

@@ -124,7 +124,10 @@ class Interpreter:
 
     # -- errors -------------------------------------------------------------------------------
     def report(self, err: ApdslError) -> None:
-        key = (err.code, err.span)
+        # One report per code and line: the static checker and the dry run often find the
+        # same mistake, one at the argument and one at the call.
+        s = err.span
+        key = (err.code, None if s is None else (s.file, s.line))
         if key not in self._seen:
             self._seen.add(key)
             self.errors.append(err)

@@ -202,6 +202,10 @@ def _row_tails(d: Tensor) -> np.ndarray | None:
 # Binding a tile to existing storage
 # =============================================================================================
 
+# Per bound tile: whether it is its whole buffer (decided once; loops bind the same tiles).
+_whole: weakref.WeakKeyDictionary[Tensor, bool] = weakref.WeakKeyDictionary()
+
+
 def forget(t: Tensor) -> None:
     """Mark every element of view `t` unwritten: a tile bound to a reused buffer holds whatever
     the previous tile left there, which is not data of this tile.  (Binding keeps the tile's
@@ -211,9 +215,12 @@ def forget(t: Tensor) -> None:
     if not storage.all_written and not counted or t.dtype != storage.dtype:
         return  # nothing of the storage was ever written
     total = storage.elements_total
-    if t.size == total and t.layout.span() == (0, total - 1):
+    whole = _whole.get(t)
+    if whole is None:
         # the tile is the whole buffer (a format layout touches each element once; were an
         # odd make_layout one to repeat elements, forgetting all of them errs on the safe side)
+        whole = _whole[t] = t.size == total and t.layout.span() == (0, total - 1)
+    if whole:
         if storage.all_written:
             storage.all_written = False  # the mask is made again, all False, when needed
         else:
@@ -394,6 +401,12 @@ def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
 
 def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,
             out: np.dtype) -> None:
+    if accumulate and out.kind == "f" and type(acc_d) is ex.Strided \
+            and acc_d.storage.all_written and acc_d.injective():
+        # add in place through the fractal view: nothing to check, nothing newly written
+        dst = acc_d.array()
+        np.add(dst, product.reshape(acc_d.lshape), out=dst, casting="unsafe")
+        return
     if accumulate:
         product = product + ex.read(acc_d, label, "dst").reshape(product.shape)
     if out.kind == "i":  # the int32 accumulator wraps

@@ -584,8 +584,8 @@ class Interpreter:
                                help="put the module next to the importing file or in stdlib/")
         if dotted in self.importing:
             raise ApdslIOError(f"circular import of '{dotted}'", code="APK604")
-        source = path.read_text(encoding="utf-8")
-        tree = parse(source, shown)
+        from .program import read_source
+        tree = parse(read_source(path, shown), shown)
         namespace: dict[str, Any] = {}
         module = Module(dotted, shown, namespace)
         self.importing.append(dotted)

@@ -20,6 +20,22 @@ from ..syntax import ast
 from .values import Function
 
 
+def read_source(path: str | Path, shown: str | None = None) -> str:
+    """The text of an `.apk` file; a missing, unreadable or non-UTF-8 file is an ApdslIOError
+    that names it as `shown` (default: the path)."""
+    p, shown = Path(path), shown or str(path)
+    if not p.is_file():
+        what = "it is a folder" if p.is_dir() else "no such file"
+        raise ApdslIOError(f"cannot read '{shown}': {what}", code="APK601", path=shown)
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ApdslIOError(f"'{shown}' is not UTF-8 text", code="APK605", path=shown) from None
+    except OSError as e:
+        raise ApdslIOError(f"cannot read '{shown}': {e.strerror}", code="APK601",
+                           path=shown) from None
+
+
 class UsageError(Exception):
     """The command line itself is wrong (exit status 2): unknown kernel, `-i` naming no
     parameter, several kernels and none named."""
@@ -44,18 +60,7 @@ class Program:
 
     @classmethod
     def from_path(cls, path: str) -> Program:
-        p = Path(path)
-        if not p.is_file():
-            what = "it is a folder" if p.is_dir() else "no such file"
-            raise ApdslIOError(f"cannot read '{path}': {what}", code="APK601", path=path)
-        try:
-            source = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise ApdslIOError(f"'{path}' is not UTF-8 text", code="APK605", path=path) from None
-        except OSError as e:
-            raise ApdslIOError(f"cannot read '{path}': {e.strerror}", code="APK601",
-                               path=path) from None
-        return cls(source, path, str(p.parent))
+        return cls(read_source(path), path, str(Path(path).parent))
 
     # -- queries ------------------------------------------------------------------------------
     def kernels(self) -> list[ast.Kernel]:
@@ -135,10 +140,14 @@ class Program:
         namespace: dict[str, Any] = {}
         with fresh_accounting(), collect_warnings() as warnings, \
                 (tracing() if trace else nullcontext()) as tr:
-            interp.exec_module(self.module, namespace)
-            value = None
-            if name is not None:
-                value = call_kernel(namespace[name], inputs, interp, namespace)
+            try:
+                interp.exec_module(self.module, namespace)
+                value = None
+                if name is not None:
+                    value = call_kernel(namespace[name], inputs, interp, namespace)
+            except ApdslError as e:
+                e.sources = dict(interp.sources)  # type: ignore[attr-defined]  # for rendering
+                raise
         return RunResult(value, name, interp, tr, list(warnings))
 
 

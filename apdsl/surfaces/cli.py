@@ -76,7 +76,9 @@ def _version() -> str:
     return f"apdsl {__version__}"
 
 
-class _Exit(Exception):
+class Exit(Exception):
+    """Ends a command with an exit status; what the user needs to know is already printed."""
+
     def __init__(self, status: int) -> None:
         self.status = status
 
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[args.command](args)
-    except _Exit as e:
+    except Exit as e:
         return e.status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -99,67 +101,69 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-# -- helpers ----------------------------------------------------------------------------------
+# -- plumbing shared by the commands (show and the REPL use it too) --------------------------------
 
-def _usage(message: str) -> _Exit:
+def usage(message: str) -> Exit:
     print(f"apdsl: error: {message}", file=sys.stderr)
-    return _Exit(2)
+    return Exit(2)
 
 
-def _color() -> bool:
-    from .diagnostics import use_color
-    return use_color(sys.stderr)
-
-
-def _report(errors: list[ApdslError], sources: dict[str, str]) -> None:
-    from .diagnostics import render
-    color = _color()
+def report(errors: list[ApdslError], sources: dict[str, str]) -> None:
+    """Render diagnostics to stderr; stdlib files that spans point into are read as needed."""
+    from .diagnostics import render, use_color
+    color = use_color(sys.stderr)
+    sources = with_module_sources(sources, errors)
     for err in errors:
         text = render(err, sources, color=color)
         sys.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
-def _sources(file: str, interp: Any = None, extra: str | None = None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if extra is not None:
-        out[file] = extra
-    if interp is not None:
-        out.update(interp.sources)
+def with_module_sources(sources: dict[str, str], errors: list[ApdslError]) -> dict[str, str]:
+    from ..resources import stdlib_path
+    out = dict(sources)
+    for e in errors:
+        for span in [e.span, *[lab.span for lab in e.labels]]:
+            if span is None or span.file in out:
+                continue
+            path = span.file
+            if path.startswith("<stdlib>/"):
+                path = str(stdlib_path() / path[len("<stdlib>/"):])
+            try:
+                with open(path, encoding="utf-8") as f:
+                    out[span.file] = f.read()
+            except (OSError, UnicodeDecodeError):
+                pass
     return out
 
 
-def _fail(err: ApdslError, file: str, source: str | None, interp: Any = None) -> _Exit:
-    if err.span is None and "file" not in err.facts:
-        err.facts["file"] = file
-    _report([err], _sources(file, interp, source))
-    return _Exit(1)
+def fail(errors: list[ApdslError], sources: dict[str, str], file: str | None = None) -> Exit:
+    """Report errors (an error without a span is headed by `file`) and exit with status 1."""
+    for err in errors:
+        if err.span is None and file is not None:
+            err.facts.setdefault("file", file)
+    report(errors, sources)
+    return Exit(1)
 
 
-def _set_target(name: str | None) -> None:
+def apply_target(name: str | None) -> None:
     if name:
         from ..tensor.targets import get_target, set_target
         try:
             get_target(name)
         except ApdslError as e:
-            raise _usage(f"--target: {e.message}" + (f" ({e.help})" if e.help else "")) from None
+            raise usage(f"--target: {e.message}" + (f" ({e.help})" if e.help else "")) from None
         set_target(name)
 
 
-def _load(file: str) -> Any:
+def load_program(file: str) -> Any:
     from ..semantics.program import Program
     try:
         return Program.from_path(file)
     except ApdslError as e:
-        source = None
-        try:
-            with open(file, encoding="utf-8") as f:
-                source = f.read()
-        except (OSError, UnicodeDecodeError):
-            pass
-        raise _fail(e, file, source) from None
+        raise fail([e], {}, file) from None
 
 
-def _internal(e: Exception) -> _Exit:
+def internal_error(e: Exception) -> Exit:
     import traceback
     print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
     if os.environ.get("APDSL_DEBUG"):
@@ -167,26 +171,24 @@ def _internal(e: Exception) -> _Exit:
     else:
         print("this is a bug in apdsl, not in your program; set APDSL_DEBUG=1 for details",
               file=sys.stderr)
-    return _Exit(1)
+    return Exit(1)
 
 
 # -- commands ---------------------------------------------------------------------------------
 
 def cmd_check(args: argparse.Namespace) -> int:
-    _set_target(args.target)
+    apply_target(args.target)
     if args.json:
         return _check_json(args)
-    program = _load(args.file)
+    program = load_program(args.file)
     try:
         errors = program.check()
     except ApdslError as e:
         errors = [e]
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
-        raise _internal(e) from None
-    sources = {program.file: program.source}
-    _add_module_sources(sources, errors)
+        raise internal_error(e) from None
     real = [e for e in errors if e.severity == "error"]
-    _report(errors, sources)
+    report(errors, {program.file: program.source})
     n_k = len(program.kernels())
     if real:
         print(f"{args.file}: {len(real)} error{'s' if len(real) != 1 else ''}", file=sys.stderr)
@@ -194,22 +196,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"{args.file}: ok ({n_k} kernel{'s' if n_k != 1 else ''}"
           f"{f', {len(errors)} warnings' if errors else ''})")
     return 0
-
-
-def _add_module_sources(sources: dict[str, str], errors: list[ApdslError]) -> None:
-    from ..resources import stdlib_path
-    for e in errors:
-        for span in [e.span, *[lab.span for lab in e.labels]]:
-            if span is None or span.file in sources:
-                continue
-            path = span.file
-            if path.startswith("<stdlib>/"):
-                path = str(stdlib_path() / path[len("<stdlib>/"):])
-            try:
-                with open(path, encoding="utf-8") as f:
-                    sources[span.file] = f.read()
-            except OSError:
-                pass
 
 
 def _check_json(args: argparse.Namespace) -> int:
@@ -223,7 +209,7 @@ def _check_json(args: argparse.Namespace) -> int:
             e.facts.setdefault("file", args.file)
         errors = [e]
     except Exception as e:  # noqa: BLE001
-        raise _internal(e) from None
+        raise internal_error(e) from None
     for e in errors:
         obj = to_json(e)
         if obj.get("file") is None:
@@ -237,9 +223,9 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
     for item in pairs:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise _usage(f"-i expects NAME=PATH.npy, got '{item}'")
+            raise usage(f"-i expects NAME=PATH.npy, got '{item}'")
         if name in out:
-            raise _usage(f"-i {name} given twice")
+            raise usage(f"-i {name} given twice")
         out[name] = path
     return out
 
@@ -248,9 +234,9 @@ def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
     from ..runtime.files import read_npy
     from ..runtime.options import options
     from ..semantics.program import UsageError
-    _set_target(args.target)
+    apply_target(args.target)
     paths = _parse_inputs(getattr(args, "inputs", []))
-    program = _load(args.file)
+    program = load_program(args.file)
     try:
         program.select_kernel(args.kernel)
         params = program.kernel_params(program.select_kernel(args.kernel) or "")
@@ -259,13 +245,13 @@ def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
                 raise UsageError(f"-i {name}: no kernel parameter is called '{name}' "
                                  f"(parameters: {', '.join(params) or 'none'})")
     except UsageError as e:
-        raise _usage(str(e)) from None
+        raise usage(str(e)) from None
     inputs = {}
     for name, path in paths.items():
         try:
             inputs[name] = read_npy(path)
         except ApdslError as e:
-            raise _fail(e, path, None) from None
+            raise fail([e], {}, path) from None
     settings = {"init_check": not getattr(args, "no_init_check", False)}
     if getattr(args, "strict_padding", False):
         settings["strict_padding"] = True
@@ -274,23 +260,14 @@ def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
         with options(**settings):
             result = program.run(args.kernel, inputs, trace=trace)
     except UsageError as e:
-        raise _usage(str(e)) from None
+        raise usage(str(e)) from None
     except ApdslError as e:
-        interp = getattr(e, "interpreter", None)
-        sources = {program.file: program.source}
-        _add_module_sources(sources, [e])
-        _report([e], sources if interp is None else {**interp.sources, **sources})
-        raise _Exit(1) from None
-    except RecursionError:
-        from ..errors import ApdslTypeError
-        raise _fail(ApdslTypeError("recursion too deep", code="APK123"), args.file,
-                    program.source) from None
+        sources = {**getattr(e, "sources", {}), program.file: program.source}
+        raise fail([e], sources, args.file) from None
     except Exception as e:  # noqa: BLE001
-        raise _internal(e) from None
+        raise internal_error(e) from None
     if result.warnings:
-        sources = {**result.interpreter.sources, program.file: program.source}
-        _add_module_sources(sources, result.warnings)
-        _report(result.warnings, sources)
+        report(result.warnings, {**result.interpreter.sources, program.file: program.source})
     return program, result
 
 
@@ -300,8 +277,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         if value is None:
             from ..errors import ApdslIOError
-            raise _fail(ApdslIOError("-o: the program has no kernel result to write",
-                                     code="APK607"), args.file, program.source)
+            raise fail([ApdslIOError("-o: the program has no kernel result to write",
+                                     code="APK607")], {}, args.file)
         _write_output(value, args.output, program)
     if result.kernel is not None:
         print(_summary(value, result.kernel))
@@ -317,7 +294,7 @@ def _write_output(value: Any, path: str, program: Any) -> None:
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         write_npy(path, widen_for_npy(array))
     except ApdslError as e:
-        raise _fail(e, path, None) from None
+        raise fail([e], {}, path) from None
 
 
 def _summary(value: Any, kernel: str) -> str:
@@ -380,7 +357,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:
         from . import show
     except ImportError:
-        raise _usage("show is not available in this build") from None
+        raise usage("show is not available in this build") from None
     return show.command(args)
 
 
@@ -388,7 +365,7 @@ def cmd_repl(args: argparse.Namespace) -> int:
     try:
         from . import repl
     except ImportError:
-        raise _usage("repl is not available in this build") from None
+        raise usage("repl is not available in this build") from None
     return repl.main()
 
 
@@ -400,12 +377,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(render_list(all_entries(), color=color))
         return 0
     if not args.code:
-        raise _usage("explain needs a CODE (for example APK203) or --list")
+        raise usage("explain needs a CODE (for example APK203) or --list")
     entry = lookup(args.code)
     if entry is None:
         from difflib import get_close_matches
         close = get_close_matches(args.code.upper(), list(all_entries()), n=3)
-        raise _usage(f"unknown error code '{args.code}'"
+        raise usage(f"unknown error code '{args.code}'"
                      + (f"; did you mean {', '.join(close)}?" if close else
                         "; `apdsl explain --list` shows every code"))
     print(render_explain(entry, color=color))

@@ -25,11 +25,10 @@ path imports them lazily, because the CLI's cold start is a product target.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 __all__ = ["render", "to_json", "use_color", "render_explain", "render_list"]

@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ApdslError, ApdslIOError, ApdslTypeError
+from ..errors import ApdslError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
 
@@ -325,25 +325,16 @@ class Session:
             print(drawing, file=self.out)
 
     def _load(self, arg: str) -> None:
+        from ..semantics.program import read_source
         from ..syntax.parser import parse
         if not arg:
             self._usage(":load needs a file name, e.g. :load kernels/matmul.apk")
             return
-        path = Path(arg)
-        if not path.is_file():
-            what = "it is a folder" if path.is_dir() else "no such file"
-            raise ApdslIOError(f"cannot read '{arg}': {what}", code="APK601", path=arg)
-        try:
-            source = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise ApdslIOError(f"'{arg}' is not UTF-8 text", code="APK605", path=arg) from None
-        except OSError as e:
-            raise ApdslIOError(f"cannot read '{arg}': {e.strerror}", code="APK601",
-                               path=arg) from None
+        source = read_source(arg)
         self.interp.sources[arg] = source
         module = parse(source, arg)
         saved = self.interp.base_dir
-        self.interp.base_dir = path.parent
+        self.interp.base_dir = Path(arg).parent
         try:
             from ..runtime.trace import collect_warnings
             with collect_warnings() as warnings:

@@ -20,16 +20,12 @@ from typing import Any
 from ..errors import ApdslError, ApdslIOError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
+from .cli import Exit, apply_target, fail, internal_error, load_program, report
 from .picture import Picture
 
 __all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
 
 COMMAND_LINE = "<command line>"
-
-
-class _Exit(Exception):
-    def __init__(self, status: int) -> None:
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -44,25 +40,25 @@ def command(args: Any) -> int:
     """Entry point of `apdsl show` (argparse args: file, name, svg, steps, target)."""
     try:
         return _command(args)
-    except _Exit as e:
+    except Exit as e:
         return e.status
 
 
 def _command(args: Any) -> int:
     from ..runtime.trace import collect_warnings
     from ..tensor.storage import fresh_accounting
-    _set_target(getattr(args, "target", None))
-    program = _load(args.file)
+    apply_target(getattr(args, "target", None))
+    program = load_program(args.file)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
     with fresh_accounting(), collect_warnings() as warnings:
         try:
             interp.exec_module(program.module, namespace)
         except ApdslError as e:
-            raise _fail([e], interp.sources) from None
+            raise fail([e], interp.sources) from None
         except Exception as e:  # noqa: BLE001 - never a traceback for the user
-            raise _internal(e) from None
-        _report(list(warnings), interp.sources)
+            raise internal_error(e) from None
+        report(list(warnings), interp.sources)
         try:
             value = lookup(namespace, args.name, interp)
             if getattr(args, "steps", False):
@@ -71,14 +67,14 @@ def _command(args: Any) -> int:
                 steps = [Step(_title(program.module, args.name), value)]
             pictures = [Picture.of(s.tensor, s.title) for s in steps]
         except ApdslError as e:
-            raise _fail([e], interp.sources) from None
+            raise fail([e], interp.sources) from None
         except Exception as e:  # noqa: BLE001
-            raise _internal(e) from None
+            raise internal_error(e) from None
     if getattr(args, "svg", None):
         try:
             write_svg(pictures, args.svg)
         except ApdslError as e:
-            raise _fail([e], interp.sources) from None
+            raise fail([e], interp.sources) from None
         print(f"wrote {args.svg}")
         return 0
     _print_pictures(pictures)
@@ -284,70 +280,3 @@ def _same_view(a: Tensor, b: Tensor) -> bool:
         a.dynamic == b.dynamic
 
 
-# -- command-line plumbing (as `apdsl check` and `run` report) ----------------------------------
-
-def _set_target(name: str | None) -> None:
-    if not name:
-        return
-    from ..tensor.targets import get_target, set_target
-    try:
-        get_target(name)
-    except ApdslError as e:
-        print(f"apdsl: error: --target: {e.message}" + (f" ({e.help})" if e.help else ""),
-              file=sys.stderr)
-        raise _Exit(2) from None
-    set_target(name)
-
-
-def _load(file: str) -> Any:
-    from ..semantics.program import Program
-    try:
-        return Program.from_path(file)
-    except ApdslError as e:
-        source = None
-        try:
-            source = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            pass
-        if e.span is None:
-            e.facts.setdefault("file", file)
-        raise _fail([e], {file: source} if source is not None else {}) from None
-
-
-def _report(errors: list[ApdslError], sources: dict[str, str]) -> None:
-    from .diagnostics import render, use_color
-    color = use_color(sys.stderr)
-    for err in errors:
-        text = render(err, _with_modules(sources, err), color=color)
-        sys.stderr.write(text if text.endswith("\n") else text + "\n")
-
-
-def _with_modules(sources: dict[str, str], err: ApdslError) -> dict[str, str]:
-    """Sources plus stdlib modules a span points into (imported modules are in `sources`)."""
-    out = dict(sources)
-    for span in [err.span, *[lab.span for lab in err.labels]]:
-        if span is None or span.file in out or not span.file.startswith("<stdlib>/"):
-            continue
-        from ..resources import stdlib_path
-        try:
-            out[span.file] = (stdlib_path() / span.file[len("<stdlib>/"):]).read_text(
-                encoding="utf-8")
-        except OSError:
-            pass
-    return out
-
-
-def _fail(errors: list[ApdslError], sources: dict[str, str]) -> _Exit:
-    _report(errors, sources)
-    return _Exit(1)
-
-
-def _internal(e: Exception) -> _Exit:
-    import traceback
-    print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-    if os.environ.get("APDSL_DEBUG"):
-        traceback.print_exc()
-    else:
-        print("this is a bug in apdsl, not in your program; set APDSL_DEBUG=1 for details",
-              file=sys.stderr)
-    return _Exit(1)

@@ -32,7 +32,7 @@ from . import formats, targets
 from .ascend import fractal_c0
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
-from .layout import Layout, is_static
+from .layout import Layout
 from .view import Tensor, ndarray
 
 Shape = tuple[int, ...]
@@ -159,10 +159,6 @@ def valid_shape(t: Tensor) -> Shape:
     return tuple(t.shape) if t.origin_shape is None else tuple(t.origin_shape)
 
 
-def is_tile(t: Tensor) -> bool:
-    return t.origin_shape is not None
-
-
 def _root_layout(t: Tensor, padded: bool) -> Layout:
     """The layout a whole declared tensor of this storage has (padded: over its whole fractals)."""
     s = t.storage
@@ -232,9 +228,9 @@ def make_tensor(t: Any, layout: Any = None, coord: Any = None) -> Tensor:
     if layout is None:
         base, origin = t.layout, valid_shape(t)
     elif isinstance(layout, TlaLayout):
-        base, origin = layout.to_layout(_int_offset(t, "make_tensor")), layout.origin_shape
+        base, origin = layout.to_layout(_int_offset(t)), layout.origin_shape
     elif isinstance(layout, Layout):
-        base = Layout(layout.dims, layout.base - layout.offset + _int_offset(t, "make_tensor"))
+        base = Layout(layout.dims, layout.base - layout.offset + _int_offset(t))
         origin = base.shape
     else:
         raise ApdslTypeError(f"make_tensor: layout must come from make_layout, got "
@@ -245,11 +241,9 @@ def make_tensor(t: Any, layout: Any = None, coord: Any = None) -> Tensor:
                   coord=start, origin_shape=tuple(origin))
 
 
-def _int_offset(t: Tensor, op: str) -> int:
-    off = t.layout.offset
-    if not is_static(off):
-        _plain_static(t, op)
-    return int(off)
+def _int_offset(t: Tensor) -> int:
+    """The view's first storage element (static: callers checked with `_plain_static`)."""
+    return int(t.layout.offset)
 
 
 # Views are immutable and a tile is a function of its parent and arguments, so a loop that cuts
@@ -366,7 +360,7 @@ def _base_layout(layout_base: Any, fmt: str, dt: DType, buffer: str) -> Layout:
     return Layout(lay.dims, lay.base - lay.offset)
 
 
-def make_tensor_like(target: Any, like: Any, format: Any = "ND", dtype: Any = None,
+def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
                      layout_base: Any = None) -> Tensor:
     """A tile in another buffer for the data of `like`: same valid extent (`like.origin_shape`),
     its shape rounded up to whole fractals of `format`.
@@ -388,8 +382,7 @@ def make_tensor_like(target: Any, like: Any, format: Any = "ND", dtype: Any = No
             else _key(layout_base) if layout_base is not None else ()
         tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
                          lambda: _bind(target, origin, fmt, dt, layout_base))
-        from ..runtime.ascend import forget
-        forget(tile)
+        _runtime().forget(tile)
         return tile
     buffer = targets.buffer_name(target)
     formats.check_buffer(fmt, buffer)
@@ -410,6 +403,13 @@ def make_tensor_like(target: Any, like: Any, format: Any = "ND", dtype: Any = No
         storage = Storage(base.shape, dt, buffer, format=fmt, storage_elements=hi + 1)
         t = Tensor(storage, dt, base)
     return replace(t, coord=(0,) * len(origin), origin_shape=origin)
+
+
+@lru_cache(maxsize=1)
+def _runtime() -> Any:
+    """The Ascend runtime, imported on first use (it imports this module)."""
+    from ..runtime import ascend
+    return ascend
 
 
 def _l1_only(buffer: str) -> None:
@@ -439,7 +439,7 @@ def _bind(target: Tensor, origin: Shape, fmt: str, dt: DType, layout_base: Any) 
                                               else "")],
                    help=f"declare the buffer `as {fmt}` with dtype {dt}, or pass that "
                    "format and dtype", format=target.format, dtype=str(target.dtype))
-    offset = _int_offset(target, "make_tensor_like")
+    offset = _int_offset(target)
     if layout_base is None:
         layout = _format_layout(fmt, _padded(fmt, origin, dt, target.buffer), dt,
                                 target.buffer, offset)

@@ -15,23 +15,9 @@ import threading
 from pathlib import Path
 
 
-def _import_lark_without_regex() -> None:
-    """Lark imports the third-party `regex` module whenever it is installed (30 ms, a sixth
-    of a cold start) though an LALR parser with the standard lexer never uses it."""
-    if "regex" in sys.modules or "lark" in sys.modules:
-        return
-    sys.modules["regex"] = None  # type: ignore[assignment]  # makes `import regex` fail
-    try:
-        import lark  # noqa: F401
-    finally:
-        del sys.modules["regex"]
-
-
-_import_lark_without_regex()
-
-import lark  # noqa: E402
-from lark import Lark  # noqa: E402
-from lark.exceptions import LarkError  # noqa: E402
+import lark
+from lark import Lark
+from lark.exceptions import LarkError
 
 from ..errors import ApdslSyntaxError, Span
 from ..gcpause import paused_gc

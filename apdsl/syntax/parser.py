@@ -14,7 +14,6 @@ import sys
 import threading
 from pathlib import Path
 
-
 import lark
 from lark import Lark
 from lark.exceptions import LarkError

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,8 @@ class Interpreter:
         self.modules: dict[str, Module] = {}
         self.errors: list[ApdslError] = []  # dry mode: collected, deduplicated
         self._seen: set[tuple[str, Any]] = set()
-        self.origins: dict[int, Span] = {}  # id(tensor) -> span where the view was made
+        # tensor -> span where the view was made (weak: dead views must not lend their span)
+        self.origins: weakref.WeakKeyDictionary[Tensor, Span] = weakref.WeakKeyDictionary()
         self.importing: list[str] = []
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
@@ -338,7 +340,7 @@ class Interpreter:
             def run1(frame: Frame) -> None:
                 value = ev(frame)
                 if type(value) is Tensor:
-                    origins.setdefault(id(value), value_span)
+                    origins.setdefault(value, value_span)
                     if target_name and value.storage.name.startswith("%"):
                         value.storage.name = target_name  # `x = ndarray(...)` is called x
                 setter(frame, value)
@@ -408,7 +410,7 @@ class Interpreter:
             t = interp.allocate(shape, spec.dtype, spec.buffer, spec.format or "ND", name,
                                 span=span)
             frame.owned.append(t.storage)
-            interp.origins[id(t)] = span
+            interp.origins[t] = span
             if init is not None:
                 init(frame, t)
             frame.vars[name] = t
@@ -767,7 +769,7 @@ class Interpreter:
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
             if type(result) is Tensor:
-                interp.origins.setdefault(id(result), span)
+                interp.origins.setdefault(result, span)
             return result
         return run
 
@@ -814,7 +816,7 @@ class Interpreter:
                     e.span = _argument_span(e.facts.get("param"), arg_spans, kw_spans)
                 receiver = getattr(fn, "__self__", None)
                 if type(receiver) is Tensor and not e.labels:
-                    made = interp.origins.get(id(receiver))
+                    made = interp.origins.get(receiver)
                     if made is not None and made != span:
                         how = "declared" if made == receiver.storage.span else "made"
                         e.add_label(made, f"{receiver_text} {how} here")
@@ -824,7 +826,7 @@ class Interpreter:
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
             if type(result) is Tensor:
-                interp.origins.setdefault(id(result), span)
+                interp.origins.setdefault(result, span)
             return result
         return run
 

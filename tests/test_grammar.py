@@ -115,9 +115,8 @@ def apk_shape(node: A.Node) -> str:
     if isinstance(node, A.Str):
         return f"Str({node.value!r})"
     if isinstance(node, A.Node):
-        from dataclasses import fields
-        parts = [apk_shape(getattr(node, f.name)) for f in fields(node)
-                 if not f.name.endswith(("span", "spans"))]
+        parts = [apk_shape(getattr(node, name)) for name in node._fields
+                 if not name.endswith(("span", "spans"))]
         return f"{type(node).__name__}({', '.join(parts)})"
     if isinstance(node, tuple):
         inner = ", ".join(apk_shape(i) for i in node)

@@ -8,7 +8,6 @@ whose type is not `DTYPE[...] @ BUFFER`) are rejected here, where the node is kn
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, NoReturn
 
 from lark import Token, Transformer
@@ -105,7 +104,7 @@ class Builder(Transformer):
 
     def paren(self, c: list) -> A.Expr:
         inner = c[1]
-        return replace(inner, span=Span(self.file, c[0].line, c[0].column, c[2].end_line,
+        return A.replace(inner, span=Span(self.file, c[0].line, c[0].column, c[2].end_line,
                                         c[2].end_column))
 
     def tuple_lit(self, c: list) -> A.TupleExpr:
@@ -440,7 +439,7 @@ class Builder(Transformer):
 
     def decorated(self, c: list) -> A.Stmt:
         node = c[-1]
-        return replace(node, decorators=tuple(e for e, _ in c[:-1]),
+        return A.replace(node, decorators=tuple(e for e, _ in c[:-1]),
                        span=self._from_tok(c[0][1], node.span))
 
     def start(self, c: list) -> tuple:

@@ -31,7 +31,7 @@ _LAZY = {
     # language
     "run": "apdsl.semantics.api", "check": "apdsl.semantics.api",
 }
-_MODULES = {"formats": "apdsl.tensor.formats", "errors": "apdsl.errors"}
+_MODULES = {"formats": "apdsl.formats", "errors": "apdsl.errors"}
 
 from .errors import (  # noqa: E402
     ApdslAssertionError,

@@ -124,6 +124,26 @@ def test_tile_copy_moves_the_valid_extent_coordinate_by_coordinate():
     np.testing.assert_array_equal(l1.numpy(), a[40:, 48:])
 
 
+@pytest.mark.parametrize("buffer,kib", [("l1", 512), ("l0a", 64), ("l0b", 64), ("l0c", 128),
+                                        ("ub", 192)])
+def test_ascend_a2_capacities(buffer, kib):
+    fits = ndarray((kib * 256, 2), "float16", buffer)      # exactly the buffer
+    with _Raises("APK302"):
+        ndarray((16, 16), "float16", buffer)
+    del fits
+    ndarray((16, 16), "float16", buffer)                   # freed with its tensor
+    with _Raises("APK302"):
+        ndarray((kib * 256 + 16, 2), "float16", buffer)
+
+
+def test_fractal_padding_counts_against_capacity():
+    full = ndarray((128, 240), "float16", "l0a", "ZZ")     # 60 KiB
+    with _Raises("APK302"):
+        ndarray((20, 100), "float16", "l0a", "ZZ")        # 2000 elements, 32 x 112 in storage
+    assert full.storage.nbytes == 60 * 1024
+    ndarray((16, 120), "float16", "l0a", "ZZ")            # 16 x 128 fractals: 4 KiB, fits
+
+
 # ---------------------------------------------------------------------------- Nd2Nz zero-fill
 
 @settings(max_examples=40, deadline=None)
@@ -246,6 +266,13 @@ def test_the_tail_bug_is_caught_with_strict_padding():
     # K a multiple of the fractal: no tail, nothing to zero
     a2, b2 = a[:, :48], b[:48, :]
     run_gemm(a2, b2, source=buggy, strict=True)
+
+
+def test_gemm_tiles_beyond_the_buffers_are_refused():
+    a = np.zeros((64, 64), np.float16)
+    with _Raises("APK302") as err:
+        run_gemm(a, a, tiles=(128, 256, 256, 256))        # L0B 256x256 float16 = 128 KiB
+    assert "l0b" in err.value.message
 
 
 def test_gemm_checks_clean_and_lowers():

@@ -15,7 +15,11 @@ A copy into a matrix fractal format (NZ, ZZ, ZN) from GM zero-fills each written
 to the fractal width, as Nd2Nz does; rows past the valid extent are not written, so padding is
 only what the kernel writes.  `mmad` computes the valid extent (M, K, N); with the
 `strict_padding` option it reads K in whole fractals as hardware does, so K padding that nothing
-wrote is an uninitialised read (APK404).
+wrote is an uninitialised read (APK404).  A tile bound to a reused buffer by `make_tensor_like`
+starts unwritten (`forget`): what the previous tile left there is not its data.
+
+mmad gathers each operand from its fractal storage into a logical matrix in one strided
+cast-and-copy and multiplies with NumPy's BLAS, on one thread (see `_blas_threads`).
 """
 
 from __future__ import annotations
@@ -24,8 +28,6 @@ import ctypes
 import glob
 import os
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -212,8 +214,8 @@ def forget(t: Tensor) -> None:
     dtype, so its elements are the storage's native elements.)"""
     storage = t.storage
     counted = ex._written_count.get(storage)
-    if not storage.all_written and not counted or t.dtype != storage.dtype:
-        return  # nothing of the storage was ever written
+    if (not storage.all_written and not counted) or t.dtype != storage.dtype:
+        return  # nothing of the storage was ever written (or not a bound tile)
     total = storage.elements_total
     whole = _whole.get(t)
     if whole is None:
@@ -316,7 +318,7 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
     fns = _blas_threads()
     saved = fns[0]() if fns is not None else 1
     if saved != 1:
-        fns[1](1)  # see single_threaded_blas
+        fns[1](1)  # see _blas_threads
     try:
         product = left @ right
     finally:
@@ -358,24 +360,6 @@ def _blas_threads() -> tuple[Any, Any] | None:
                     put.restype, put.argtypes = None, [ctypes.c_int]
                     return get, put
     return None
-
-
-@contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    fns = _blas_threads()
-    if fns is None:
-        yield
-        return
-    get, put = fns
-    saved = get()
-    if saved == 1:
-        yield
-        return
-    put(1)
-    try:
-        yield
-    finally:
-        put(saved)
 
 
 # float16 -> float32 by table: every float16 bit pattern's float32 value.  A gather from the

@@ -91,8 +91,12 @@ def make_builtins(interp: Any) -> dict[str, Any]:
             call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
         else:  # Ascend instructions load on first use
 
+            loaded: list[Callable[..., Any]] = []
+
             def call(*args: Any, **kwargs: Any) -> Any:
-                return interp.instruction(name, _ascend(name), args, kwargs)
+                if not loaded:
+                    loaded.append(_ascend(name))
+                return interp.instruction(name, loaded[0], args, kwargs)
         call.__name__ = name
         return call
 
@@ -140,9 +144,13 @@ def _ascend(name: str) -> Callable[..., Any]:
 
 
 def _tla(name: str) -> Callable[..., Any]:
+    fn: list[Callable[..., Any]] = []  # the TLA module loads on first use, then stays bound
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        from ..tensor import tla
-        return getattr(tla, name)(*args, **kwargs)
+        if not fn:
+            from ..tensor import tla
+            fn.append(getattr(tla, name))
+        return fn[0](*args, **kwargs)
 
     call.__name__ = name
     return call

@@ -28,6 +28,7 @@ HOST_ATTRS = frozenset({"shape", "dtype", "T", "astype", "sum", "reshape", "max"
                         "argmax", "argmin", "ravel", "cumsum"})
 DTYPE_ATTRS = frozenset({"name", "bits"})
 REGISTER_ATTRS = frozenset({"name", "value"})
+LAYOUT_ATTRS = frozenset({"shape", "stride", "origin_shape"})
 
 
 class Absorbing:
@@ -147,6 +148,9 @@ def get_attribute(value: Any, attr: str) -> Any:
         allowed = DTYPE_ATTRS
     elif isinstance(value, VirtualRegister):
         allowed = REGISTER_ATTRS
+    elif type(value).__name__ in ("Layout", "TlaLayout"):
+        allowed = LAYOUT_ATTRS if hasattr(value, "origin_shape") else LAYOUT_ATTRS - {
+            "origin_shape"}
     elif isinstance(value, Absorbing):
         return value
     else:

@@ -265,6 +265,27 @@ class Layout:
     def is_plain(self) -> bool:
         return all(d.is_plain or d.size == 1 for d in self.dims)
 
+    @property
+    def stride(self) -> tuple:
+        """CuTe-style strides: an int per plain dim, a tuple (inner first) per nested one."""
+        return tuple(d.modes[0][1] if len(d.modes) == 1 else tuple(s for _, s in d.modes)
+                     for d in self.dims)
+
+    def __str__(self) -> str:
+        """CuTe notation, `shape:stride` with nested modes inner first, plus the offset."""
+        def mode(d: Dim) -> tuple[str, str]:
+            if len(d.modes) == 1 and d.step == 1 and d.start == 0:
+                return str(d.size), str(d.modes[0][1])
+            shape = "(" + ",".join(str(c) for c, _ in d.modes) + ")"
+            stride = "(" + ",".join(str(s) for _, s in d.modes) + ")"
+            if not d.is_regular:  # a part of the modes: which indices, as a slice would say
+                end = d.start + d.size * d.step
+                shape += f"[{d.start}:{end}{'' if d.step == 1 else f':{d.step}'}]"
+            return shape, stride
+        parts = [mode(d) for d in self.dims]
+        text = f"({','.join(p[0] for p in parts)}):({','.join(p[1] for p in parts)})"
+        return text if not self.base else f"{text}+{self.base}"
+
     def pattern(self) -> list[list[Any]]:
         """One `[stride, count]` pair per leaf mode, outermost first (regular layouts only)."""
         out: list[list[Any]] = []

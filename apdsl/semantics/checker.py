@@ -37,21 +37,9 @@ class Checker:
         """Every name a block (and its nested blocks, not functions) binds."""
         out: set[str] = set()
         for node in body:
-            if isinstance(node, ast.Decl):
-                out.add(node.name)
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    out.update(_names_in_target(t))
-            elif isinstance(node, ast.AugAssign):
-                out.update(_names_in_target(node.target))
-            elif isinstance(node, (ast.FunctionDef, ast.Kernel)):
-                out.add(node.name)
-            elif isinstance(node, ast.Import):
-                out.add(node.alias or node.module.split(".")[0])
-            elif isinstance(node, ast.FromImport):
-                out.update(alias or name for name, alias in node.names)
-            elif isinstance(node, ast.For):
-                out.update(_names_in_target(node.target))
+            out.update(ast.bound_names(node))
+            if isinstance(node, ast.For):
+                out.update(ast.target_names(node.target))
                 out.update(self._bound(node.body))
             elif isinstance(node, ast.If):
                 out.update(self._bound(node.body))
@@ -79,7 +67,7 @@ class Checker:
         elif isinstance(node, ast.Assign):
             self._expr(node.value, scopes)
             for t in node.targets:
-                if not _names_in_target(t) or not _is_target(t):
+                if not ast.target_names(t) or not _is_target(t):
                     self.errors.append(ApdslNameError(
                         "cannot assign to this expression", code="APK107", span=t.span,
                         help="assign to a name or a tuple of names; views are made by methods, "
@@ -212,14 +200,6 @@ class Checker:
                 f"{name}() is missing {'argument' if len(missing) == 1 else 'arguments'} "
                 f"{', '.join(repr(m) for m in missing)}", code="APK102", span=node.span,
                 help=f"parameters: {', '.join(params)}"))
-
-
-def _names_in_target(t: Any) -> list[str]:
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
-        return [n for i in t.items for n in _names_in_target(i)]
-    return []
 
 
 def _is_target(t: Any) -> bool:

@@ -248,11 +248,11 @@ class Interpreter:
                         st(frame)
                     except ApdslError as e:
                         interp.report(e.with_span(span))
-                        for name in _defined_names(node):
+                        for name in ast.bound_names(node):
                             frame.vars[name] = POISON
                     except _PY_ERRORS as e:
                         interp.report(_python_error(e, span))
-                        for name in _defined_names(node):
+                        for name in ast.bound_names(node):
                             frame.vars[name] = POISON
                 if frees:
                     _free(frame, mark)
@@ -298,19 +298,17 @@ class Interpreter:
         return run
 
     def _stmt_Break(self, node: Any) -> Closure:
-        if not self._loops:
-            return self._outside("break", "a loop", node.span)
-
-        def run(frame: Frame) -> None:
-            raise _Break
-        return run
+        return self._jump("break", _Break, node.span)
 
     def _stmt_Continue(self, node: Any) -> Closure:
+        return self._jump("continue", _Continue, node.span)
+
+    def _jump(self, what: str, signal: type[Exception], span: Span) -> Closure:
         if not self._loops:
-            return self._outside("continue", "a loop", node.span)
+            return self._outside(what, "a loop", span)
 
         def run(frame: Frame) -> None:
-            raise _Continue
+            raise signal
         return run
 
     def _stmt_Return(self, node: Any) -> Closure:
@@ -886,33 +884,6 @@ def _free(frame: Frame, mark: int = 0) -> None:
     for storage in frame.owned[mark:]:
         storage.free()
     del frame.owned[mark:]
-
-
-def _defined_names(node: Any) -> list[str]:
-    if isinstance(node, ast.Decl):
-        return [node.name]
-    if isinstance(node, ast.Assign):
-        out: list[str] = []
-        for t in node.targets:
-            out.extend(_target_names(t))
-        return out
-    if isinstance(node, ast.AugAssign):
-        return _target_names(node.target)
-    if isinstance(node, (ast.FunctionDef, ast.Kernel)):
-        return [node.name]
-    if isinstance(node, ast.Import):
-        return [node.alias or node.module.split(".")[0]]
-    if isinstance(node, ast.FromImport):
-        return [alias or name for name, alias in node.names]
-    return []
-
-
-def _target_names(t: Any) -> list[str]:
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
-        return [n for i in t.items for n in _target_names(i)]
-    return []
 
 
 def _is_nki_module(name: str) -> bool:

@@ -424,6 +424,32 @@ def children(node: Node) -> Iterator[Node]:
                     yield item
 
 
+def target_names(target: Node) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, c)`)."""
+    if isinstance(target, Name):
+        return [target.id]
+    if isinstance(target, (TupleExpr, ListExpr)):
+        return [n for item in target.items for n in target_names(item)]
+    return []
+
+
+def bound_names(stmt: Node) -> list[str]:
+    """The names a statement itself binds (not those of the blocks nested in it)."""
+    if isinstance(stmt, Decl):
+        return [stmt.name]
+    if isinstance(stmt, Assign):
+        return [n for t in stmt.targets for n in target_names(t)]
+    if isinstance(stmt, AugAssign):
+        return target_names(stmt.target)
+    if isinstance(stmt, (FunctionDef, Kernel)):
+        return [stmt.name]
+    if isinstance(stmt, Import):
+        return [stmt.alias or stmt.module.split(".")[0]]
+    if isinstance(stmt, FromImport):
+        return [alias or name for name, alias in stmt.names]
+    return []
+
+
 def walk(node: Node) -> Iterator[Node]:
     """`node` and every node below it, parents before children."""
     stack = [node]

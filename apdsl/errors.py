@@ -61,9 +61,9 @@ class ApdslError(Exception):
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
 
-    def with_span(self, span: Span | None, *, override: bool = False) -> ApdslError:
+    def with_span(self, span: Span | None) -> ApdslError:
         """Attach the span of the statement that raised, unless a finer one is already set."""
-        if span is not None and (self.span is None or override):
+        if span is not None and self.span is None:
             self.span = span
         return self
 

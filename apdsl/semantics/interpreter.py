@@ -31,6 +31,7 @@ from ..errors import (
     Span,
 )
 from ..gcpause import paused_gc
+from ..runtime import trace as _trace
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .values import POISON, UNKNOWN, Absorbing, Function, Module, get_attribute, show, type_name
@@ -141,13 +142,12 @@ class Interpreter:
         return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        from ..runtime.options import OPTIONS
-        from ..runtime.trace import set_location
         span = self.call_span
         if span is not None:
-            set_location(span.file, span.line, span)
+            _trace.set_location(span.file, span.line, span)
         if not self.dry:
             return fn(*args, **kwargs)
+        from ..runtime.options import OPTIONS
         saved = OPTIONS.execute
         OPTIONS.execute = False
         try:

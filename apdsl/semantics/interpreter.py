@@ -83,6 +83,11 @@ class _Break(Exception):
     pass
 
 
+class Reported(Exception):
+    """Check mode: an assertion failed and was reported; the rest of its block is not run (it
+    would only report what follows from the failure), and callers poison what it defined."""
+
+
 class _Continue(Exception):
     pass
 
@@ -122,6 +127,7 @@ class Interpreter:
         self.importing: list[str] = []
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
+        self.calls: list[tuple[str, Span]] = []  # check mode: the calls of helpers under way
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 
@@ -133,6 +139,11 @@ class Interpreter:
         key = (err.code, None if s is None else (s.file, s.line))
         if key not in self._seen:
             self._seen.add(key)
+            # inside a helper (check mode reports there), show where the program called it
+            if self.calls and s is not None and not err.labels:
+                name, call = self.calls[0]
+                if not _inside(s, call):
+                    err.add_label(call, f"in this call of {name}")
             self.errors.append(err)
 
     # -- services used by builtins ------------------------------------------------------------
@@ -243,19 +254,27 @@ class Interpreter:
 
             def run_dry(frame: Frame) -> None:
                 mark = len(frame.owned)
-                for (st, span), node in zip(pairs, nodes):
-                    try:
-                        st(frame)
-                    except ApdslError as e:
-                        interp.report(e.with_span(span))
+                try:
+                    for (st, span), node in zip(pairs, nodes):
+                        try:
+                            st(frame)
+                            continue
+                        except ApdslAssertionError as e:
+                            interp.report(e.with_span(span))
+                            if not top:  # top-level asserts are independent checks
+                                raise Reported from None
+                        except ApdslError as e:
+                            interp.report(e.with_span(span))
+                        except _PY_ERRORS as e:
+                            interp.report(_python_error(e, span))
+                        except Reported:
+                            if not top:
+                                raise
                         for name in ast.bound_names(node):
                             frame.vars[name] = POISON
-                    except _PY_ERRORS as e:
-                        interp.report(_python_error(e, span))
-                        for name in ast.bound_names(node):
-                            frame.vars[name] = POISON
-                if frees:
-                    _free(frame, mark)
+                finally:
+                    if frees:
+                        _free(frame, mark)
             return run_dry
 
         def run(frame: Frame) -> None:
@@ -803,6 +822,9 @@ class Interpreter:
                 raise ApdslTypeError(f"{type_name(fn)} is not callable",
                                      code="APK109").with_span(span)
             interp.call_span = span
+            helper = interp.dry and type(fn) is Function
+            if helper:
+                interp.calls.append((fn.name, span))
             try:
                 result = fn(*a, **kw)
             except PatternError as e:
@@ -810,6 +832,8 @@ class Interpreter:
                     e.span = pattern_node.char_span(e.start, e.end)
                 raise e.with_span(span) from None
             except ApdslError as e:
+                if type(fn) is Function and e.span is not None and not _inside(e.span, span):
+                    e.add_label(span, f"in this call of {fn.name}")  # the caller's view
                 if e.span is None:
                     e.span = _argument_span(e.facts.get("param"), arg_spans, kw_spans)
                 receiver = getattr(fn, "__self__", None)
@@ -823,6 +847,9 @@ class Interpreter:
                 raise _call_error(fn, e, span) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
+            finally:
+                if helper:
+                    interp.calls.pop()
             if type(result) is Tensor:
                 interp.origins.setdefault(result, span)
             return result
@@ -842,6 +869,11 @@ def _call_error(fn: Any, e: TypeError, span: Span) -> ApdslError:
             pass
         return ApdslTypeError(msg, code="APK102", help=help_).with_span(span)
     return ApdslTypeError(f"invalid call of {name}: {text}", code="APK120").with_span(span)
+
+
+def _inside(inner: Span, outer: Span) -> bool:
+    return inner.file == outer.file and (outer.line, outer.column) <= (inner.line, inner.column) \
+        and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
 
 
 def _argument_span(param: Any, arg_spans: list[Span], kw_spans: dict[str, Span]) -> Any:

@@ -222,3 +222,16 @@ def test_python_api_run(tmp_path):
     assert np.array_equal(apdsl.run(str(path), inputs={"A": a}), a)
     assert apdsl.run("x = 1\n") is None
     assert apdsl.check("x = y\n")[0].code == "APK101"
+
+
+def test_errors_inside_helpers_point_back_at_the_call(tmp_path):
+    (tmp_path / "lib.apk").write_text("def shrink(t):\n    assert t.shape[1] > 4, 'too narrow'\n"
+                                      "    return t.slice(1, 0, 4)\n")
+    src = "from lib import shrink\nt: f32[8, 2] @ hbm\nu = shrink(t)\nv = u.permute((1, 0))\n"
+    e = error_of(src, tmp_path=tmp_path)
+    assert e.code == "APK901" and e.span.file.endswith("lib.apk")
+    assert [(lab.span.line, lab.message) for lab in e.labels] == [(3, "in this call of shrink")]
+    p = Program(src, str(tmp_path / "t.apk"), str(tmp_path))
+    errors = p.check()  # the failed assertion stops the helper; u is poisoned, v is not reported
+    assert [e.code for e in errors] == ["APK901"]
+    assert errors[0].labels[0].message == "in this call of shrink"

@@ -5,7 +5,6 @@ resolved by the parser, so NKI documentation code finds the same names."""
 from __future__ import annotations
 
 import builtins as py
-import inspect
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -88,7 +87,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
             def call(*args: Any, **kwargs: Any) -> Any:
                 return interp.instruction(name, fn, args, kwargs)
 
-            call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+            call.__wrapped__ = fn  # type: ignore[attr-defined]  # inspect.signature follows it
         else:  # Ascend instructions load on first use
 
             loaded: list[Callable[..., Any]] = []

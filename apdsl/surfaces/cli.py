@@ -110,6 +110,8 @@ def usage(message: str) -> Exit:
 
 def report(errors: list[ApdslError], sources: dict[str, str]) -> None:
     """Render diagnostics to stderr; stdlib files that spans point into are read as needed."""
+    if not errors:
+        return
     from .diagnostics import render, use_color
     color = use_color(sys.stderr)
     sources = with_module_sources(sources, errors)

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from importlib import import_module
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import ApdslNameError
 
 
-@dataclass(frozen=True)
 class DType:
-    name: str
-    bits: int
-    np: np.dtype
-    kind: str  # "f" float, "i" signed int, "u" unsigned int
+    """An element type.  `np` is its NumPy dtype; the ml_dtypes ones (bfloat16, float8, int4)
+    load ml_dtypes on first use, which keeps it off the path of programs that never touch
+    them (a cold `apdsl check`)."""
+
+    __slots__ = ("name", "bits", "kind", "_source", "_np")
+
+    def __init__(self, name: str, bits: int, source: str, kind: str) -> None:
+        self.name, self.bits, self.kind = name, bits, kind  # kind: "f", "i" signed, "u"
+        self._source = source  # "numpy.float32" or "ml_dtypes.bfloat16"
+        self._np: np.dtype | None = None
+
+    @property
+    def np(self) -> np.dtype:
+        if self._np is None:
+            module, attr = self._source.split(".")
+            self._np = np.dtype(getattr(import_module(module), attr))
+        return self._np
 
     @property
     def bytes(self) -> float:
@@ -28,7 +39,16 @@ class DType:
     @property
     def native(self) -> bool:
         """True when NumPy can save and reload the dtype through `.npy`."""
-        return self.name not in ("bfloat16", "int4") and not self.name.startswith("float8")
+        return self._source.startswith("numpy.")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DType) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self) -> tuple:
+        return (dtype, (self.name,))
 
     def __repr__(self) -> str:
         return self.name
@@ -36,25 +56,21 @@ class DType:
     __str__ = __repr__
 
 
-def _d(name: str, bits: int, npd, kind: str) -> DType:
-    return DType(name, bits, np.dtype(npd), kind)
-
-
 DTYPES: dict[str, DType] = {d.name: d for d in (
-    _d("float32", 32, np.float32, "f"),
-    _d("float16", 16, np.float16, "f"),
-    _d("bfloat16", 16, ml_dtypes.bfloat16, "f"),
-    _d("float8_e4m3", 8, ml_dtypes.float8_e4m3, "f"),
-    _d("float8_e4m3fn", 8, ml_dtypes.float8_e4m3fn, "f"),
-    _d("float8_e5m2", 8, ml_dtypes.float8_e5m2, "f"),
-    _d("int4", 4, ml_dtypes.int4, "i"),
-    _d("int8", 8, np.int8, "i"),
-    _d("uint8", 8, np.uint8, "u"),
-    _d("int16", 16, np.int16, "i"),
-    _d("uint16", 16, np.uint16, "u"),
-    _d("int32", 32, np.int32, "i"),
-    _d("uint32", 32, np.uint32, "u"),
-    _d("int64", 64, np.int64, "i"),
+    DType("float32", 32, "numpy.float32", "f"),
+    DType("float16", 16, "numpy.float16", "f"),
+    DType("bfloat16", 16, "ml_dtypes.bfloat16", "f"),
+    DType("float8_e4m3", 8, "ml_dtypes.float8_e4m3", "f"),
+    DType("float8_e4m3fn", 8, "ml_dtypes.float8_e4m3fn", "f"),
+    DType("float8_e5m2", 8, "ml_dtypes.float8_e5m2", "f"),
+    DType("int4", 4, "ml_dtypes.int4", "i"),
+    DType("int8", 8, "numpy.int8", "i"),
+    DType("uint8", 8, "numpy.uint8", "u"),
+    DType("int16", 16, "numpy.int16", "i"),
+    DType("uint16", 16, "numpy.uint16", "u"),
+    DType("int32", 32, "numpy.int32", "i"),
+    DType("uint32", 32, "numpy.uint32", "u"),
+    DType("int64", 64, "numpy.int64", "i"),
 )}
 
 ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
@@ -97,7 +113,7 @@ def cast_array(values: np.ndarray, to: DType) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype == to.np:
         return values
-    src_is_int = values.dtype.kind in "iub" and values.dtype != np.dtype(ml_dtypes.int4)
+    src_is_int = values.dtype.kind in "iub" and values.dtype != DTYPES["int4"].np
     if to.kind in "iu":
         info = np.iinfo(np.int8) if to.name == "int4" else np.iinfo(to.np)
         lo, hi = (-8, 7) if to.name == "int4" else (info.min, info.max)

@@ -356,18 +356,12 @@ def format_lowered(records: list[Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    try:
-        from . import show
-    except ImportError:
-        raise usage("show is not available in this build") from None
+    from . import show
     return show.command(args)
 
 
 def cmd_repl(args: argparse.Namespace) -> int:
-    try:
-        from . import repl
-    except ImportError:
-        raise usage("repl is not available in this build") from None
+    from . import repl
     return repl.main()
 
 

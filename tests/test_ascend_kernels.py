@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import raises_code
 
 import apdsl
-from apdsl.errors import ApdslError
 from apdsl.runtime import execute
 from apdsl.runtime.options import options
 from apdsl.semantics.program import Program
@@ -26,19 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 GEMM = (ROOT / "stdlib" / "gemm.apk").read_text()
 
 
-class _Raises:
-    def __init__(self, code: str) -> None:
-        self.code = code
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, tp, value, tb):
-        assert tp is not None, f"expected {self.code}, nothing was raised"
-        assert issubclass(tp, ApdslError), f"expected {self.code}, got {tp.__name__}: {value}"
-        assert value.code == self.code, f"expected {self.code}, got {value.code}: {value}"
-        self.value = value
-        return True
 
 
 def data(shape, dtype=np.float16, seed=0):
@@ -63,14 +50,14 @@ def written_of(t) -> np.ndarray:
 def test_l1_and_ub_operands_start_32_byte_aligned(buffer, fmt, view, code):
     x = from_numpy(data((16, 16)), "gm")
     d = ndarray((20, 40), "float16", buffer, fmt)
-    with _Raises(code) as err:
+    with raises_code(code) as err:
         apdsl.dma_copy(d[view], x)
     assert err.value.facts["bytes"] % 32 != 0
     if buffer == "ub":  # the source side of UB -> GM too
         execute.write_view(d, data((20, 40)))
-        with _Raises(code):
+        with raises_code(code):
             apdsl.dma_copy(ndarray((16, 16), "float16", "gm"), d[view])
-    with _Raises(code):
+    with raises_code(code):
         apdsl.memset(d[view], 0)
 
 
@@ -88,7 +75,7 @@ def test_l0_fractal_operands_start_on_a_fractal_boundary(buffer, fmt):
     dt = "float32" if buffer == "l0c" else "float16"
     t = ndarray((32, 32), dt, buffer, fmt)
     apdsl.memset(t[16:32, 16:32], 0)
-    with _Raises("APK523") as err:
+    with raises_code("APK523") as err:
         apdsl.memset(t[8:24, 0:16], 0)
     assert err.value.facts["fractal"] == 256
 
@@ -96,9 +83,9 @@ def test_l0_fractal_operands_start_on_a_fractal_boundary(buffer, fmt):
 def test_tile_copies_need_equal_valid_extents():
     A = from_numpy(data((40, 40)), "gm")
     tail = tile_view(A, (1, 1), (32, 32))                       # valid (8, 8)
-    with _Raises("APK525"):
+    with raises_code("APK525"):
         apdsl.dma_copy(ndarray((32, 32), "float16", "l1", "NZ"), tail)
-    with _Raises("APK525"):
+    with raises_code("APK525"):
         apdsl.dma_copy(make_tensor_like("l1", tile_view(A, (0, 1), (32, 32)), "NZ"), tail)
     plain = ndarray((8, 8), "float16", "l1")                    # a plain tensor of that shape
     apdsl.dma_copy(plain, tail)
@@ -114,7 +101,7 @@ def test_tile_copy_moves_the_valid_extent_coordinate_by_coordinate():
     out = from_numpy(np.zeros((50, 70), np.float16), "gm")
     ub = make_tensor_like("ub", src, "ND")
     # L1 -> GM is not a path: go through UB by way of a GM round trip of the same tile
-    with _Raises("APK308"):
+    with raises_code("APK308"):
         apdsl.dma_copy(get_tile(out, (40, 48), (32, 32)), l1)
     apdsl.dma_copy(ub, src)
     apdsl.dma_copy(get_tile(out, (40, 48), (32, 32)), ub)
@@ -128,17 +115,17 @@ def test_tile_copy_moves_the_valid_extent_coordinate_by_coordinate():
                                         ("ub", 192)])
 def test_ascend_a2_capacities(buffer, kib):
     fits = ndarray((kib * 256, 2), "float16", buffer)      # exactly the buffer
-    with _Raises("APK302"):
+    with raises_code("APK302"):
         ndarray((16, 16), "float16", buffer)
     del fits
     ndarray((16, 16), "float16", buffer)                   # freed with its tensor
-    with _Raises("APK302"):
+    with raises_code("APK302"):
         ndarray((kib * 256 + 16, 2), "float16", buffer)
 
 
 def test_fractal_padding_counts_against_capacity():
     full = ndarray((128, 240), "float16", "l0a", "ZZ")     # 60 KiB
-    with _Raises("APK302"):
+    with raises_code("APK302"):
         ndarray((20, 100), "float16", "l0a", "ZZ")        # 2000 elements, 32 x 112 in storage
     assert full.storage.nbytes == 60 * 1024
     ndarray((16, 120), "float16", "l0a", "ZZ")            # 16 x 128 fractals: 4 KiB, fits
@@ -259,7 +246,7 @@ def test_the_tail_bug_is_caught_with_strict_padding():
     b = rng.standard_normal((50, 30)).astype(np.float16)
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(run_gemm(a, b, source=buggy), want, rtol=1e-5, atol=1e-4)
-    with _Raises("APK404") as err:
+    with raises_code("APK404") as err:
         run_gemm(a, b, source=buggy, strict=True)
     assert err.value.message.startswith("mmad")
     assert err.value.span is not None and err.value.span.file == "gemm_test.apk"
@@ -270,7 +257,7 @@ def test_the_tail_bug_is_caught_with_strict_padding():
 
 def test_gemm_tiles_beyond_the_buffers_are_refused():
     a = np.zeros((64, 64), np.float16)
-    with _Raises("APK302") as err:
+    with raises_code("APK302") as err:
         run_gemm(a, a, tiles=(128, 256, 256, 256))        # L0B 256x256 float16 = 128 KiB
     assert "l0b" in err.value.message
 

@@ -10,22 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import SPEC_EXAMPLE
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC_EXAMPLE = """\
-t: f32[128, 64] @ sbuf                  # declaration: allocates a tensor
-u = t.slice(1, 8, 24)                   # a view: no data moves
-assert u.get_pattern() == [[64, 128], [1, 16]]
-assert u.offset == 8
-
-kernel gather_rows(A: f32[128, 512] @ hbm) -> f32[64, 512] @ shared_hbm:
-    offsets = ndarray((64, 1), int32, sbuf)
-    iota(offsets, [[1, 1]], 0, 2)       # offsets[p] = 2 * p
-    result = ndarray((64, 512), f32, shared_hbm)
-    dma_copy(dst=result, src=A.vector_select(0, offsets))
-    assert allclose(host(result), host(A)[0:128:2])
-    return result
-"""
 
 
 def apdsl(*args: str, cwd: Path | None = None, env: dict | None = None):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import NKI_EXAMPLE, SPEC_EXAMPLE
 
 from apdsl.errors import ApdslSyntaxError, Span
 from apdsl.resources import grammar_file, grammar_path, stdlib_path
@@ -517,30 +518,7 @@ def test_char_span_of_a_parenthesised_string_stays_on_the_literal() -> None:
 
 # ---- whole programs ----------------------------------------------------------------------------
 
-SPEC_EXAMPLE = '''\
-t: f32[128, 64] @ sbuf                  # declaration: allocates a tensor
-u = t.slice(1, 8, 24)                   # a view: no data moves
-assert u.get_pattern() == [[64, 128], [1, 16]]
-assert u.offset == 8
 
-kernel gather_rows(A: f32[128, 512] @ hbm) -> f32[64, 512] @ shared_hbm:
-    offsets = ndarray((64, 1), int32, sbuf)
-    iota(offsets, [[1, 1]], 0, 2)       # offsets[p] = 2 * p
-    result = ndarray((64, 512), f32, shared_hbm)
-    dma_copy(dst=result, src=A.vector_select(0, offsets))
-    assert allclose(host(result), host(A)[0:128:2])
-    return result
-'''
-
-NKI_EXAMPLE = '''\
-def gather_rows(A):
-    offsets = nl.ndarray((64, 1), nl.int32, nl.sbuf)
-    nisa.iota(offsets, [[1, 1]], 0, 2)        # e.g. rows 0, 2, 4, ...
-    src = A.vector_select(0, offsets)
-    result = nl.ndarray((64, 512), nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(src=src, dst=result[...])
-    return result
-'''
 
 
 def test_spec_example_parses() -> None:

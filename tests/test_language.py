@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import NKI_EXAMPLE
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -139,18 +140,7 @@ save(e, "e.npy")
 
 
 def test_nki_documentation_code_pastes_in():
-    src = """
-import nki.language as nl
-import nki.isa as nisa
-
-def gather_rows(A):
-    offsets = nl.ndarray((64, 1), nl.int32, nl.sbuf)
-    nisa.iota(offsets, [[1, 1]], 0, 2)        # e.g. rows 0, 2, 4, ...
-    src = A.vector_select(0, offsets)
-    result = nl.ndarray((64, 512), nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(src=src, dst=result[...])
-    return result
-
+    src = "import nki.language as nl\nimport nki.isa as nisa\n\n" + NKI_EXAMPLE + """
 A: f32[128, 512] @ hbm = random(1)
 r = gather_rows(A)
 assert allclose(host(r), host(A)[::2])

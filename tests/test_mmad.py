@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import raises_code
 
 import apdsl
-from apdsl.errors import ApdslError
 from apdsl.runtime import execute
 from apdsl.runtime.ascend import mmad
 from apdsl.runtime.options import options
@@ -24,19 +24,6 @@ NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float
       "int8": np.int8}
 
 
-class _Raises:
-    def __init__(self, code: str) -> None:
-        self.code = code
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, tp, value, tb):
-        assert tp is not None, f"expected {self.code}, nothing was raised"
-        assert issubclass(tp, ApdslError), f"expected {self.code}, got {tp.__name__}: {value}"
-        assert value.code == self.code, f"expected {self.code}, got {value.code}: {value}"
-        self.value = value
-        return True
 
 
 def ints(shape, dt, seed):
@@ -156,7 +143,7 @@ def test_strict_padding_reports_k_padding_nothing_wrote():
     a, b, a0, b0, c = _unpadded(20)
     mmad(c, a0, b0)  # the valid extent is all written
     np.testing.assert_array_equal(c.numpy(), expect(a, b, "float16"))
-    with options(strict_padding=True), _Raises("APK404") as err:
+    with options(strict_padding=True), raises_code("APK404") as err:
         mmad(c, a0, b0)
     assert "mmad" in err.value.message and "before anything wrote it" in err.value.message
     assert err.value.facts["coord"] == (0, 20)  # the first K padding element of a
@@ -182,7 +169,7 @@ def test_strict_padding_on_plain_tensors_reads_their_storage_padding():
     c = ndarray((16, 16), "float32", "l0c", "NZ")
     execute.write_view(a0, np.ones((16, 20), np.float16))
     execute.write_view(b0, np.ones((20, 16), np.float16))
-    with options(strict_padding=True), _Raises("APK404"):
+    with options(strict_padding=True), raises_code("APK404"):
         mmad(c, a0, b0)
     apdsl.memset(a0.ap([[1, a0.storage.elements_total]]), 0)
     apdsl.memset(b0.ap([[1, b0.storage.elements_total]]), 0)
@@ -201,7 +188,7 @@ def test_padding_out_of_reach():
     apdsl.memset(b, 1.0)
     mmad(c, a, b)
     assert (c.numpy() == 1).all()
-    with options(strict_padding=True), _Raises("APK526"):
+    with options(strict_padding=True), raises_code("APK526"):
         mmad(c, a, b)
 
 
@@ -221,14 +208,14 @@ def test_operand_buffers_and_formats(role, bad):
     dts = {"a": "float16", "b": "float16", "dst": "float32"}
     wrong = ndarray(shapes[role], dts[role], *bad)
     args = {"a": a, "b": b, "dst": c, role: wrong}
-    with _Raises("APK520") as err:
+    with raises_code("APK520") as err:
         mmad(args["dst"], args["a"], args["b"])
     assert err.value.facts["role"] == role
 
 
 def test_operands_are_matrices():
     a, b, c = _ok()
-    with _Raises("APK520"):
+    with raises_code("APK520"):
         mmad(c, ndarray((2, 16, 32), "float16", "l0a", "ZZ"), b)
 
 
@@ -241,7 +228,7 @@ def test_dtypes(da, db, dc):
     a = ndarray((16, 32), da, "l0a", "ZZ")
     b = ndarray((32, 16), db, "l0b", "ZN")
     c = ndarray((16, 16), dc, "l0c", "NZ")
-    with _Raises("APK521"):
+    with raises_code("APK521"):
         mmad(c, a, b)
 
 
@@ -249,7 +236,7 @@ def test_dtypes(da, db, dc):
                                       ((16, 32), (32, 16), (32, 16)),
                                       ((16, 32), (32, 32), (16, 16))])
 def test_shapes(sa, sb, sc):
-    with _Raises("APK522"):
+    with raises_code("APK522"):
         mmad(ndarray(sc, "float32", "l0c", "NZ"), ndarray(sa, "float16", "l0a", "ZZ"),
              ndarray(sb, "float16", "l0b", "ZN"))
 
@@ -259,7 +246,7 @@ def test_valid_extents_must_agree():
     a0 = make_tensor_like("l0a", tile_view(A, (1, 0), (32, 32)), "ZZ")  # valid (8, 32)
     b0 = make_tensor_like("l0b", tile_view(A, (0, 1), (32, 32)), "ZN")  # valid (32, 8)
     c = make_tensor_like("l0c", tile_view(A, (1, 0), (32, 32)), "NZ", "float32")  # (8, 32)
-    with _Raises("APK522") as err:
+    with raises_code("APK522") as err:
         mmad(c, a0, b0)
     assert "N: b 8, dst 32" in err.value.notes[1]
 
@@ -276,15 +263,15 @@ def test_operands_start_on_a_fractal_boundary(role):
         b = b0[0:16, 8:24]
     else:
         c = c0[0:16, 4:20]
-    with _Raises("APK523"):
+    with raises_code("APK523"):
         mmad(c, a, b)
 
 
 def test_argument_kinds():
     a, b, c = _ok()
-    with _Raises("APK420"):
+    with raises_code("APK420"):
         mmad(c, a, "b")
-    with _Raises("APK420"):
+    with raises_code("APK420"):
         mmad(c, a, b, accumulate=1)
 
 
@@ -292,7 +279,7 @@ def test_check_mode_validates_without_data():
     a, b, c = _ok()  # nothing written: executing would be APK404
     with options(execute=False):
         mmad(c, a, b, accumulate=True)
-        with _Raises("APK522"):
+        with raises_code("APK522"):
             mmad(ndarray((32, 16), "float32", "l0c", "NZ"), a, b)
     assert not c.storage.all_written and c.storage.mask.sum() == 0
 

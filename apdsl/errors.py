@@ -13,11 +13,12 @@ The explanation and example of every code live in `apdsl.catalogue`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .records import record
 
-@dataclass(frozen=True)
+
+@record
 class Span:
     """A source range: 1-based lines and columns, end column exclusive."""
 
@@ -32,7 +33,7 @@ class Span:
                     self.end_line + line_delta, self.end_column + column_delta)
 
 
-@dataclass(frozen=True)
+@record
 class Label:
     """A secondary span with a short message ("view made here")."""
 

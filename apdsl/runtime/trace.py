@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ApdslError, Span, Warning_
+from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, lower
 
 Location = tuple[str, int]
 
 
-@dataclass(frozen=True)
+@record
 class Record:
     """One executed instruction with each operand lowered to its access pattern(s)."""
 

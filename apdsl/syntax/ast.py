@@ -1,7 +1,7 @@
 """The typed syntax tree of an `.apk` program.
 
-Every node is an immutable, slotted class (made by `_node` from its annotated fields, like a
-frozen dataclass) whose last field is `span: Span` (1-based lines and
+Every node is an immutable, slotted record (`apdsl.records`, like a frozen dataclass) whose
+last field is `span: Span` (1-based lines and
 columns, end column exclusive, `file` is the name given to `parse`).  Sequences are tuples, so
 nodes are immutable.  Nodes hash and compare by identity (use them as dict keys freely);
 `dump(node)` renders the structure without spans, for comparisons.  Fields, in constructor
@@ -63,25 +63,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .. import records
 from ..errors import Span
+from ..records import Record, record
 
 
-class Node:
+class Node(Record):
     """Base of every syntax node: immutable, slotted, compared by identity."""
 
     __slots__ = ()
-    _fields: tuple[str, ...] = ()
     span: Span
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"syntax nodes are immutable: cannot set {name}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"syntax nodes are immutable: cannot delete {name}")
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields)
-        return f"{type(self).__name__}({inner})"
 
 
 class Stmt(Node):
@@ -92,29 +83,9 @@ class Expr(Node):
     __slots__ = ()
 
 
-def _node(cls: type) -> type:
-    """Make a node class from its annotated fields, as a frozen slotted dataclass would be, at
-    a fraction of the import cost (dataclasses took a sixth of a cold `apdsl check`).
-
-    Nodes compare and hash by identity, so a checker can key tables by node in O(1) (spans make
-    structurally equal nodes at different places unequal anyway); compare structure with
-    `dump`.  The generated `__init__` stores through the slot descriptors, which bypass the
-    immutability of `Node.__setattr__`.
-    """
-    names = tuple(cls.__dict__.get("__annotations__", {}))
-    body = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
-    body["__slots__"] = names
-    body["_fields"] = names
-    new = type(cls.__name__, cls.__bases__, body)
-    setters = {f"_set_{n}": getattr(new, n).__set__ for n in names}
-    args = ", ".join(names)
-    stores = "".join(f"    _set_{n}(self, {n})\n" for n in names)
-    code = f"def __init__(self, {args}):\n{stores}"
-    exec(code, setters)  # noqa: S102 - generated from the class's own field names
-    new.__init__ = setters["__init__"]  # type: ignore[misc]
-    new.__qualname__ = cls.__qualname__
-    new.__module__ = cls.__module__
-    return new
+# Nodes compare and hash by identity, so a checker can key tables by node in O(1) (spans make
+# structurally equal nodes at different places unequal anyway); compare structure with `dump`.
+_node = record(identity=True)
 
 
 def fields(node: Node) -> tuple[str, ...]:
@@ -124,7 +95,7 @@ def fields(node: Node) -> tuple[str, ...]:
 
 def replace(node: Node, **changes: Any) -> Node:
     """A copy of `node` with some fields changed."""
-    return type(node)(**{n: changes.get(n, getattr(node, n)) for n in node._fields})
+    return records.replace(node, **changes)
 
 
 # ---- expressions -------------------------------------------------------------------------

@@ -22,13 +22,13 @@ to integers when an instruction executes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from ..errors import ViewError
+from ..records import record
 
 Mode = tuple[Any, Any]  # (count, stride); int or VirtualRegister
 
@@ -37,7 +37,7 @@ def is_static(x: Any) -> bool:
     return isinstance(x, (int, np.integer))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dim:
     size: Any
     modes: tuple[Mode, ...]  # inner first
@@ -194,7 +194,7 @@ def dim_pieces(dim: Dim) -> list[tuple[int, int, list[list[int]], int]]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Piece:
     """One access pattern covering the box `start[d]:start[d]+shape[d]` of the layout."""
 
@@ -205,7 +205,7 @@ class Piece:
     dims_of_leaves: tuple[int, ...]  # which layout dim each pattern entry belongs to
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Layout:
     dims: tuple[Dim, ...]
     base: int = 0

@@ -8,10 +8,10 @@ the target.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TargetError
+from ..records import record
 from . import targets
 from .layout import coalesce, is_static
 from .view import Tensor
@@ -21,7 +21,7 @@ def _text(x: Any) -> Any:
     return x if is_static(x) else getattr(x, "name", str(x))
 
 
-@dataclass(frozen=True)
+@record
 class AccessPattern:
     tensor: str
     buffer: str
@@ -34,7 +34,7 @@ class AccessPattern:
     indirect_dim: int | None = None
     indirect_scale: int | None = None
     piece: tuple[int, int] | None = None
-    box: tuple[tuple[int, ...], tuple[int, ...]] | None = field(default=None, compare=False)
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # the logical box it covers
 
     @property
     def free_entries(self) -> int:

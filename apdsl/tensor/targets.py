@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from ..errors import ApdslNameError
+from ..records import record
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -38,13 +38,13 @@ def buffer_name(value: object) -> str:
     raise ApdslNameError(f"not a buffer: {value!r}", code="APK105")
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     name: str
     family: str
     partitions: int = 128
     # bytes per partition for partitioned buffers, total bytes otherwise; None = unbounded
-    capacity: dict[str, int | None] = field(default_factory=dict)
+    capacity: dict[str, int | None] | None = None
     max_free_entries: int = 4  # free [stride, count] entries of a lowered on-chip AP
     psum_bank_bytes: int = 2 * KiB
     psum_banks: int = 8
@@ -52,7 +52,7 @@ class Target:
     has_indirect: bool = False  # Tensor Indirection (trn3)
 
     def capacity_of(self, buffer: str) -> int | None:
-        return self.capacity.get(buffer)
+        return (self.capacity or {}).get(buffer)
 
     def describe(self, buffer: str) -> str:
         cap = self.capacity_of(buffer)

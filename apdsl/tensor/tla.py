@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import prod
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError, FormatError
+from ..records import record, replace
 from . import formats, targets
 from .ascend import fractal_c0
 from .dtypes import DType
@@ -84,7 +84,7 @@ def _plain_static(t: Tensor, op: str) -> None:
 # Layouts
 # =============================================================================================
 
-@dataclass(frozen=True)
+@record
 class TlaLayout:
     """`make_layout`'s result: per dimension a size and a stride, or (CuTe-style nested modes,
     inner first) a tuple of sizes and a tuple of strides, plus the valid extent."""

@@ -7,13 +7,13 @@ raises a `ViewError` with its own code where the fact is known.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslNameError, ApdslTypeError, TargetError, ViewError
+from ..records import record, replace
 from . import targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
@@ -22,7 +22,7 @@ from .registers import VirtualRegister
 from .storage import Storage
 
 
-@dataclass(frozen=True)
+@record
 class Dynamic:
     """A runtime index attached to a view.
 
@@ -49,7 +49,7 @@ def _err(message: str, code: str, **kw: Any) -> ViewError:
     return ViewError(message, code=code, **kw)
 
 
-@dataclass(frozen=True, eq=False)
+@record(identity=True, weak=True)
 class Tensor:
     storage: Storage
     dtype: DType

@@ -381,3 +381,13 @@ def test_command_line_end_to_end(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert "storage t: float32[4, 8] @ hbm" in r.stdout
     assert "8 accesses, 8 distinct storage elements touched of 32" in r.stdout
+
+
+def test_tail_tile_draws_its_valid_extent():
+    import apdsl
+    from apdsl.surfaces.picture import Picture
+    A = apdsl.ndarray((40, 40), "float16", "gm")
+    tile = apdsl.tile_view(A, (1, 1), (32, 32))   # valid extent (8, 8)
+    pic = Picture.of(tile)
+    assert pic.distinct == 64 and pic.outside == 0
+    assert any("valid extent (8, 8)" in n for n in pic.notes)

@@ -175,8 +175,17 @@ class Picture:
 
     @staticmethod
     def of(t: Tensor, title: str = "") -> Picture:
+        tile_note = None
+        if t.origin_shape is not None and t.origin_shape != t.shape:
+            # a TLA tail tile: instructions move its valid extent, so that is what is drawn
+            from ..tensor.tla import valid_view
+            tile_note = (f"a tile of shape {tuple(t.shape)} at coord {t.coord}: its valid "
+                         f"extent {tuple(t.origin_shape)} is drawn")
+            t = valid_view(t)
         geo = geometry(t)
         offsets, notes = _accesses(t)
+        if tile_note:
+            notes.insert(0, tile_note)
         total = geo.elements
         order = np.full(total, -1, dtype=np.int64)
         count = np.zeros(total, dtype=np.int64)

@@ -66,7 +66,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
 
     def ndarray(shape: Any, dtype: Any = "float32", buffer: Any = "sbuf", format: str = "ND",
                 name: str = "") -> Tensor:
-        return interp.allocate(shape, dtype, buffer, format, name)
+        return interp.allocate(shape, dtype, buffer, format, name, span=interp.call_span)
 
     def print_(*values: Any, sep: str = " ") -> None:
         interp.print(*values, sep=sep)

@@ -422,10 +422,18 @@ class Interpreter:
         name, span = node.name, node.span
         interp = self
 
+        # errors about the type's parts point at that part
+        part_spans = {"APK104": spec.dtype_span, "APK105": spec.buffer_span,
+                      "APK501": spec.format_span, "APK502": spec.format_span,
+                      "APK510": spec.format_span}
+
         def run(frame: Frame) -> None:
             shape = tuple(d(frame) for d in dims)
-            t = interp.allocate(shape, spec.dtype, spec.buffer, spec.format or "ND", name,
-                                span=span)
+            try:
+                t = interp.allocate(shape, spec.dtype, spec.buffer, spec.format or "ND", name,
+                                    span=span)
+            except ApdslError as e:
+                raise e.with_span(part_spans.get(e.code)) from None
             frame.owned.append(t.storage)
             interp.origins[t] = span
             if init is not None:

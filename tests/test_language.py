@@ -225,3 +225,16 @@ def test_errors_inside_helpers_point_back_at_the_call(tmp_path):
     errors = p.check()  # the failed assertion stops the helper; u is poisoned, v is not reported
     assert [e.code for e in errors] == ["APK901"]
     assert errors[0].labels[0].message == "in this call of shrink"
+
+
+def test_declaration_errors_point_at_the_part():
+    e = error_of("C: f32[4, 8] @ sbuff = 0\n")
+    assert (e.code, e.span.column, e.span.end_column) == ("APK105", 16, 21)
+    e = error_of("C: f33[4, 8] @ hbm\n")
+    assert (e.code, e.span.column) == ("APK104", 4)
+
+
+def test_unwritten_read_labels_the_allocation():
+    e = error_of("a = ndarray((4, 4), f32, hbm)\nb = ndarray((4, 4), f32, hbm)\ndma_copy(b, a)\n")
+    assert e.code == "APK404"
+    assert [(lab.span.line, lab.message) for lab in e.labels] == [(1, "allocated here")]

@@ -190,10 +190,3 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage({self.describe()})"
-
-
-def native_range(elem_bits: int, native_bits: int, offsets: Any) -> Any:
-    """Map element offsets of a reinterpreting view to the native elements they touch."""
-    if elem_bits == native_bits:
-        return offsets
-    return (np.asarray(offsets) * elem_bits) // native_bits

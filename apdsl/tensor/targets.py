@@ -98,10 +98,6 @@ def target_for(buffer: str) -> Target:
     return TARGETS[_current[family(buffer)]]
 
 
-def current(fam: str = "nki") -> Target:
-    return TARGETS[_current[fam]]
-
-
 def set_target(name: str) -> Target:
     t = get_target(name)
     _current[t.family] = t.name

@@ -16,7 +16,6 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from math import prod
-from typing import Any
 
 import numpy as np
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import raises_code
 
 from apdsl.catalogue import runtime as runtime_catalogue
 from apdsl.catalogue import targets as targets_catalogue
-from apdsl.errors import ApdslError, Span, TargetError, Warning_
+from apdsl.errors import Span, TargetError, Warning_
 from apdsl.runtime import execute, trace
 from apdsl.runtime.instructions import (
     dma_copy,
@@ -40,19 +41,6 @@ def code_of(excinfo) -> str:
     return excinfo.value.code
 
 
-def raises(code: str):
-    """pytest.raises for an ApdslError with `code`."""
-    class _Ctx:
-        def __enter__(self):
-            self.cm = pytest.raises(ApdslError)
-            self.info = self.cm.__enter__()
-            return self.info
-
-        def __exit__(self, *exc):
-            handled = self.cm.__exit__(*exc)
-            assert self.info.value.code == code, (self.info.value.code, str(self.info.value))
-            return handled
-    return _Ctx()
 
 
 # -- seed 000: access patterns ----------------------------------------------------------------
@@ -104,7 +92,7 @@ def test_int32_to_bf16_reinterpret_with_ap_dtype():
 
 def test_partition_stride_rule_example():
     t = ndarray((16, 32), "float32", "sbuf")
-    with raises("APK303"):
+    with raises_code("APK303"):
         t.ap(pattern=[[64, 8], [1, 32]], offset=0)
 
 
@@ -182,7 +170,7 @@ def test_vector_select_scatter_and_duplicate_rows():
     expect[[3, 0, 9]] = vals
     np.testing.assert_array_equal(table.numpy(), expect)
     dup = from_numpy(np.array([[3], [3], [9]], np.int32), "sbuf")
-    with raises("APK405") as info:
+    with raises_code("APK405") as info:
         dma_copy(table.vector_select(0, dup), from_numpy(vals))
     assert "twice" in info.value.message
 
@@ -267,14 +255,14 @@ def test_indirect_index_out_of_range_and_too_small():
         bad = np.zeros((32, 4), np.int32)
         bad[5, 1] = 8
         out = ndarray((32, 64), "float32", "sbuf")
-        with raises("APK402") as info:
+        with raises_code("APK402") as info:
             tensor_copy(out, t.indirect(from_numpy(bad, "sbuf"), num_elem=64))
         msg = info.value.message
         assert "tensor_copy" in msg and "= 8" in msg and "[0, 8)" in msg and "[5, 1]" in msg
         small = from_numpy(np.zeros((8, 4), np.float32), "sbuf")
         few = from_numpy(np.zeros((8, 4), np.int32), "sbuf")
         out2 = ndarray((8, 32), "float32", "sbuf")
-        with raises("APK407"):
+        with raises_code("APK407"):
             tensor_copy(out2, small.indirect(few, num_elem=32))
 
 
@@ -328,7 +316,7 @@ def test_nc_matmul_accumulate_needs_initialised_dst():
     s = from_numpy(np.ones((8, 4), np.float32), "sbuf")
     mv = from_numpy(np.ones((8, 4), np.float32), "sbuf")
     dst = ndarray((4, 4), "float32", "psum")
-    with raises("APK404"):
+    with raises_code("APK404"):
         nc_matmul(dst, s, mv, accumulate=True)
 
 
@@ -435,7 +423,7 @@ def test_uninitialised_read_names_tensor_element_and_allocation():
     memset(t[0:2, :], 1.0)
     memset(t[2:4, 0:3], 2.0)
     out = ndarray((4, 8), "float32", "hbm")
-    with raises("APK404") as info:
+    with raises_code("APK404") as info:
         dma_copy(out, t, name="store")
     err = info.value
     assert "dma_copy 'store'" in err.message and "tile[2, 3]" in err.message
@@ -456,7 +444,7 @@ def test_init_tracking_through_partial_writes_and_reinterpreting_views():
     t = ndarray((2, 8), "int32", "sbuf")
     half = t.view("int16")  # (2, 16)
     memset(half[:, 0:8], 1)
-    with raises("APK404") as info:
+    with raises_code("APK404") as info:
         t.numpy()
     assert info.value.facts["coord"] == (0, 4)
     memset(half[:, 8:16], 2)
@@ -465,7 +453,7 @@ def test_init_tracking_through_partial_writes_and_reinterpreting_views():
     u = ndarray((1, 8), "int8", "sbuf")
     wide = u.view("int32")  # (1, 2): one int32 covers four int8
     memset(u[:, 0:5], 3)
-    with raises("APK404") as info:
+    with raises_code("APK404") as info:
         wide.numpy()
     assert info.value.facts["coord"] == (0, 1)
 
@@ -483,21 +471,21 @@ def test_options_setter_and_context_manager():
         assert ndarray((2, 2), "float32", "hbm").numpy().tolist() == [[0, 0], [0, 0]]
     finally:
         options(init_check=True)
-    with raises("APK421") as info:
+    with raises_code("APK421") as info:
         options(init_checks=False)
     assert "init_check" in info.value.help
-    with raises("APK421"):
+    with raises_code("APK421"):
         options(init_check="no")
 
 
 def test_double_write_through_broadcast_and_overlapping_ap():
     t = ndarray((128, 1, 64), "float32", "sbuf")
-    with raises("APK405") as info:
+    with raises_code("APK405") as info:
         memset(t.broadcast(1, 4), 0.0)
     assert "twice" in info.value.message
     u = ndarray((8, 16), "float32", "sbuf")
     src = from_numpy(np.zeros((8, 3, 8), np.float32), "sbuf")
-    with raises("APK405"):
+    with raises_code("APK405"):
         tensor_copy(u.ap([[16, 8], [4, 3], [1, 8]]), src)  # rows of 8 overlap at stride 4
     # non-overlapping strided destinations pass, and write exactly their elements
     with options(init_check=False):
@@ -510,13 +498,13 @@ def test_double_write_through_broadcast_and_overlapping_ap():
 def test_static_ap_out_of_storage_checked_before_data_moves():
     t = from_numpy(np.zeros((16, 32), np.float32), "sbuf")
     o = from_numpy(np.ones((16, 32), np.float32), "sbuf")
-    with raises("APK401") as info:
+    with raises_code("APK401") as info:
         tensor_copy(o, t.ap([[32, 16], [1, 32]], offset=16))
     err = info.value
     assert err.facts["offset"] == 16 + 15 * 32 + 31 and err.facts["storage_size"] == 512
     assert "527" in err.message and "512" in err.message
     np.testing.assert_array_equal(o.numpy(), np.ones((16, 32)))  # nothing moved
-    with raises("APK401"):
+    with raises_code("APK401"):
         tensor_copy(t.ap([[32, 16], [-1, 32]], offset=8), o)
 
 
@@ -525,12 +513,12 @@ def test_select_index_out_of_range_names_instruction_value_position_range():
     idx = ndarray((1, 1), "int32", "sbuf")
     memset(idx, 7)
     out = ndarray((128, 512), "float32", "hbm")
-    with raises("APK402") as info:
+    with raises_code("APK402") as info:
         dma_copy(out, A.select(0, idx), name="load")
     msg = info.value.message
     assert "dma_copy 'load'" in msg and "= 7" in msg and "[0, 4)" in msg and "[0, 0]" in msg
     memset(idx, -1)
-    with raises("APK402"):
+    with raises_code("APK402"):
         dma_copy(out, A.select(0, idx))
 
 
@@ -538,7 +526,7 @@ def test_vector_select_index_out_of_range():
     A = from_numpy(np.zeros((16, 8), np.float32))
     idx = from_numpy(np.array([[0], [3], [16], [2]], np.int32), "sbuf")
     out = ndarray((4, 8), "float32", "hbm")
-    with raises("APK402") as info:
+    with raises_code("APK402") as info:
         dma_copy(out, A.vector_select(0, idx))
     msg = info.value.message
     assert "= 16" in msg and "[2, 0]" in msg and "[0, 16)" in msg
@@ -550,15 +538,15 @@ def test_ap_scalar_and_vector_offsets_must_stay_in_storage():
     idx = ndarray((1, 1), "int32", "sbuf")
     memset(idx, 400)
     out = ndarray((128, 256), "float32", "hbm")
-    with raises("APK403") as info:
+    with raises_code("APK403") as info:
         dma_copy(out, A.ap([[512, 128], [1, 256]], 0, scalar_offset=idx, indirect_dim=0))
     assert "dma_copy" in info.value.message and "262144" in info.value.message
     vec = from_numpy(np.arange(64, dtype=np.int32).reshape(64, 1) * 8 + 100, "sbuf")
     out2 = ndarray((64, 512), "float32", "sbuf")
-    with raises("APK403"):
+    with raises_code("APK403"):
         dma_copy(out2, A.ap([[512, 64], [1, 512]], 0, vector_offset=vec, indirect_dim=0))
     neg = from_numpy(np.full((64, 1), -1, np.int32), "sbuf")
-    with raises("APK402"):
+    with raises_code("APK402"):
         dma_copy(out2, A.ap([[512, 64], [1, 512]], 0, vector_offset=neg, indirect_dim=0))
 
 
@@ -584,7 +572,7 @@ def test_vector_offsets_shape_mismatch():
     A = from_numpy(np.zeros((128, 512), np.float32))
     idx = from_numpy(np.zeros((32, 1), np.int32), "sbuf")
     out = ndarray((64, 512), "float32", "sbuf")
-    with raises("APK407"):
+    with raises_code("APK407"):
         dma_copy(out, A.ap([[512, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))
 
 
@@ -592,33 +580,33 @@ def test_register_errors():
     t = from_numpy(np.zeros((128, 64), np.float32), "sbuf")
     o = ndarray((128, 64), "float32", "sbuf")
     empty = register_alloc()
-    with raises("APK410"):
+    with raises_code("APK410"):
         tensor_copy(o, t.ap([[64, 128], [1, empty]]))
     wide = register_alloc(2)
-    with raises("APK406"):
+    with raises_code("APK406"):
         tensor_copy(o, t.ap([[64, 128], [wide, 64]]))
     zero = register_alloc(0)
-    with raises("APK406"):
+    with raises_code("APK406"):
         tensor_copy(o.slice(1, 0, 1), t.ap([[64, 128], [1, zero]]))
     bad_part = register_alloc(32)
-    with raises("APK303"):
+    with raises_code("APK303"):
         tensor_copy(o.slice(1, 0, 2), t.ap([[bad_part, 128], [1, 2]]))
     many = register_alloc(256)
-    with raises("APK301"):
+    with raises_code("APK301"):
         tensor_copy(o, t.ap([[64, many], [1, 64]]))
 
 
 def test_register_load_and_alloc_errors():
     r = register_alloc()
-    with raises("APK319"):
+    with raises_code("APK319"):
         register_load(r, from_numpy(np.full((1, 1), 3.0, np.float32), "sbuf"))
-    with raises("APK319"):
+    with raises_code("APK319"):
         register_load(r, from_numpy(np.zeros((2, 1), np.int32), "sbuf"))
-    with raises("APK420"):
+    with raises_code("APK420"):
         register_load("r", from_numpy(np.zeros((1, 1), np.int32), "sbuf"))
-    with raises("APK420"):
+    with raises_code("APK420"):
         register_alloc(1.5)
-    with raises("APK404"):
+    with raises_code("APK404"):
         register_load(r, ndarray((1, 1), "int32", "sbuf"))
 
 
@@ -626,25 +614,25 @@ def test_freed_storage():
     t = from_numpy(np.zeros((4, 4), np.float32), "sbuf")
     view = t[0:2, :]
     t.storage.free()
-    with raises("APK408"):
+    with raises_code("APK408"):
         view.numpy()
 
 
 def test_write_view_size_mismatch():
     t = ndarray((2, 2), "float32", "hbm")
-    with raises("APK411"):
+    with raises_code("APK411"):
         execute.write_view(t, np.zeros(16))
 
 
 def test_argument_errors():
     t = ndarray((8, 8), "float32", "sbuf")
-    with raises("APK420"):
+    with raises_code("APK420"):
         memset(t, "zero")
-    with raises("APK420"):
+    with raises_code("APK420"):
         dma_copy(t, np.zeros((8, 8)))
-    with raises("APK420"):
+    with raises_code("APK420"):
         iota(t, [1, 64])
-    with raises("APK420"):
+    with raises_code("APK420"):
         iota(t, [[1, 8]], offset=1.5)
 
 
@@ -653,11 +641,11 @@ def test_argument_errors():
 def test_dma_copy_rules():
     a = from_numpy(np.zeros((16, 16), np.float32), "gm")
     b = ndarray((16, 16), "float32", "hbm")
-    with raises("APK305"):
+    with raises_code("APK305"):
         dma_copy(b, a)
     c = from_numpy(np.zeros((128, 64), np.float32))
     d = ndarray((128, 32), "float32", "sbuf")
-    with raises("APK306") as info:
+    with raises_code("APK306") as info:
         dma_copy(d, c)
     assert "(128, 32)" in info.value.message and "(128, 64)" in info.value.message
     # different shapes with equal counts are fine: row-major order
@@ -671,7 +659,7 @@ def test_dma_copy_refuses_tensor_indirection():
         t = from_numpy(np.zeros((16, 8), np.float32), "sbuf")
         idx = from_numpy(np.zeros((16, 1), np.int32), "sbuf")
         o = ndarray((16, 1), "float32", "hbm")
-        with raises("APK307"):
+        with raises_code("APK307"):
             dma_copy(o, t.indirect(idx))
 
 
@@ -690,7 +678,7 @@ def test_ascend_paths(src, dst, ok):
         dma_copy(d, s)
         np.testing.assert_array_equal(d.numpy(), data)
     else:
-        with raises("APK308") as info:
+        with raises_code("APK308") as info:
             dma_copy(d, s)
         assert src.upper() in info.value.message and dst.upper() in info.value.message
 
@@ -698,27 +686,27 @@ def test_ascend_paths(src, dst, ok):
 def test_on_chip_only_instructions():
     h = from_numpy(np.zeros((8, 8), np.float32))
     s = ndarray((8, 8), "float32", "sbuf")
-    with raises("APK309"):
+    with raises_code("APK309"):
         tensor_copy(s, h)
-    with raises("APK309"):
+    with raises_code("APK309"):
         iota(h, [[1, 8]])
-    with raises("APK312"):
+    with raises_code("APK312"):
         memset(h, 0.0)
-    with raises("APK312"):
+    with raises_code("APK312"):
         memset(from_numpy(np.zeros((4, 4), np.float32), "gm"), 0.0)
 
 
 def test_tensor_copy_partition_rule():
     a = from_numpy(np.zeros((128, 64), np.float32), "sbuf")
-    with raises("APK311"):
+    with raises_code("APK311"):
         tensor_copy(ndarray((64, 128), "float32", "sbuf"), a)
-    with raises("APK311"):
+    with raises_code("APK311"):
         tensor_copy(ndarray((128, 32), "float32", "sbuf"), a)
 
 
 def test_iota_pattern_must_cover_partition():
     t = ndarray((128, 64), "int32", "sbuf")
-    with raises("APK313") as info:
+    with raises_code("APK313") as info:
         iota(t, [[1, 32]], 0, 64)
     assert "32" in info.value.message and "64" in info.value.message
 
@@ -726,21 +714,21 @@ def test_iota_pattern_must_cover_partition():
 def test_nc_matmul_rules():
     f32 = lambda shape, buf="sbuf": from_numpy(np.ones(shape, np.float32), buf)  # noqa: E731
     bf = lambda shape: from_numpy(np.ones(shape, np.float32), "sbuf", dtype="bfloat16")  # noqa: E731
-    with raises("APK314") as info:
+    with raises_code("APK314") as info:
         nc_matmul(ndarray((128, 1024), "float32", "psum"), bf((128, 128)), bf((128, 1024)))
     assert "1024" in info.value.message and "512" in info.value.message
-    with raises("APK315"):
+    with raises_code("APK315"):
         nc_matmul(ndarray((128, 512), "float32", "sbuf"), f32((128, 128)), f32((128, 512)))
-    with raises("APK315"):
+    with raises_code("APK315"):
         nc_matmul(ndarray((128, 512), "bfloat16", "psum"), f32((128, 128)), f32((128, 512)))
-    with raises("APK309"):
+    with raises_code("APK309"):
         nc_matmul(ndarray((128, 512), "float32", "psum"), f32((128, 128), "hbm"),
                   f32((128, 512)))
-    with raises("APK317"):
+    with raises_code("APK317"):
         nc_matmul(ndarray((128, 512), "float32", "psum"), f32((128, 128)), bf((128, 512)))
-    with raises("APK318"):
+    with raises_code("APK318"):
         nc_matmul(ndarray((64, 512), "float32", "psum"), f32((128, 64)), f32((64, 512)))
-    with raises("APK318"):
+    with raises_code("APK318"):
         nc_matmul(ndarray((64, 256), "float32", "psum"), f32((128, 64)), f32((128, 512)))
 
 
@@ -750,7 +738,7 @@ def test_nc_matmul_psum_bank(tname):
         a = from_numpy(np.ones((16, 8), np.float32), "sbuf")
         b = from_numpy(np.ones((16, 512), np.float32), "sbuf")
         c = ndarray((8, 1024), "float32", "psum")
-        with raises("APK316") as info:
+        with raises_code("APK316") as info:
             nc_matmul(c[:, 256:768], a, b)
         assert "bank" in info.value.message
         nc_matmul(c[:, 512:1024], a, b)  # the second bank exactly
@@ -803,7 +791,7 @@ def test_trace_records_lowered_operands_with_location_and_name():
 def test_free_entry_limit_enforced_even_without_tracing():
     t = from_numpy(np.zeros((128, 2, 2, 2, 2, 2), np.float32), "sbuf")
     o = ndarray((128, 2, 2, 2, 2, 2), "float32", "sbuf")
-    with raises("APK304") as info:
+    with raises_code("APK304") as info:
         tensor_copy(o, t.permute((0, 5, 4, 3, 2, 1)))
     assert "5" in info.value.message and "4" in info.value.message
     tensor_copy(o, t)  # coalesces to one free entry
@@ -835,19 +823,19 @@ def test_check_mode_validates_without_reading_or_moving_data():
         memset(t, 1.0)
         iota(ndarray((128, 64), "int32", "sbuf"), [[1, 64]])
         nc_matmul(ndarray((64, 64), "float32", "psum"), t, t)
-        with raises("APK306"):
+        with raises_code("APK306"):
             dma_copy(ndarray((128, 32), "float32", "hbm"), t)
-        with raises("APK401"):
+        with raises_code("APK401"):
             tensor_copy(t, t.ap([[64, 128], [1, 64]], offset=1))
-        with raises("APK304"):
+        with raises_code("APK304"):
             u = ndarray((128, 2, 2, 2, 2, 2), "float32", "sbuf")
             tensor_copy(u, u.permute((0, 5, 4, 3, 2, 1)))
-        with raises("APK316"):
+        with raises_code("APK316"):
             c = ndarray((64, 1024), "float32", "psum")
             nc_matmul(c[:, 256:768], t, ndarray((128, 512), "float32", "sbuf"))
     assert [r.op for r in tr] == ["dma_copy", "dma_copy", "memset", "iota", "nc_matmul"]
     assert not out.storage.all_written and not t.storage.all_written
-    with raises("APK404"):
+    with raises_code("APK404"):
         out.numpy()
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import raises_code
 
 import apdsl
-from apdsl.errors import ApdslError
 from apdsl.runtime import execute
 from apdsl.tensor import formats
 from apdsl.tensor.tla import (
@@ -25,20 +25,6 @@ from apdsl.tensor.tla import (
     valid_view,
 )
 from apdsl.tensor.view import from_numpy, ndarray
-
-
-def raises(code: str):
-    class _Ctx:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, tp, value, tb):
-            assert tp is not None, f"expected {code}, nothing was raised"
-            assert issubclass(tp, ApdslError), f"expected {code}, got {tp.__name__}: {value}"
-            assert value.code == code, f"expected {code}, got {value.code}: {value.message}"
-            self.value = value
-            return True
-    return _Ctx()
 
 
 def gm(shape, dtype=np.float32, seed=0):
@@ -117,25 +103,25 @@ def test_tiles_are_views_sharing_storage_and_are_memoised():
 
 def test_coordinate_arguments_are_checked():
     _, A = gm((8, 16))
-    with raises("APK532"):
+    with raises_code("APK532"):
         get_tile(A, (0, 0, 0), (4, 4))
-    with raises("APK532"):
+    with raises_code("APK532"):
         get_tile(A, (0, -1), (4, 4))
-    with raises("APK532"):
+    with raises_code("APK532"):
         tile_view(A, (0, 0), (4, 0))
-    with raises("APK532"):
+    with raises_code("APK532"):
         make_tensor(A, coord=(1,))
-    with raises("APK111"):
+    with raises_code("APK111"):
         get_tile(A, (0, 1.5), (4, 4))
-    with raises("APK111"):
+    with raises_code("APK111"):
         get_tile("A", (0, 0), (4, 4))
-    with raises("APK111"):
+    with raises_code("APK111"):
         tile_view(A, (True, 0), (4, 4))
 
 
 def test_nested_layouts_tile_in_rank_2_only():
     t = ndarray((2, 32, 32), "float16", "l1", "NZ")
-    with raises("APK533"):
+    with raises_code("APK533"):
         get_tile(t, (0, 0, 0), (1, 16, 16))
     # index the batch away first
     m = get_tile(t[1, :, :], (16, 16), (16, 16))
@@ -148,9 +134,9 @@ def test_nested_layouts_tile_in_rank_2_only():
 def test_dynamic_views_are_not_tiles():
     _, A = gm((8, 16))
     r = apdsl.register_alloc(1)
-    with raises("APK539"):
+    with raises_code("APK539"):
         make_tensor(A.select(0, r))
-    with raises("APK539"):
+    with raises_code("APK539"):
         tile_view(A.select(0, r), (0,), (4,))
 
 
@@ -181,17 +167,17 @@ def test_nested_make_layout_is_the_zn_layout_of_the_seeds(dt, rows, cols):
 
 
 def test_make_layout_errors():
-    with raises("APK530"):
+    with raises_code("APK530"):
         make_layout((8, 16), (16,))
-    with raises("APK530"):
+    with raises_code("APK530"):
         make_layout((8, 0), (16, 1))
-    with raises("APK530"):
+    with raises_code("APK530"):
         make_layout(((16, 2), 8), ((1, 16), (1, 2)))
-    with raises("APK530"):
+    with raises_code("APK530"):
         make_layout((), ())
-    with raises("APK531"):
+    with raises_code("APK531"):
         make_layout((8, 16), (16, 1), origin_shape=(9, 16))
-    with raises("APK531"):
+    with raises_code("APK531"):
         make_layout((8, 16), (16, 1), origin_shape=(8,))
 
 
@@ -237,9 +223,9 @@ def test_permute_reorders_the_tile_fields():
 def test_other_view_methods_refuse_a_tail_but_not_a_whole_tile():
     _, A = gm((40, 40))
     tail = tile_view(A, (1, 1), (32, 32))
-    with raises("APK538"):
+    with raises_code("APK538"):
         tail.expand_dim(0)
-    with raises("APK538"):
+    with raises_code("APK538"):
         tail.view("bfloat16")
     whole = tile_view(A, (0, 0), (32, 32))
     flat = whole.rearrange("a b -> (a b)")
@@ -286,13 +272,13 @@ def test_make_tensor_like_dtype_and_plain_like():
     A = ndarray((20, 28), "float16", "gm")
     acc = make_tensor_like("l0c", A, "NZ", "float32")
     assert acc.dtype.name == "float32" and acc.origin_shape == (20, 28) and acc.shape == (32, 32)
-    with raises("APK534"):
+    with raises_code("APK534"):
         make_tensor_like("l1", ndarray((2, 16, 16), "float16", "gm"), "NZ")
-    with raises("APK510"):
+    with raises_code("APK510"):
         make_tensor_like("l0a", A, "NZ")
-    with raises("APK501"):
+    with raises_code("APK501"):
         make_tensor_like("l1", A, "NQ")
-    with raises("APK111"):
+    with raises_code("APK111"):
         make_tensor_like("l1", "A", "NZ")
 
 
@@ -309,12 +295,12 @@ def test_layout_base_fixes_the_full_tile_layout_in_l1():
     assert bound.storage is buf.storage and bound.layout == buf.layout
     custom = make_tensor_like("l1", tail, "ND", layout_base=make_layout((40, 40), (40, 1)))
     assert custom.shape == (40, 40) and custom.strides == (40, 1)
-    with raises("APK535"):
+    with raises_code("APK535"):
         make_tensor_like("l0a", tail, "ZZ", layout_base=(64, 64))
-    with raises("APK535"):
+    with raises_code("APK535"):
         make_tensor_like(ndarray((64, 64), "float16", "l0a", "ZZ"), tail, "ZZ",
                          layout_base=(64, 64))
-    with raises("APK536"):
+    with raises_code("APK536"):
         make_tensor_like("l1", tail, "NZ", layout_base=(32, 64))
 
 
@@ -325,12 +311,12 @@ def test_binding_to_an_existing_buffer():
     assert tile.storage is buf.storage and tile.origin_shape == (36, 36)
     # L0 layouts are fixed by the valid extent: a compact NZ of (48, 48) at the buffer's start
     assert tile.layout == ndarray((48, 48), "float16", "l1", "NZ").layout
-    with raises("APK536"):
+    with raises_code("APK536"):
         make_tensor_like(ndarray((32, 32), "float16", "l1", "NZ"),
                          tile_view(A, (0, 0), (64, 64)), "NZ")
-    with raises("APK537"):
+    with raises_code("APK537"):
         make_tensor_like(ndarray((64, 64), "float16", "l1"), A[0:32, 0:32], "NZ")
-    with raises("APK537"):
+    with raises_code("APK537"):
         make_tensor_like(ndarray((64, 64), "float32", "l1", "NZ"), A[0:32, 0:32], "NZ")
     # binding a view of a buffer starts at that view
     second = make_tensor_like(buf[:, 32:64], A[0:32, 0:16], "NZ")
@@ -347,13 +333,13 @@ def test_a_bound_tile_starts_unwritten():
     # the next tile in the same buffer holds the previous tile's data, which is not its own
     again = make_tensor_like(buf, tile_view(A, (0, 0), (32, 32)), "NZ")
     assert again is first
-    with raises("APK404"):
+    with raises_code("APK404"):
         again.numpy()
     # a smaller tile forgets only what it covers
     apdsl.dma_copy(first, tile_view(A, (0, 0), (32, 32)))
     small = make_tensor_like(buf, tile_view(A, (1, 1), (32, 32)), "NZ")   # valid (8, 8)
     assert small.shape == (16, 16)
-    with raises("APK404"):
+    with raises_code("APK404"):
         small.numpy()
     rest = buf.storage.mask.reshape(-1)
     assert rest.sum() == 32 * 32 - 16 * 16

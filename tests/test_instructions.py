@@ -870,7 +870,11 @@ def test_trace_json_splits_an_operand_of_several_pieces():
     objs = tr.records[0].to_json()
     assert len(objs) == n > 1
     assert [o["piece"] for o in objs] == [[i, n] for i in range(n)]
-    assert all(o["operands"]["dst"]["pattern"] == [[1, part.size]] for o in objs)
+    # the contiguous dst is cut with the src: each piece moves the next run of rows
+    starts = np.cumsum([0] + [int(np.prod(p.shape)) for p in part.layout.pieces()])
+    assert [o["operands"]["dst"]["offset"] for o in objs] == starts[:-1].tolist()
+    assert [o["operands"]["dst"]["pattern"] for o in objs] == [
+        [[1, int(b - a)]] for a, b in zip(starts, starts[1:])]
     # each piece's AP, evaluated on the storage, gives that piece's box of the view
     flat = a.reshape(-1)
     got = []

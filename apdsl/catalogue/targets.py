@@ -166,6 +166,24 @@ b: f32[64, 512] @ sbuf = 0
 c: f32[64, 512] @ psum
 nc_matmul(c, a, b)
 """),
+    entry("APK320", "lower cannot cut an instruction into access-pattern pieces", """
+When an operand of an instruction needs several access patterns (a slice across the blocks of a
+nested dimension, an unaligned fractal tile), `apdsl lower` cuts the whole instruction into
+pieces in which every operand is one access pattern. An operand whose rows come from a runtime
+index tensor (`vector_select`, `.ap(vector_offset=)`, `indirect`) or whose strides or counts are
+registers cannot be cut that way, so lowering it is refused rather than printed wrong. Running
+the program is not affected.
+""", """
+# python: lowering a gather into a destination of several pieces
+from apdsl.runtime import trace
+A = apdsl.from_numpy(np.zeros((16, 6), np.float32))
+idx = apdsl.ndarray((8, 1), "int32", "sbuf")
+apdsl.iota(idx, [[1, 1]], 0, 2)
+Y = apdsl.ndarray((4, 6, 5), "float32", "hbm")
+dst = Y.rearrange("b c h -> (b h) c").slice(0, 3, 11)
+with trace.tracing():
+    apdsl.dma_copy(dst, A.vector_select(0, idx))
+"""),
     entry("APK319", "register_load from a tensor that is not one integer", """
 `register_load(reg, t)` copies one integer from a (1, 1) tensor of an integer dtype into a
 virtual register.

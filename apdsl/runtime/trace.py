@@ -21,43 +21,34 @@ from typing import Any
 from ..errors import ApdslError, Span, Warning_
 from ..records import record
 from ..tensor import targets
-from ..tensor.lowering import AccessPattern, lower
+from ..tensor.lowering import AccessPattern, cut, lower
 
 Location = tuple[str, int]
 
 
 @record
 class Record:
-    """One executed instruction with each operand lowered to its access pattern(s)."""
+    """One executed instruction: each operand lowered to its own access pattern(s), and the
+    instruction cut into pieces in which every operand is one AP (`apdsl.tensor.cutting`)."""
 
     op: str
     name: str | None
     location: Location | None
     operands: dict[str, list[AccessPattern]]
+    pieces: list[dict[str, AccessPattern]]
 
     def to_json(self) -> list[dict[str, Any]]:
-        """SPEC section 8: one object per instruction, or per piece when an operand needs
-        several access patterns (`piece: [i, n]`, n the most pieces of any operand).  An
-        operand with one AP repeats it in every piece; one with some other number k of pieces
-        spreads them over the n and says which it shows (its own `piece: [j, k]`)."""
-        n = max((len(aps) for aps in self.operands.values()), default=1)
+        """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
+        the instruction is several hardware instructions."""
+        n = len(self.pieces)
         out = []
-        for i in range(n):
-            operands: dict[str, Any] = {}
-            for role, aps in self.operands.items():
-                k = len(aps)
-                if k == 0:
-                    continue
-                j = i if k == n else (0 if k == 1 else i * k // n)
-                operands[role] = aps[j].to_json()
-                if 1 < k < n:
-                    operands[role]["piece"] = [j, k]
+        for i, operands in enumerate(self.pieces):
             obj: dict[str, Any] = {
                 "op": self.op,
                 "file": self.location[0] if self.location else None,
                 "line": self.location[1] if self.location else None,
                 "name": self.name,
-                "operands": operands,
+                "operands": {role: ap.to_json() for role, ap in operands.items()},
             }
             if n > 1:
                 obj["piece"] = [i, n]
@@ -126,12 +117,13 @@ def record(op: str, name: str | None, operands: dict[str, Any]) -> None:
                     lower(t, role=role)
             return
         lowered = {role: lower(t, role=role) for role, t in operands.items()}
+        pieces = cut(op, operands, lowered)
     except ApdslError as err:
         label = f"{op} {str(name)!r}" if name is not None else op
         err.message = f"{label}: {err.message}"
         err.args = (err.message,)
         raise
-    trace.records.append(Record(op, name, _location, lowered))
+    trace.records.append(Record(op, name, _location, lowered, pieces))
 
 
 # Free entries of each view's uncoalesced pattern (None: not one pattern), per view.

@@ -8,10 +8,13 @@ the target.
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
+import numpy as np
+
 from ..errors import TargetError
-from ..records import record
+from ..records import record, replace
 from . import targets
 from .layout import coalesce, is_static
 from .view import Tensor
@@ -103,3 +106,67 @@ def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand") -> li
                     "over an outer dimension", entries=ap.free_entries, limit=limit)
         out.append(ap)
     return out
+
+
+# -- cutting an instruction into pieces -----------------------------------------------------------
+
+# Instructions whose operands correspond element for element in logical row-major order.
+ELEMENTWISE = frozenset({"dma_copy", "tensor_copy"})
+# Matrix instructions: each operand's (row axis, column axis).
+MATRIX_AXES: dict[str, dict[str, tuple[str, str]]] = {
+    "nc_matmul": {"stationary": ("K", "M"), "moving": ("K", "N"), "dst": ("M", "N")},
+    "mmad": {"a": ("M", "K"), "b": ("K", "N"), "dst": ("M", "N")},
+}
+
+
+def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPattern]]
+        ) -> list[dict[str, AccessPattern]]:
+    """The instruction as pieces in which every operand is one access pattern, each piece a
+    `{role: AccessPattern}` with `piece=(i, n)` when n > 1 (SPEC section 8)."""
+    from . import cutting
+    if all(len(aps) == 1 for aps in lowered.values()):
+        return [{role: aps[0] for role, aps in lowered.items()}]
+    if len(operands) == 1:
+        ((role, aps),) = lowered.items()
+        return [{role: ap} for ap in aps]
+    if any(t.size == 0 for t in operands.values()):
+        return [{role: aps[0] for role, aps in lowered.items()}]
+    ops = [_cut_operand(op, role, t, lowered[role]) for role, t in operands.items()]
+
+    def make(o: cutting.Operand, offset: int, pattern: list[list[int]]) -> AccessPattern:
+        return replace(o.aps[0], offset=offset, pattern=pattern, piece=None, box=None)
+
+    if op in MATRIX_AXES:
+        pieces = cutting.cut_axes(op, ops, MATRIX_AXES[op], make)
+    elif op in ELEMENTWISE or len({t.size for t in operands.values()}) == 1:
+        pieces = cutting.cut_flat(op, ops, make)
+    else:
+        raise cutting.refuse(op, next(iter(operands)), "does not correspond element for "
+                             "element to the other operands")
+    n = len(pieces)
+    if n == 1:
+        return [{role: replace(ap, piece=None) for role, ap in pieces[0].items()}]
+    return [{role: replace(ap, piece=(i, n)) for role, ap in p.items()}
+            for i, p in enumerate(pieces)]
+
+
+def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern]) -> Any:
+    from . import cutting
+    if not t.layout.static:
+        raise cutting.refuse(op, role, f"{t.name} has runtime strides or counts (registers), "
+                             "so its elements' places are not known before it executes")
+    layout = t.layout
+    offsets = np.asarray(layout.offsets(), dtype=np.int64)
+    piece_of = np.zeros(layout.shape, dtype=np.int64)
+    sizes = []
+    for i, p in enumerate(layout.pieces()):
+        piece_of[tuple(slice(s, s + n) for s, n in zip(p.start, p.shape))] = i
+        sizes.append(prod(p.shape))
+    pstride = max_free = None
+    if t.onchip:
+        storage = t.storage
+        pstride = (storage.nbytes // max(storage.shape[0], 1)) * 8 // t.dtype.bits
+        max_free = targets.target_for(t.buffer).max_free_entries
+    pinned = t.dynamic is not None and t.dynamic.kind in ("vector", "ti")
+    return cutting.Operand(role, offsets, piece_of, tuple(sizes), pstride, max_free, pinned,
+                           tuple(aps))

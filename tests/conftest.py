@@ -1,8 +1,29 @@
-"""Each test accounts its own on-chip allocations and starts on the default targets."""
+"""Each test accounts its own on-chip allocations and starts on the default targets.
+
+Hypothesis runs derandomised by default (each test's examples come from a seed fixed by the
+test itself), so a run in CI and a run on a laptop try the same inputs and a failure reproduces.
+`APDSL_HYPOTHESIS=random` asks for fresh random examples, to hunt for new failures.
+"""
+
+import os
 
 import pytest
+from hypothesis import settings
 
 from apdsl.tensor import storage, targets
+
+settings.register_profile("apdsl-fixed", derandomize=True, database=None, print_blob=True)
+settings.register_profile("apdsl-random", derandomize=False, print_blob=True)
+
+
+def hypothesis_profile(environ: "os._Environ[str] | dict[str, str]") -> str:
+    """The profile for an environment: random only when asked for, fixed otherwise (CI too)."""
+    mode = environ.get("APDSL_HYPOTHESIS", "").strip().lower()
+    return "apdsl-random" if mode == "random" else "apdsl-fixed"
+
+
+# Loaded at import, before any test module builds its own `settings(...)` on top of the default.
+settings.load_profile(hypothesis_profile(os.environ))
 
 
 @pytest.fixture(autouse=True)

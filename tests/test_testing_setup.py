@@ -1,0 +1,56 @@
+"""The suite's own set-up: Hypothesis is derandomised unless a random run is asked for."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import hypothesis_profile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_profile_is_fixed_by_default_and_in_ci():
+    assert hypothesis_profile({}) == "apdsl-fixed"
+    assert hypothesis_profile({"CI": "true"}) == "apdsl-fixed"
+    assert hypothesis_profile({"APDSL_HYPOTHESIS": "fixed"}) == "apdsl-fixed"
+    assert hypothesis_profile({"APDSL_HYPOTHESIS": "random", "CI": "1"}) == "apdsl-random"
+    assert hypothesis_profile({"APDSL_HYPOTHESIS": " Random "}) == "apdsl-random"
+
+
+def test_the_loaded_profile_matches_the_environment():
+    wanted = os.environ.get("APDSL_HYPOTHESIS", "").strip().lower() != "random"
+    assert settings.default.derandomize is wanted
+    # settings built by test modules inherit it
+    assert settings(max_examples=3).derandomize is wanted
+
+
+_SEEN: list[int] = []
+
+
+@settings(max_examples=5)
+@given(st.integers(0, 2**62))
+def _draw(x: int) -> None:
+    _SEEN.append(x)
+
+
+def test_two_runs_of_a_property_try_the_same_examples():
+    if not settings.default.derandomize:
+        return  # a random run on demand: nothing to compare
+    _SEEN.clear()
+    _draw()
+    first = list(_SEEN)
+    _SEEN.clear()
+    _draw()
+    assert _SEEN == first and len(first) >= 1
+
+
+def test_random_runs_on_demand():
+    env = {**os.environ, "APDSL_HYPOTHESIS": "random", "PYTHONPATH": str(ROOT)}
+    test = "tests/test_testing_setup.py::test_the_loaded_profile_matches_the_environment"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", test],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

@@ -129,8 +129,8 @@ c: f32[128, 1024] @ psum
 nc_matmul(c, a, b)
 """),
     entry("APK315", "matmul result must be float32 in PSUM", """
-The tensor engine accumulates in float32 and writes PSUM. Declare the result `f32[M, N] @ psum`
-and copy it out (tensor_copy to SBUF converts the dtype).
+The tensor engine accumulates in float32 and writes PSUM: a float32 dst, or bfloat16 on trn3.
+Declare the result `f32[M, N] @ psum` and copy it out (tensor_copy to SBUF converts the dtype).
 """, """
 a: f32[128, 128] @ sbuf = 0
 b: f32[128, 512] @ sbuf = 0
@@ -148,8 +148,8 @@ c: f32[128, 1024] @ psum
 nc_matmul(c[:, 256:768], a, b)
 """),
     entry("APK317", "float32 matmul input with a non-float32 partner", """
-The tensor engine multiplies float32 by float32, or narrower floats (bfloat16, float16, float8)
-by each other; a float32 input needs a float32 partner. Cast one side (tensor_copy into a tile of
+The tensor engine multiplies float32/tfloat32 by float32/tfloat32, or narrower floats (bfloat16,
+float16, float8) by each other; a float32 or tfloat32 input needs a float32 or tfloat32 partner. Cast one side (tensor_copy into a tile of
 the other dtype).
 """, """
 a: f32[128, 128] @ sbuf = 0
@@ -185,10 +185,143 @@ with trace.tracing():
     apdsl.dma_copy(dst, A.vector_select(0, idx))
 """),
     entry("APK319", "register_load from a tensor that is not one integer", """
-`register_load(reg, t)` copies one integer from a (1, 1) tensor of an integer dtype into a
-virtual register.
+`register_load(reg, t)` copies one integer from a [1] or [1, 1] tensor of an integer dtype of at
+most 32 bits (in SBUF or HBM) into a virtual register.
 """, """
 t: f32[1, 1] @ sbuf = 3
+r = register_alloc()
+register_load(r, t)
+"""),
+    entry("APK330", "nc_matmul cannot infer accumulate", """
+With `accumulate=None` (the default, as in the NKI docs) a matmul overwrites dst when every
+element is fresh (newly allocated, or last touched by an instruction other than a matmul) and
+accumulates when every element was last written by an `nc_matmul`. A dst that is partly each has
+no defined meaning: pass `accumulate=False` or `accumulate=True`, or use the earlier matmuls' dst.
+""", """
+a: f32[128, 128] @ sbuf = 1
+b: f32[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+nc_matmul(c[:, 0:256], a, b[:, 0:256])
+nc_matmul(c, a, b)
+"""),
+    entry("APK331", "nc_matmul accumulates onto a result no matmul started", """
+`accumulate=True` adds to what an earlier `nc_matmul` left in PSUM. On an element no matmul has
+written (new, memset, tensor_copy) the NKI docs call it undefined: start the group with
+`accumulate=False`, or leave `accumulate=None` so the first matmul overwrites.
+""", """
+a: f32[128, 128] @ sbuf = 1
+b: f32[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+memset(c, 0)
+nc_matmul(c, a, b, accumulate=True)
+"""),
+    entry("APK332", "nc_matmul accumulates onto a value another instruction wrote (trn1/trn2)", """
+On NeuronCore-v2 and -v3 (trn1, trn2) a matmul accumulating into PSUM that a non-matmul
+instruction (memset, tensor_copy, ...) wrote after the last matmul is undefined on hardware.
+Start with `accumulate=False`, or add the value in SBUF after the matmuls.
+""", """
+a: f32[128, 128] @ sbuf = 1
+b: f32[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+nc_matmul(c, a, b)
+memset(c[:, 0:8], 0)
+nc_matmul(c, a, b, accumulate=True)
+"""),
+    entry("APK333", "nc_matmul input dtype the tensor engine cannot read", """
+The tensor engine reads float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32 and float32
+(float8_e4m3fn too on trn3); it has no integer inputs. In `perf_mode="double_row"` both inputs
+are float8. Cast with `tensor_copy` into a tile of a supported dtype.
+""", """
+a: int8[128, 128] @ sbuf = 1
+b: int8[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+nc_matmul(c, a, b)
+"""),
+    entry("APK334", "nc_matmul mixes float8_e4m3 and float8_e4m3fn", """
+Legacy float8_e4m3 and OCP float8_e4m3fn cannot meet in one matmul (NKI docs). Convert one side.
+""", """
+set_target("trn3")
+a: float8_e4m3[128, 128] @ sbuf = 1
+b: float8_e4m3fn[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+nc_matmul(c, a, b)
+"""),
+    entry("APK336", "nc_matmul transpose mode misused", """
+`is_transpose=True` (trn2 and later) moves stationary's bits transposed: dst, stationary and
+moving share one dtype, moving is an identity (a 0/1 matrix with at most one 1 per column), and a
+transpose never accumulates. On trn1 the flag only labels the matmul for the profiler.
+""", """
+a: bf16[128, 128] @ sbuf = 1
+b: bf16[128, 128] @ sbuf = 1
+c: f32[128, 128] @ psum
+nc_matmul(c, a, b, is_transpose=True)
+"""),
+    entry("APK337", "nc_matmul perf_mode not valid here", """
+`perf_mode="double_row"` (FP8 double performance mode) needs trn2 or later, float8 inputs, no
+column tiling, and operands (P, 2, ...): the contraction is split between the partitions and a
+first free dim of 2. `perf_mode` is "none" or "double_row".
+""", """
+a: float8_e4m3[128, 128] @ sbuf = 1
+b: float8_e4m3[128, 512] @ sbuf = 1
+c: f32[128, 512] @ psum
+nc_matmul(c, a, b, perf_mode="double_row")
+"""),
+    entry("APK338", "nc_matmul tile_position/tile_size not a tile of the array", """
+Tiling mode uses a row and column tile of the 128 x 128 systolic array: `tile_size=(rows,
+columns)` of 64 or 128 on trn1 (32 too from trn2), `tile_position=(row, column)` a multiple of
+the tile size, both given or neither; the stationary tile must fit the chosen size.
+""", """
+a: f32[64, 64] @ sbuf = 1
+b: f32[64, 512] @ sbuf = 1
+c: f32[64, 512] @ psum
+nc_matmul(c, a, b, tile_position=(32, 0), tile_size=(64, 128))
+"""),
+    entry("APK339", "iota outside SBUF", """
+`iota` runs on the GpSimd engine, which writes SBUF only (it cannot access PSUM). Generate the
+values in an SBUF tile and `tensor_copy` them where they are needed.
+""", """
+t: i32[128, 64] @ psum
+iota(t, [[1, 64]], 0, 0)
+"""),
+    entry("APK340", "iota pattern with more than 4 entries", """
+An iota pattern describes up to 4 dimensions of [step, count]. Merge entries whose steps chain,
+or generate the tile in parts.
+""", """
+t: i32[128, 32] @ sbuf
+iota(t, [[16, 2], [8, 2], [4, 2], [2, 2], [1, 2]], 0, 0)
+"""),
+    entry("APK341", "vector_offset on a tensor not in HBM", """
+`.ap(vector_offset=)` gives each partition its own row index; the NKI docs allow it only on an
+HBM tensor (the DMA gathers the rows), as `vector_select`. On chip use `indirect()` (trn3) or a
+`scalar_offset`.
+""", """
+t: f32[4, 8] @ sbuf = 1
+idx: i32[4, 1] @ sbuf = 0
+v = t.ap(pattern=[[8, 4], [1, 8]], vector_offset=idx, indirect_dim=0)
+"""),
+    entry("APK342", "dma_copy to or from PSUM", """
+NKI DMA moves data between SBUF and HBM; PSUM is read and written by the compute engines. Copy
+a PSUM result into SBUF with `tensor_copy` and `dma_copy` it from there.
+""", """
+p: f32[128, 512] @ psum = 0
+o: f32[128, 512] @ hbm
+dma_copy(dst=o, src=p)
+"""),
+    entry("APK343", "operand starts on a partition the engines cannot start at (trn1)", """
+The Trainium/Inferentia2 architecture guide: an SBUF/PSUM operand of more than 64 partitions
+starts at partition 0, of 33..64 partitions at 0 or 64, of at most 32 at 0, 32, 64 or 96. apdsl
+checks it for compute instructions on trn1 (the trn2 and trn3 guides state no such rule). Move
+the data with `dma_copy` first, as the NKI library's `cross_partition_copy` does.
+""", """
+set_target("trn1")
+t: f32[128, 64] @ sbuf = 0
+u: f32[128, 64] @ sbuf
+tensor_copy(u[0:16], t[8:24])
+"""),
+    entry("APK344", "register_load from a buffer it cannot read", """
+`register_load(reg, t)` reads a scalar from SBUF or HBM. Copy a PSUM value into SBUF first.
+""", """
+t: i32[1, 1] @ psum = 3
 r = register_alloc()
 register_load(r, t)
 """),

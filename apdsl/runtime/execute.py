@@ -33,7 +33,7 @@ from ..tensor.dtypes import DType, cast_array
 from ..tensor.layout import Dim, Layout, is_static
 from ..tensor.registers import VirtualRegister
 from ..tensor.storage import Storage
-from . import trace
+from . import psum, trace
 from .options import OPTIONS
 
 TI_GROUP = 16  # Tensor Indirection group size of the vector/scalar/gpsimd engines
@@ -50,25 +50,8 @@ _INTP_MAX = int(np.iinfo(np.intp).max)
 _written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
 
 
-def cast(values: np.ndarray, to: DType) -> np.ndarray:
-    """`cast_array` (the float32 rule), except that float values saturate exactly at the
-    bounds of 32- and 64-bit integers: `cast_array` clips in float32, where 2**31 - 1 rounds
-    up to 2**31 and then wraps to the minimum."""
-    values = np.asarray(values)
-    if values.dtype == to.np:
-        return values
-    # (ml_dtypes floats -- bfloat16, float8 -- and int4 have kind "V"; all go through float32)
-    if to.kind not in "iu" or to.bits < 32 or values.dtype.kind in "iub":
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the rule
-            return cast_array(values, to)
-    f = values.astype(np.float32).astype(np.float64)
-    f = np.where(np.isnan(f), 0.0, np.rint(f))
-    info = np.iinfo(to.np)
-    high, low = f >= float(info.max), f <= float(info.min)
-    out = np.where(high | low, 0.0, f).astype(to.np)
-    out[high] = info.max
-    out[low] = info.min
-    return out
+# The one cast of SPEC section 4 (see `apdsl.tensor.dtypes.cast_array`).
+cast = cast_array
 
 
 def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
@@ -626,6 +609,8 @@ def _index_values(index: Any, op: str, what: str) -> np.ndarray:
     """The integer values of an index tensor (init-checked) as intp, logical shape."""
     acc = resolve(index, op, what)
     _check_init(acc, op, what)
+    if acc.storage.buffer == "psum":
+        psum.note_read(acc)
     if type(acc) is Strided:
         return acc.array().astype(np.intp).reshape(acc.shape)
     return acc.read().astype(np.intp)
@@ -826,6 +811,8 @@ def _check_unique(acc: Access, op: str, role: str) -> None:
 
 def _mark_written(acc: Access) -> None:
     storage = acc.storage
+    if storage.buffer == "psum":
+        psum.note_write(acc)
     if storage.all_written:
         return
     # The write was checked free of duplicates, so covering every bit means covering all.
@@ -848,6 +835,8 @@ def _mark_written(acc: Access) -> None:
 def read(acc: Access, op: str, role: str) -> np.ndarray:
     """The logical contents of a resolved source (init-checked), as a new array."""
     _check_init(acc, op, role)
+    if acc.storage.buffer == "psum":
+        psum.note_read(acc)
     return acc.read()
 
 
@@ -879,6 +868,8 @@ def copy(dst: Access, src: Access, op: str) -> None:
     source is init-checked and the destination duplicate-checked before anything moves."""
     _check_init(src, op, "src")
     _check_unique(dst, op, "dst")
+    if src.storage.buffer == "psum":
+        psum.note_read(src)
     if type(dst) is Strided and type(src) is Strided:
         _strided_copy(dst.array(), src.array(), src.dtype != dst.dtype, dst.dtype)
     elif type(dst) is Strided and type(src) is Rows and src.dtype == dst.dtype:
@@ -984,7 +975,8 @@ def read_view(t: Any, *, op: str = "read", role: str = "view") -> np.ndarray:
     """The logical contents of view `t` as a new array (shape `t.shape`, dtype `t.dtype.np`).
     Reading unwritten memory is APK404 unless init checking is off."""
     acc = resolve(t, op, role)
-    return read(acc, op, role)
+    _check_init(acc, op, role)
+    return acc.read()  # a host read: PSUM accumulation state is left alone
 
 
 def write_view(t: Any, values: Any, *, op: str = "write", role: str = "view") -> None:

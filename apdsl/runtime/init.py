@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError
+from ..tensor.dtypes import cast_array
 from ..tensor.view import Tensor
 
 
@@ -29,8 +30,8 @@ def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
     if kind == "value":
         (value,) = args
         if isinstance(value, (bool, int, float, np.integer, np.floating)):
-            data: Any = np.full(shape, value, dtype=np.float64 if isinstance(
-                value, (float, np.floating)) else np.int64)
+            # cast once, exactly (a Python int may exceed every NumPy integer)
+            data: Any = np.broadcast_to(cast_array(value, t.dtype), shape)
         else:
             raise ApdslTypeError(f"a declaration initialiser must be a number, zeros, ones, "
                                  f"arange, random(seed) or load(\"file.npy\"), not "

@@ -15,11 +15,11 @@ import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
-from ..tensor.dtypes import DTYPES
+from ..tensor.dtypes import DTYPES, round_tfloat32
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from . import execute as ex
-from . import trace
+from . import psum, trace
 from .options import OPTIONS
 
 F32 = DTYPES["float32"]
@@ -95,6 +95,40 @@ def _onchip(t: Tensor, label: str, role: str, what: str = "SBUF or PSUM") -> Non
                           help="dma_copy the data on chip first", buffer=t.buffer, role=role)
 
 
+def _start_partition(t: Tensor) -> int | None:
+    """The first partition an on-chip view covers (None when a register decides it)."""
+    base = t.layout.base
+    if not isinstance(base, (int, np.integer)):
+        return None
+    storage = t.storage
+    per_partition = prod(storage.shape[1:]) * storage.dtype.bits // t.dtype.bits
+    return int(base) // per_partition if per_partition else 0
+
+
+def _start_partitions(label: str, pairs: Any) -> None:
+    """The start-partition rule of the Trainium/Inferentia2 architecture guide for compute
+    instructions on trn1 (an operand's partitions start on a quadrant boundary that allows its
+    partition count: more than 64 start at 0, more than 32 at 0 or 64, others at 0, 32, 64 or
+    96).  The trn2 and trn3 guides state no such rule, so it binds trn1 only."""
+    for role, t in pairs:
+        if not t.onchip or targets.target_for(t.buffer).name != "trn1":
+            continue
+        count, start = t.layout.dims[0].size if t.layout.dims else 1, _start_partition(t)
+        if start is None or not isinstance(count, (int, np.integer)):
+            continue
+        allowed = (0,) if count > 64 else (0, 64) if count > 32 else (0, 32, 64, 96)
+        if start not in allowed:
+            raise TargetError(
+                f"{label}: {role} {t.name} covers {count} partitions starting at partition "
+                f"{start}; on trn1 an operand of {count} partitions starts at "
+                f"{' or '.join(map(str, allowed))}", code="APK343",
+                notes=["Trainium/Inferentia2 architecture guide: 64 < partitions <= 128 start "
+                       "at 0; 32 < partitions <= 64 at 0 or 64; up to 32 at 0, 32, 64 or 96"],
+                help="move the data to an allowed start partition with dma_copy first (as the "
+                "NKI library's cross_partition_copy does), or slice on a quadrant boundary",
+                start=start, partitions=int(count))
+
+
 # -- dma_copy ---------------------------------------------------------------------------------
 
 def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
@@ -115,6 +149,14 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
                               "(indirect()); DMA cannot use it", code="APK307",
                               help="use vector_select or .ap(vector_offset=) for a DMA gather, "
                               "or a compute instruction such as tensor_copy for indirect()")
+    for role, t in (("dst", dst), ("src", src)):
+        if t.buffer == "psum":
+            raise TargetError(f"{label}: {role} {t.name} is in PSUM; DMA moves data between "
+                              "SBUF and HBM only", code="APK342",
+                              notes=["NKI dma_copy: both src and dst are in HBM or SBUF"],
+                              help="tensor_copy the PSUM tile into SBUF first, then dma_copy "
+                              "the SBUF tile" if role == "src" else "dma_copy into SBUF, then "
+                              "tensor_copy into PSUM", buffer=t.buffer, role=role)
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
     else:
@@ -166,6 +208,7 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
     dst, src = _tensor(dst, label, "dst"), _tensor(src, label, "src")
     _onchip(src, label, "src")
     _onchip(dst, label, "dst")
+    _start_partitions(label, (("src", src), ("dst", dst)))
     accs = _operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
     ss, ds = _shapes(accs, src, dst)
     if ss is not None and ds is not None and (ss[0] != ds[0] or _free(ss) != _free(ds)):
@@ -198,6 +241,7 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
     if targets.family(dst.buffer) == "ascend":
         from . import ascend
         ascend.check_alignment(dst, label, "dst")
+    _start_partitions(label, (("dst", dst),))
     accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst})
     if accs is not None:
@@ -214,6 +258,12 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
     label = _label("iota", name)
     dst = _tensor(dst, label, "dst")
     _onchip(dst, label, "dst")
+    if dst.buffer != "sbuf":
+        raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; iota (GpSimd Engine) "
+                          "writes SBUF only", code="APK339",
+                          notes=["GpSimd cannot access PSUM"],
+                          help="iota into an SBUF tile, then tensor_copy it into PSUM",
+                          buffer=dst.buffer)
     offset = _int(offset, label, "offset")
     cm = _int(channel_multiplier, label, "channel_multiplier")
     if not isinstance(pattern, (list, tuple)) or not pattern or not all(
@@ -224,6 +274,13 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
     counts = [_int(c, label, "a pattern count") for _, c in pattern]
     if any(c < 1 for c in counts):
         raise _arg_error(label, f"pattern counts must be >= 1, got {counts}")
+    if len(pattern) > 4:
+        raise TargetError(f"{label}: the pattern has {len(pattern)} [step, count] entries; iota "
+                          "takes at most 4", code="APK340", notes=[f"pattern {list(pattern)}"],
+                          help="merge entries whose steps chain (step_outer == step_inner * "
+                          "count_inner), or split the tile and issue several iotas",
+                          entries=len(pattern))
+    _start_partitions(label, (("dst", dst),))
     accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     (shape,) = _shapes(accs, dst)
     if shape is not None and prod(counts) != _free(shape):
@@ -250,58 +307,66 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
 
 # -- nc_matmul --------------------------------------------------------------------------------
 
-def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor, accumulate: bool = False,
+# Input dtypes of the tensor engine (NKI nc_matmul docstring); float8_e4m3fn from trn3 on.
+MATMUL_INPUTS = ("float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32", "float32")
+_WIDE = ("float32", "tfloat32")
+_FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
+PERF_MODES = ("none", "double_row")
+
+
+def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
+              is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
+              is_transpose: bool = False, accumulate: bool | None = None,
+              tile_position: Any = (), tile_size: Any = (), perf_mode: Any = None,
               name: str | None = None) -> None:
-    """`dst (+)= stationary.T @ moving` in float32, K on partitions: stationary (K, M), moving
-    (K, N), dst (M, N) float32 in PSUM."""
+    """`dst (+)= stationary.T @ moving` in float32 on the tensor engine, K on partitions:
+    stationary (K, M) and moving (K, N) in SBUF, dst (M, N) in PSUM.  `accumulate=None` infers
+    overwrite or accumulate from the PSUM state (`apdsl.runtime.psum`); with
+    `perf_mode="double_row"` K is split over the partitions and a first free dim of 2;
+    `is_transpose=True` (trn2 on) moves stationary's bits transposed through a 0/1 moving."""
     label = _label("nc_matmul", name)
     dst = _tensor(dst, label, "dst")
     stationary = _tensor(stationary, label, "stationary")
     moving = _tensor(moving, label, "moving")
-    if not isinstance(accumulate, (bool, np.bool_)):
-        raise _arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
-    if dst.buffer != "psum" or dst.dtype != F32:
-        raise TargetError(f"{label}: dst {dst.name} is {dst.dtype} in {dst.buffer}; the tensor "
-                          "engine writes float32 in PSUM", code="APK315",
-                          help="declare the result f32[M, N] @ psum and tensor_copy/dma_copy it "
-                          "out", buffer=dst.buffer, dtype=str(dst.dtype))
+    for what, flag in (("is_stationary_onezero", is_stationary_onezero),
+                       ("is_moving_onezero", is_moving_onezero), ("is_transpose", is_transpose)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise _arg_error(label, f"{what} must be True or False, got {flag!r}")
+    if accumulate is not None and not isinstance(accumulate, (bool, np.bool_)):
+        raise _arg_error(label, f"accumulate must be True, False or None, got {accumulate!r}")
+    tgt = targets.target_for(dst.buffer)
+    double = _perf_mode(perf_mode, label, tgt)
+    # On trn1 transpose mode is only a profiler label: the instruction is an ordinary matmul.
+    transpose = bool(is_transpose) and tgt.name != "trn1"
     for role, t in (("stationary", stationary), ("moving", moving)):
         if t.buffer != "sbuf":
             raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; matmul inputs are "
                               "read from SBUF", code="APK309",
                               help=f"copy {role} into an sbuf tile first", buffer=t.buffer,
                               role=role)
-    if (stationary.dtype == F32) != (moving.dtype == F32):
-        f32, other = (("stationary", "moving") if stationary.dtype == F32
-                      else ("moving", "stationary"))
-        od = (moving if other == "moving" else stationary).dtype
-        raise TargetError(f"{label}: {f32} is float32 but {other} is {od}; float32 inputs need "
-                          "float32 partners", code="APK317",
-                          help=f"cast {other} to float32 (tensor_copy into an f32 tile), or "
-                          f"{f32} to {od}")
+    _matmul_dtypes(dst, stationary, moving, tgt, label, transpose, double)
+    if transpose and accumulate:
+        raise TargetError(f"{label}: transpose mode (is_transpose=True) cannot accumulate",
+                          code="APK336", help="drop accumulate=True: a transpose overwrites dst")
+    _start_partitions(label, (("stationary", stationary), ("moving", moving), ("dst", dst)))
     accs = _operands(label, ex.TI_GROUP_MATMUL, ("stationary", stationary), ("moving", moving),
                      ("dst", dst))
     ss, ms, ds = _shapes(accs, stationary, moving, dst)
     if ss is None or ms is None or ds is None:  # check mode with register-sized views
         trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
         return
-    k, mm = ss[0], _free(ss)
-    k2, n = ms[0], _free(ms)
-    if k != k2 or ds[0] != mm or _free(ds) != n:
-        raise TargetError(f"{label}: shapes do not fit dst (M, N) = stationary.T (M, K) @ moving "
-                          f"(K, N): stationary {ss}, moving {ms}, dst {ds}", code="APK318",
-                          notes=[f"K: stationary {k}, moving {k2}; M: stationary {mm}, dst "
-                                 f"{ds[0]}; N: moving {n}, dst {_free(ds)}"],
-                          help="contract over the partition dim: stationary (K, M), moving "
-                          "(K, N), dst (M, N)")
-    tgt = targets.target_for(dst.buffer)
-    limits = (("K", k, tgt.partitions), ("M", mm, tgt.partitions), ("N", n, tgt.matmul_max_n))
+    k, mm, n = _matmul_shapes(ss, ms, ds, label, double)
+    rows, cols = _tiling(tile_position, tile_size, label, tgt, double)
+    limit_n = tgt.matmul_max_n * (2 if dst.dtype.name == "bfloat16" and not transpose else 1)
+    # (in double_row mode K is the partitions times 2; the partitions are what is limited)
+    limits = (("K", ss[0], rows), ("M", mm, cols), ("N", n, limit_n))
     for what, val, lim in limits:
         if val > lim:
-            raise TargetError(f"{label}: {what} = {val} exceeds {lim} on {tgt.name}",
+            tiled = " with this tile_size" if lim < tgt.partitions and what != "N" else ""
+            raise TargetError(f"{label}: {what} = {val} exceeds {lim} on {tgt.name}{tiled}",
                               code="APK314",
-                              notes=[f"limits on {tgt.name}: K <= {tgt.partitions}, M <= "
-                                     f"{tgt.partitions}, N <= {tgt.matmul_max_n}"],
+                              notes=[f"limits on {tgt.name}: K <= {rows}, M <= {cols}, "
+                                     f"N <= {limit_n}"],
                               help=f"split {what} into tiles of at most {lim}"
                               + (" and accumulate over K tiles" if what == "K" else ""),
                               dim=what, value=val, limit=lim)
@@ -314,13 +379,216 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor, accumulate: bool 
     if accs is None:
         return
     s, m, d = accs
-    a = ex.read(s, label, "stationary").reshape(k, mm).astype(np.float32)
-    b = ex.read(m, label, "moving").reshape(k, n).astype(np.float32)
-    result = a.T @ b
-    if accumulate:
-        result += ex.read(d, label, "dst").reshape(mm, n)
+    adding = False if transpose else _accumulation(d, accumulate, tgt, label)
+    if transpose:  # bits move as they are, tfloat32 included
+        result = _transpose_bits(ex.read(s, label, "stationary").reshape(k, mm),
+                                 ex.read(m, label, "moving").reshape(k, n), label)
+    elif double:  # K = partitions x 2: contract over both
+        a32 = _engine_read(s, label, "stationary").astype(np.float32).reshape(k // 2, 2, mm)
+        b32 = _engine_read(m, label, "moving").astype(np.float32).reshape(k // 2, 2, n)
+        result = np.einsum("pkm,pkn->mn", a32, b32, dtype=np.float32)
+    else:
+        a = _engine_read(s, label, "stationary").reshape(k, mm).astype(np.float32)
+        b = _engine_read(m, label, "moving").reshape(k, n).astype(np.float32)
+        result = a.T @ b
+    if adding:
+        result += ex.read(d, label, "dst").reshape(mm, n).astype(np.float32)
     ex.prepare_write(d, label, "dst")
     ex.store(d, result.reshape(d.shape))
+    psum.note_matmul(d, transpose)
+
+
+def _engine_read(acc: ex.Access, label: str, role: str) -> np.ndarray:
+    """An input as the tensor engine reads it: tfloat32 keeps 10 mantissa bits."""
+    values = ex.read(acc, label, role)
+    return round_tfloat32(values) if acc.dtype.name == "tfloat32" else values
+
+
+def _perf_mode(perf_mode: Any, label: str, tgt: targets.Target) -> bool:
+    """True for double_row (FP8 double performance mode, trn2 and later)."""
+    mode = getattr(perf_mode, "name", perf_mode)  # an enum member or its name
+    mode = "none" if mode is None else mode
+    if mode not in PERF_MODES:
+        raise TargetError(f"{label}: perf_mode must be one of {', '.join(PERF_MODES)}, got "
+                          f"{perf_mode!r}", code="APK337",
+                          help='perf_mode="double_row" enables FP8 double performance mode')
+    if mode == "double_row" and tgt.name == "trn1":
+        raise TargetError(f"{label}: perf_mode=\"double_row\" needs trn2 or later; the target "
+                          "is trn1", code="APK337",
+                          help="drop perf_mode on trn1, or run with --target trn2")
+    return mode == "double_row"
+
+
+def _matmul_dtypes(dst: Tensor, st: Tensor, mv: Tensor, tgt: targets.Target, label: str,
+                   transpose: bool, double: bool) -> None:
+    """The dtype rules of the NKI nc_matmul docstring."""
+    allowed = MATMUL_INPUTS + (("float8_e4m3fn",) if tgt.name == "trn3" else ())
+    for role, t in (("stationary", st), ("moving", mv)):
+        name = t.dtype.name
+        if name in allowed and (not double or name in _FP8):
+            continue
+        if double:
+            why = "double_row mode takes float8 inputs only"
+            fix = "cast to float8_e4m3/float8_e5m2, or drop perf_mode"
+        elif t.dtype.kind in "iu":
+            why = "the tensor engine has no integer inputs"
+            fix = "cast to bfloat16 (exact for |values| <= 256) or float32 with tensor_copy"
+        elif name == "float8_e4m3fn":
+            why = f"float8_e4m3fn (OCP FP8) inputs need trn3; the target is {tgt.name}"
+            fix = "use float8_e4m3, or run with --target trn3"
+        else:
+            why = f"{name} is not a tensor engine input dtype"
+            fix = "cast to bfloat16, float16, float8 or float32 with tensor_copy"
+        raise TargetError(f"{label}: {role} {t.name} is {name}; {why}", code="APK333",
+                          notes=[f"inputs on {tgt.name}: {', '.join(allowed)}"], help=fix,
+                          role=role, dtype=name)
+    names = {st.dtype.name, mv.dtype.name}
+    if names == {"float8_e4m3", "float8_e4m3fn"}:
+        raise TargetError(f"{label}: stationary is {st.dtype} and moving {mv.dtype}; legacy "
+                          "float8_e4m3 and OCP float8_e4m3fn cannot be mixed", code="APK334",
+                          help="convert one side so both use the same e4m3 format")
+    if (st.dtype.name in _WIDE) != (mv.dtype.name in _WIDE):
+        wide, other = (("stationary", "moving") if st.dtype.name in _WIDE
+                       else ("moving", "stationary"))
+        od = (mv if other == "moving" else st).dtype
+        wd = (st if wide == "stationary" else mv).dtype
+        raise TargetError(f"{label}: {wide} is {wd} but {other} is {od}; a float32/tfloat32 "
+                          "input needs a float32/tfloat32 partner", code="APK317",
+                          help=f"cast {other} to float32 (tensor_copy into an f32 tile), or "
+                          f"{wide} to {od}")
+    if dst.buffer != "psum":
+        raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; the tensor engine "
+                          "writes PSUM", code="APK315",
+                          help="declare the result f32[M, N] @ psum and tensor_copy it to SBUF",
+                          buffer=dst.buffer, dtype=str(dst.dtype))
+    if transpose:
+        if not dst.dtype == st.dtype == mv.dtype:
+            raise TargetError(f"{label}: transpose mode moves bits: dst, stationary and moving "
+                              f"need one dtype, not {dst.dtype}, {st.dtype} and {mv.dtype}",
+                              code="APK336", help=f"declare dst as {st.dtype} and pass a "
+                              f"{st.dtype} identity as moving")
+        return
+    outs = ("float32", "bfloat16") if tgt.name == "trn3" else ("float32",)
+    if dst.dtype.name not in outs:
+        raise TargetError(f"{label}: dst {dst.name} is {dst.dtype}; the tensor engine writes "
+                          f"{' or '.join(outs)} on {tgt.name}", code="APK315",
+                          notes=["bfloat16 results need trn3"] if dst.dtype.name == "bfloat16"
+                          else [],
+                          help="declare the result f32[M, N] @ psum and tensor_copy it to SBUF "
+                          "(that converts the dtype)", buffer=dst.buffer, dtype=str(dst.dtype))
+
+
+def _matmul_shapes(ss: tuple[int, ...], ms: tuple[int, ...], ds: tuple[int, ...], label: str,
+                   double: bool) -> tuple[int, int, int]:
+    """(K, M, N) from the operand shapes; in double_row mode K counts both contraction dims."""
+    if double:
+        if len(ss) < 3 or len(ms) < 3 or ss[1] != 2 or ms[1] != 2:
+            raise TargetError(f"{label}: in double_row mode stationary and moving are (P, 2, "
+                              f"...): the contraction is split over the partitions and a first "
+                              f"free dim of 2; got stationary {ss}, moving {ms}", code="APK337",
+                              help="for a [1, 256] @ [256, 3] product pass stationary "
+                              "[128, 2, 1] and moving [128, 2, 3]")
+        k, mm, k2, n = ss[0] * 2, prod(ss[2:]), ms[0] * 2, prod(ms[2:])
+    else:
+        k, mm, k2, n = ss[0], _free(ss), ms[0], _free(ms)
+    if k != k2 or ds[0] != mm or _free(ds) != n:
+        raise TargetError(f"{label}: shapes do not fit dst (M, N) = stationary.T (M, K) @ moving "
+                          f"(K, N): stationary {ss}, moving {ms}, dst {ds}", code="APK318",
+                          notes=[f"K: stationary {k}, moving {k2}; M: stationary {mm}, dst "
+                                 f"{ds[0]}; N: moving {n}, dst {_free(ds)}"],
+                          help="contract over the partition dim: stationary (K, M), moving "
+                          "(K, N), dst (M, N)")
+    return k, mm, n
+
+
+def _tiling(position: Any, size: Any, label: str, tgt: targets.Target,
+            double: bool) -> tuple[int, int]:
+    """The (row, column) tile of the 128 x 128 array a matmul may use (NKI docstring: 2 x 64
+    tiles on trn1, 4 x 32 from trn2; start on a multiple of the tile size; both or neither
+    given; no column tiling in double_row mode)."""
+    full = tgt.partitions
+    if not isinstance(position, (list, tuple)) or not isinstance(size, (list, tuple)):
+        raise _arg_error(label, f"tile_position and tile_size are (row, column) tuples, got "
+                         f"{position!r} and {size!r}")
+    if not position and not size:
+        return full, full
+    sizes = (64, 128) if tgt.name == "trn1" else (32, 64, 128)
+    ok = len(position) == 2 and len(size) == 2 and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (*position, *size))
+    if ok:
+        (r0, c0), (rs, cs) = position, size
+        ok = rs in sizes and cs in sizes and r0 % rs == 0 and c0 % cs == 0 and \
+            0 <= r0 and r0 + rs <= full and 0 <= c0 and c0 + cs <= full
+    if not ok:
+        raise TargetError(f"{label}: tile_position {tuple(position)!r} with tile_size "
+                          f"{tuple(size)!r} is not a tile of the {full} x {full} array on "
+                          f"{tgt.name}", code="APK338",
+                          notes=[f"tile sizes on {tgt.name}: {', '.join(map(str, sizes))}; a "
+                                 "tile starts on a multiple of its size"],
+                          help="give both, for example tile_position=(64, 0), "
+                          "tile_size=(64, 128) for the bottom half of the rows")
+    if double and size[1] < full:
+        raise TargetError(f"{label}: double_row mode cannot be combined with column tiling "
+                          f"(tile_size {tuple(size)!r})", code="APK337",
+                          help=f"use a column size of {full}, or drop perf_mode")
+    return int(size[0]), int(size[1])
+
+
+def _accumulation(d: ex.Access, accumulate: bool | None, tgt: targets.Target,
+                  label: str) -> bool:
+    """Whether this matmul adds into dst (SPEC section 4's rule over the PSUM state)."""
+    if accumulate is False:
+        return False
+    counts = psum.counts(d)
+    total = int(counts.sum())
+    adding = int(counts[psum.ACCUMULATING])
+    where = f"dst {d.name} ({d.shape} of {d.storage.describe()})"
+    if accumulate is None:
+        if adding and adding != total:
+            raise ApdslRuntimeError(
+                f"{label}: accumulate=None cannot decide: part of {where} holds an "
+                "accumulation an earlier nc_matmul started, part is fresh", code="APK330",
+                notes=[f"{adding} of {total} bytes are accumulating (last written by "
+                       "nc_matmul), the others are fresh (new, or last touched by another "
+                       "instruction)"],
+                help="pass accumulate=False to start a new accumulation or accumulate=True "
+                "to add to it, or cover exactly the earlier matmuls' dst")
+        return adding > 0
+    unmatmuled = int(counts[psum.NEW] + counts[psum.OTHER_NO_MATMUL])
+    if unmatmuled:
+        raise ApdslRuntimeError(
+            f"{label}: accumulate=True onto {where}, which no nc_matmul has written",
+            code="APK331", notes=[f"{unmatmuled} of {total} bytes were never written by a "
+                                  "matmul; accumulating there is undefined on hardware"],
+            help="start the accumulation with accumulate=False (or leave accumulate=None)")
+    other = int(counts[psum.OTHER_WROTE_AFTER_MATMUL])
+    if other and tgt.name in ("trn1", "trn2"):
+        raise ApdslRuntimeError(
+            f"{label}: accumulate=True onto {where}, which another instruction wrote after "
+            f"the last nc_matmul; on {tgt.name} that is undefined", code="APK332",
+            notes=[f"{other} of {total} bytes were last written by a non-matmul instruction "
+                   "(memset, tensor_copy, ...)"],
+            help="start with accumulate=False, or add the value in SBUF after the matmuls")
+    return True
+
+
+def _transpose_bits(a: np.ndarray, b: np.ndarray, label: str) -> np.ndarray:
+    """Transpose mode: dst[m, n] = stationary[k, m] where moving[k, n] is 1 (bit for bit), 0
+    where a column of moving is all zero.  Another moving has no documented meaning."""
+    ones = b.astype(np.float32)
+    col_ones = (ones == 1).sum(axis=0)
+    if not (((ones == 0) | (ones == 1)).all() and (col_ones <= 1).all()):
+        raise TargetError(f"{label}: transpose mode needs moving to be a 0/1 selection "
+                          "matrix (an identity, at most one 1 per column)", code="APK336",
+                          help="pass an identity matrix as moving, or is_transpose=False to "
+                          "multiply")
+    src = np.argmax(ones == 1, axis=0)
+    out = a.T[:, src]  # (M, N), the input dtype's exact values
+    zero = col_ones == 0
+    if zero.any():
+        out = out.copy()
+        out[:, zero] = 0
+    return out
 
 
 def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
@@ -360,15 +628,22 @@ def register_alloc(value: int | None = None, name: str | None = None) -> Virtual
 
 
 def register_load(reg: VirtualRegister, t: Tensor, name: str | None = None) -> None:
-    """Load the integer in (1, 1) tensor `t` into register `reg`."""
+    """Load the integer in the one-element ([1] or [1, 1]) tensor `t` (SBUF or HBM, at most
+    32-bit) into register `reg`."""
     label = _label("register_load", name)
     if not isinstance(reg, VirtualRegister):
         raise _arg_error(label, f"the first argument must be a register, got {reg!r}",
                          help="make one with register_alloc()")
     t = _tensor(t, label, "src")
-    if tuple(t.shape) != (1, 1) or t.dtype.kind not in "iu":
-        raise TargetError(f"{label}: a register loads from a (1, 1) integer tensor, not "
-                          f"{t.dtype}{list(t.shape)}", code="APK319",
+    if t.buffer != "sbuf" and t.buffer not in targets.NKI_HBM:
+        raise TargetError(f"{label}: src {t.name} is in {t.buffer}; a register loads from SBUF "
+                          "or HBM", code="APK344",
+                          help="tensor_copy the value into an SBUF tile first"
+                          if t.buffer == "psum" else "copy the value into SBUF or HBM first",
+                          buffer=t.buffer)
+    if tuple(t.shape) not in ((1,), (1, 1)) or t.dtype.kind not in "iu" or t.dtype.bits > 32:
+        raise TargetError(f"{label}: a register loads from a [1] or [1, 1] integer tensor of "
+                          f"at most 32 bits, not {t.dtype}{list(t.shape)}", code="APK319",
                           help="slice one element: t[0:1, 0:1], of an int32 tile",
                           shape=tuple(t.shape), dtype=str(t.dtype))
     accs = _operands(label, ex.TI_GROUP, ("src", t))

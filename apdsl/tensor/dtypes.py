@@ -71,12 +71,16 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", 32, "numpy.int32", "i"),
     DType("uint32", 32, "numpy.uint32", "u"),
     DType("int64", 64, "numpy.int64", "i"),
+    # tfloat32 is stored as float32; an engine reading it keeps 10 mantissa bits
+    # (`round_tfloat32`).  After float32 in this table, so NumPy's float32 maps to float32.
+    DType("tfloat32", 32, "numpy.float32", "f"),
 )}
 
 ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
            "fp32": "float32", "fp16": "float16", "half": "float16", "float": "float32",
            "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "u32": "uint32",
-           "i64": "int64", "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2"}
+           "i64": "int64", "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
+           "tf32": "tfloat32"}
 
 ALL_NAMES = tuple(DTYPES) + tuple(ALIASES)
 
@@ -107,23 +111,111 @@ def dtype(value: object) -> DType:
                          numpy_dtype=str(npd))
 
 
-def cast_array(values: np.ndarray, to: DType) -> np.ndarray:
-    """Convert through float32 as the hardware does: round to nearest even; integer targets
-    saturate and map NaN to 0.  Same-dtype and integer-to-wider-integer casts are exact."""
-    values = np.asarray(values)
-    if values.dtype == to.np:
-        return values
-    src_is_int = values.dtype.kind in "iub" and values.dtype != DTYPES["int4"].np
+def cast_array(values: object, to: DType) -> np.ndarray:
+    """The one dtype conversion (SPEC section 4), used by every instruction, memset, input and
+    initialiser.  Same-dtype values are returned as they are (bit-exact).  Integer sources
+    (NumPy integers of any width, bool, int4, Python ints of any size) go to an integer dtype
+    exactly, saturating at its bounds, never wrapping.  Everything else goes through float32:
+    round to nearest even, then to an integer dtype saturate with NaN -> 0, or to a float dtype
+    round again (overflow to infinity, as the rule says)."""
+    arr = np.asarray(values)
+    if arr.dtype == to.np:
+        return arr
+    if arr.dtype == object:
+        return _cast_objects(arr, to)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if arr.dtype.kind == "b":
+            arr = arr.astype(np.uint8)
+        elif arr.dtype == DTYPES["int4"].np:
+            arr = arr.astype(np.int8)
+        if arr.dtype.kind in "iu":
+            if to.kind in "iu":
+                return _saturate_int(arr, to)
+            return arr.astype(np.float32).astype(to.np)
+        f32 = arr.astype(np.float32)
+        if to.kind not in "iu":
+            return f32.astype(to.np)
+        return _float_to_int(f32, to)
+
+
+def int_bounds(to: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer dtype."""
+    if to.name == "int4":
+        return -8, 7
+    info = np.iinfo(to.np)
+    return int(info.min), int(info.max)
+
+
+def _saturate_int(arr: np.ndarray, to: DType) -> np.ndarray:
+    """Integer to integer: clip in the source dtype (both bounds representable there, so no
+    value wraps), then convert."""
+    lo, hi = int_bounds(to)
+    src = np.iinfo(arr.dtype)
+    lo, hi = max(lo, int(src.min)), min(hi, int(src.max))
+    clipped = np.clip(arr, arr.dtype.type(lo), arr.dtype.type(hi))
+    if to.name == "int4":
+        clipped = clipped.astype(np.int8)
+    return clipped.astype(to.np)
+
+
+def _float_to_int(f32: np.ndarray, to: DType) -> np.ndarray:
+    """float32 to integer: round to nearest even, saturate, NaN -> 0.  Decided in float64,
+    which holds every float32 and every bound test exactly (2**63 - 1 rounds to 2**63 there,
+    and no float32 lies between the two)."""
+    lo, hi = int_bounds(to)
+    f = f32.astype(np.float64)
+    f = np.where(np.isnan(f), 0.0, np.rint(f))
+    high, low = f >= float(hi), f <= float(lo)
+    work = np.int8 if to.name == "int4" else to.np
+    out = np.where(high | low, 0.0, f).astype(work)
+    out[high] = hi
+    out[low] = lo
+    return out.astype(to.np) if to.name == "int4" else out
+
+
+def _round_int_to_f32(v: int) -> float:
+    """A Python int rounded once to float32 (nearest even); beyond float32, infinity."""
+    mag = abs(v)
+    excess = mag.bit_length() - 24
+    if excess > 0:
+        q, r = divmod(mag, 1 << excess)
+        half = 1 << (excess - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        mag = q << excess
+    if mag >= 2**128:
+        return float("inf") if v > 0 else float("-inf")
+    return float(mag) if v >= 0 else -float(mag)
+
+
+def _cast_objects(arr: np.ndarray, to: DType) -> np.ndarray:
+    """Python ints beyond int64/uint64 (NumPy keeps them as objects), and any Python numbers
+    mixed with them."""
+    flat = arr.reshape(-1)
     if to.kind in "iu":
-        info = np.iinfo(np.int8) if to.name == "int4" else np.iinfo(to.np)
-        lo, hi = (-8, 7) if to.name == "int4" else (info.min, info.max)
-        if src_is_int:
-            return np.clip(values.astype(np.int64), lo, hi).astype(to.np)
-        # float64 holds every int32 bound exactly, so clipping there saturates, never wraps
-        f = values.astype(np.float32).astype(np.float64)
-        top = float(hi) if to.bits < 64 else float(np.nextafter(2.0**63, 0))
-        f = np.clip(np.where(np.isnan(f), 0.0, np.rint(f)), float(lo), top)
-        return f.astype(to.np)
-    if src_is_int and to.name == "float32":
-        return values.astype(np.float32)
-    return values.astype(np.float32).astype(to.np)
+        lo, hi = int_bounds(to)
+        ints = []
+        for x in flat:
+            if isinstance(x, (bool, int, np.integer)):
+                ints.append(min(max(int(x), lo), hi))
+            else:
+                ints.append(int(_float_to_int(np.asarray([x], np.float32), to)[0]))
+        work = np.uint64 if to.kind == "u" else np.int64
+        out = np.array(ints, dtype=work).reshape(arr.shape)
+        return _saturate_int(out, to) if to.np != work else out
+    floats = [_round_int_to_f32(int(x)) if isinstance(x, (bool, int, np.integer)) else float(x)
+              for x in flat]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(floats, np.float64).astype(np.float32).reshape(arr.shape).astype(to.np)
+
+
+def round_tfloat32(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to tfloat32's 10 mantissa bits (nearest even), as an engine
+    reads a tfloat32 operand; NaN and infinity stay as they are."""
+    f = np.ascontiguousarray(values, dtype=np.float32)
+    bits = f.view(np.uint32)
+    keep = np.uint32(0xFFFFE000)
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    with np.errstate(over="ignore"):
+        rounded = ((bits + np.uint32(0x0FFF) + lsb) & keep).view(np.float32)
+    return np.where(np.isfinite(f), rounded, f)

@@ -551,6 +551,12 @@ class Tensor:
             if vector_offset is not None:
                 if indirect_dim != 0:
                     raise _err("ap: vector_offset supports only indirect_dim=0", "APK222")
+                if self.buffer not in targets.NKI_HBM:  # NKI docs: vector indirection is DMA's
+                    raise TargetError(f"ap: vector_offset is only valid on an HBM tensor, not "
+                                      f"on {self.name} in {self.buffer}", code="APK341",
+                                      help="keep the table in HBM and gather it with dma_copy; "
+                                      "on chip use indirect() (trn3) or scalar_offset",
+                                      buffer=self.buffer)
                 if not isinstance(vector_offset, Tensor):
                     raise ApdslTypeError("ap: vector_offset must be a tensor", code="APK111")
                 _check_index_tensor(vector_offset, None, "ap")

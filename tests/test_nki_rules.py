@@ -1,0 +1,161 @@
+"""NKI refusals the docs require (iota, DMA and PSUM, vector_offset, the trn1 start-partition
+rule) and register_load from the tensors the docs allow; values against NumPy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support import raises_code
+
+from apdsl.runtime.instructions import (
+    dma_copy,
+    iota,
+    memset,
+    nc_matmul,
+    register_alloc,
+    register_load,
+    tensor_copy,
+)
+from apdsl.tensor import targets
+from apdsl.tensor.view import from_numpy, ndarray
+
+ROOT = Path(__file__).resolve().parent.parent
+RNG = np.random.default_rng(3)
+
+
+# -- iota -----------------------------------------------------------------------------------
+
+def test_iota_into_psum_refused():
+    with raises_code("APK339"):
+        iota(ndarray((8, 4), "int32", "psum"), [[1, 4]], 0, 0)
+
+
+def test_iota_pattern_of_at_most_4_entries():
+    t = ndarray((4, 16), "int32", "sbuf")
+    iota(t, [[8, 2], [4, 2], [2, 2], [1, 2]], 5, 100)
+    expect = 5 + 100 * np.arange(4)[:, None] + np.arange(16)[None, :]
+    np.testing.assert_array_equal(t.numpy(), expect)
+    with raises_code("APK340"):
+        iota(ndarray((4, 32), "int32", "sbuf"), [[16, 2], [8, 2], [4, 2], [2, 2], [1, 2]], 0, 0)
+
+
+# -- DMA and PSUM ---------------------------------------------------------------------------
+
+def test_dma_copy_from_or_to_psum_refused():
+    p = ndarray((8, 16), "float32", "psum")
+    memset(p, 1.0)
+    with raises_code("APK342") as err:
+        dma_copy(ndarray((8, 16), "float32", "hbm"), p)
+    assert "tensor_copy" in err.value.help
+    with raises_code("APK342"):
+        dma_copy(p, from_numpy(np.ones((8, 16), np.float32)))
+
+
+def test_matmul_example_evicts_through_sbuf():
+    text = (ROOT / "examples" / "matmul.apk").read_text()
+    assert "tensor_copy" in text
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(ROOT / "examples" /
+                                                                  "matmul.apk")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+# -- vector_offset --------------------------------------------------------------------------
+
+def test_vector_offset_only_on_hbm():
+    idx = from_numpy(np.array([[2], [0], [1]], np.int32), "sbuf")
+    for buffer in ("sbuf", "psum"):
+        t = ndarray((3, 8), "float32", buffer)
+        with raises_code("APK341"):
+            t.ap(pattern=[[8, 3], [1, 8]], vector_offset=idx, indirect_dim=0)
+    data = RNG.standard_normal((3, 8)).astype(np.float32)
+    h = from_numpy(data, "hbm")
+    out = ndarray((3, 8), "float32", "sbuf")
+    dma_copy(out, h.ap(pattern=[[8, 3], [1, 8]], vector_offset=idx, indirect_dim=0))
+    np.testing.assert_array_equal(out.numpy(), data[[2, 0, 1]])
+
+
+# -- the start-partition rule (trn1) --------------------------------------------------------
+
+@pytest.mark.parametrize("start,count,ok", [
+    (0, 128, True), (0, 100, True), (32, 96, False), (0, 64, True), (64, 64, True),
+    (32, 64, False), (16, 48, False), (96, 32, True), (32, 32, True), (8, 16, False),
+    (33, 1, False), (64, 1, True)])
+def test_start_partition_rule_on_trn1(start, count, ok):
+    data = RNG.standard_normal((128, 16)).astype(np.float32)
+    with targets.target("trn1"):
+        src = from_numpy(data, "sbuf")
+        dst = ndarray((128, 16), "float32", "sbuf")
+        view = src[start:start + count]
+        if ok:
+            tensor_copy(dst[0:count], view)
+            np.testing.assert_array_equal(dst[0:count].numpy(), data[start:start + count])
+            memset(dst[start:start + count], 2.0)
+            assert (dst[start:start + count].numpy() == 2.0).all()
+        else:
+            with raises_code("APK343"):
+                tensor_copy(dst[0:count], view)
+            with raises_code("APK343"):
+                memset(dst[start:start + count], 2.0)
+            with raises_code("APK343"):
+                iota(ndarray((128, 16), "int32", "sbuf")[start:start + count], [[1, 16]], 0, 0)
+            if count <= 128:
+                with raises_code("APK343"):
+                    nc_matmul(ndarray((16, 16), "float32", "psum"), view,
+                              from_numpy(data[:count], "sbuf"))
+    # later targets: their guides state no such rule
+    for tgt in ("trn2", "trn3"):
+        with targets.target(tgt):
+            src = from_numpy(data, "sbuf")
+            dst = ndarray((128, 16), "float32", "sbuf")
+            tensor_copy(dst[0:count], src[start:start + count])
+            np.testing.assert_array_equal(dst[0:count].numpy(), data[start:start + count])
+
+
+def test_start_partition_rule_leaves_dma_alone():
+    data = RNG.standard_normal((128, 16)).astype(np.float32)
+    with targets.target("trn1"):
+        dst = ndarray((128, 16), "float32", "sbuf")
+        dma_copy(dst[8:24], from_numpy(data[8:24]))  # DMA moves across partitions freely
+        moved = ndarray((32, 16), "float32", "sbuf")
+        dma_copy(moved[0:16], dst[8:24])  # the cross_partition_copy way round the rule
+        np.testing.assert_array_equal(moved[0:16].numpy(), data[8:24])
+
+
+# -- register_load --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,buffer", [((1,), "hbm"), ((1, 1), "hbm"), ((1, 1), "sbuf"),
+                                          ((1, 1), "shared_hbm")])
+def test_register_load_from_one_element(shape, buffer):
+    t = from_numpy(np.full(shape, 37, np.int32), buffer)
+    r = register_alloc()
+    register_load(r, t)
+    assert r.value == 37
+
+
+def test_register_load_from_one_element_view_steers_an_access():
+    table = from_numpy(np.array([[5, 1, 2]], np.int32), "sbuf")
+    r = register_alloc()
+    register_load(r, table[0:1, 0:1])
+    data = np.arange(64, dtype=np.float32).reshape(8, 8)
+    src = from_numpy(data)
+    out = ndarray((1, 8), "float32", "sbuf")
+    dma_copy(out, src.ap([[8, 1], [1, 8]], offset=0, scalar_offset=r, indirect_dim=0))
+    np.testing.assert_array_equal(out.numpy(), data[5:6])
+
+
+def test_register_load_refusals():
+    r = register_alloc()
+    with raises_code("APK344"):
+        p = ndarray((1, 1), "int32", "psum")
+        memset(p, 1)
+        register_load(r, p)
+    for dt in ("int64", "float32"):
+        with raises_code("APK319"):
+            register_load(r, from_numpy(np.ones((1, 1)), "hbm", dtype=dt))
+    with raises_code("APK319"):
+        register_load(r, from_numpy(np.ones((1, 2), np.int32), "hbm"))

@@ -50,7 +50,16 @@ UNARY: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos,
 def _eq(a: Any, b: Any) -> Any:
     # Tuples and lists compare by elements (`A.shape == [512, 512]`).
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        unknown = None
+        for x, y in zip(a, b):
+            same = _eq(x, y)
+            if isinstance(same, Absorbing):
+                unknown = same  # a known difference still decides; else unknown
+            elif not _truth(same):
+                return False
+        return True if unknown is None else unknown
     return a == b
 
 
@@ -128,23 +137,28 @@ class Interpreter:
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
         self.calls: list[tuple[str, Span]] = []  # check mode: the calls of helpers under way
+        self.failures = 0  # check mode: statements that failed (reported or deduplicated)
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 
     # -- errors -------------------------------------------------------------------------------
     def report(self, err: ApdslError) -> None:
         # One report per code and line: the static checker and the dry run often find the
-        # same mistake, one at the argument and one at the call.
+        # same mistake, one at the argument and one at the call.  Unknown names are keyed by
+        # the name too, so `foo + bar` reports both.
         s = err.span
-        key = (err.code, None if s is None else (s.file, s.line))
+        name = err.facts.get("name")
+        key = (err.code, None if s is None else (s.file, s.line),
+               name if isinstance(name, str) else None)
         if key not in self._seen:
+            # appended before it is labelled: nothing after `_seen` may fail and lose it
+            self.errors.append(err)
             self._seen.add(key)
             # inside a helper (check mode reports there), show where the program called it
             if self.calls and s is not None and not err.labels:
-                name, call = self.calls[0]
+                helper, call = self.calls[0]
                 if not _inside(s, call):
-                    err.add_label(call, f"in this call of {name}")
-            self.errors.append(err)
+                    err.add_label(call, f"in this call of {helper}")
 
     # -- services used by builtins ------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
@@ -162,9 +176,12 @@ class Interpreter:
         saved = OPTIONS.execute
         OPTIONS.execute = False
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         finally:
             OPTIONS.execute = saved
+        from .dryrun import check_destination
+        check_destination(name, fn, args, kwargs)
+        return result
 
     def print(self, *values: Any, sep: str = " ") -> None:
         if self.dry:
@@ -234,11 +251,15 @@ class Interpreter:
                     raise ApdslTypeError(f"{fn.name}() is missing argument '{p.name}'",
                                          code="APK102")
         frame = Frame(local, fn.globals)
+        failures = self.failures
         try:
             fn.body(frame)
+            value = None
         except _Return as r:
-            return r.value
-        return None
+            value = r.value
+        # Check mode goes on past a failing statement; a call that did so has no value to
+        # give (run mode would have stopped), so its caller sees POISON, not a made-up None.
+        return POISON if self.failures != failures else value
 
     # -- compilation: statements --------------------------------------------------------------
     def compile_block(self, body: list[Any], top: bool = False) -> Closure:
@@ -270,6 +291,7 @@ class Interpreter:
                         except Reported:
                             if not top:
                                 raise
+                        interp.failures += 1
                         for name in ast.bound_names(node):
                             frame.vars[name] = POISON
                 finally:
@@ -429,6 +451,9 @@ class Interpreter:
 
         def run(frame: Frame) -> None:
             shape = tuple(d(frame) for d in dims)
+            if interp.dry and _absorbs(shape):
+                frame.vars[name] = POISON  # a size check mode cannot know: not checkable
+                return
             try:
                 t = interp.allocate(shape, spec.dtype, spec.buffer, spec.format or "ND", name,
                                     span=span)
@@ -526,19 +551,42 @@ class Interpreter:
         return run
 
     def _stmt_Assert(self, node: Any) -> Closure:
-        test = self.compile_expr(node.test)
         msg = self.compile_expr(node.msg) if node.msg is not None else None
-        source = node.test
+        sides = self._assert_sides(node.test)
+        if sides is None:
+            test = self.compile_expr(node.test)
+
+            def evaluate(frame: Frame) -> tuple[Any, Any]:
+                return test(frame), None
+        else:
+            # `assert a == b` evaluates each side once and shows both when it fails (evaluating
+            # them again for the note would repeat a helper's effects)
+            left, op, right, span = sides
+
+            def evaluate(frame: Frame) -> tuple[Any, Any]:
+                a, b = left(frame), right(frame)
+                try:
+                    return _compare(op, a, b), (a, b)
+                except _PY_ERRORS as e:
+                    raise _python_error(e, span) from None
 
         def run(frame: Frame) -> None:
-            cond = test(frame)
+            cond, both = evaluate(frame)
             if isinstance(cond, Absorbing):
                 return
             if not _truth(cond):
                 text = show(msg(frame)) if msg is not None else "assertion failed"
-                notes = _assert_notes(source, frame, self)
+                notes = [] if both is None else [f"left:  {_brief(both[0])}",
+                                                 f"right: {_brief(both[1])}"]
                 raise ApdslAssertionError(text, code="APK901", notes=notes)
         return run
+
+    def _assert_sides(self, test: Any) -> tuple[Closure, Any, Closure, Span] | None:
+        """The compiled sides and operator of a single comparison, else None."""
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            return None
+        return (self.compile_expr(test.left), COMPARE[test.ops[0]],
+                self.compile_expr(test.comparators[0]), test.span)
 
     def _stmt_FunctionDef(self, node: Any) -> Closure:
         return self._define(node, kernel=False)
@@ -738,8 +786,9 @@ class Interpreter:
             op, right = ops[0], rights[0]
 
             def run1(frame: Frame) -> Any:
+                a, b = left(frame), right(frame)
                 try:
-                    return op(left(frame), right(frame))
+                    return _compare(op, a, b)
                 except _PY_ERRORS as e:
                     raise _python_error(e, span) from None
             return run1
@@ -748,7 +797,7 @@ class Interpreter:
             a = left(frame)
             for op, r in zip(ops, rights):
                 b = r(frame)
-                res = op(a, b)
+                res = _compare(op, a, b)
                 if isinstance(res, Absorbing) or not _truth(res):
                     return res
                 a = b
@@ -787,6 +836,8 @@ class Interpreter:
         def run(frame: Frame) -> Any:
             value = ev(frame)
             key = parts[0](frame) if single else tuple(p(frame) for p in parts)
+            if interp.dry and _absorbs((key,)):
+                return POISON  # an index check mode cannot know
             try:
                 result = value[key]
             except ApdslError as e:
@@ -823,8 +874,12 @@ class Interpreter:
             kw = {k: v(frame) for k, v in kwargs}
             if isinstance(fn, Absorbing):
                 return fn
-            if interp.dry and (any(isinstance(x, Absorbing) for x in a)
-                               or any(isinstance(x, Absorbing) for x in kw.values())):
+            # Check mode: a builtin given a value it cannot know (a host value, or a name
+            # whose definition failed), even inside a tuple or list, is skipped: its checks
+            # would only report the unknown.  A helper is still entered, so its body is
+            # checked as far as the known arguments allow.
+            if interp.dry and type(fn) is not Function and (
+                    _absorbs(a) or _absorbs(list(kw.values()))):
                 return POISON
             if not callable(fn):
                 raise ApdslTypeError(f"{type_name(fn)} is not callable",
@@ -862,6 +917,32 @@ class Interpreter:
                 interp.origins.setdefault(result, span)
             return result
         return run
+
+
+def _absorbs(values: Any, depth: int = 0) -> bool:
+    """True when a value check mode cannot know sits among `values` (nested tuples, lists,
+    dicts and slices included)."""
+    for v in values:
+        if isinstance(v, Absorbing):
+            return True
+        if depth < 8:
+            if isinstance(v, (tuple, list)) and _absorbs(v, depth + 1):
+                return True
+            if isinstance(v, dict) and _absorbs(list(v.values()), depth + 1):
+                return True
+            if isinstance(v, slice) and _absorbs((v.start, v.stop, v.step), depth + 1):
+                return True
+    return False
+
+
+def _compare(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    # `in`, `is` and their negations ask Python for a bool, which an unknown value would
+    # answer at random (`UNKNOWN in (1, 2)` is True): an unknown operand gives unknown.
+    if isinstance(a, Absorbing):
+        return a
+    if isinstance(b, Absorbing):
+        return b
+    return op(a, b)
 
 
 def _call_error(fn: Any, e: TypeError, span: Span) -> ApdslError:
@@ -929,18 +1010,6 @@ def _free(frame: Frame, mark: int = 0) -> None:
 def _is_nki_module(name: str) -> bool:
     root = name.split(".")[0]
     return root in ("nki", "neuronxcc", "numpy", "np")
-
-
-def _assert_notes(test: Any, frame: Frame, interp: Interpreter) -> list[str]:
-    """For `assert a == b`, show both sides."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        try:
-            left = interp.compile_expr(test.left)(frame)
-            right = interp.compile_expr(test.comparators[0])(frame)
-        except Exception:  # noqa: BLE001 - notes are best effort; the assertion stands
-            return []
-        return [f"left:  {_brief(left)}", f"right: {_brief(right)}"]
-    return []
 
 
 def _brief(v: Any) -> str:

@@ -1,0 +1,57 @@
+"""Check mode's stand-in for the checks an instruction makes as it moves data.
+
+In check mode (`options.execute` off) an instruction validates and lowers its operands but
+returns before it moves data, so the checks it makes on the way (a destination touching an
+element twice, APK405) would be lost.  The destination does not depend on data when its layout
+is static and it has no runtime index, so check mode makes that check here, after the
+instruction's own checks passed: in the same order as `run`, with the same message.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from ..tensor import targets
+from ..tensor.view import Tensor
+
+# The instructions that write their `dst` operand whole, through `dst` itself.  On Ascend,
+# `mmad` and a copy between TLA tiles write only the valid extent (nothing when it is empty):
+# they are left to `run` rather than checked on a view they would not write.
+WRITERS = frozenset({"dma_copy", "tensor_copy", "memset", "iota", "nc_matmul"})
+ASCEND_WRITERS = frozenset({"dma_copy", "memset"})
+
+
+@cache
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """Raise the APK405 that executing instruction `op` would raise for its destination."""
+    if op not in WRITERS:
+        return
+    sig = _signature(fn)
+    if sig is None:
+        return
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return
+    dst = bound.arguments.get("dst")
+    if type(dst) is not Tensor or dst.dynamic is not None or not dst.layout.static:
+        return
+    if targets.family(dst.buffer) != "nki":
+        src = bound.arguments.get("src")
+        if op not in ASCEND_WRITERS or dst.origin_shape is not None or (
+                type(src) is Tensor and src.origin_shape is not None):
+            return
+    from ..runtime import execute as ex
+    from ..runtime.instructions import _label
+    label = _label(op, bound.arguments.get("name"))
+    ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")

@@ -1,0 +1,172 @@
+"""`check` neither loses nor invents errors (issue 8 item 9): what `run` reports for a program
+whose data never steers it, `check` reports at the same place with the same code, and `check`
+reports nothing more than the independent errors."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from apdsl.errors import ApdslError
+from apdsl.semantics.program import Program
+
+
+def check(src: str) -> list[ApdslError]:
+    return Program(src, "t.apk").check()
+
+
+def run_error(src: str) -> ApdslError | None:
+    try:
+        Program(src, "t.apk").run(out=io.StringIO())
+    except ApdslError as e:
+        return e
+    return None
+
+
+def where(e: ApdslError) -> tuple:
+    return (e.code, e.span.line, e.span.column)
+
+
+# -- a write through a broadcast view ---------------------------------------------------------
+
+BROADCASTS = [
+    # stride 0 in the free dimension
+    "t: f32[128, 64] @ sbuf\ns: f32[128, 64] @ sbuf = 1.0\n"
+    "dma_copy(dst=t.ap([[64, 128], [0, 64]]), src=s)\n",
+    # an overlapping .ap: 2 x 40 elements from a 64-element row, stepping 16
+    "t: f32[128, 64] @ sbuf\ns: f32[128, 80] @ sbuf = 1.0\n"
+    "tensor_copy(dst=t.ap([[64, 128], [16, 2], [1, 40]]), src=s)\n",
+    "t: f32[128, 64] @ sbuf\nmemset(t.ap([[64, 128], [1, 32], [0, 2]]), 0.5)\n",
+    "t: i32[128, 64] @ sbuf\niota(t.ap([[64, 128], [0, 64]]), [[1, 64]])\n",
+    "kernel k(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+    "    for i in range(2):\n"
+    "        dma_copy(dst=A.ap([[0, 128], [1, 64]]), src=A)\n"
+    "    return A\n",
+]
+
+
+@pytest.mark.parametrize("src", BROADCASTS)
+def test_a_write_through_a_broadcast_view_is_caught_by_check_as_by_run(src):
+    e = run_error(src)
+    assert e is not None and e.code == "APK405"
+    errors = check(src)
+    assert [where(x) for x in errors] == [where(e)]
+    assert errors[0].message == e.message
+
+
+def test_a_broadcast_source_is_fine_in_check_and_run():
+    src = ("t: f32[128, 64] @ sbuf\ns: f32[128, 1] @ sbuf = 2.0\n"
+           "tensor_copy(dst=t, src=s.ap([[1, 128], [0, 64]]))\n")
+    assert run_error(src) is None and check(src) == []
+
+
+# -- shapes that depend on host values --------------------------------------------------------
+
+HOST_SHAPED = """\
+kernel k(t: i32[2, 2] @ hbm, A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:
+    n = host(t)[0, 1] + 6
+    x = ndarray((n, 4), f32, sbuf)
+    y = A.slice(0, 0, n)
+    z: f32[n, 8] @ sbuf
+    w = A[0:n, 0:8]
+    v = A.ap([[64, n], [1, 4]])
+    u = A.reshape((n, 4))
+    if n in (1, 2, 3):
+        q = A.slice(0, 0, 999)
+    r = A.shape[n]
+    bad = A.slice(1, 0, 99)
+    return A
+"""
+
+
+def test_host_shaped_programs_check_as_far_as_they_can():
+    errors = check(HOST_SHAPED)
+    # only the error that does not depend on the host value; nothing about unknown values
+    assert [where(e) for e in errors] == [("APK203", 12, 25)]
+    assert all("unknown" not in e.message.lower() for e in errors)
+
+
+def test_a_known_difference_decides_a_comparison_with_unknown_parts():
+    # top-level asserts are independent checks: each is reported or not on its own
+    src = ("t: i32[2, 2] @ hbm = 3\n"
+           "n = host(t)[0, 0]\n"
+           "assert (n, 3) == (n, 4), 'differs'\n"
+           "assert (n, 3) == (n, 3), 'unknown'\n"
+           "assert (n, 3) != (5, 3), 'unknown too'\n"
+           "assert not (n in (1, 2)), 'unknown as well'\n")
+    assert [e.message for e in check(src)] == ["differs"]
+
+
+def test_a_helper_given_a_host_value_is_still_checked():
+    src = ("def h(A, n):\n    u = A.slice(0, 0, n)\n    return A.slice(1, 0, 99)\n"
+           "kernel k(t: i32[2, 2] @ hbm, A: f32[8, 8] @ hbm) -> f32[8, 8] @ hbm:\n"
+           "    v = h(A, host(t)[0, 0])\n    return A\n")
+    assert [where(e) for e in check(src)] == [("APK203", 3, 26)]
+
+
+# -- undefined names ---------------------------------------------------------------------------
+
+def test_two_undefined_names_in_one_expression_are_both_reported():
+    errors = check("food = 1\nbars = 2\nx = foo + bar\n")
+    assert [where(e) for e in errors] == [("APK101", 3, 5), ("APK101", 3, 11)]
+    assert "'food'" in errors[0].help and "'bars'" in errors[1].help
+
+
+def test_the_same_undefined_name_twice_on_a_line_is_reported_once():
+    assert [where(e) for e in check("x = foo + foo\n")] == [("APK101", 1, 5)]
+
+
+# -- assert evaluates its sides once -----------------------------------------------------------
+
+@pytest.mark.parametrize("value, fails", [(2, False), (3, True)])
+def test_assert_calls_its_operands_once(value, fails):
+    src = f"def f():\n    print('called')\n    return {value}\nassert f() == 2\n"
+    out = io.StringIO()
+    try:
+        Program(src, "t.apk").run(out=out)
+        raised = None
+    except ApdslError as e:
+        raised = e
+    assert out.getvalue() == "called\n"
+    assert (raised is not None) == fails
+    if fails:
+        assert raised.notes == ["left:  3", "right: 2"]
+
+
+# -- a failing statement inside a helper ------------------------------------------------------
+
+def test_a_helper_that_failed_gives_no_value_to_invent_errors_with():
+    src = ("t: f32[8, 8] @ hbm\n"
+           "def f():\n    return t.slice(0, 0, 99).shape[0]\n"
+           "x = f() + 1\ny = t.slice(0, 0, x)\n")
+    e = run_error(src)
+    assert [where(x) for x in check(src)] == [where(e)] == [("APK203", 3, 26)]
+
+
+# -- the command line --------------------------------------------------------------------------
+
+def test_cli_check_and_check_json_report_what_run_reports(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def apdsl(*args):
+        return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
+                              text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+    path = tmp_path / "b.apk"
+    path.write_text(BROADCASTS[0])
+    r = apdsl("run", str(path))
+    assert r.returncode == 1 and f"{path}:3:1: error[APK405]" in r.stderr
+    c = apdsl("check", str(path))
+    assert c.returncode == 1 and f"{path}:3:1: error[APK405]" in c.stderr
+    j = apdsl("check", "--json", str(path))
+    assert [(o["code"], o["line"], o["column"]) for o in map(json.loads, j.stdout.splitlines())
+            ] == [("APK405", 3, 1)]
+    host = tmp_path / "h.apk"
+    host.write_text(HOST_SHAPED)
+    h = apdsl("check", str(host))
+    assert h.returncode == 1 and "error[APK203]" in h.stderr
+    assert "nknown" not in h.stderr and "Traceback" not in h.stderr

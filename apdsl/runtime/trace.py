@@ -66,6 +66,15 @@ class Trace:
     def __len__(self) -> int:
         return len(self.records)
 
+    def before_error(self) -> list[Record]:
+        """The records of the instructions that completed, when an error has just stopped the
+        program: an instruction records itself before it moves data, so a last record made in
+        the statement under way (no statement began since) is the instruction that failed."""
+        recs = self.records
+        if recs and recs[-1].location is not None and recs[-1].location is _location:
+            return recs[:-1]
+        return list(recs)
+
 
 # -- location -------------------------------------------------------------------------------
 

@@ -138,6 +138,9 @@ class Interpreter:
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
         self.calls: list[tuple[str, Span]] = []  # check mode: the calls of helpers under way
         self.failures = 0  # check mode: statements that failed (reported or deduplicated)
+        # check mode: storage holding `-i` input values that no instruction has written since,
+        # so host() can read them (a data-dependent kernel checks with its inputs' values)
+        self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 
@@ -173,6 +176,9 @@ class Interpreter:
         if not self.dry:
             return fn(*args, **kwargs)
         from ..runtime.options import OPTIONS
+        dst = kwargs.get("dst", args[0] if args else None)
+        if isinstance(dst, Tensor):  # its contents are no longer known without executing
+            self.known_values.discard(dst.storage)
         saved = OPTIONS.execute
         OPTIONS.execute = False
         try:

@@ -87,6 +87,39 @@ class Program:
             raise UsageError(f"{self.file} has no kernel '{name}'{hint}")
         return name
 
+    def buffers(self) -> set[str]:
+        """The buffer names the program mentions (declarations, parameters, `sbuf`/`nl.sbuf`
+        names, `"l1"` strings), in this file and in the modules it imports (searched as
+        `import` searches them), read without running anything."""
+        from ..resources import stdlib_path
+        from ..syntax.parser import parse
+        from ..tensor.targets import BUFFERS
+        found: set[str] = set()
+        seen: set[str] = set()
+        todo: list[tuple[Any, Path]] = [(self.module, Path(self.base_dir))]
+        while todo:
+            tree, base = todo.pop()
+            for node in _walk(tree):
+                if isinstance(node, ast.TypeSpec):
+                    found.add(node.buffer.removeprefix("nl.").lower())
+                elif isinstance(node, ast.Name) and node.id in BUFFERS:
+                    found.add(node.id)
+                elif isinstance(node, ast.Attribute) and node.attr in BUFFERS:
+                    found.add(node.attr)
+                elif isinstance(node, ast.Str) and node.value.lower() in BUFFERS:
+                    found.add(node.value.lower())
+                elif isinstance(node, (ast.Import, ast.FromImport)) and node.module not in seen:
+                    seen.add(node.module)
+                    rel = Path(*node.module.split(".")).with_suffix(".apk")
+                    for path in (base / rel, stdlib_path() / rel):
+                        if path.is_file():
+                            try:
+                                todo.append((parse(read_source(path), str(path)), path.parent))
+                            except ApdslError:
+                                pass  # running the program reports it
+                            break
+        return found & set(BUFFERS)
+
     # -- operations ---------------------------------------------------------------------------
     def interpreter(self, *, dry: bool = False, out: Any = None) -> Any:
         from .interpreter import Interpreter
@@ -94,13 +127,17 @@ class Program:
         interp.sources[self.file] = self.source
         return interp
 
-    def check(self, out: Any = None) -> list[ApdslError]:
+    def check(self, out: Any = None, kernel: str | None = None,
+              inputs: dict[str, np.ndarray] | None = None) -> list[ApdslError]:
         """Every independent error: static checks, then a dry run of the top level and of each
-        kernel with inputs of the declared shapes."""
+        kernel with inputs of the declared shapes.  `inputs` (for `kernel`, or the only kernel)
+        give their kernel's input shapes, dtypes and values instead, so a shape-generic or
+        data-dependent kernel is checked as it would run."""
         from ..runtime.trace import collect_warnings
         from ..tensor.storage import fresh_accounting
         from .checker import Checker
         from .interpreter import Reported
+        selected = self.select_kernel(kernel) if kernel is not None or inputs else None
         interp = self.interpreter(dry=True, out=out)
         with paused_gc():
             static = Checker(interp.builtins).check(self.module)
@@ -114,7 +151,8 @@ class Program:
                 if not isinstance(fn, Function):
                     continue
                 try:
-                    call_kernel(fn, {}, interp, namespace)
+                    call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
+                                namespace)
                 except Reported:
                     pass
                 except ApdslError as e:
@@ -150,8 +188,21 @@ class Program:
                     value = call_kernel(namespace[name], inputs, interp, namespace)
             except ApdslError as e:
                 e.sources = dict(interp.sources)  # type: ignore[attr-defined]  # for rendering
+                e.trace = tr  # type: ignore[attr-defined]  # what executed before it (lower)
                 raise
         return RunResult(value, name, interp, tr, list(warnings))
+
+
+def _walk(node: Any) -> Any:
+    """Every syntax node under `node` (itself included)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (tuple, list)):
+            stack.extend(n)
+        elif isinstance(n, ast.Node):
+            yield n
+            stack.extend(getattr(n, f) for f in n._fields)
 
 
 def _position(e: ApdslError) -> tuple:
@@ -214,13 +265,15 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
             shape = tuple(_dim_value(d, frame, interp, p) for d in spec.dims)
             arr = None
         t = interp.allocate(shape, dt, spec.buffer, spec.format or "ND", p.name, span=p.span)
-        if not interp.dry:
+        if not interp.dry or arr is not None:  # check mode keeps the values it is given
             data = arr if arr is not None else seeded(shape, dt, input_seed(p.name))
             if data.dtype.kind not in "biuf" and data.dtype.name != "bfloat16" \
                     and not data.dtype.name.startswith("float8") and data.dtype.name != "int4":
                 raise ApdslTypeError(f"input {p.name} has dtype {data.dtype}, which cannot be "
                                      f"cast to {dt}", code="APK114", span=p.span)
             initialise(t, "array", data)
+            if interp.dry:
+                interp.known_values.add(t.storage)
         args.append(t)
     return args, dims
 

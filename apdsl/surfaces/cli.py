@@ -23,23 +23,31 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def program_options(sp: argparse.ArgumentParser) -> None:
+    """The options of every command that runs a program (run, check, lower, show): the one
+    place they are declared.  (SPEC section 2: --target, --sync, --max-steps, --max-memory.)"""
+    sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
+                    "trn3, ascend-a2 (default for Ascend buffers); it must be of the family "
+                    "of the program's buffers")
+
+
+def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument("-i", dest="inputs", metavar="NAME=PATH.npy", action="append", default=[],
+                    help=f"a kernel input (repeatable); {what}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
                 "patterns and Ascend fractal formats, executed on NumPy.")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def target(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
-                        "trn3, ascend-a2 (default for Ascend buffers)")
-
     r = sub.add_parser("run", help="run the top level, then a kernel")
     r.add_argument("file", metavar="FILE")
     r.add_argument("kernel", metavar="KERNEL", nargs="?")
-    r.add_argument("-i", dest="inputs", metavar="NAME=PATH.npy", action="append", default=[],
-                   help="a kernel input (repeatable); missing inputs get seeded data")
+    inputs_option(r, "missing inputs get seeded data")
     r.add_argument("-o", dest="output", metavar="OUT.npy", help="write the result (atomically)")
-    target(r)
+    program_options(r)
     r.add_argument("--no-init-check", action="store_true",
                    help="read unwritten memory as 0 instead of failing")
     r.add_argument("--strict-padding", action="store_true",
@@ -47,21 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="parse and check without moving data")
     c.add_argument("file", metavar="FILE")
+    c.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(c, "its shape, dtype and values are used to check KERNEL")
     c.add_argument("--json", action="store_true", help="one JSON object per diagnostic")
-    target(c)
+    program_options(c)
 
     lw = sub.add_parser("lower", help="print every executed instruction's access patterns")
     lw.add_argument("file", metavar="FILE")
     lw.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(lw, "missing inputs get seeded data")
     lw.add_argument("--json", action="store_true", help="one JSON object per instruction")
-    target(lw)
+    program_options(lw)
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")
     sh.add_argument("file", metavar="FILE")
     sh.add_argument("name", metavar="NAME")
     sh.add_argument("--svg", metavar="OUT.svg")
     sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
-    target(sh)
+    program_options(sh)
 
     sub.add_parser("repl", help="interactive session")
 
@@ -148,6 +159,7 @@ def fail(errors: list[ApdslError], sources: dict[str, str], file: str | None = N
 
 
 def apply_target(name: str | None) -> None:
+    """Set `--target` (an unknown target is a usage error)."""
     if name:
         from ..tensor.targets import get_target, set_target
         try:
@@ -157,12 +169,37 @@ def apply_target(name: str | None) -> None:
         set_target(name)
 
 
-def load_program(file: str) -> Any:
+def check_target_family(program: Any, name: str | None) -> None:
+    """SPEC section 2: a buffer's name says its family and `--target` picks the generation, so
+    a target of a family none of the program's buffers belongs to would be ignored: a usage
+    error.  (A program that names no buffer at all gives nothing to compare with.)"""
+    if not name:
+        return
+    from ..tensor.targets import TARGETS, family, get_target
+    try:
+        fam = get_target(name).family
+    except ApdslError:
+        return  # apply_target reports it
+    buffers = program.buffers()
+    families = {family(b) for b in buffers}
+    if families and fam not in families:
+        label = {"nki": "NKI", "ascend": "Ascend"}
+        other = sorted(families)[0]
+        raise usage(f"--target {name} is an {label[fam]} target, but {program.file} uses only "
+                    f"{label[other]} buffers ({', '.join(sorted(buffers))}); {label[other]} "
+                    "targets: " + ", ".join(t for t, v in TARGETS.items() if v.family == other))
+
+
+def load_program(file: str, target: str | None = None) -> Any:
+    """Parse FILE; with `target` (the --target given), also check it is of the program's
+    family."""
     from ..semantics.program import Program
     try:
-        return Program.from_path(file)
+        program = Program.from_path(file)
     except ApdslError as e:
         raise fail([e], {}, file) from None
+    check_target_family(program, target)
+    return program
 
 
 def internal_error(e: Exception) -> Exit:
@@ -179,18 +216,26 @@ def internal_error(e: Exception) -> Exit:
 # -- commands ---------------------------------------------------------------------------------
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from ..semantics.program import Program, UsageError
     apply_target(args.target)
-    if args.json:
-        return _check_json(args)
-    program = load_program(args.file)
     try:
-        errors = program.check()
+        program = Program.from_path(args.file)
+    except ApdslError as e:
+        return _diagnose([e], {}, args.file, args.json)
+    check_target_family(program, args.target)
+    inputs = _inputs(args, program)
+    try:
+        errors = program.check(kernel=args.kernel, inputs=inputs)
+    except UsageError as e:
+        raise usage(str(e)) from None
     except ApdslError as e:
         errors = [e]
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         raise internal_error(e) from None
+    status = _diagnose(errors, {program.file: program.source}, args.file, args.json)
+    if args.json:
+        return status
     real = [e for e in errors if e.severity == "error"]
-    report(errors, {program.file: program.source})
     n_k = len(program.kernels())
     if real:
         print(f"{args.file}: {len(real)} error{'s' if len(real) != 1 else ''}", file=sys.stderr)
@@ -200,23 +245,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_json(args: argparse.Namespace) -> int:
-    from ..semantics.program import Program
-    from .diagnostics import to_json
-    try:
-        program = Program.from_path(args.file)
-        errors = program.check()
-    except ApdslError as e:
-        if e.span is None:
-            e.facts.setdefault("file", args.file)
-        errors = [e]
-    except Exception as e:  # noqa: BLE001
-        raise internal_error(e) from None
+def _diagnose(errors: list[ApdslError], sources: dict[str, str], file: str,
+              as_json: bool) -> int:
+    """Diagnostics as JSON lines on stdout (`--json`) or rendered on stderr; the exit status
+    they make (1 when one is an error)."""
     for e in errors:
-        obj = to_json(e)
-        if obj.get("file") is None:
-            obj["file"] = args.file
-        print(json.dumps(obj))
+        if e.span is None:
+            e.facts.setdefault("file", file)
+    if as_json:
+        from .diagnostics import to_json
+        for e in errors:
+            obj = to_json(e)
+            if obj.get("file") is None:
+                obj["file"] = file
+            print(json.dumps(obj))
+    else:
+        report(errors, sources)
     return 1 if any(e.severity == "error" for e in errors) else 0
 
 
@@ -232,16 +276,16 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
+def _inputs(args: argparse.Namespace, program: Any) -> dict[str, Any]:
+    """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2)."""
     from ..runtime.files import read_npy
-    from ..runtime.options import options
     from ..semantics.program import UsageError
-    apply_target(args.target)
     paths = _parse_inputs(getattr(args, "inputs", []))
-    program = load_program(args.file)
     try:
-        program.select_kernel(args.kernel)
-        params = program.kernel_params(program.select_kernel(args.kernel) or "")
+        kernel = program.select_kernel(args.kernel)
+        if paths and kernel is None:
+            raise UsageError(f"-i given but {program.file} has no kernel")
+        params = program.kernel_params(kernel or "")
         for name in paths:
             if name not in params:
                 raise UsageError(f"-i {name}: no kernel parameter is called '{name}' "
@@ -254,16 +298,31 @@ def _execute(args: argparse.Namespace, trace: bool) -> tuple[Any, Any]:
             inputs[name] = read_npy(path)
         except ApdslError as e:
             raise fail([e], {}, path) from None
+    return inputs
+
+
+def _execute(args: argparse.Namespace, trace: bool, out: Any = None,
+             before_error: Any = None) -> tuple[Any, Any]:
+    """Run the program (its prints to `out`, default stdout).  A runtime error is reported and
+    exits 1; with `trace`, `before_error(trace)` first gets what executed before it."""
+    from ..runtime.options import options
+    from ..semantics.program import UsageError
+    apply_target(args.target)
+    program = load_program(args.file, args.target)
+    inputs = _inputs(args, program)
     settings = {"init_check": not getattr(args, "no_init_check", False)}
     if getattr(args, "strict_padding", False):
         settings["strict_padding"] = True
     result = None
     try:
         with options(**settings):
-            result = program.run(args.kernel, inputs, trace=trace)
+            result = program.run(args.kernel, inputs, out=out, trace=trace)
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:
+        partial = getattr(e, "trace", None)
+        if partial is not None and before_error is not None:
+            before_error(partial)
         sources = {**getattr(e, "sources", {}), program.file: program.source}
         raise fail([e], sources, args.file) from None
     except Exception as e:  # noqa: BLE001
@@ -319,15 +378,19 @@ def _summary(value: Any, kernel: str) -> str:
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
-    args.inputs = []
-    program, result = _execute(args, trace=True)
-    records = result.trace.records if result.trace is not None else []
-    if args.json:
-        for rec in records:
-            for obj in rec.to_json():
-                print(json.dumps(obj))
-        return 0
-    print(format_lowered(records))
+    def emit(records: list[Any]) -> None:
+        if args.json:
+            for rec in records:
+                for obj in rec.to_json():
+                    print(json.dumps(obj))
+        else:
+            print(format_lowered(records))
+        sys.stdout.flush()  # what ran comes before a diagnostic on stderr
+
+    # a runtime error: print what executed before it, then the diagnostic
+    _, result = _execute(args, trace=True, out=sys.stderr if args.json else None,
+                         before_error=lambda trace: emit(trace.before_error()))
+    emit(result.trace.records if result.trace is not None else [])
     return 0
 
 

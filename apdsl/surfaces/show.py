@@ -48,7 +48,7 @@ def _command(args: Any) -> int:
     from ..runtime.trace import collect_warnings
     from ..tensor.storage import fresh_accounting
     apply_target(getattr(args, "target", None))
-    program = load_program(args.file)
+    program = load_program(args.file, getattr(args, "target", None))
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
     with fresh_accounting(), collect_warnings() as warnings:

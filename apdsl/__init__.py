@@ -71,6 +71,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The public names, loaded or not (the module's globals hold only those used so far)."""
+    return sorted({*__all__, "__version__"})
+
+
 __all__ = [  # noqa: F822 - most names load lazily through __getattr__
     'ApdslAssertionError',
     'ApdslError',

@@ -257,7 +257,22 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
          name: str | None = None) -> None:
     """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
     `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 in int32.
-    Computes the valid extent; with `strict_padding` K is read in whole fractals."""
+    Computes the valid extent; with `strict_padding` K is read in whole fractals.
+
+    >>> g = apdsl.from_numpy(np.ones((16, 16), np.float16), "gm")
+    >>> l1a = apdsl.ndarray((16, 16), "float16", "l1", "NZ")
+    >>> l1b = apdsl.ndarray((16, 16), "float16", "l1", "ZN")
+    >>> apdsl.dma_copy(l1a, g)
+    >>> apdsl.dma_copy(l1b, g)
+    >>> a = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+    >>> b = apdsl.ndarray((16, 16), "float16", "l0b", "ZN")
+    >>> apdsl.dma_copy(a, l1a)
+    >>> apdsl.dma_copy(b, l1b)
+    >>> c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+    >>> apdsl.mmad(c, a, b)
+    >>> c.numpy()[0, :4]
+    array([16., 16., 16., 16.], dtype=float32)
+    """
     label = ins._label("mmad", name)
     ops = {"dst": ins._tensor(dst, label, "dst"), "a": ins._tensor(a, label, "a"),
            "b": ins._tensor(b, label, "b")}

@@ -133,7 +133,14 @@ def _start_partitions(label: str, pairs: Any) -> None:
 
 def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
     """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
-    the dtype through float32."""
+    the dtype through float32.
+
+    >>> src = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4))
+    >>> dst = apdsl.ndarray((4, 2), "float32", "sbuf")
+    >>> apdsl.dma_copy(dst, src.permute((1, 0)))
+    >>> dst.numpy()[:, 1]
+    array([4., 5., 6., 7.], dtype=float32)
+    """
     label = _label("dma_copy", name)
     dst, src = _tensor(dst, label, "dst"), _tensor(src, label, "src")
     fam_d, fam_s = targets.family(dst.buffer), targets.family(src.buffer)
@@ -203,7 +210,15 @@ def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> 
 # -- tensor_copy ------------------------------------------------------------------------------
 
 def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
-    """Copy on chip: each partition's elements stay in that partition."""
+    """Copy on chip: each partition's elements stay in that partition.
+
+    >>> x = apdsl.ndarray((2, 3), "float32", "sbuf")
+    >>> apdsl.memset(x, 1.5)
+    >>> y = apdsl.ndarray((2, 3), "float32", "psum")
+    >>> apdsl.tensor_copy(y, x)
+    >>> y.numpy()[1]
+    array([1.5, 1.5, 1.5], dtype=float32)
+    """
     label = _label("tensor_copy", name)
     dst, src = _tensor(dst, label, "dst"), _tensor(src, label, "src")
     _onchip(src, label, "src")
@@ -226,7 +241,14 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
 # -- memset -----------------------------------------------------------------------------------
 
 def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
-    """Set every element of `dst` to `value` (cast to dst's dtype)."""
+    """Set every element of `dst` to `value` (cast to dst's dtype).
+
+    >>> t = apdsl.ndarray((2, 3), "int32", "sbuf")
+    >>> apdsl.memset(t, 7)
+    >>> t.numpy()
+    array([[7, 7, 7],
+           [7, 7, 7]], dtype=int32)
+    """
     label = _label("memset", name)
     dst = _tensor(dst, label, "dst")
     if dst.buffer not in MEMSET_BUFFERS:
@@ -254,7 +276,13 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
 def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0,
          name: str | None = None) -> None:
     """`dst[p, i...] = offset + p * channel_multiplier + sum(i_k * step_k)`, in int32, then
-    cast to dst's dtype."""
+    cast to dst's dtype.
+
+    >>> offsets = apdsl.ndarray((4, 1), "int32", "sbuf")
+    >>> apdsl.iota(offsets, [[1, 1]], 0, 2)          # offsets[p] = 2 * p
+    >>> offsets.numpy().ravel()
+    array([0, 2, 4, 6], dtype=int32)
+    """
     label = _label("iota", name)
     dst = _tensor(dst, label, "dst")
     _onchip(dst, label, "dst")
@@ -323,7 +351,17 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     stationary (K, M) and moving (K, N) in SBUF, dst (M, N) in PSUM.  `accumulate=None` infers
     overwrite or accumulate from the PSUM state (`apdsl.runtime.psum`); with
     `perf_mode="double_row"` K is split over the partitions and a first free dim of 2;
-    `is_transpose=True` (trn2 on) moves stationary's bits transposed through a 0/1 moving."""
+    `is_transpose=True` (trn2 on) moves stationary's bits transposed through a 0/1 moving.
+
+    >>> stationary = apdsl.ndarray((4, 2), "float32", "sbuf")    # K = 4, M = 2
+    >>> moving = apdsl.ndarray((4, 3), "float32", "sbuf")        # K = 4, N = 3
+    >>> apdsl.memset(stationary, 1.0)
+    >>> apdsl.memset(moving, 2.0)
+    >>> dst = apdsl.ndarray((2, 3), "float32", "psum")
+    >>> apdsl.nc_matmul(dst, stationary, moving)
+    >>> dst.numpy()[0]
+    array([8., 8., 8.], dtype=float32)
+    """
     label = _label("nc_matmul", name)
     dst = _tensor(dst, label, "dst")
     stationary = _tensor(stationary, label, "stationary")
@@ -621,7 +659,15 @@ def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
 # -- registers --------------------------------------------------------------------------------
 
 def register_alloc(value: int | None = None, name: str | None = None) -> VirtualRegister:
-    """A virtual register, optionally holding an initial value."""
+    """A virtual register, optionally holding an initial value.
+
+    >>> r = apdsl.register_alloc(5)
+    >>> r.value
+    5
+    >>> t = apdsl.ndarray((16, 32), "float32", "sbuf")
+    >>> t.ap([[32, 16], [1, r]]).shape[0]                # a count decided at run time
+    16
+    """
     if value is not None:
         value = _int(value, "register_alloc", "value")
     return VirtualRegister(value, name=name or "")
@@ -629,7 +675,15 @@ def register_alloc(value: int | None = None, name: str | None = None) -> Virtual
 
 def register_load(reg: VirtualRegister, t: Tensor, name: str | None = None) -> None:
     """Load the integer in the one-element ([1] or [1, 1]) tensor `t` (SBUF or HBM, at most
-    32-bit) into register `reg`."""
+    32-bit) into register `reg`.
+
+    >>> t = apdsl.ndarray((1, 1), "int32", "sbuf")
+    >>> apdsl.memset(t, 7)
+    >>> r = apdsl.register_alloc()
+    >>> apdsl.register_load(r, t)
+    >>> r.value
+    7
+    """
     label = _label("register_load", name)
     if not isinstance(reg, VirtualRegister):
         raise _arg_error(label, f"the first argument must be a register, got {reg!r}",

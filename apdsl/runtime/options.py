@@ -34,7 +34,16 @@ _TYPES = {f.name: bool for f in fields(_Options)}
 
 
 class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
-    """Set options now; as a context manager, restore the previous values on exit."""
+    """Set options now; as a context manager, restore the previous values on exit.
+
+    `init_check=False` makes unwritten memory read as 0; `strict_padding=True` makes `mmad` read
+    K in whole fractals.
+
+    >>> with apdsl.options(init_check=False):
+    ...     apdsl.ndarray((2, 2), "float32", "hbm").numpy()
+    array([[0., 0.],
+           [0., 0.]], dtype=float32)
+    """
 
     def __init__(self, **values: Any) -> None:
         for key, value in values.items():

@@ -24,7 +24,17 @@ def run(source_or_path: str | os.PathLike, kernel: str | None = None,
         inputs: dict[str, Any] | None = None) -> np.ndarray | None:
     """Run a program (a `.apk` path or source text): its top level, then `kernel` (or its only
     kernel).  Returns the kernel's result as a NumPy array of its logical contents, or None
-    when there is no kernel.  Errors raise `ApdslError` subclasses."""
+    when there is no kernel.  Errors raise `ApdslError` subclasses.
+
+    >>> source = '''
+    ... kernel copy(A: f32[2, 3] @ hbm) -> f32[2, 3] @ hbm:
+    ...     out = ndarray((2, 3), f32, hbm)
+    ...     dma_copy(out, A)
+    ...     return out
+    ... '''
+    >>> apdsl.run(source, inputs={"A": np.ones((2, 3), np.float32)})[1]
+    array([1., 1., 1.], dtype=float32)
+    """
     result = _program(source_or_path).run(kernel, inputs)
     value = result.value
     if value is None:
@@ -33,7 +43,12 @@ def run(source_or_path: str | os.PathLike, kernel: str | None = None,
 
 
 def check(source_or_path: str | os.PathLike) -> list[ApdslError]:
-    """Every independent error of a program, without moving data (empty when it is correct)."""
+    """Every independent error of a program, without moving data (empty when it is correct).
+
+    >>> errors = apdsl.check("x: f32[4, 8] @ hbm\\ny = x.slice(1, 0, 9)\\n")
+    >>> [e.code for e in errors]
+    ['APK203']
+    """
     try:
         return _program(source_or_path).check()
     except ApdslError as e:

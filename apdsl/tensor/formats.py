@@ -123,7 +123,11 @@ ALL_NAMES: tuple[str, ...] = tuple(_EXACT)
 
 def canonical(name: object) -> str:
     """The canonical name of a format or alias.  Exact spelling wins (`zN` is NZ, `nZ` is ZN);
-    otherwise names match case-insensitively when that picks one format."""
+    otherwise names match case-insensitively when that picks one format.
+
+    >>> apdsl.formats.canonical("FRACTAL_NZ"), apdsl.formats.canonical("nZ")
+    ('NZ', 'ZN')
+    """
     if isinstance(name, Format):
         return name.name
     if not isinstance(name, str):
@@ -174,7 +178,11 @@ def _bits(value: object) -> int:
 
 def c0_for(dtype: object, c0: int | None = None) -> int:
     """Elements in a fractal's C0 side: 32 bytes of `dtype` (int4 64, int8 32, 16-bit 16,
-    float32 8), unless `c0` is given (16 for graph-level float32, 16 for L0C fractals)."""
+    float32 8), unless `c0` is given (16 for graph-level float32, 16 for L0C fractals).
+
+    >>> apdsl.formats.c0_for("float16"), apdsl.formats.c0_for("int8"), apdsl.formats.c0_for("float32")
+    (16, 32, 8)
+    """
     if c0 is not None:
         return _check_c0(c0)
     return max(1, FRACTAL_BYTES * 8 // _bits(dtype))
@@ -303,21 +311,33 @@ def _plan(fmt: Format, shape: tuple[int, ...], c0: int) -> _Plan:
 
 def storage_shape(fmt: object, logical_shape: Sequence[int], dtype: object,
                   c0: int | None = None) -> tuple[int, ...]:
-    """The row-major storage shape holding `logical_shape` in format `fmt` (SPEC section 5)."""
+    """The row-major storage shape holding `logical_shape` in format `fmt` (SPEC section 5).
+
+    >>> apdsl.formats.storage_shape("NZ", (20, 40), "float16")
+    (3, 2, 16, 16)
+    """
     f = lookup(fmt)
     return _plan(f, _check_shape(f, logical_shape), c0_for(dtype, c0)).storage
 
 
 def padded_shape(fmt: object, logical_shape: Sequence[int], dtype: object,
                  c0: int | None = None) -> tuple[int, ...]:
-    """The logical shape rounded up to whole fractals (and aligned rows) of format `fmt`."""
+    """The logical shape rounded up to whole fractals (and aligned rows) of format `fmt`.
+
+    >>> apdsl.formats.padded_shape("NZ", (20, 40), "float16")
+    (32, 48)
+    """
     f = lookup(fmt)
     return tuple(d.padded for d in _plan(f, _check_shape(f, logical_shape),
                                           c0_for(dtype, c0)).dims)
 
 
 def block_shape(fmt: object, rank: int, dtype: object, c0: int | None = None) -> tuple[int, ...]:
-    """Per logical dimension, the fractal block it is cut into (1 for an uncut dimension)."""
+    """Per logical dimension, the fractal block it is cut into (1 for an uncut dimension).
+
+    >>> apdsl.formats.block_shape("NZ", 2, "float16")
+    (16, 16)
+    """
     f = lookup(fmt)
     names = _axis_names(f, len(_check_shape(f, (1,) * rank)))
     block = {a: (c0_for(dtype, c0) if b == "C0" else b) for a, b in f.blocks}
@@ -331,6 +351,9 @@ def dim_modes(fmt: object, logical_shape: Sequence[int], dtype: object,
     The storage offset of a logical coordinate is the sum over dimensions of the mixed-radix
     digits of its index (over the mode counts, inner first; the outermost digit unbounded)
     times the mode strides.  A dimension that is not cut is one mode `(size, stride)`.
+
+    >>> apdsl.formats.dim_modes("NZ", (20, 40), "float16")
+    (((16, 16), (2, 256)), ((16, 1), (3, 512)))
     """
     f = lookup(fmt)
     plan = _plan(f, _check_shape(f, logical_shape), c0_for(dtype, c0))
@@ -353,7 +376,11 @@ def offsets(modes: Sequence[Modes], shape: Sequence[int]) -> np.ndarray:
 
 def logical_shape(fmt: object, storage: Sequence[int], dtype: object,
                   c0: int | None = None) -> tuple[int, ...]:
-    """The (padded) logical shape a storage array of format `fmt` holds."""
+    """The (padded) logical shape a storage array of format `fmt` holds.
+
+    >>> apdsl.formats.logical_shape("NZ", (3, 2, 16, 16), "float16")
+    (32, 48)
+    """
     f = lookup(fmt)
     return _logical_from_storage(f, tuple(storage), c0_for(dtype, c0), str(dtype))
 
@@ -497,6 +524,13 @@ def convert(array: np.ndarray, src: object, dst: object, shape: Sequence[int] | 
     result is zero.  Formats convert within one family: matrices (ND, ND_ALIGN, COLUMN_MAJOR,
     NZ, ZZ, ZN, with batch dims), 4-D conv (NCHW, NHWC, HWCN, NC1HWC0, FRACTAL_Z) and 5-D conv
     (NDHWC, NCDHW, NDC1HWC0, FRACTAL_Z_3D).
+
+    >>> x = np.arange(6, dtype=np.float16).reshape(2, 3)
+    >>> nz = apdsl.formats.convert(x, "ND", "NZ")
+    >>> nz.shape
+    (1, 1, 16, 16)
+    >>> apdsl.formats.convert(nz, "NZ", "ND", shape=(2, 3))[1]
+    array([3., 4., 5.], dtype=float16)
     """
     a = np.asarray(array)
     sf, df = lookup(src), lookup(dst)

@@ -207,6 +207,15 @@ class Piece:
 
 @record
 class Layout:
+    """A function from a logical coordinate to a storage offset: a base offset and one `Dim` per
+    dimension, each a list of (count, stride) modes, inner first (CuTe notation in `str`).
+
+    >>> x = apdsl.ndarray((2, 3, 4), "float32", "hbm").rearrange("b c h -> (b h) c")
+    >>> str(x.layout)
+    '((4,2),3):((1,12),4)'
+    >>> int(x.layout.offsets()[5, 1])                   # b = 1, h = 1, c = 1
+    17
+    """
     dims: tuple[Dim, ...]
     base: int = 0
 

@@ -26,6 +26,14 @@ def _text(x: Any) -> Any:
 
 @record
 class AccessPattern:
+    """One lowered access pattern of an instruction operand (SPEC section 8): the tensor, buffer,
+    dtype, format, offset and `[stride, count]` pattern, plus any runtime index.
+
+    >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+    >>> ap = apdsl.lower(t.slice(1, 8, 24))[0]
+    >>> ap.buffer, ap.offset, ap.pattern
+    ('sbuf', 8, [[64, 128], [1, 16]])
+    """
     tensor: str
     buffer: str
     dtype: str
@@ -66,7 +74,12 @@ class AccessPattern:
 
 
 def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand") -> list[AccessPattern]:
-    """The access patterns of view `t` (one per piece, in logical order)."""
+    """The access patterns of view `t` (one per piece, in logical order).
+
+    >>> x = apdsl.ndarray((2, 3, 4), "float32", "hbm")
+    >>> [(ap.offset, ap.pattern) for ap in apdsl.lower(x.rearrange("b c h -> (b h) c"))]
+    [(0, [[12, 2], [1, 4], [4, 3]])]
+    """
     onchip = t.onchip
     if t.layout.static:
         pieces = [(p.pattern, p.offset, (p.start, p.shape)) for p in t.layout.pieces()]

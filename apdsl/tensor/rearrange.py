@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from functools import lru_cache
 from math import prod
+from numbers import Integral
 from typing import Any, NoReturn
+
+import numpy as np
 
 from ..errors import PatternError
 
@@ -297,8 +300,8 @@ def _render_axis(item: Any, role: str, fail: _Fail) -> str:
     if isinstance(item, (tuple, list)):
         fail("APK704", f"groups cannot be nested in the {role} pattern",
              help="a group is one level deep: ('a', 'b', 'c'), not ('a', ('b', 'c'))")
-    if isinstance(item, int) and not isinstance(item, bool):
-        item = str(item)
+    if isinstance(item, Integral) and not isinstance(item, (bool, np.bool_)):
+        item = str(int(item))
     if not isinstance(item, str):
         fail("APK719", f"{item!r} in the {role} pattern is not an axis name",
              help="entries are axis names (strings), '...', 1, or tuples of those")
@@ -307,6 +310,11 @@ def _render_axis(item: Any, role: str, fail: _Fail) -> str:
 
 
 # ----------------------------------------------------------------------------------------- plan
+
+def is_size(value: Any) -> bool:
+    """A positive integer: a Python or NumPy int (as einops accepts), never a bool."""
+    return isinstance(value, Integral) and not isinstance(value, (bool, np.bool_)) and value >= 1
+
 
 def check_sizes(pattern: Pattern, sizes: Mapping[str, Any]) -> None:
     """Every given size names an axis of the pattern and is a positive int."""
@@ -318,7 +326,7 @@ def check_sizes(pattern: Pattern, sizes: Mapping[str, Any]) -> None:
             fail("APK713", f"a size is given for '{name}', which is not an axis of the pattern",
                  notes=[f"the pattern's axes: {', '.join(known) or '(none)'}"],
                  help=f"did you mean '{close[0]}'?" if close else "remove the size")
-        if type(value) is not int or value < 1:
+        if not is_size(value):
             axis = pattern.find(name)
             fail("APK714", f"the size of '{name}' must be a positive integer, not {value!r}",
                  axis.start if axis else None, axis.end if axis else None,
@@ -333,7 +341,7 @@ def plan(pattern: Pattern | str, shape: Sequence[int],
     items: tuple = ()
     if sizes:
         check_sizes(pattern, sizes)
-        items = tuple(sizes.items())
+        items = tuple((name, int(value)) for name, value in sizes.items())
     return _plan(pattern, tuple(shape), items)
 
 

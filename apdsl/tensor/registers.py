@@ -11,7 +11,12 @@ _ids = itertools.count()
 
 class VirtualRegister:
     """A scalar register.  Its value is set by `register_alloc(value)` or `register_load` and
-    read when an instruction that uses it executes."""
+    read when an instruction that uses it executes.
+
+    >>> r = apdsl.register_alloc(3)
+    >>> isinstance(r, apdsl.VirtualRegister), r.value
+    (True, 3)
+    """
 
     __slots__ = ("id", "name", "value")
 

@@ -83,6 +83,13 @@ _current = {"nki": "trn2", "ascend": "ascend-a2"}
 
 
 def get_target(name: str) -> Target:
+    """The target named `name` (`trn1`, `trn2`, `trn3`, `ascend-a2`): partitions, capacities and
+    limits.
+
+    >>> t = apdsl.get_target("trn1")
+    >>> t.family, t.partitions, t.capacity["sbuf"] // 1024
+    ('nki', 128, 192)
+    """
     key = name.lower()
     if key not in TARGETS:
         from difflib import get_close_matches
@@ -99,6 +106,14 @@ def target_for(buffer: str) -> Target:
 
 
 def set_target(name: str) -> Target:
+    """Make `name` the current target of its family (NKI or Ascend) and return it; `target(name)`
+    does the same for a `with` block only.
+
+    >>> apdsl.set_target("trn3").has_indirect
+    True
+    >>> apdsl.set_target("trn2").name
+    'trn2'
+    """
     t = get_target(name)
     _current[t.family] = t.name
     return t
@@ -106,6 +121,13 @@ def set_target(name: str) -> Target:
 
 @contextmanager
 def target(name: str) -> Iterator[Target]:
+    """Within the `with` block, `name` is the current target of its family; the previous one is
+    restored on exit.
+
+    >>> with apdsl.target("trn1") as t:
+    ...     t.name, t.capacity["sbuf"] // 1024
+    ('trn1', 192)
+    """
     t = get_target(name)
     saved = dict(_current)
     _current[t.family] = t.name

@@ -132,7 +132,11 @@ def _mode_entry(n: Any, s: Any, k: int) -> tuple[Any, Any]:
 
 def make_layout(shape: Any, stride: Any, origin_shape: Any = None) -> TlaLayout:
     """A layout from sizes and strides (in elements); `origin_shape` is the valid extent
-    (default: the whole shape)."""
+    (default: the whole shape).
+
+    >>> apdsl.make_layout((4, 8), (8, 1))
+    Layout(shape=(4, 8), stride=(8, 1), origin_shape=(4, 8))
+    """
     if not isinstance(shape, (tuple, list)) or not isinstance(stride, (tuple, list)) \
             or not shape or len(shape) != len(stride):
         raise _err("APK530", f"make_layout: shape {shape!r} and stride {stride!r} must be "
@@ -222,7 +226,13 @@ def _nested(t: Tensor) -> bool:
 def make_tensor(t: Any, layout: Any = None, coord: Any = None) -> Tensor:
     """A TLA view of `t`'s data: through `layout` (default `t`'s own) from logical coordinate
     `coord` (default all zeros).  `coord` becomes the view's `coord`; the valid extent is the
-    layout's `origin_shape` (or `t`'s valid extent)."""
+    layout's `origin_shape` (or `t`'s valid extent).
+
+    >>> A = apdsl.ndarray((8, 16), "float16", "gm")
+    >>> p = apdsl.make_tensor(A, coord=(1, 5))
+    >>> p.coord, p.origin_shape
+    ((1, 5), (8, 16))
+    """
     t = _tensor(t, "make_tensor", "t")
     _plain_static(t, "make_tensor")
     if layout is None:
@@ -274,7 +284,14 @@ def _memoised(parent: Any, key: Any, make: Callable[[], Tensor]) -> Tensor:
 
 def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
     """The tile of `shape` at element coordinate `coord` of `t` (a view, no copy).  Its coord is
-    `t.coord + coord`; its valid extent is clipped against `t`'s own valid extent."""
+    `t.coord + coord`; its valid extent is clipped against `t`'s own valid extent.
+
+    >>> A = apdsl.ndarray((8, 16), "float16", "gm")
+    >>> p = apdsl.make_tensor(A, coord=(1, 5))
+    >>> tile = apdsl.get_tile(p, (6, 10), (4, 8))
+    >>> tile.coord, tile.origin_shape                     # clipped to the parent's extent
+    ((7, 15), (2, 6))
+    """
     def make() -> Tensor:
         parent = _tensor(t, "get_tile", "t")
         _plain_static(parent, "get_tile")
@@ -286,7 +303,13 @@ def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
 
 
 def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
-    """`get_tile(t, tile_coord * tile_shape, tile_shape)`: the tile numbered `tile_coord`."""
+    """`get_tile(t, tile_coord * tile_shape, tile_shape)`: the tile numbered `tile_coord`.
+
+    >>> A = apdsl.ndarray((8, 16), "float16", "gm")
+    >>> tile = apdsl.tile_view(A, (1, 1), (4, 8))
+    >>> tile.coord, tile.shape
+    ((4, 8), (4, 8))
+    """
     def make() -> Tensor:
         parent = _tensor(t, "tile_view", "t")
         _plain_static(parent, "tile_view")
@@ -368,7 +391,14 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     `target` is a buffer name (new storage) or a tensor whose storage the tile binds (as CATLASS
     binds `l1ATensorList[i]`); a bound tile starts unwritten, like any new tile.  `layout_base`
     (L1 only) fixes the full tile's layout (a tensor, a make_layout layout or a full-tile shape);
-    L0 layouts are fixed by the valid extent.  No data moves."""
+    L0 layouts are fixed by the valid extent.  No data moves.
+
+    >>> A = apdsl.ndarray((8, 16), "float16", "gm")
+    >>> tile = apdsl.get_tile(A, (6, 10), (4, 8))
+    >>> l1 = apdsl.make_tensor_like("l1", tile, "NZ")
+    >>> l1.buffer, l1.format, l1.shape, l1.origin_shape
+    ('l1', 'NZ', (16, 16), (2, 6))
+    """
     like = _tensor(like, "make_tensor_like", "like")
     if like.ndim > 2:
         raise _err("APK534", f"make_tensor_like: like {like.name} has rank {like.ndim}; "

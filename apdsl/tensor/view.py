@@ -51,6 +51,14 @@ def _err(message: str, code: str, **kw: Any) -> ViewError:
 
 @record(identity=True, weak=True)
 class Tensor:
+    """A view: storage + dtype + layout (+ an optional runtime index).  Views never copy; only
+    instructions move data.  Make one with `apdsl.ndarray` or `apdsl.from_numpy`.
+
+    >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+    >>> u = t.slice(1, 8, 24)
+    >>> u.shape, u.offset, u.get_pattern()
+    ((128, 16), 8, [[64, 128], [1, 16]])
+    """
     storage: Storage
     dtype: DType
     layout: Layout
@@ -109,9 +117,24 @@ class Tensor:
         return self.onchip or (self.dynamic is not None and self.dynamic.kind == "vector")
 
     def is_indirect(self) -> bool:
+        """True when the view carries a runtime index (`select` with a tensor or register,
+        `vector_select`, `.ap(scalar_offset=/vector_offset=)`, `indirect`).
+
+        >>> t = apdsl.ndarray((128, 64), "float32", "hbm")
+        >>> i = apdsl.ndarray((1, 1), "int32", "sbuf")
+        >>> t.is_indirect(), t.select(0, i).is_indirect()
+        (False, True)
+        """
         return self.dynamic is not None
 
     def is_contiguous(self) -> bool:
+        """True when the elements are adjacent in storage in row-major order (on chip: within each
+        partition, the partition dimension aside).
+
+        >>> t = apdsl.ndarray((128, 64), "float32", "hbm")
+        >>> t.is_contiguous(), t.slice(1, 0, 64, 2).is_contiguous()
+        (True, False)
+        """
         dims = self.layout.dims[1:] if self.onchip else self.layout.dims
         expected = 1
         for d in reversed(dims):
@@ -123,6 +146,16 @@ class Tensor:
         return True
 
     def get_pattern(self) -> list[list[Any]]:
+        """The access pattern: one `[stride, count]` pair per dimension, outermost first, one pair per
+        leaf mode for a nested dimension (so it may be longer than `ndim`).  A view that is several
+        access patterns (a slice across the blocks of a nested dimension) is an error (APK223).
+
+        >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+        >>> t.slice(1, 8, 24).get_pattern()
+        [[64, 128], [1, 16]]
+        >>> apdsl.ndarray((2, 3, 4), "float32", "hbm").rearrange("b c h -> (b h) c").get_pattern()
+        [[12, 2], [1, 4], [4, 3]]
+        """
         if not self.layout.is_regular:
             n = len(self.layout.pieces())
             raise _err(f"this view is not one access pattern: it needs {n} (a slice or tile "
@@ -134,7 +167,14 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The view's logical contents as a new NumPy array (reading unwritten memory is an
-        error unless init checking is off); a TLA tile gives its valid extent."""
+        error unless init checking is off); a TLA tile gives its valid extent.
+
+        >>> t = apdsl.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+        >>> t.permute((1, 0)).numpy()
+        array([[0., 3.],
+               [1., 4.],
+               [2., 5.]], dtype=float32)
+        """
         from ..runtime.execute import read_view
         if self.origin_shape is None:
             return read_view(self)
@@ -205,6 +245,16 @@ class Tensor:
 
     # -- view primitives ----------------------------------------------------------------------
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> Tensor:
+        """Dimension `dim` cut to indices `start, start + step, ...` below `end` (a view).
+
+        `0 <= start < end <= shape[dim]` and `step >= 1`; on chip the partition dimension is sliced
+        with step 1 only.
+
+        >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+        >>> u = t.slice(1, 8, 24, 2)
+        >>> u.shape, u.offset, u.get_pattern()
+        ((128, 8), 8, [[64, 128], [2, 8]])
+        """
         self._static("slice")
         d = self._dim(dim, "slice")
         self._check_dynamic_dim(d, "slice")
@@ -232,6 +282,15 @@ class Tensor:
                           **self._tla("slice", d, start, end, step))
 
     def select(self, dim: int, index: Any) -> Tensor:
+        """Dimension `dim` fixed at `index`, removing it.  `index` is an int, or a runtime index: a
+        (1, 1) integer tensor in SBUF or a register, read when an instruction uses the view.  On chip
+        the partition dimension cannot be selected (use `slice`).
+
+        >>> t = apdsl.ndarray((4, 8), "float32", "hbm")
+        >>> u = t.select(0, 2)
+        >>> u.shape, u.offset
+        ((8,), 16)
+        """
         d = self._dim(dim, "select")
         if isinstance(index, (Tensor, VirtualRegister)):
             return self._dynamic_select(d, index)
@@ -270,6 +329,14 @@ class Tensor:
         return self._with(self.layout.index(d, 0), dynamic=dyn)
 
     def vector_select(self, dim: int, vector_offset: Tensor) -> Tensor:
+        """Dimension 0 of an HBM view gathered by a run-time vector: row `p` of the result is row
+        `vector_offset[p, 0]` of the view.  `vector_offset` is a (P, 1) integer tensor in SBUF.
+
+        >>> table = apdsl.ndarray((128, 512), "float32", "hbm")
+        >>> rows = apdsl.ndarray((64, 1), "int32", "sbuf")
+        >>> table.vector_select(0, rows).shape
+        (64, 512)
+        """
         self._static("vector_select")
         if dim != 0:
             raise _err(f"vector_select: dim must be 0, got {dim}", "APK217")
@@ -290,6 +357,16 @@ class Tensor:
         return self._with(layout, dynamic=dyn)
 
     def indirect(self, index: Tensor, num_elem: int | None = None) -> Tensor:
+        """Tensor Indirection (trn3): free element `i` of partition `p` reads storage column
+        `index[p % G, i // G]`-style as SPEC section 4 says; `num_elem` elements per partition (all of
+        `index` by default).  Needs a 2-d on-chip view and `index` a (P, K) integer tensor in SBUF.
+
+        >>> with apdsl.target("trn3"):
+        ...     t = apdsl.ndarray((128, 64), "float32", "sbuf")
+        ...     index = apdsl.ndarray((128, 4), "int32", "sbuf")
+        ...     t.indirect(index, num_elem=32).shape
+        (128, 32)
+        """
         t = targets.target_for(self.buffer)
         if not t.has_indirect:
             raise TargetError(f"indirect: Tensor Indirection needs trn3, the target is {t.name}",
@@ -314,6 +391,14 @@ class Tensor:
         return self._with(layout, dynamic=dyn)
 
     def permute(self, dims: tuple[int, ...] | list[int]) -> Tensor:
+        """The dimensions reordered: dimension `k` of the result is dimension `dims[k]` of the view.
+        On chip dimension 0 (the partitions) stays first.
+
+        >>> t = apdsl.ndarray((2, 3, 4), "float32", "hbm")
+        >>> u = t.permute((2, 0, 1))
+        >>> u.shape, u.strides
+        ((4, 2, 3), (1, 12, 4))
+        """
         order = tuple(dims)
         if sorted(order) != list(range(self.ndim)):
             raise _err(f"permute: {order} is not a permutation of {tuple(range(self.ndim))}",
@@ -327,11 +412,21 @@ class Tensor:
         return self._with(self.layout.permute(order), **self._tla("permute", order))
 
     def expand_dim(self, dim: int) -> Tensor:
+        """A new size-1 dimension inserted before dimension `dim` (`dim == ndim` appends it).
+
+        >>> apdsl.ndarray((4, 8), "float32", "hbm").expand_dim(1).shape
+        (4, 1, 8)
+        """
         d = self._dim(dim, "expand_dim", allow_end=True)
         self._no_partition(d, "expand_dim", "inserting before dim")
         return self._with(self.layout.insert(d))
 
     def squeeze_dim(self, dim: int) -> Tensor:
+        """Size-1 dimension `dim` removed.
+
+        >>> apdsl.ndarray((4, 1, 8), "float32", "hbm").squeeze_dim(1).shape
+        (4, 8)
+        """
         self._static("squeeze_dim")
         d = self._dim(dim, "squeeze_dim")
         self._no_partition(d, "squeeze_dim")
@@ -341,6 +436,13 @@ class Tensor:
         return self._with(self.layout.index(d, 0))
 
     def broadcast(self, dim: int, size: int) -> Tensor:
+        """Size-1 dimension `dim` repeated `size` times with stride 0 (reading only: writing through a
+        broadcast is an error).
+
+        >>> u = apdsl.ndarray((4, 1, 8), "float32", "hbm").broadcast(1, 3)
+        >>> u.shape, u.strides
+        ((4, 3, 8), (8, 0, 1))
+        """
         d = self._dim(dim, "broadcast")
         self._no_partition(d, "broadcast")
         if self.shape[d] != 1:
@@ -352,6 +454,13 @@ class Tensor:
         return self._with(self.layout.broadcast(d, int(size)))
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> Tensor:
+        """Dimensions `start_dim..end_dim` (inclusive) merged into one with a single stride; they must be
+        contiguous with each other (APK210; `rearrange` merges any dimensions as a nested view).
+
+        >>> u = apdsl.ndarray((2, 3, 4), "float32", "hbm").flatten_dims(1, 2)
+        >>> u.shape, u.strides
+        ((2, 12), (12, 1))
+        """
         self._static("flatten_dims")
         a = self._dim(start_dim, "flatten_dims")
         b = self._dim(end_dim, "flatten_dims")
@@ -369,6 +478,17 @@ class Tensor:
         return self._with(merged)
 
     def reshape(self, shape: tuple[int, ...] | list[int]) -> Tensor:
+        """The view with a new shape (one size may be -1), when no copy is needed: NumPy's no-copy rule,
+        where a nested dimension counts as the merge it already is, so it can be split again wherever
+        its modes allow (APK209 otherwise).  On chip the partition dimension stays.
+
+        >>> t = apdsl.ndarray((6, 4), "float32", "hbm")
+        >>> t.reshape((2, 3, 4)).strides
+        (12, 4, 1)
+        >>> m = apdsl.ndarray((2, 3), "float32", "hbm").rearrange("a b -> (b a)")
+        >>> m.reshape((3, 2)).strides
+        (1, 3)
+        """
         self._static("reshape")
         new = _resolve_minus_one(tuple(shape), self.size, "reshape")
         if prod(new) != self.size:
@@ -393,6 +513,12 @@ class Tensor:
         return self._with(layout)
 
     def reshape_dim(self, dim: int, shape: tuple[int, ...] | list[int]) -> Tensor:
+        """Dimension `dim` split into `shape` (one size may be -1), when its layout can be cut there.
+
+        >>> t = apdsl.ndarray((6, 4), "float32", "hbm")
+        >>> t.reshape_dim(0, (2, -1)).shape
+        (2, 3, 4)
+        """
         self._static("reshape_dim")
         d = self._dim(dim, "reshape_dim")
         sizes = _resolve_minus_one(tuple(shape), self.shape[d], "reshape_dim")
@@ -410,6 +536,17 @@ class Tensor:
 
     def rearrange(self, src_pattern: Any, dst_pattern: Any = None,
                   fixed_sizes: dict[str, int] | None = None, **sizes: int) -> Tensor:
+        """An einops-style rearrange as a view: the string form `"b (h w) -> b w h"` with sizes as
+        keywords, or the NKI tuple form `(src, dst, fixed_sizes)`.  Sizes are ints (NumPy integers
+        too).  Merging dimensions that have no single stride makes a nested dimension; the call fails
+        only when the result is no layout at all (APK209).
+
+        >>> t = apdsl.ndarray((2, 12), "float32", "hbm")
+        >>> t.rearrange("b (h w) -> b w h", h=4).shape
+        (2, 3, 4)
+        >>> t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": np.int64(4)}).strides
+        (12, 1, 3)
+        """
         from . import rearrange as rr
         sizes = {**(fixed_sizes or {}), **sizes}
         if isinstance(src_pattern, str):
@@ -456,6 +593,15 @@ class Tensor:
         return self._with(layout)
 
     def view(self, dtype: Any) -> Tensor:
+        """The same bytes seen as another dtype (`reinterpret_cast` is the same method).  With another
+        element size the last dimension must be contiguous and is rescaled; int4 packs two elements a
+        byte, low nibble first.
+
+        >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+        >>> u = t.view("bfloat16")
+        >>> u.shape, u.dtype.name
+        ((128, 128), 'bfloat16')
+        """
         new = to_dtype(dtype)
         if self.dynamic is not None:
             raise _err("view: not supported after a dynamic or vector select", "APK213")
@@ -493,6 +639,16 @@ class Tensor:
     def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None,
            vector_offset: Any = None, indirect_dim: int = 0, dtype: Any = None,
            *more: Any) -> Tensor:
+        """The view replaced by an explicit access pattern over the same storage: `pattern` is a list
+        of `[stride, count]` pairs, outermost first; `offset` is added to the view's offset (None
+        keeps it).  `scalar_offset=`/`vector_offset=` add a runtime index scaled by the base tensor's
+        `indirect_dim`; `dtype=` counts the pattern in elements of another dtype.
+
+        >>> t = apdsl.ndarray((16, 32), "float32", "sbuf")
+        >>> u = t.ap([[32, 16], [1, 8]], offset=4)
+        >>> u.shape, u.offset, u.get_pattern()
+        ((16, 8), 4, [[32, 16], [1, 8]])
+        """
         if more or (isinstance(pattern, (list, tuple)) and pattern
                     and isinstance(offset, (list, tuple))):
             # seed 000 writes `src.ap([32, 16], [1, 32])`: pairs as separate arguments
@@ -576,6 +732,13 @@ class Tensor:
 
     # -- indexing sugar -------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
+        """Indexing sugar: slices (with steps), ints, `...`; strict bounds, negative indices count from
+        the end.  On chip an int keeps the partition dimension and at least one free dimension.
+
+        >>> t = apdsl.ndarray((64, 64), "float32", "hbm")
+        >>> t[0:16, 8:16].shape, t[3].shape, t[:, ::2].strides
+        ((16, 8), (64,), (64, 2))
+        """
         from .indexing import index_view
         return index_view(self, key)
 
@@ -662,7 +825,12 @@ def _resolve_minus_one(shape: tuple[Any, ...], total: int | None, method: str) -
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *, name: str = "",
             span: Any = None, c0: int | None = None) -> Tensor:
-    """Allocate a tensor (memory starts unwritten)."""
+    """Allocate a tensor (memory starts unwritten).
+
+    >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")
+    >>> t.shape, t.buffer, t.dtype.name
+    ((128, 64), 'sbuf', 'float32')
+    """
     dt = to_dtype(dtype)
     buf = targets.buffer_name(buffer)
     if isinstance(shape, (int, np.integer)):
@@ -692,7 +860,12 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
 
 
 def from_numpy(array: Any, buffer: str = "hbm", dtype: Any = None, *, name: str = "") -> Tensor:
-    """A tensor in `buffer` holding a copy of `array` (all elements written)."""
+    """A tensor in `buffer` holding a copy of `array` (all elements written).
+
+    >>> t = apdsl.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3), "hbm")
+    >>> t.numpy()[1]
+    array([3., 4., 5.], dtype=float32)
+    """
     arr = np.asarray(array)
     if dtype is None:
         try:

@@ -9,6 +9,8 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
@@ -329,3 +331,96 @@ def test_transpose_moves_bits_and_does_not_accumulate():
     with raises_code("APK336"):  # moving not a selection matrix
         nc_matmul(dst, st, _sb(np.full((32, 32), 2.0, np.float32), "bfloat16"),
                   is_transpose=True)
+
+
+# -- the rule against an independent model ----------------------------------------------------
+
+W = 8
+# column ranges on a coarse grid, so that operations overlap often; nonzero values, so that
+# every overwrite and accumulation shows
+_start, _width, _value = st.sampled_from([0, 2, 4]), st.sampled_from([2, 4, 8]), \
+    st.sampled_from([-2, 1, 3])
+_op = st.one_of(
+    st.tuples(st.just("matmul"), _start, _width, st.sampled_from([None, None, True, False]),
+              _value),
+    st.tuples(st.just("memset"), _start, _width, st.none(), _value),
+    st.tuples(st.just("read"), _start, _width, st.none(), st.just(0)))
+
+
+class _Model:
+    """SPEC section 4's words per column: last access, whether a matmul ever wrote it, whether
+    a non-matmul instruction wrote it after the last matmul, and its value."""
+
+    def __init__(self, target):
+        self.target = target
+        self.last = ["new"] * W
+        self.mm = [False] * W
+        self.other_after = [False] * W
+        self.written = [False] * W
+        self.value = [0.0] * W
+
+    def matmul(self, cols, acc, v):
+        if acc is None:
+            kinds = {self.last[j] == "mm" for j in cols}
+            if kinds == {True, False}:
+                return "APK330"
+            adding = kinds == {True}
+        elif acc:
+            if not all(self.mm[j] for j in cols):
+                return "APK331"
+            if self.target != "trn3" and any(self.other_after[j] for j in cols):
+                return "APK332"
+            adding = True
+        else:
+            adding = False
+        for j in cols:
+            self.value[j] = (self.value[j] if adding else 0.0) + 2.0 * v
+            self.last[j], self.mm[j], self.other_after[j] = "mm", True, False
+            self.written[j] = True
+        return None
+
+    def memset(self, cols, v):
+        for j in cols:
+            self.value[j], self.last[j], self.written[j] = float(v), "other", True
+            self.other_after[j] = self.mm[j]
+        return None
+
+    def read(self, cols):
+        if not all(self.written[j] for j in cols):
+            return "APK404"
+        for j in cols:
+            self.last[j] = "other"
+        return None
+
+
+def _apply(dst, kind, a, b, acc, v):
+    if kind == "matmul":
+        mv = _sb(np.full((2, b - a), float(v), np.float32))
+        nc_matmul(dst[:, a:b], _ones((2, 4)), mv, accumulate=acc)
+    elif kind == "memset":
+        memset(dst[:, a:b], float(v))
+    else:
+        tensor_copy(ndarray((4, b - a), "float32", "sbuf"), dst[:, a:b])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["trn2", "trn3"]), st.lists(_op, min_size=1, max_size=8))
+def test_accumulate_rule_matches_a_model(target, ops):
+    with targets.target(target):
+        model = _Model(target)
+        dst = ndarray((4, W), "float32", "psum")
+        for kind, a, width, acc, v in ops:
+            b = min(W, a + width)
+            cols = range(a, b)
+            want = (model.matmul(cols, acc, v) if kind == "matmul" else
+                    model.memset(cols, v) if kind == "memset" else model.read(cols))
+            if want is None:
+                _apply(dst, kind, a, b, acc, v)
+            else:
+                with raises_code(want):
+                    _apply(dst, kind, a, b, acc, v)
+                return  # past an error the model and the tile are not compared further
+        cols = [j for j in range(W) if model.written[j]]
+        if cols:
+            got = np.stack([dst[:, j:j + 1].numpy()[:, 0] for j in cols], axis=1)
+            np.testing.assert_array_equal(got, np.tile([model.value[j] for j in cols], (4, 1)))

@@ -159,3 +159,16 @@ def test_register_load_refusals():
             register_load(r, from_numpy(np.ones((1, 1)), "hbm", dtype=dt))
     with raises_code("APK319"):
         register_load(r, from_numpy(np.ones((1, 2), np.int32), "hbm"))
+
+
+def test_iota_wraps_as_int32_then_casts():
+    t = ndarray((4, 8), "int32", "sbuf")
+    offset, cm, step = 2**70 + 5, 2**31 - 1, -(2**33) + 3
+    iota(t, [[step, 8]], offset, cm)
+    expect = [[(offset + p * cm + i * step + 2**31) % 2**32 - 2**31 for i in range(8)]
+              for p in range(4)]
+    np.testing.assert_array_equal(t.numpy(), expect)
+    small = ndarray((4, 8), "int8", "sbuf")  # the int32 values then saturate into int8
+    iota(small, [[100, 8]], -200, 1)
+    expect8 = np.clip(-200 + np.arange(4)[:, None] + 100 * np.arange(8)[None, :], -128, 127)
+    np.testing.assert_array_equal(small.numpy(), expect8)

@@ -324,6 +324,10 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
     d = accs[0]
     parts = d.shape[0]
     n = len(counts)
+    # int32 arithmetic wraps, so reducing every operand to int32 first changes nothing and
+    # keeps any Python int (even past int64) off NumPy's overflow path
+    offset, cm = _wrap32(offset), _wrap32(cm)
+    steps = [_wrap32(s) for s in steps]
     vals = np.full((), offset, np.int64) + (np.arange(parts, dtype=np.int64) * cm).reshape(
         (parts,) + (1,) * n)
     for k, (s, c) in enumerate(zip(steps, counts)):
@@ -331,6 +335,10 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
     vals = vals.astype(np.int32)  # int32 arithmetic wraps
     ex.prepare_write(d, label, "dst")
     ex.store(d, vals.reshape(d.shape))
+
+
+def _wrap32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31
 
 
 # -- nc_matmul --------------------------------------------------------------------------------
@@ -578,34 +586,47 @@ def _accumulation(d: ex.Access, accumulate: bool | None, tgt: targets.Target,
     if accumulate is False:
         return False
     counts = psum.counts(d)
-    total = int(counts.sum())
-    adding = int(counts[psum.ACCUMULATING])
-    where = f"dst {d.name} ({d.shape} of {d.storage.describe()})"
+    item = max(d.dtype.bits // 8, 1)
+    total = int(counts.sum()) // item
+    adding = int(counts[psum.ACCUMULATING]) // item
+    where = f"dst {d.name} (shape {d.shape}, storage {d.storage.describe()})"
+
+    def first(*states: int) -> str:
+        # the first logical element in one of `states` (only on the error path)
+        found = np.isin(psum.element_states(d), states)
+        coord = np.unravel_index(int(np.argmax(found)), d.shape)
+        return f"{d.name}[{', '.join(str(int(c)) for c in coord)}]"
+
     if accumulate is None:
         if adding and adding != total:
+            fresh = (psum.NEW, psum.OTHER_NO_MATMUL, psum.MATMUL_LAST_WROTE,
+                     psum.OTHER_WROTE_AFTER_MATMUL)
             raise ApdslRuntimeError(
                 f"{label}: accumulate=None cannot decide: part of {where} holds an "
                 "accumulation an earlier nc_matmul started, part is fresh", code="APK330",
-                notes=[f"{adding} of {total} bytes are accumulating (last written by "
-                       "nc_matmul), the others are fresh (new, or last touched by another "
-                       "instruction)"],
+                notes=[f"{adding} of {total} elements are accumulating (last written by "
+                       f"nc_matmul; first {first(psum.ACCUMULATING)}), {total - adding} are "
+                       f"fresh (new, or last touched by another instruction; first "
+                       f"{first(*fresh)})"],
                 help="pass accumulate=False to start a new accumulation or accumulate=True "
                 "to add to it, or cover exactly the earlier matmuls' dst")
         return adding > 0
-    unmatmuled = int(counts[psum.NEW] + counts[psum.OTHER_NO_MATMUL])
+    unmatmuled = int(counts[psum.NEW] + counts[psum.OTHER_NO_MATMUL]) // item
     if unmatmuled:
         raise ApdslRuntimeError(
             f"{label}: accumulate=True onto {where}, which no nc_matmul has written",
-            code="APK331", notes=[f"{unmatmuled} of {total} bytes were never written by a "
-                                  "matmul; accumulating there is undefined on hardware"],
+            code="APK331", notes=[f"{unmatmuled} of {total} elements were never written by a "
+                                  f"matmul (first {first(psum.NEW, psum.OTHER_NO_MATMUL)}); "
+                                  "accumulating there is undefined on hardware"],
             help="start the accumulation with accumulate=False (or leave accumulate=None)")
-    other = int(counts[psum.OTHER_WROTE_AFTER_MATMUL])
+    other = int(counts[psum.OTHER_WROTE_AFTER_MATMUL]) // item
     if other and tgt.name in ("trn1", "trn2"):
         raise ApdslRuntimeError(
             f"{label}: accumulate=True onto {where}, which another instruction wrote after "
             f"the last nc_matmul; on {tgt.name} that is undefined", code="APK332",
-            notes=[f"{other} of {total} bytes were last written by a non-matmul instruction "
-                   "(memset, tensor_copy, ...)"],
+            notes=[f"{other} of {total} elements were last written by a non-matmul "
+                   f"instruction such as memset or tensor_copy (first "
+                   f"{first(psum.OTHER_WROTE_AFTER_MATMUL)})"],
             help="start with accumulate=False, or add the value in SBUF after the matmuls")
     return True
 

@@ -98,13 +98,22 @@ def counts(acc: Any) -> np.ndarray:
     st = _states.get(acc.storage)
     if st is None or st.bytes is None:
         out = np.zeros(STATES, np.int64)
-        out[NEW if st is None else st.uniform] = 1
+        out[NEW if st is None else st.uniform] = max(acc.size * acc.dtype.bits // 8, 1)
         return out
     views = _views(acc, st.bytes)
     if not views:
         return np.bincount(st.bytes[_indices(acc)], minlength=STATES)
     return sum((np.bincount(v.reshape(-1), minlength=STATES) for v in views),
                np.zeros(STATES, np.int64))
+
+
+def element_states(acc: Any) -> np.ndarray:
+    """The state of the first byte of each logical element (for error messages only)."""
+    st = _states.get(acc.storage)
+    if st is None or st.bytes is None:
+        return np.full(acc.shape, NEW if st is None else st.uniform, np.uint8)
+    offs = np.asarray(acc.offsets()).astype(np.int64)
+    return st.bytes[offs * acc.dtype.bits // 8]
 
 
 def _update(acc: Any, unique: bool, table: np.ndarray | None, value: int) -> None:

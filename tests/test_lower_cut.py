@@ -206,3 +206,33 @@ def test_every_ascend_gemm_record_moves_equal_counts():
     for o in copies:
         d, s = (evaluate(o["operands"][r]) for r in ("dst", "src"))
         assert d.size == s.size, o
+
+
+def test_nc_matmul_pieces_are_blocks_matching_numpy():
+    from apdsl import nc_matmul
+    k, m = 128, 64
+    mov_storage = np.arange(k * 2 * 8, dtype=np.int64).reshape(k, 2, 8)
+    moving = from_numpy(mov_storage.astype(np.float32), "sbuf").rearrange("p a b -> p (b a)")
+    moving, mov_mirror = moving.slice(1, 1, 15), einops.rearrange(
+        mov_storage, "p a b -> p (b a)")[:, 1:15]
+    stat_storage = np.arange(k * m, dtype=np.int64).reshape(k, m)
+    stationary = from_numpy(stat_storage.astype(np.float32), "sbuf")
+    dst = ndarray((m, 14), "float32", "psum")
+    dst_mirror = np.arange(m * 14, dtype=np.int64).reshape(m, 14)
+    objs = traced(nc_matmul, dst, stationary, moving)
+    assert len(objs) > 1
+    where = {int(o): divmod(i, 14) for i, o in enumerate(dst_mirror.reshape(-1))}
+    covered = []
+    for obj in objs:
+        d = evaluate(obj["operands"]["dst"])
+        rows = sorted({where[o][0] for o in d.tolist()})
+        cols = sorted({where[o][1] for o in d.tolist()})
+        r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        # each piece is dst[r0:r1, c0:c1] = stationary[:, r0:r1].T @ moving[:, c0:c1]
+        np.testing.assert_array_equal(d, dst_mirror[r0:r1, c0:c1].reshape(-1))
+        np.testing.assert_array_equal(evaluate(obj["operands"]["moving"]),
+                                      mov_mirror[:, c0:c1].reshape(-1))
+        np.testing.assert_array_equal(evaluate(obj["operands"]["stationary"]),
+                                      stat_storage[:, r0:r1].reshape(-1))
+        covered.extend(d.tolist())
+    assert sorted(covered) == list(range(m * 14))  # the blocks tile dst exactly once

@@ -66,17 +66,20 @@ def factor(offs: np.ndarray) -> Pattern | None:
     return pattern
 
 
-def access_pattern(offs: np.ndarray, pstride: int | None,
-                   max_free: int | None = None) -> tuple[int, Pattern] | None:
+def access_pattern(offs: np.ndarray, pstride: int | None, max_free: int | None = None,
+                   inner: tuple[int, int] | None = None) -> tuple[int, Pattern] | None:
     """`(offset, pattern)` enumerating `offs` in order, or None.  With `pstride` (an on-chip
     operand: elements per partition) the first entry is the partition entry `[pstride, count]`
     over consecutive partitions, each partition with the same free pattern, and at most
-    `max_free` free entries."""
+    `max_free` free entries.  With `inner` (`[stride, g]`), `offs` are the starts of blocks of g
+    elements that step by `stride`, and the pattern ends with that entry."""
     offs = np.asarray(offs, dtype=np.int64)
     first = int(offs[0])
     if pstride is None:
         pat = factor(offs)
-        return None if pat is None else (first, pat or [[1, 1]])
+        if pat is None:
+            return None
+        return first, _with_inner(pat, inner) or [[1, 1]]
     parts = offs // pstride
     p0 = int(parts[0])
     nparts = int(parts[-1]) - p0 + 1
@@ -89,9 +92,27 @@ def access_pattern(offs: np.ndarray, pstride: int | None,
     if not (grid - rows * pstride == grid[0]).all():
         return None
     free = factor(grid[0])
-    if free is None or (max_free is not None and len(free) > max_free):
+    if free is None:
+        return None
+    free = _with_inner(free, inner)
+    if max_free is not None and len(free) > max_free:
         return None
     return first, [[pstride, nparts]] + free
+
+
+def _with_inner(pattern: Pattern, inner: tuple[int, int] | None) -> Pattern:
+    """`pattern` (of block starts) with the blocks' own entry appended, coalesced."""
+    if inner is None:
+        return pattern
+    out: Pattern = []
+    for s, c in [*pattern, list(inner)]:
+        if c == 1:
+            continue
+        if out and out[-1][0] == s * c:
+            out[-1] = [s, out[-1][1] * c]
+        else:
+            out.append([s, c])
+    return out
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -110,6 +131,10 @@ class Operand:
     max_free: int | None
     pinned: bool  # a vector index or Tensor Indirection: cannot be cut
     aps: tuple[Any, ...]  # its own AccessPatterns, one per piece
+    # With `inner` = [stride, g], `offsets` and `piece_of` are per block of g consecutive
+    # elements of the last dimension (each block one run of that stride in one piece): the
+    # element-for-element cut then works on N / g blocks instead of N elements.
+    inner: tuple[int, int] | None = None
 
 
 Make = Callable[[Operand, int, Pattern], Any]  # builds one piece's AccessPattern
@@ -152,7 +177,7 @@ def cut_flat(op: str, operands: Sequence[Operand], make: Make) -> list[dict[str,
 
 
 def _fits(idx: np.ndarray, flat: list[tuple[Operand, np.ndarray, np.ndarray]]) -> bool:
-    return all(access_pattern(offs[idx], o.pstride, o.max_free) is not None
+    return all(access_pattern(offs[idx], o.pstride, o.max_free, o.inner) is not None
                for o, offs, _ in flat)
 
 
@@ -215,7 +240,7 @@ def _piece(idx: np.ndarray, flat: list[tuple[Operand, np.ndarray, np.ndarray]],
         if idx.size == o.piece_sizes[j]:  # all of one of its own pieces: its own lowering
             out[o.role] = o.aps[j]
             continue
-        found = access_pattern(offs[idx], o.pstride, o.max_free)
+        found = access_pattern(offs[idx], o.pstride, o.max_free, o.inner)
         assert found is not None  # _split_group made it one AP
         out[o.role] = make(o, found[0], found[1])
     return out

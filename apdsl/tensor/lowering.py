@@ -144,12 +144,14 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
         return [{role: ap} for ap in aps]
     if any(t.size == 0 for t in operands.values()):
         return [{role: aps[0] for role, aps in lowered.items()}]
-    ops = [_cut_operand(op, role, t, lowered[role]) for role, t in operands.items()]
+    matrix = op in MATRIX_AXES
+    g = 1 if matrix else _granule(list(operands.values()))
+    ops = [_cut_operand(op, role, t, lowered[role], g) for role, t in operands.items()]
 
     def make(o: cutting.Operand, offset: int, pattern: list[list[int]]) -> AccessPattern:
         return replace(o.aps[0], offset=offset, pattern=pattern, piece=None, box=None)
 
-    if op in MATRIX_AXES:
+    if matrix:
         pieces = cutting.cut_axes(op, ops, MATRIX_AXES[op], make)
     elif op in ELEMENTWISE or len({t.size for t in operands.values()}) == 1:
         pieces = cutting.cut_flat(op, ops, make)
@@ -163,18 +165,42 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
             for i, p in enumerate(pieces)]
 
 
-def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern]) -> Any:
+def _granule(tensors: list[Tensor]) -> int:
+    """The largest g such that, in every operand, each run of g consecutive elements of the
+    last dimension starting at a multiple of g is one run of its stride inside one of its
+    pieces (1 when some last dimension is nested or irregular)."""
+    from math import gcd
+    g = 0
+    for t in tensors:
+        if not t.layout.static or t.ndim == 0:
+            return 1
+        last = t.layout.dims[-1]
+        if len(last.modes) != 1 or last.start or last.step != 1:
+            return 1
+        g = gcd(g, last.size)
+        for p in t.layout.pieces():
+            g = gcd(gcd(g, p.start[-1]), p.shape[-1])
+    return max(g, 1)
+
+
+def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern], g: int = 1) -> Any:
     from . import cutting
     if not t.layout.static:
         raise cutting.refuse(op, role, f"{t.name} has runtime strides or counts (registers), "
                              "so its elements' places are not known before it executes")
-    layout = t.layout
+    layout, inner = t.layout, None
+    if g > 1:  # block starts: the last dimension stepped by g
+        k = layout.ndim - 1
+        inner = (layout.dims[k].modes[0][1], g)
+        layout = layout.slice(k, 0, layout.dims[k].size, g)
     offsets = np.asarray(layout.offsets(), dtype=np.int64)
     piece_of = np.zeros(layout.shape, dtype=np.int64)
     sizes = []
-    for i, p in enumerate(layout.pieces()):
-        piece_of[tuple(slice(s, s + n) for s, n in zip(p.start, p.shape))] = i
-        sizes.append(prod(p.shape))
+    for i, p in enumerate(t.layout.pieces()):
+        start, shape = list(p.start), list(p.shape)
+        start[-1], shape[-1] = start[-1] // g, shape[-1] // g
+        piece_of[tuple(slice(s, s + n) for s, n in zip(start, shape))] = i
+        sizes.append(prod(shape))
     pstride = max_free = None
     if t.onchip:
         storage = t.storage
@@ -182,4 +208,4 @@ def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern]) -> Any
         max_free = targets.target_for(t.buffer).max_free_entries
     pinned = t.dynamic is not None and t.dynamic.kind in ("vector", "ti")
     return cutting.Operand(role, offsets, piece_of, tuple(sizes), pstride, max_free, pinned,
-                           tuple(aps))
+                           tuple(aps), inner)

@@ -217,7 +217,7 @@ def test_logical_axes_of_conv_formats():
 @pytest.mark.parametrize("fmt,buffers", [
     ("ND", "sbuf psum hbm gm l1 l0a l0b l0c ub"), ("NCHW", "gm l1 l0a l0b l0c ub"),
     ("ND_ALIGN", "gm ub l1"), ("COLUMN_MAJOR", "gm ub l1"), ("NZ", "gm ub l1 l0c"),
-    ("ZZ", "l1 l0a"), ("ZN", "l1 l0b"), ("NC1HWC0", "gm ub l1"), ("FRACTAL_Z", "gm l1 l0b"),
+    ("ZZ", "gm l1 l0a"), ("ZN", "gm l1 l0b"), ("NC1HWC0", "gm ub l1"), ("FRACTAL_Z", "gm l1 l0b"),
     ("NDC1HWC0", "gm ub l1"), ("FRACTAL_Z_3D", "gm l1 l0b"),
 ])
 def test_buffers_accepting_each_format(fmt, buffers):

@@ -663,17 +663,25 @@ def test_dma_copy_refuses_tensor_indirection():
             dma_copy(o, t.indirect(idx))
 
 
+# Per buffer, the format a path's operand has: L0A/L0B take fractals (Load2D from GM needs them
+# already in GM), L0C holds NZ; and the dtype (L0C holds an accumulator: Fixpipe keeps float32).
+_PATH_FORMAT = {"l0a": "ZZ", "l0b": "ZN", "l0c": "NZ"}
+
+
 @pytest.mark.parametrize("src,dst,ok", [
     ("gm", "l1", True), ("gm", "ub", True), ("l1", "l0a", True), ("l1", "l0b", True),
+    ("gm", "l0a", True), ("gm", "l0b", True),
     ("l0c", "gm", True), ("l0c", "l1", True), ("ub", "gm", True), ("ub", "ub", True),
-    ("gm", "l0a", False), ("l1", "gm", False), ("l0a", "l1", False), ("ub", "l1", False),
-    ("gm", "gm", False), ("l0b", "gm", False)])
+    ("l1", "gm", False), ("l0a", "l1", False), ("ub", "l1", False),
+    ("gm", "gm", False), ("l0b", "gm", False), ("gm", "l0c", False), ("l1", "ub", False)])
 def test_ascend_paths(src, dst, ok):
-    data = RNG.standard_normal((16, 16)).astype(np.float16)
-    s = from_numpy(data, src) if src == "gm" else ndarray((16, 16), "float16", src)
-    if src != "gm":
-        execute.write_view(s, data)
-    d = ndarray((16, 16), "float16", dst)
+    dt = "float32" if "l0c" in (src, dst) else "float16"
+    data = RNG.standard_normal((16, 16)).astype(dt)
+    fmt_d = _PATH_FORMAT.get(dst, "ND")
+    fmt_s = _PATH_FORMAT.get(src, fmt_d if dst in ("l0a", "l0b") else "ND")
+    s = ndarray((16, 16), dt, src, fmt_s)
+    execute.write_view(s, data)
+    d = ndarray((16, 16), dt, dst, fmt_d)
     if ok:
         dma_copy(d, s)
         np.testing.assert_array_equal(d.numpy(), data)

@@ -35,12 +35,18 @@ def operands(m, k, n, dt, seed=0):
     """GM data and on-chip tiles (whole fractals, valid extent m, k, n) loaded the CATLASS way."""
     a, b = ints((m, k), dt, seed), ints((k, n), dt, seed + 1)
     A, B = from_numpy(a, "gm"), from_numpy(b, "gm")
-    a1, b1 = make_tensor_like("l1", A, "NZ"), make_tensor_like("l1", B, "NZ")
+    # B's L1 tile holds K in whole fractals of L0B too (32 rows for int8, more than NZ's 16),
+    # as CATLASS's L1 tiles do: LoadData moves every L0B fractal the valid extent touches
+    c0 = formats.c0_for(dt)
+    kb = max(16, c0)
+    a1 = make_tensor_like("l1", A, "NZ")
+    b1 = make_tensor_like("l1", B, "NZ", layout_base=(-(-k // kb) * kb, -(-n // c0) * c0))
+    # B's K padding (rows past K), which the cube unit reads in strict mode and no copy writes
+    # (A's is zeroed by Nd2Nz; LoadData moves both as they are)
+    apdsl.memset(b1.ap([[1, b1.storage.nbytes // 2]], dtype="int16"), 0)
     apdsl.dma_copy(a1, A)
     apdsl.dma_copy(b1, B)
     a0, b0 = make_tensor_like("l0a", a1, "ZZ"), make_tensor_like("l0b", b1, "ZN")
-    apdsl.memset(a0, 0)  # K padding, which the cube unit reads in strict mode
-    apdsl.memset(b0, 0)
     apdsl.dma_copy(a0, a1)
     apdsl.dma_copy(b0, b1)
     c = make_tensor_like("l0c", ndarray((m, n), ACC[dt], "gm"), "NZ")

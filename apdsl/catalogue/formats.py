@@ -1,5 +1,6 @@
 """Catalogue entries for Ascend data formats (APK500-APK519), the Ascend DMA and mmad rules
-(APK520-APK529) and TLA tiles (APK530-APK539)."""
+(APK520-APK529), TLA tiles (APK530-APK539) and the Ascend copy and memset rules of Load2D,
+LoadData, Fixpipe, InitConstValue and Duplicate (APK540-APK549)."""
 
 from __future__ import annotations
 
@@ -359,5 +360,112 @@ import apdsl
 A = apdsl.from_numpy(np.zeros((8, 16), np.float32), "hbm")
 r = apdsl.register_alloc(0)
 apdsl.make_tensor(A.select(0, r))
+"""),
+    # -- Ascend copies and memset (apdsl.runtime.ascend) -------------------------------------
+    entry("APK540", "Ascend copy converts dtypes",
+          """
+On Ascend only Fixpipe (L0C -> GM, L0C -> L1) converts dtypes.  Every other path (GM -> L1,
+GM -> UB, Load2D GM -> L0A/L0B, LoadData L1 -> L0A/L0B, UB -> GM, UB -> UB) moves bytes, so
+both operands have one dtype.  Convert in UB with a vector instruction, on the host, or through
+the cube unit's accumulator and Fixpipe.
+""",
+          """
+# python
+import numpy as np
+import apdsl
+a = apdsl.from_numpy(np.ones((16, 16), np.float32), "gm")
+b = apdsl.ndarray((16, 16), "float16", "l1")
+apdsl.dma_copy(b, a)
+"""),
+    entry("APK541", "Fixpipe conversion not supported",
+          """
+Fixpipe (L0C -> GM, L0C -> L1) converts float32 to float16 or bfloat16 (rounding to nearest
+even) and moves float32 and int32 as they are.  Other pairs (int32 to int8 or float16, float32
+to int8, ...) are quantisations that need scale parameters, which apdsl does not model.
+""",
+          """
+# python
+import apdsl
+c = apdsl.ndarray((16, 16), "int32", "l0c", "NZ")
+out = apdsl.ndarray((16, 16), "int8", "gm")
+apdsl.dma_copy(out, c)
+"""),
+    entry("APK542", "Load2D source not in the destination's format",
+          """
+GM -> L0A and GM -> L0B (Load2D) move 512-byte fractals as they are: the GM data must already
+be in the destination's fractal format (ZZ for L0A, ZN for L0B; arrange host data with
+`formats.convert`).  There is no ND -> fractal conversion on this path; copy GM -> L1 first
+(Nd2Nz into NZ) and load L1 -> L0 (LoadData).
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((16, 16), "float16", "gm", "NZ")
+b = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+apdsl.dma_copy(b, a)
+"""),
+    entry("APK543", "Load2D of int4 data",
+          """
+Load2D from GM moves 8-bit and wider data.  int4 operands reach L0A/L0B through L1: GM -> L1,
+then LoadData.
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((16, 64), "int4", "gm", "ZZ")
+b = apdsl.ndarray((16, 64), "int4", "l0a", "ZZ")
+apdsl.dma_copy(b, a)
+"""),
+    entry("APK544", "LoadData operand not in a fractal format",
+          """
+Load2D (GM -> L0A/L0B) and LoadData (L1 -> L0A/L0B) move whole 512-byte fractals, so both
+operands are in a fractal format: NZ, ZZ or ZN in L1 (FRACTAL_Z for weights), ZZ in L0A, ZN in
+L0B.  Declare the L1 tile `as NZ` (the GM -> L1 copy arranges ND data as Nd2Nz does).
+""",
+          """
+# python
+import apdsl
+a = apdsl.ndarray((16, 16), "float16", "l1")
+b = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+apdsl.dma_copy(b, a)
+"""),
+    entry("APK545", "LoadData source not on a fractal boundary",
+          """
+LoadData and Load2D copy whole fractals starting at fractal boundaries; a source view that
+starts inside a fractal (a row that is not a multiple of 16, or a column that is not a multiple
+of the fractal width) cannot be loaded.  Tile the L1 buffer in whole fractals.
+""",
+          """
+# python
+import apdsl
+a1 = apdsl.ndarray((32, 32), "float16", "l1", "NZ")
+apdsl.memset(a1, 1.0)
+a0 = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+apdsl.dma_copy(a0, a1[8:24, 0:16])
+"""),
+    entry("APK546", "memset of L0C",
+          """
+AscendC has no memset of L0C: L1, L0A and L0B are set with InitConstValue and UB with
+Duplicate, while L0C is written by the cube unit.  To start an accumulation, give the first
+`mmad` `accumulate=False`: it overwrites the accumulator instead of adding to it.
+""",
+          """
+# python
+import apdsl
+c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+apdsl.memset(c, 0)
+"""),
+    entry("APK547", "memset dtype not supported on Ascend",
+          """
+InitConstValue (L1, L0A, L0B) and Duplicate (UB) set 16- and 32-bit data: half, bfloat16,
+int16, uint16, float, int32 and uint32.  For 8-bit or int4 data, memset a view of the same
+bytes as 16-bit words (`t.ap([[1, n // 2]], dtype=int16)` of n bytes; a zero word is two zero
+bytes), or copy a prepared tile in.
+""",
+          """
+# python
+import apdsl
+t = apdsl.ndarray((32, 32), "int8", "l1", "NZ")
+apdsl.memset(t, 0)
 """),
 ]

@@ -69,12 +69,13 @@ o: f32[128, 1] @ hbm
 dma_copy(o, t.indirect(idx))
 """),
     entry("APK308", "no such Ascend DMA path", """
-On Ascend the data movers connect particular buffers: GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM,
-L0C->L1, UB->GM and UB->UB. Any other pair needs an intermediate buffer (GM->L0A goes through L1)
-or is not a copy at all (L0A and L0B are only read by the cube unit).
+On Ascend the data movers connect particular buffers: GM->L1, GM->UB, GM->L0A and GM->L0B
+(Load2D), L1->L0A and L1->L0B (LoadData), L0C->GM and L0C->L1 (Fixpipe), UB->GM and UB->UB. Any
+other pair needs an intermediate buffer (L1->GM goes through L0 and L0C, or UB) or is not a copy
+at all (L0A and L0B are only read by the cube unit).
 """, """
-a: f16[16, 16] @ gm = 0
-b: f16[16, 16] @ l0a
+a: f16[16, 16] @ l1 = 0
+b: f16[16, 16] @ gm
 dma_copy(b, a)
 """),
     entry("APK309", "operand must be on chip", """

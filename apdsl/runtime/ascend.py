@@ -29,15 +29,17 @@ import glob
 import os
 import weakref
 from functools import lru_cache
+from math import lcm
 from typing import Any
 
 import numpy as np
 
 from ..errors import FormatError
+from ..records import replace
 from ..tensor import formats
 from ..tensor.ascend import fractal_c0
 from ..tensor.layout import is_static
-from ..tensor.tla import region, valid_shape, valid_view
+from ..tensor.tla import reach, region, valid_shape, valid_view
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import instructions as ins
@@ -48,12 +50,17 @@ MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 L0 = ("l0a", "l0b", "l0c")
 ALIGNED = ("l1", "ub") + L0
 ALIGN_BYTES = 32
+# Load2D (GM -> L0A/L0B) and LoadData (L1 -> L0A/L0B) move whole fractals; Fixpipe converts.
+LOAD_PATHS = frozenset({("gm", "l0a"), ("gm", "l0b"), ("l1", "l0a"), ("l1", "l0b")})
+FIXPIPE_PATHS = frozenset({("l0c", "gm"), ("l0c", "l1")})
+FIXPIPE_DTYPES = (("float32", "float16"), ("float32", "bfloat16"), ("float32", "float32"),
+                  ("int32", "int32"))
 FRACTAL_ROWS = 16
 
 # mmad: operand roles with their buffer and format, and the accumulator of each input dtype.
 OPERANDS = (("a", "l0a", "ZZ"), ("b", "l0b", "ZN"), ("dst", "l0c", "NZ"))
 ACCUMULATOR = {"float16": "float32", "bfloat16": "float32", "float32": "float32",
-               "int8": "int32"}
+               "int8": "int32", "int4": "int32"}
 
 
 def _err(code: str, message: str, **kw: Any) -> FormatError:
@@ -80,10 +87,12 @@ def _is_fractal(fmt: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _row_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str) -> tuple[int, int]:
-    """(fractal width, stride) of the inner mode of a matrix fractal storage's last axis."""
+def _line_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str,
+               axis: int) -> tuple[int, int]:
+    """(fractal width, stride) of the inner mode of logical axis `axis` of a matrix fractal
+    storage."""
     c0 = fractal_c0(fmt, buffer, None)
-    return formats.dim_modes(fmt, shape, dtype, c0)[-1][0]
+    return formats.dim_modes(fmt, shape, dtype, c0)[axis][0]
 
 
 # Views that passed the alignment rules (a rule of the view alone; loops reuse their tiles).
@@ -130,10 +139,16 @@ def _check_alignment(t: Tensor, label: str, role: str) -> None:
 # =============================================================================================
 
 def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
-    """The Ascend DMA after its path rule (instructions.py): alignment, TLA valid extents, the
-    row-major copy, and the GM -> fractal row-tail zero-fill."""
+    """The Ascend DMA after its path rule (instructions.py): dtypes, alignment, TLA valid
+    extents, then the whole-fractal move of Load2D/LoadData or the row-major copy (with the
+    GM -> fractal row-tail zero-fill of Nd2Nz)."""
+    path = (src.buffer, dst.buffer)
+    check_dtypes(dst, src, label, path)
+    load = path in LOAD_PATHS
     check_alignment(dst, label, "dst")
     check_alignment(src, label, "src")
+    if load:
+        check_load(dst, src, label, path)
     if dst.origin_shape is not None or src.origin_shape is not None:
         vd, vs = valid_shape(dst), valid_shape(src)
         if vd != vs:
@@ -150,54 +165,285 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
                        "inherits the source's valid extent", dst_shape=vd, src_shape=vs)
         if 0 in vd:
             return  # a tile wholly past the edge of its parent: nothing to move
+    if load:
+        _load_fractals(dst, src, name, label)
+        return
+    if dst.origin_shape is not None or src.origin_shape is not None:
         dst, src = valid_view(dst), valid_view(src)
     ins._dma(dst, src, name, label)
     if OPTIONS.execute and src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
             and not _is_fractal(src.format):
-        _zero_row_tails(dst)
+        _zero_row_tails(dst, _column_major(src))
 
 
-# Per destination view: the storage offsets its row tails zero-fill (None: no tails).
-_tails: weakref.WeakKeyDictionary[Tensor, np.ndarray | None] = weakref.WeakKeyDictionary()
+# -- dtypes -----------------------------------------------------------------------------------
+
+def check_dtypes(dst: Tensor, src: Tensor, label: str, path: tuple[str, str]) -> None:
+    """APK540 / APK541: only Fixpipe (L0C -> GM, L0C -> L1) converts, and only the pairs that
+    need no quantisation parameters."""
+    pair = (src.dtype.name, dst.dtype.name)
+    if path in FIXPIPE_PATHS:
+        if pair not in FIXPIPE_DTYPES:
+            allowed = ", ".join(f"{a} -> {b}" for a, b in FIXPIPE_DTYPES)
+            raise _err("APK541", f"{label}: Fixpipe cannot convert {pair[0]} to {pair[1]}",
+                       notes=[f"Fixpipe ({path[0].upper()} -> {path[1].upper()}) converts "
+                              f"{allowed}; other pairs need quantisation parameters, which "
+                              "apdsl does not model"],
+                       help=f"declare dst {dst.name} as "
+                       + (" or ".join(b for a, b in FIXPIPE_DTYPES if a == pair[0])
+                          or "the accumulator dtype"), src=pair[0], dst=pair[1])
+        return
+    if pair[0] != pair[1]:
+        raise _err("APK540", f"{label}: src {src.name} is {pair[0]}, dst {dst.name} is "
+                   f"{pair[1]}; a {path[0].upper()} -> {path[1].upper()} copy does not convert",
+                   notes=["on Ascend only Fixpipe (L0C -> GM, L0C -> L1) converts dtypes; "
+                          "MTE copies move bytes"],
+                   help=f"declare dst as {pair[0]}, or convert in UB with a vector "
+                   "instruction (or on the host) first", src=pair[0], dst=pair[1])
 
 
-def _zero_row_tails(d: Tensor) -> None:
-    """Nd2Nz: after a copy into a matrix fractal format, zero each written row from its last
-    element to the end of that fractal row."""
+# -- Load2D (GM -> L0A/L0B) and LoadData (L1 -> L0A/L0B): whole fractals -----------------------
+
+def check_load(dst: Tensor, src: Tensor, label: str, path: tuple[str, str]) -> None:
+    """APK542-APK545: what Load2D and LoadData need of their operands."""
+    what = "Load2D" if path[0] == "gm" else "LoadData"
+    if path[0] == "gm":
+        if src.dtype.bits == 4:
+            raise _err("APK543", f"{label}: Load2D (GM -> {path[1].upper()}) of int4 data",
+                       notes=["Load2D from GM moves 8-bit and wider data; int4 goes through L1"],
+                       help=f"copy GM -> L1 first, then L1 -> {path[1].upper()} (LoadData)")
+        if src.format != dst.format:
+            raise _err("APK542", f"{label}: Load2D moves 512-byte fractals as they are; src "
+                       f"{src.name} is {src.format} in GM, dst {dst.name} is {dst.format}",
+                       notes=["GM -> L0A/L0B does no ND -> fractal conversion: the GM data "
+                              "must already be in the destination's fractal format"],
+                       help=f"declare the GM tensor `as {dst.format}` (formats.convert "
+                       "arranges host data), or copy GM -> L1 (Nd2Nz) and then L1 -> "
+                       f"{path[1].upper()}", src_format=src.format, dst_format=dst.format)
+    for role, t in (("src", src), ("dst", dst)):
+        if not _is_fractal(t.format):
+            raise _err("APK544", f"{label}: {what} moves whole fractals; {role} {t.name} is "
+                       f"{t.format} in {t.buffer.upper()}",
+                       notes=[f"{what} copies 512-byte fractals: both operands are in a "
+                              "fractal format (NZ, ZZ, ZN, FRACTAL_Z, ...)"],
+                       help=f"declare {role} in a fractal format, e.g. `as NZ` in L1 and `as "
+                       f"{'ZZ' if path[1] == 'l0a' else 'ZN'}` in {path[1].upper()}",
+                       role=role, format=t.format)
+    if t_static(src):
+        off = int(src.layout.offset)
+        frac = fractal_elements(src)
+        if off % frac:
+            raise _err("APK545", f"{label}: src {src.name} starts at element {off} of its "
+                       f"{src.buffer.upper()} storage, inside a fractal; {what} moves whole "
+                       "fractals from a fractal boundary",
+                       notes=[f"a fractal holds {frac} {src.dtype} elements",
+                              f"view shape {_shape_text(src.shape)}"],
+                       help="start the source view on a fractal: rows in multiples of 16 and "
+                       "columns in multiples of the fractal width", offset=off, fractal=frac)
+
+
+def t_static(t: Tensor) -> bool:
+    return t.dynamic is None and is_static(t.layout.base)
+
+
+def _load_fractals(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+    """Every fractal the valid extent touches, copied entire with its written state (not an
+    init-checked read: unwritten padding stays unwritten, for `mmad --strict-padding`)."""
+    sizes = fractal_extent(dst, src)
+    dv, sv = region_cached(dst, sizes), region_cached(src, sizes)
+    accs = ins._operands(label, ex.TI_GROUP, ("src", sv), ("dst", dv))
+    trace.record("dma_copy", name, {"dst": dv, "src": sv})
+    if accs is None:
+        return
+    sacc, dacc = accs
+    ex.prepare_write(dacc, label, "dst")
+    move_bytes(dacc, sacc)
+
+
+def fractal_extent(*ts: Tensor) -> tuple[int, ...]:
+    """The valid extent of the first view rounded up, per dimension, to whole fractals of every
+    view (the least common multiple of their fractal sides), within what each view reaches."""
+    valid = valid_shape(ts[0])
+    if any(t.ndim != len(t.storage.shape) for t in ts):
+        return valid  # a raw view of the storage (.ap): its own shape says what it covers
+    out = []
+    for d, v in enumerate(valid):
+        side = 1
+        for t in ts:
+            side = lcm(side, _blocks(t)[d])
+        want = -(-v // side) * side
+        out.append(min([want] + [reach(t)[d] for t in ts]))
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def _blocks_of(fmt: str, rank: int, dtype: Any, buffer: str) -> tuple[int, ...]:
+    return formats.block_shape(fmt, rank, dtype, fractal_c0(fmt, buffer, None))
+
+
+def _blocks(t: Tensor) -> tuple[int, ...]:
+    if not _is_fractal(t.format):
+        return (1,) * t.ndim
+    return _blocks_of(t.format, t.ndim, t.storage.dtype, t.buffer)
+
+
+# Per view: its regions by extent (tail tiles of a loop come back with the same extents, and a
+# cached view keeps the runtime's cached access plan).
+_regions: weakref.WeakKeyDictionary[Tensor, dict[tuple[int, ...], Tensor]] = \
+    weakref.WeakKeyDictionary()
+
+
+def region_cached(t: Tensor, sizes: tuple[int, ...]) -> Tensor:
+    if sizes == tuple(t.shape):
+        return t  # as `region` does (the runtime ignores coord and origin_shape); never cached,
+        # or the value would keep its weak key alive
+    per = _regions.get(t)
+    if per is None:
+        per = _regions[t] = {}
+    view = per.get(sizes)
+    if view is None:
+        view = per[sizes] = region(t, sizes)
+    return view
+
+
+def move_bytes(dacc: ex.Access, sacc: ex.Access) -> None:
+    """Copy `sacc` to `dacc` (same dtype) as stored, written state included."""
+    if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
+        ex._strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
+    else:
+        dacc.write(sacc.read().reshape(dacc.shape))
+    written = True if sacc.storage.all_written else sacc.written()
+    if written is True:
+        ex._mark_written(dacc)
+    else:
+        set_written(dacc, np.reshape(written, dacc.shape))
+
+
+def set_written(acc: ex.Access, written: np.ndarray) -> None:
+    """Make the written state of the elements `acc` touches exactly `written` (logical shape),
+    keeping execute's count of written elements exact."""
+    storage = acc.storage
+    total = storage.elements_total
+    native = ex._native(acc.dtype, storage, acc.offsets())
+    if native.ndim > written.ndim:
+        written = np.broadcast_to(written[..., None], native.shape)
+    counted = total if storage.all_written else ex._written_count.get(storage, 0)
+    mask = storage.mask  # materialised (all True when everything was written)
+    storage.all_written = False
+    before = int(np.count_nonzero(mask[native]))
+    mask[native] = written
+    after = int(np.count_nonzero(mask[native]))
+    count = counted - before + after
+    if count >= total:
+        storage.note_written_all()
+        ex._written_count.pop(storage, None)
+    else:
+        ex._written_count[storage] = count
+
+
+# -- Nd2Nz ------------------------------------------------------------------------------------
+
+def _column_major(src: Tensor) -> bool:
+    """A matrix view whose columns are contiguous (a COLUMN_MAJOR tensor, a transposed view).
+    A single row or column is both row- and column-major; it counts as column-major, the one
+    reading under which Nd2Nz produces ZN."""
+    if src.ndim != 2:
+        return False
+    rows, cols = src.layout.dims
+    return src.format == "COLUMN_MAJOR" or rows.size == 1 or rows.stride == 1
+
+
+# Per (destination view, axis): the storage offsets its tails zero-fill (None: no tails).
+_tails: weakref.WeakKeyDictionary[Tensor, dict[int, np.ndarray | None]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _zero_row_tails(d: Tensor, column_major: bool) -> None:
+    """Nd2Nz: after a copy from GM into a matrix fractal format, zero each written line from its
+    last element to the end of its fractal line.  The lines are the source's contiguous runs
+    laid along the fractal's contiguous axis: the rows of NZ and ZZ, and, from a column-major
+    source, the columns of ZN (its K axis); a row-major source into ZN fills nothing."""
+    fmt = d.storage.format
+    if fmt == "ZN":
+        if not column_major:
+            return
+        axis = 0
+    else:
+        axis = d.ndim - 1
+    per = _tails.get(d)
+    if per is None:
+        per = _tails[d] = {}
     try:
-        offs = _tails[d]
+        offs = per[axis]
     except KeyError:
-        offs = _tails[d] = _row_tails(d)
+        offs = per[axis] = _line_tails(d, axis)
     if offs is not None:
         ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
                  np.zeros(offs.size, d.dtype.np))
 
 
-def _row_tails(d: Tensor) -> np.ndarray | None:
-    """The offsets `_zero_row_tails` writes: only when the view's rows run along the format's
-    rows (its last dimension steps through the fractal's inner mode)."""
+def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:
+    """The offsets `_zero_row_tails` writes: only when the view's dimension `axis` runs along the
+    fractal's contiguous axis (it steps through that axis's inner mode)."""
     storage = d.storage
     fmt = storage.format
     if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
         return None
-    width, inner = _row_mode(fmt, storage.shape, storage.dtype, storage.buffer)
+    # the storage's own logical axis that is contiguous inside a fractal
+    own = 0 if fmt == "ZN" else len(storage.shape) - 1
+    width, inner = _line_mode(fmt, storage.shape, storage.dtype, storage.buffer, own)
     layout = d.layout
-    last = layout.dims[-1]
-    n = last.size
-    if n == 0 or last.step != 1 or (n > 1 and last.modes[0][1] != inner):
+    line = layout.dims[axis]
+    n = line.size
+    if n == 0 or line.step != 1 or (n > 1 and line.modes[0][1] != inner):
         return None
-    # In NZ, ZZ and ZN a column's place inside its fractal does not depend on the row, so the
-    # first row says whether any row has a tail.
-    first = layout.base + last.phi(last.start + n - 1) + sum(
-        dim.phi(dim.start) for dim in layout.dims[:-1])
+    # In NZ, ZZ and ZN an element's place inside its fractal line does not depend on the other
+    # coordinates, so the first line says whether any line has a tail.
+    first = layout.base + line.phi(line.start + n - 1) + sum(
+        dim.phi(dim.start) for k, dim in enumerate(layout.dims) if k != axis)
     if (first // inner) % width == width - 1:
         return None
-    ends = layout.index(d.ndim - 1, n - 1).offsets().reshape(-1)
+    ends = layout.index(axis, n - 1).offsets().reshape(-1)
     tail = width - 1 - (ends // inner) % width
     if not tail.any():
         return None
     steps = np.arange(1, width)
     return (ends[:, None] + inner * steps)[steps <= tail[:, None]]
+
+
+# =============================================================================================
+# memset
+# =============================================================================================
+
+# AscendC's InitConstValue (L1, L0A, L0B) and Duplicate (UB): the dtypes their docs list.
+MEMSET_DTYPES = ("float16", "bfloat16", "int16", "uint16", "float32", "int32", "uint32")
+MEMSET_OPS = {"ub": "Duplicate", "l1": "InitConstValue", "l0a": "InitConstValue",
+              "l0b": "InitConstValue"}
+
+
+def memset_target(dst: Tensor, label: str) -> Tensor:
+    """APK546 / APK547 for an Ascend memset, then the view it writes: a fractal-format view
+    grows to the whole fractals it touches (InitConstValue writes fractals, padding too)."""
+    op = MEMSET_OPS.get(dst.buffer)
+    if dst.buffer == "l0c":
+        raise _err("APK546", f"{label}: dst {dst.name} is in L0C; there is no memset of L0C on "
+                   "Ascend", notes=["AscendC sets L1, L0A and L0B with InitConstValue and UB "
+                                    "with Duplicate; L0C is written only by Mmad (and Fixpipe "
+                                    "reads it)"],
+                   help="start the accumulation with mmad(..., accumulate=False), which "
+                   "overwrites L0C instead of adding to it", buffer=dst.buffer)
+    if op is None:
+        return dst  # not an on-chip Ascend buffer: instructions.memset refuses it (APK312)
+    if dst.dtype.name not in MEMSET_DTYPES:
+        raise _err("APK547", f"{label}: {op} ({dst.buffer.upper()}) does not set "
+                   f"{dst.dtype} data", notes=[f"{op} takes {', '.join(MEMSET_DTYPES)}"],
+                   help="memset a view of the same bytes in a supported dtype "
+                   "(t.view(\"int16\") for 8-bit data, two elements at a time), or copy a set "
+                   "tile in", dtype=str(dst.dtype), buffer=dst.buffer)
+    check_alignment(dst, label, "dst")
+    if not _is_fractal(dst.format) or dst.dynamic is not None or not dst.layout.static:
+        return dst
+    return region_cached(dst, fractal_extent(replace(dst, origin_shape=None)))
 
 
 # =============================================================================================

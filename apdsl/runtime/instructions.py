@@ -25,9 +25,10 @@ from .options import OPTIONS
 F32 = DTYPES["float32"]
 
 # SPEC section 4: the Ascend copy paths a DMA (MTE) can take.
-ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("l1", "l0a"), ("l1", "l0b"),
-                          ("l0c", "gm"), ("l0c", "l1"), ("ub", "gm"), ("ub", "ub")})
-MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b", "l0c")
+ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
+                          ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
+                          ("ub", "gm"), ("ub", "ub")})
+MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 
 
 def _label(op: str, name: Any) -> str:
@@ -192,7 +193,8 @@ def _ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> Non
         raise TargetError(
             f"{label}: no DMA path from {src.buffer.upper()} to {dst.buffer.upper()} on Ascend",
             code="APK308",
-            notes=["paths: GM->L1, GM->UB, L1->L0A, L1->L0B, L0C->GM, L0C->L1, UB->GM, UB->UB"],
+            notes=["paths: GM->L1, GM->UB, GM->L0A, GM->L0B (Load2D), L1->L0A, L1->L0B "
+                   "(LoadData), L0C->GM, L0C->L1 (Fixpipe), UB->GM, UB->UB"],
             help=(f"from {src.buffer.upper()} a copy can go to "
                   f"{', '.join(b.upper() for b in allowed)}" if allowed
                   else f"nothing is copied out of {src.buffer.upper()} by DMA"),
@@ -251,6 +253,9 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
     """
     label = _label("memset", name)
     dst = _tensor(dst, label, "dst")
+    if targets.family(dst.buffer) == "ascend":
+        from . import ascend
+        dst = ascend.memset_target(dst, label)  # buffers, dtypes, alignment, whole fractals
     if dst.buffer not in MEMSET_BUFFERS:
         raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; memset writes "
                           f"{', '.join(MEMSET_BUFFERS)} only", code="APK312",
@@ -260,9 +265,6 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
     if not isinstance(value, (int, float, bool)):
         raise _arg_error(label, f"value must be a number, got {value!r}")
     v = ex.cast(np.asarray(value), dst.dtype)
-    if targets.family(dst.buffer) == "ascend":
-        from . import ascend
-        ascend.check_alignment(dst, label, "dst")
     _start_partitions(label, (("dst", dst),))
     accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst})

@@ -173,6 +173,24 @@ def _root_layout(t: Tensor, padded: bool) -> Layout:
     return Layout.from_modes(shape, formats.dim_modes(s.format, shape, s.dtype, c0))
 
 
+# Per view: its reach (loops ask again for the same tiles).
+_reaches: weakref.WeakKeyDictionary[Tensor, Shape] = weakref.WeakKeyDictionary()
+
+
+def reach(t: Tensor) -> Shape:
+    """Per dimension, how far `region` can extend view `t`: a whole declared fractal tensor
+    reaches its padded shape (its layout says where the padding lies), any other view its
+    shape (a tile's shape already covers whole fractals)."""
+    out = _reaches.get(t)
+    if out is None:
+        out = tuple(t.shape)
+        if t.storage.format != "ND" and t.dtype == t.storage.dtype \
+                and t.layout == _root_layout(t, padded=False):
+            out = tuple(_root_layout(t, padded=True).shape)
+        _reaches[t] = out
+    return out
+
+
 def region(t: Tensor, sizes: Shape, *, op: str = "read", role: str = "view") -> Tensor:
     """A plain view of `t` from its first element with extent `sizes` per dimension.  A size may
     pass the view's shape into the fractal padding behind it (mmad reading K in whole
@@ -408,8 +426,7 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     fmt = formats.canonical(format)
     dt = like.dtype if dtype is None else to_dtype(dtype)
     if isinstance(target, Tensor):
-        base_key = layout_base if isinstance(layout_base, (Tensor, TlaLayout)) \
-            else _key(layout_base) if layout_base is not None else ()
+        base_key = _base_key(layout_base)
         tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
                          lambda: _bind(target, origin, fmt, dt, layout_base))
         _runtime().forget(tile)
@@ -433,6 +450,21 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
         storage = Storage(base.shape, dt, buffer, format=fmt, storage_elements=hi + 1)
         t = Tensor(storage, dt, base)
     return replace(t, coord=(0,) * len(origin), origin_shape=origin)
+
+
+def _base_key(layout_base: Any) -> Any:
+    """The memo key part for `layout_base`.  Never the tensor itself: the memo is weakly keyed
+    on the target, and a value-side reference to a tensor (commonly the target again, as in
+    `make_tensor_like(buf, tile, fmt, layout_base=buf)`) would keep the target and its storage
+    alive forever.  A tensor's layout (as `_base_layout` uses it) is what the tile depends on."""
+    if layout_base is None:
+        return ()
+    if isinstance(layout_base, Tensor):
+        lay = layout_base.layout
+        return ("layout", Layout(lay.dims, lay.base - lay.offset)) if lay.static else None
+    if isinstance(layout_base, TlaLayout):
+        return layout_base
+    return _key(layout_base)
 
 
 @lru_cache(maxsize=1)

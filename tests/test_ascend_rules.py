@@ -21,7 +21,7 @@ from apdsl.runtime import execute
 from apdsl.runtime.ascend import mmad
 from apdsl.runtime.options import options
 from apdsl.semantics.program import Program
-from apdsl.tensor.tla import make_tensor_like, tile_view
+from apdsl.tensor.tla import make_tensor_like
 from apdsl.tensor.view import from_numpy, ndarray
 
 NP = {"float16": np.float16, "int8": np.int8, "float32": np.float32}

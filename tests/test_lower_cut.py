@@ -202,7 +202,8 @@ def lower_json(path: Path) -> list[dict]:
 def test_every_ascend_gemm_record_moves_equal_counts():
     objs = lower_json(ROOT / "examples" / "ascend_gemm.apk")
     copies = [o for o in objs if o["op"] == "dma_copy"]
-    assert len(copies) >= 132
+    # the GEMM's tail copies (GM -> L1 and L0C -> GM) are cut into pieces
+    assert len(copies) >= 100 and sum(1 for o in copies if o.get("piece")) >= 20
     for o in copies:
         d, s = (evaluate(o["operands"][r]) for r in ("dst", "src"))
         assert d.size == s.size, o

@@ -142,6 +142,11 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     """The Ascend DMA after its path rule (instructions.py): dtypes, alignment, TLA valid
     extents, then the whole-fractal move of Load2D/LoadData or the row-major copy (with the
     GM -> fractal row-tail zero-fill of Nd2Nz)."""
+    per = _load_plans.get(dst)
+    sizes = per.get(src) if per is not None else None
+    if sizes is not None:  # this load passed its checks before (a loop's tiles come back)
+        _load_fractals(dst, src, sizes, name, label)
+        return
     path = (src.buffer, dst.buffer)
     check_dtypes(dst, src, label, path)
     load = path in LOAD_PATHS
@@ -166,7 +171,12 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
         if 0 in vd:
             return  # a tile wholly past the edge of its parent: nothing to move
     if load:
-        _load_fractals(dst, src, name, label)
+        sizes = fractal_extent(dst, src)
+        if t_static(dst) and t_static(src) and dst.layout.static and src.layout.static:
+            if per is None:
+                per = _load_plans[dst] = weakref.WeakKeyDictionary()
+            per[src] = sizes
+        _load_fractals(dst, src, sizes, name, label)
         return
     if dst.origin_shape is not None or src.origin_shape is not None:
         dst, src = valid_view(dst), valid_view(src)
@@ -246,10 +256,18 @@ def t_static(t: Tensor) -> bool:
     return t.dynamic is None and is_static(t.layout.base)
 
 
-def _load_fractals(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
-    """Every fractal the valid extent touches, copied entire with its written state (not an
-    init-checked read: unwritten padding stays unwritten, for `mmad --strict-padding`)."""
-    sizes = fractal_extent(dst, src)
+# Per destination, per source: the extent of a load that passed its checks (only the sizes:
+# a value holding either tensor would keep the weak keys alive).
+_load_plans: weakref.WeakKeyDictionary[Tensor, weakref.WeakKeyDictionary[Tensor,
+                                                                         tuple[int, ...]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _load_fractals(dst: Tensor, src: Tensor, sizes: tuple[int, ...], name: str | None,
+                   label: str) -> None:
+    """Every fractal the valid extent touches (`sizes`, from `fractal_extent`), copied entire
+    with its written state (not an init-checked read: unwritten padding stays unwritten, for
+    `mmad --strict-padding`)."""
     dv, sv = region_cached(dst, sizes), region_cached(src, sizes)
     accs = ins._operands(label, ex.TI_GROUP, ("src", sv), ("dst", dv))
     trace.record("dma_copy", name, {"dst": dv, "src": sv})

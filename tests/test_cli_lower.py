@@ -76,6 +76,9 @@ def test_check_takes_inputs_for_shapes_and_values(generic):
     wrong = apdsl("check", f, "-i", f"B={a}")
     assert wrong.returncode == 2 and "no kernel parameter is called 'B'" in wrong.stderr
     assert apdsl("check", f, "nope", "-i", f"A={a}").returncode == 2
+    (generic / "junk.npy").write_text("not an array\n")
+    junk = apdsl("check", f, "-i", f"A={generic / 'junk.npy'}", "--json")
+    assert junk.returncode == 1 and json.loads(junk.stdout)["code"] == "APK605"
 
 
 def test_lower_takes_inputs(generic):

@@ -223,7 +223,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except ApdslError as e:
         return _diagnose([e], {}, args.file, args.json)
     check_target_family(program, args.target)
-    inputs = _inputs(args, program)
+    inputs = _inputs(args, program, args.json)
     try:
         errors = program.check(kernel=args.kernel, inputs=inputs)
     except UsageError as e:
@@ -276,8 +276,9 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _inputs(args: argparse.Namespace, program: Any) -> dict[str, Any]:
-    """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2)."""
+def _inputs(args: argparse.Namespace, program: Any, as_json: bool = False) -> dict[str, Any]:
+    """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2); an
+    unreadable file is a diagnostic (a JSON line with `as_json`), exit 1."""
     from ..runtime.files import read_npy
     from ..semantics.program import UsageError
     paths = _parse_inputs(getattr(args, "inputs", []))
@@ -297,7 +298,7 @@ def _inputs(args: argparse.Namespace, program: Any) -> dict[str, Any]:
         try:
             inputs[name] = read_npy(path)
         except ApdslError as e:
-            raise fail([e], {}, path) from None
+            raise Exit(_diagnose([e], {}, path, as_json)) from None
     return inputs
 
 

@@ -840,6 +840,17 @@ def read(acc: Access, op: str, role: str) -> np.ndarray:
     return acc.read()
 
 
+def read_float32(acc: Access, op: str, role: str) -> np.ndarray:
+    """`read` converted to float32, in one pass over the storage where the view is strided
+    (an engine's arithmetic input)."""
+    _check_init(acc, op, role)
+    if acc.storage.buffer == "psum":
+        psum.note_read(acc)
+    if type(acc) is Strided:
+        return acc.array().astype(np.float32).reshape(acc.shape)
+    return acc.read().astype(np.float32)
+
+
 def prepare_write(acc: Access, op: str, role: str) -> None:
     """Checks a destination must pass before anything is written (APK405)."""
     _check_unique(acc, op, role)

@@ -432,23 +432,23 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         result = _transpose_bits(ex.read(s, label, "stationary").reshape(k, mm),
                                  ex.read(m, label, "moving").reshape(k, n), label)
     elif double:  # K = partitions x 2: contract over both
-        a32 = _engine_read(s, label, "stationary").astype(np.float32).reshape(k // 2, 2, mm)
-        b32 = _engine_read(m, label, "moving").astype(np.float32).reshape(k // 2, 2, n)
+        a32 = _engine_read(s, label, "stationary").reshape(k // 2, 2, mm)
+        b32 = _engine_read(m, label, "moving").reshape(k // 2, 2, n)
         result = np.einsum("pkm,pkn->mn", a32, b32, dtype=np.float32)
     else:
-        a = _engine_read(s, label, "stationary").reshape(k, mm).astype(np.float32)
-        b = _engine_read(m, label, "moving").reshape(k, n).astype(np.float32)
+        a = _engine_read(s, label, "stationary").reshape(k, mm)
+        b = _engine_read(m, label, "moving").reshape(k, n)
         result = a.T @ b
     if adding:
-        result += ex.read(d, label, "dst").reshape(mm, n).astype(np.float32)
+        result += ex.read_float32(d, label, "dst").reshape(mm, n)
     ex.prepare_write(d, label, "dst")
     ex.store(d, result.reshape(d.shape))
     psum.note_matmul(d, transpose)
 
 
 def _engine_read(acc: ex.Access, label: str, role: str) -> np.ndarray:
-    """An input as the tensor engine reads it: tfloat32 keeps 10 mantissa bits."""
-    values = ex.read(acc, label, role)
+    """An input as the tensor engine reads it, in float32: tfloat32 keeps 10 mantissa bits."""
+    values = ex.read_float32(acc, label, role)
     return round_tfloat32(values) if acc.dtype.name == "tfloat32" else values
 
 

@@ -129,6 +129,30 @@ type, is an error so that a typo does not silently leave a check on or off.
 import apdsl
 apdsl.options(init_checks=False)
 """),
+    entry("APK430", "allocation past the memory budget", """
+Live storage plus its written-state bookkeeping (every buffer, HBM and GM included) is bounded
+by the memory budget: `--max-memory BYTES` on the command line (suffixes K, M, G, T are powers of
+1024), `apdsl.options(max_memory=BYTES)` from Python, by default half of the machine's physical
+memory. Each allocation (a declaration, a kernel input, `ndarray()`, `from_numpy`) reserves its
+bytes plus one bookkeeping byte per unit of written state (a native element; per byte or
+nibble once a narrower view writes part of one), and an allocation past the budget is this
+error at the allocation, in `check` as in `run`: nothing is allocated. A tensor returns its
+bytes when the block that declared it ends.
+""", """
+x: f32[1000000, 1000000] @ hbm = zeros
+"""),
+    entry("APK431", "out of memory", """
+NumPy could not get the memory an allocation or an instruction needed although the memory
+budget (APK430) allowed it: the budget is larger than what the machine can really give (other
+processes, a ulimit, a container limit). Lower `--max-memory` / `apdsl.options(max_memory=)` so
+that such allocations fail at their declaration instead, or use smaller tensors.
+""", """
+# Python API
+import apdsl
+with apdsl.options(max_memory=2**62):
+    t = apdsl.ndarray((2**60,), "uint8", "hbm")
+    t.numpy()
+"""),
     entry("APK450", "vector_offset ignores the leading stride (warning)", """
 With `.ap(pattern, vector_offset=idx, indirect_dim=0)` the hardware steps between rows by the
 base tensor's row size, `prod(base.shape[1:])`, and ignores the stride written in the pattern's

@@ -477,8 +477,7 @@ def forget(t: Tensor) -> None:
     the previous tile left there, which is not data of this tile.  (Binding keeps the tile's
     dtype, so its elements are the storage's native elements.)"""
     storage = t.storage
-    counted = ex._written_count.get(storage)
-    if (not storage.all_written and not counted) or t.dtype != storage.dtype:
+    if not ex.has_written(storage) or t.dtype != storage.dtype:
         return  # nothing of the storage was ever written (or not a bound tile)
     total = storage.elements_total
     whole = _whole.get(t)
@@ -487,30 +486,9 @@ def forget(t: Tensor) -> None:
         # odd make_layout one to repeat elements, forgetting all of them errs on the safe side)
         whole = _whole[t] = t.size == total and t.layout.span() == (0, total - 1)
     if whole:
-        if storage.all_written:
-            storage.all_written = False  # the mask is made again, all False, when needed
-        else:
-            storage.mask[...] = False
-        ex._written_count[storage] = 0
+        ex.forget_all(storage)
         return
-    acc = ex.resolve(t, "make_tensor_like", "target")
-    mask = storage.mask  # materialised (all True when everything was written)
-    was_all = storage.all_written
-    storage.all_written = False
-    cleared = 0
-    for _, part in acc.parts if isinstance(acc, ex.Pieces) else [(None, acc)]:
-        if type(part) is ex.Strided:
-            view = np.ndarray(part.lshape, np.bool_, buffer=mask, offset=part.offset,
-                              strides=part.lstrides)
-            cleared += int(np.count_nonzero(view))
-            view[...] = False
-        else:
-            where = np.reshape(part.offsets(), -1)
-            cleared += int(np.count_nonzero(mask[where]))
-            mask[where] = False
-    # keep execute's count of written elements exact, or it could declare the storage whole
-    before = total if was_all else (counted or 0)
-    ex._written_count[storage] = max(0, before - cleared)
+    ex.forget_written(ex.resolve(t, "make_tensor_like", "target"))
 
 
 # =============================================================================================

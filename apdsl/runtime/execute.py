@@ -14,8 +14,10 @@ form NumPy can address:
 - `Indexed`: everything else (Tensor Indirection, int4, irregular gathers) uses an array of
   storage offsets.
 
-Memory starts unwritten: `Storage.mask` records written native elements until a write covers the
-whole storage (`note_written_all`), after which checks cost nothing.  Reads check the mask when
+Memory starts unwritten: `Storage.mask` records written units (a unit is a native element until
+a narrower view writes, then that view's element: per byte, per nibble; see `Storage.refine`)
+until a write covers the whole storage (`note_written_all`), after which checks cost nothing.
+A view element is written when all of its units are.  Reads check the mask when
 `options.init_check` is on; writes mark it always, so the option can change at any time.
 """
 
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError, Warning_
-from ..tensor import targets
+from ..tensor import budget, targets
 from ..tensor.dtypes import DType, cast_array
 from ..tensor.layout import Dim, Layout, is_static
 from ..tensor.registers import VirtualRegister
@@ -46,7 +48,7 @@ _TILE_MIN_ELEMENTS = 4 * TILE * TILE
 _TILE_MIN_STRIDE_BYTES = 256
 _INTP_MAX = int(np.iinfo(np.intp).max)
 
-# Native elements newly marked written per partly written storage (see `_mark_written`).
+# Units newly marked written per partly written storage (see `_mark_written`).
 _written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
 
 
@@ -96,14 +98,19 @@ class Access:
         raise NotImplementedError
 
     def written(self) -> np.ndarray | bool:
-        """True when every touched native element is written, else a logical-shaped bool
-        array (only computed on the slow path)."""
+        """True when every touched unit is written, else a logical-shaped bool array (only
+        computed on the slow path)."""
         ok = _mask_at(self.storage, self.dtype, self.offsets())
         return True if ok.all() else ok
 
     def mark(self) -> int:
-        """Mark the touched native elements written; returns how many were new."""
-        return _mark_at(self.storage, self.dtype, self.offsets())
+        """Mark the touched units written (the storage's unit is at most this access's element,
+        see `_mark_written`); returns how many were new."""
+        return _set_at(self.storage, self.dtype, self.offsets(), True)
+
+    def unmark(self) -> int:
+        """Mark the touched units unwritten; returns how many were written before."""
+        return _set_at(self.storage, self.dtype, self.offsets(), False)
 
     def injective(self) -> bool:
         """True when the access provably touches no element twice (no computation of offsets
@@ -111,29 +118,31 @@ class Access:
         return False
 
 
-def _native(dtype: DType, storage: Storage, offsets: np.ndarray) -> np.ndarray:
-    """Native element indices touched by view elements at `offsets`: shape `offsets.shape` when
-    a view element lies within one native element, else with a trailing axis of the ratio."""
-    eb, nb = dtype.bits, storage.dtype.bits
-    if eb == nb:
+def _units(dtype: DType, storage: Storage, offsets: np.ndarray) -> np.ndarray:
+    """Written-state units touched by view elements at `offsets`: shape `offsets.shape` when a
+    view element lies within one unit (exact for reads: no narrower write ever happened, or
+    the unit would be finer), else with a trailing axis of the ratio."""
+    eb, ub = dtype.bits, storage.unit_bits
+    if eb == ub:
         return offsets
-    if eb < nb:
-        return (offsets * eb) // nb
-    r = eb // nb
+    if eb < ub:
+        return (offsets * eb) // ub
+    r = eb // ub
     return offsets[..., None] * r + np.arange(r)
 
 
 def _mask_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> np.ndarray:
-    ok = storage.mask[_native(dtype, storage, offsets)]
-    return ok.all(axis=-1) if dtype.bits > storage.dtype.bits else ok
+    ok = storage.mask[_units(dtype, storage, offsets)]
+    return ok.all(axis=-1) if dtype.bits > storage.unit_bits else ok
 
 
-def _mark_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> int:
-    native = np.unique(_native(dtype, storage, offsets))
+def _set_at(storage: Storage, dtype: DType, offsets: np.ndarray, value: bool) -> int:
+    """Set the units under `offsets` to `value`; returns how many changed."""
+    units = np.unique(_units(dtype, storage, offsets))
     mask = storage.mask
-    new = native.size - int(np.count_nonzero(mask[native]))
-    mask[native] = True
-    return new
+    before = int(np.count_nonzero(mask[units]))
+    mask[units] = value
+    return units.size - before if value else before
 
 
 def _pattern_bounds(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
@@ -194,11 +203,11 @@ class Strided(Access):
 
     def _mask_array(self) -> np.ndarray | None:
         """The written-mask seen through the same pattern (None when a view element is a
-        fraction of a native element; those take the offset path)."""
-        eb, nb = self.dtype.bits, self.storage.dtype.bits
-        if eb < nb:
+        fraction of a unit; those take the offset path)."""
+        eb, ub = self.dtype.bits, self.storage.unit_bits
+        if eb < ub:
             return None
-        r = eb // nb
+        r = eb // ub
         mask = self.storage.mask
         if r == 1:
             return np.ndarray(self.lshape, np.bool_, buffer=mask, offset=self.offset,
@@ -223,6 +232,14 @@ class Strided(Access):
         new = m.size - int(np.count_nonzero(m))
         m[...] = True
         return new
+
+    def unmark(self) -> int:
+        m = self._mask_array()
+        if m is None:
+            return super().unmark()
+        before = int(np.count_nonzero(m))
+        m[...] = False
+        return before
 
     def injective(self) -> bool:
         inj = self._inj
@@ -272,6 +289,9 @@ class Pieces(Access):
 
     def mark(self) -> int:
         return sum(part.mark() for _, part in self.parts)
+
+    def unmark(self) -> int:
+        return sum(part.unmark() for _, part in self.parts)
 
     def injective(self) -> bool:
         if self._inj is None:
@@ -362,7 +382,7 @@ class Rows(Access):
 
     def written(self) -> np.ndarray | bool:
         p = self.plan
-        if self.dtype.bits != self.storage.dtype.bits:
+        if self.dtype.bits != self.storage.unit_bits:
             return super().written()
         mask = np.ndarray((p.limit,) + p.rshape, np.bool_, buffer=self.storage.mask,
                           offset=p.base, strides=(p.scale,) + p.rstrides)
@@ -430,6 +450,14 @@ def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROU
             err.message = f"{op}: {err.message}"
             err.args = (err.message,)
         raise
+    except MemoryError as e:
+        raise _oom(op, role, t.storage, e) from None
+
+
+def _oom(op: str, role: str, storage: Storage, e: MemoryError) -> ApdslRuntimeError:
+    """APK431 for a NumPy MemoryError while an instruction works on `storage`."""
+    return budget.out_of_memory(f"{op}: working on {role} {storage.describe()}", e,
+                                tensor=storage.name)
 
 
 def _resolve(t: Any, op: str, role: str, group: int) -> Access:
@@ -774,11 +802,18 @@ def _check_init(acc: Access, op: str, role: str) -> None:
     coord = np.unravel_index(flat, acc.shape)
     offset = int(np.reshape(acc.offsets(), -1)[flat])
     missing = int(ok.size - np.count_nonzero(ok))
+    notes = [f"{missing} of the {acc.size} elements read are unwritten",
+             f"view {acc.name}: shape {acc.shape}, storage {storage.describe()}"]
+    what = "before anything wrote it"
+    partly = _written_part(acc, offset)
+    if partly is not None:
+        what = f"when only {partly} {'was' if partly.startswith('1 ') else 'were'} written"
+        notes.insert(1, "an element counts as written only when all its bytes are: a write "
+                     "through a narrower view (a uint8 or bfloat16 view of float32, an int4 "
+                     "nibble) wrote part of it")
     err = _err("APK404", f"{op}: {role} reads {storage.name}{_fmt_coord(coord)} (storage element "
-               f"{offset}) before anything wrote it",
-               notes=[f"{missing} of the {acc.size} elements read are unwritten",
-                      f"view {acc.name}: shape {acc.shape}, storage "
-                      f"{storage.describe()}"],
+               f"{offset}) {what}",
+               notes=notes,
                help="write the data first (dma_copy, memset, iota, ...), or turn the check off "
                "with --no-init-check / apdsl.options(init_check=False) to read it as 0",
                tensor=storage.name, coord=tuple(int(c) for c in coord), offset=offset)
@@ -809,6 +844,29 @@ def _check_unique(acc: Access, op: str, role: str) -> None:
                tensor=acc.name, offset=dup)
 
 
+def _written_part(acc: Access, offset: int) -> str | None:
+    """For the unwritten element at storage `offset` (in elements of the access dtype): "2 of
+    its 4 bytes" when some of its units are written, else None."""
+    storage = acc.storage
+    eb, ub = acc.dtype.bits, storage.unit_bits
+    if eb <= ub:
+        return None
+    units = storage.mask[_units(acc.dtype, storage, np.array([offset]))[0]]
+    done = int(np.count_nonzero(units))
+    if not done:
+        return None
+    if ub % 8 == 0:
+        return f"{done * ub // 8} of its {eb // 8} bytes"
+    return f"{done} of its {units.size} nibbles"
+
+
+def _refine(storage: Storage, bits: int) -> None:
+    """Written state per `bits`-bit unit from now on (a narrower view is about to write)."""
+    ratio = storage.refine(bits)
+    if storage in _written_count:
+        _written_count[storage] *= ratio
+
+
 def _mark_written(acc: Access) -> None:
     storage = acc.storage
     if storage.buffer == "psum":
@@ -820,12 +878,45 @@ def _mark_written(acc: Access) -> None:
         storage.note_written_all()
         _written_count.pop(storage, None)
         return
+    if acc.dtype.bits < storage.unit_bits:
+        _refine(storage, acc.dtype.bits)  # part of a unit: only that part is written
     total = _written_count.get(storage, 0) + acc.mark()
-    if total >= storage.elements_total:
+    if total >= storage.units_total:
         storage.note_written_all()
         _written_count.pop(storage, None)
     else:
         _written_count[storage] = total
+
+
+def has_written(storage: Storage) -> bool:
+    """Whether anything of `storage` may have been written."""
+    return storage.all_written or bool(_written_count.get(storage))
+
+
+def forget_all(storage: Storage) -> None:
+    """Every byte of `storage` unwritten again (a reused buffer's old contents are not data)."""
+    if storage._mask is not None and storage.unit_bits == storage.dtype.bits:
+        storage._mask[...] = False  # (reused: a tile loop binds the same buffer again and again)
+    else:
+        storage.unit_bits = storage.dtype.bits
+        storage._mask = None  # made again, all False, when needed
+    storage.all_written = False
+    _written_count[storage] = 0
+
+
+def forget_written(acc: Access) -> None:
+    """The units `acc` touches unwritten again, keeping the count of written units exact (or
+    `_mark_written` could later declare the storage whole)."""
+    storage = acc.storage
+    if not has_written(storage):
+        return
+    if acc.dtype.bits < storage.unit_bits:
+        _refine(storage, acc.dtype.bits)
+    was_all = storage.all_written
+    storage.mask  # noqa: B018 - materialised (all True when everything was written)
+    storage.all_written = False
+    before = storage.units_total if was_all else _written_count.get(storage, 0)
+    _written_count[storage] = max(0, before - acc.unmark())
 
 
 # =============================================================================================
@@ -834,10 +925,13 @@ def _mark_written(acc: Access) -> None:
 
 def read(acc: Access, op: str, role: str) -> np.ndarray:
     """The logical contents of a resolved source (init-checked), as a new array."""
-    _check_init(acc, op, role)
-    if acc.storage.buffer == "psum":
-        psum.note_read(acc)
-    return acc.read()
+    try:
+        _check_init(acc, op, role)
+        if acc.storage.buffer == "psum":
+            psum.note_read(acc)
+        return acc.read()
+    except MemoryError as e:
+        raise _oom(op, role, acc.storage, e) from None
 
 
 def read_float32(acc: Access, op: str, role: str) -> np.ndarray:
@@ -858,37 +952,46 @@ def prepare_write(acc: Access, op: str, role: str) -> None:
 
 def store(acc: Access, values: np.ndarray) -> None:
     """Write `values` (any dtype; cast by the float32 rule) in logical row-major order."""
-    values = cast(values, acc.dtype)
-    if values.shape != acc.shape:
-        values = values.reshape(acc.shape)
-    acc.write(values)
-    _mark_written(acc)
+    try:
+        values = cast(values, acc.dtype)
+        if values.shape != acc.shape:
+            values = values.reshape(acc.shape)
+        acc.write(values)
+        _mark_written(acc)
+    except MemoryError as e:
+        raise _oom("write", "dst", acc.storage, e) from None
 
 
 def fill(acc: Access, value: Any) -> None:
     """Write one value (already cast to the access dtype) to every element."""
-    if isinstance(acc, Strided):
-        acc.array()[...] = value
-    else:
-        acc.write(np.full(acc.shape, value, acc.dtype.np))
-    _mark_written(acc)
+    try:
+        if isinstance(acc, Strided):
+            acc.array()[...] = value
+        else:
+            acc.write(np.full(acc.shape, value, acc.dtype.np))
+        _mark_written(acc)
+    except MemoryError as e:
+        raise _oom("fill", "dst", acc.storage, e) from None
 
 
 def copy(dst: Access, src: Access, op: str) -> None:
     """Move `src` into `dst` in logical row-major order (sizes already checked equal).  The
     source is init-checked and the destination duplicate-checked before anything moves."""
-    _check_init(src, op, "src")
-    _check_unique(dst, op, "dst")
-    if src.storage.buffer == "psum":
-        psum.note_read(src)
-    if type(dst) is Strided and type(src) is Strided:
-        _strided_copy(dst.array(), src.array(), src.dtype != dst.dtype, dst.dtype)
-    elif type(dst) is Strided and type(src) is Rows and src.dtype == dst.dtype:
-        _gather_copy(dst, src)
-    else:
-        store(dst, src.read())
-        return
-    _mark_written(dst)
+    try:
+        _check_init(src, op, "src")
+        _check_unique(dst, op, "dst")
+        if src.storage.buffer == "psum":
+            psum.note_read(src)
+        if type(dst) is Strided and type(src) is Strided:
+            _strided_copy(dst.array(), src.array(), src.dtype != dst.dtype, dst.dtype)
+        elif type(dst) is Strided and type(src) is Rows and src.dtype == dst.dtype:
+            _gather_copy(dst, src)
+        else:
+            store(dst, src.read())
+            return
+        _mark_written(dst)
+    except MemoryError as e:
+        raise _oom(op, "dst", dst.storage, e) from None
 
 
 def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:

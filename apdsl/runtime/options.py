@@ -4,17 +4,30 @@
 the previous values when the block ends, so the one call serves both as a setter and as
 `with apdsl.options(init_check=False): ...`.
 
-Options: `init_check` (default True), `execute` (False in check mode) and `strict_padding`
-(default False; read by the Ascend `mmad`).
+Options: `init_check` (default True), `execute` (False in check mode), `strict_padding`
+(default False; read by the Ascend `mmad`) and `max_memory` (bytes of live storage and its
+written-state bookkeeping, SPEC section 15; default half of the machine's physical memory).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import os
+from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ApdslRuntimeError
+
+
+def physical_memory() -> int:
+    """The machine's physical memory in bytes (8 GiB when the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 8 << 30
+
+
+DEFAULT_MAX_MEMORY = physical_memory() // 2
 
 
 @dataclass
@@ -26,11 +39,16 @@ class _Options:
     execute: bool = True
     # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
     strict_padding: bool = False
+    # Bytes of live storage plus its written-state bookkeeping, every buffer included
+    # (apdsl.tensor.budget); an allocation past it is APK430.
+    max_memory: int = DEFAULT_MAX_MEMORY
 
 
 # The live values.  Instructions read `OPTIONS.init_check` directly: one attribute lookup.
 OPTIONS = _Options()
-_TYPES = {f.name: bool for f in fields(_Options)}
+# Each option's type: bool options take True/False, int options a positive int (not a bool).
+_TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
+                           "max_memory": int}
 
 
 class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
@@ -53,9 +71,15 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
                     f"unknown option '{key}'", code="APK421",
                     help=f"did you mean '{close[0]}'?" if close
                     else f"options are: {', '.join(_TYPES)}", option=key)
-            if not isinstance(value, _TYPES[key]):
+            kind = _TYPES[key]
+            if kind is int and (isinstance(value, bool) or not isinstance(value, int)
+                                or value < 1):
                 raise ApdslRuntimeError(
-                    f"option {key} must be {_TYPES[key].__name__}, got {value!r}",
+                    f"option {key} must be a positive int, got {value!r}", code="APK421",
+                    option=key)
+            if not isinstance(value, kind):
+                raise ApdslRuntimeError(
+                    f"option {key} must be {kind.__name__}, got {value!r}",
                     code="APK421", option=key)
         self._saved = {key: getattr(OPTIONS, key) for key in values}
         for key, value in values.items():

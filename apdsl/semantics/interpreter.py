@@ -102,7 +102,7 @@ class _Continue(Exception):
 
 
 _PY_ERRORS = (ZeroDivisionError, TypeError, ValueError, IndexError, KeyError, OverflowError,
-              AttributeError, RecursionError)
+              AttributeError, RecursionError, MemoryError)
 
 
 def _python_error(e: Exception, span: Span | None) -> ApdslError:
@@ -112,6 +112,9 @@ def _python_error(e: Exception, span: Span | None) -> ApdslError:
         err = ApdslTypeError(f"index or key out of range: {e}", code="APK122")
     elif isinstance(e, RecursionError):
         err = ApdslTypeError("recursion too deep", code="APK123")
+    elif isinstance(e, MemoryError):  # NumPy could not allocate, within the memory budget
+        from ..tensor.budget import out_of_memory
+        err = out_of_memory("the statement needs more memory than the machine could give", e)
     else:
         err = ApdslTypeError(f"invalid operation: {e}", code="APK120")
     return err.with_span(span)
@@ -300,9 +303,16 @@ class Interpreter:
                         interp.failures += 1
                         for name in ast.bound_names(node):
                             frame.vars[name] = POISON
-                finally:
+                except _Return as r:  # the returned tensors outlive their block
+                    if frees:
+                        _free(frame, mark, keep=r.value)
+                    raise
+                except BaseException:
                     if frees:
                         _free(frame, mark)
+                    raise
+                if frees:
+                    _free(frame, mark)
             return run_dry
 
         def run(frame: Frame) -> None:
@@ -322,8 +332,13 @@ class Interpreter:
             mark = len(frame.owned)
             try:
                 run(frame)
-            finally:
+            except _Return as r:  # the returned tensors outlive the block that declared them
+                _free(frame, mark, keep=r.value)
+                raise
+            except BaseException:
                 _free(frame, mark)
+                raise
+            _free(frame, mark)
         return run_scoped
 
     def compile_stmt(self, node: Any) -> Closure:
@@ -1007,10 +1022,25 @@ def _truth_or_absorb(x: Any) -> Any:
     return x if isinstance(x, Absorbing) else _truth(x)
 
 
-def _free(frame: Frame, mark: int = 0) -> None:
+def _free(frame: Frame, mark: int = 0, keep: Any = None) -> None:
+    """End the storage the block declared, except what `keep` (a returned value) holds: that
+    lives on as long as something refers to it (garbage collection returns its memory)."""
+    kept = _storages(keep) if keep is not None else ()
     for storage in frame.owned[mark:]:
-        storage.free()
+        if storage not in kept:
+            storage.free()
     del frame.owned[mark:]
+
+
+def _storages(value: Any, depth: int = 0) -> set[Any]:
+    """The storage of every tensor in a value (tensors, and tuples, lists and dicts of them)."""
+    if isinstance(value, Tensor):
+        return {value.storage}
+    out: set[Any] = set()
+    if depth < 50 and isinstance(value, (tuple, list, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            out |= _storages(item, depth + 1)
+    return out
 
 
 def _is_nki_module(name: str) -> bool:

@@ -24,11 +24,42 @@ class _Parser(argparse.ArgumentParser):
 
 
 def program_options(sp: argparse.ArgumentParser) -> None:
-    """The options of every command that runs a program (run, check, lower, show): the one
-    place they are declared.  (SPEC section 2: --target, --sync, --max-steps, --max-memory.)"""
+    """The options of every command that runs a program (run, check, lower, show, repl): the
+    one place they are declared.  (SPEC section 2: --target, --sync, --max-steps, --max-memory.)
+    `option_settings` turns them into the `apdsl.options` values `main` holds for the whole
+    command."""
     sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
                     "trn3, ascend-a2 (default for Ascend buffers); it must be of the family "
                     "of the program's buffers")
+    sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
+                    help="bound on live tensor storage plus its bookkeeping, all buffers "
+                    "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+
+
+def byte_count(text: str) -> int:
+    """`--max-memory` values: `1000000`, `512M`, `4G`, `4GiB` (K, M, G, T are powers of 1024)."""
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*(?:([KMGT])(?:i?B)?|B)?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes such as 4000000000 or "
+                                         f"4G, got '{text}'")
+    value = int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got '{text}'")
+    return value
+
+
+def option_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The `apdsl.options` values a command line asks for (options it does not give keep
+    their defaults)."""
+    settings: dict[str, Any] = {}
+    if getattr(args, "no_init_check", False):
+        settings["init_check"] = False
+    if getattr(args, "strict_padding", False):
+        settings["strict_padding"] = True
+    if getattr(args, "max_memory", None) is not None:
+        settings["max_memory"] = args.max_memory
+    return settings
 
 
 def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
@@ -74,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
     program_options(sh)
 
-    sub.add_parser("repl", help="interactive session")
+    program_options(sub.add_parser("repl", help="interactive session"))
 
     e = sub.add_parser("explain", help="explain an error code")
     e.add_argument("code", metavar="CODE", nargs="?")
@@ -101,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         build_parser().print_help()
         return 2
+    from ..runtime.options import options
     try:
-        return COMMANDS[args.command](args)
+        with options(**option_settings(args)):
+            return COMMANDS[args.command](args)
     except Exit as e:
         return e.status
     except KeyboardInterrupt:
@@ -306,18 +339,13 @@ def _execute(args: argparse.Namespace, trace: bool, out: Any = None,
              before_error: Any = None) -> tuple[Any, Any]:
     """Run the program (its prints to `out`, default stdout).  A runtime error is reported and
     exits 1; with `trace`, `before_error(trace)` first gets what executed before it."""
-    from ..runtime.options import options
     from ..semantics.program import UsageError
     apply_target(args.target)
     program = load_program(args.file, args.target)
     inputs = _inputs(args, program)
-    settings = {"init_check": not getattr(args, "no_init_check", False)}
-    if getattr(args, "strict_padding", False):
-        settings["strict_padding"] = True
     result = None
-    try:
-        with options(**settings):
-            result = program.run(args.kernel, inputs, out=out, trace=trace)
+    try:  # (the options of the command line are set by `main`)
+        result = program.run(args.kernel, inputs, out=out, trace=trace)
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:
@@ -426,6 +454,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_repl(args: argparse.Namespace) -> int:
     from . import repl
+    apply_target(args.target)
     return repl.main()
 
 

@@ -1,18 +1,24 @@
 """Storage: the memory a tensor and all its views share.
 
 Storage is raw bytes (allocated lazily, so checking a program allocates nothing) plus a record of
-which elements were written, because memory starts unwritten as on hardware.  The record is kept
-per element of the storage's own dtype and collapses to a flag once everything is written, so
-the common case (inputs fully loaded, outputs fully written) costs nothing to check.
+which bytes were written, because memory starts unwritten as on hardware.  Written state is
+exact per *unit*: a unit starts as one element of the storage's own dtype (its bytes are always
+written together while every write goes through views of that size or wider) and is refined to
+the element size of a narrower view the first time one writes (`refine`: one byte of a float32
+through a `uint8` view, a bfloat16 half, an int4 nibble), so an element counts as written only
+when all of its bytes (nibbles) are.  The record collapses to a flag once everything is
+written, so the common case (inputs fully loaded, outputs fully written) costs nothing to
+check.
 
 Capacity is accounted per buffer when storage is allocated; on-chip buffers count bytes per
-partition.  Storage is freed explicitly (block scopes in the language) or when garbage-collected.
+partition.  Every storage, HBM and GM included, also reserves its bytes in the memory budget
+(`budget`).  Storage is freed explicitly (block scopes in the language) or when
+garbage-collected.
 """
 
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from math import prod
@@ -20,7 +26,7 @@ from math import prod
 import numpy as np
 
 from ..errors import Span, TargetError
-from . import targets
+from . import budget, targets
 from .dtypes import DType
 
 _ids = itertools.count()
@@ -78,7 +84,7 @@ class Storage:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
-                 "__weakref__")
+                 "unit_bits", "_reserved", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
@@ -96,9 +102,31 @@ class Storage:
         self._mask: np.ndarray | None = None
         self.all_written = False
         self.freed = False
+        self.unit_bits = dtype.bits  # written state is exact per unit of this many bits
+        self._reserved = 0
         self.target = targets.target_for(buffer)
         self._accounting: _Accounting | None = None
-        self.address = self._account()
+        self._reserve()
+        try:
+            self.address = self._account()
+        except BaseException:
+            self._unreserve()
+            raise
+
+    # -- the memory budget ------------------------------------------------------------------
+    def _reserve(self) -> None:
+        """Reserve the data and one bookkeeping byte per written-state unit (the mask the
+        storage needs while partly written) in the memory budget: APK430 past it."""
+        book = self.units_total
+        budget.reserve(self.nbytes + book, f"allocating {self.describe()}",
+                       f"{budget.human(self.nbytes)} of data and {budget.human(book)} of "
+                       "written-state bookkeeping")
+        self._reserved = self.nbytes + book
+
+    def _unreserve(self) -> None:
+        if self._reserved:
+            budget.release(self._reserved)
+            self._reserved = 0
 
     def _account(self) -> int:
         t = self.target
@@ -130,21 +158,41 @@ class Storage:
                 help="use smaller tiles, or free tensors by declaring them inside a loop body",
                 requested=size, capacity=cap, in_use=used)
         self._accounting = ACCOUNTING
-        weakref.finalize(self, ACCOUNTING.release, self.id, self.buffer)
         return addr
 
     def free(self) -> None:
+        """End the storage's life (its block ended): capacity and budget are returned and its
+        bytes dropped; views of it can no longer be read or written (APK408)."""
         if not self.freed:
             self.freed = True
             if self._accounting is not None:
                 self._accounting.release(self.id, self.buffer)
+                self._accounting = None
+            self._unreserve()
+            self._data = None
+            self._mask = None
+
+    def __del__(self) -> None:
+        # (cheaper than a weakref.finalize per allocation; a storage freed by its block has
+        # returned everything already)
+        try:
+            if self._accounting is not None:
+                self._accounting.release(self.id, self.buffer)
+            if self._reserved:
+                budget.release(self._reserved)
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to return
+            pass
 
     # -- contents ---------------------------------------------------------------------------
     @property
     def data(self) -> np.ndarray:
         """The raw bytes (uint8), allocated on first use."""
         if self._data is None:
-            self._data = np.zeros(self.nbytes, dtype=np.uint8)
+            try:
+                self._data = np.zeros(self.nbytes, dtype=np.uint8)
+            except MemoryError as e:
+                raise budget.out_of_memory(f"the {budget.human(self.nbytes)} of "
+                                           f"{self.describe()}", e, tensor=self.name) from None
         return self._data
 
     def elements(self, dtype: DType) -> np.ndarray:
@@ -174,15 +222,47 @@ class Storage:
         return self.nbytes * 8 // self.dtype.bits
 
     @property
+    def units_total(self) -> int:
+        """Units of written state (see the module docstring)."""
+        return self.nbytes * 8 // self.unit_bits
+
+    @property
     def mask(self) -> np.ndarray:
-        """Per native element: written yet?  (Only materialised while partly written.)"""
+        """Per unit of `unit_bits`: written yet?  (Only materialised while partly written.)"""
         if self._mask is None:
-            self._mask = np.full(self.elements_total, self.all_written, dtype=bool)
+            try:
+                self._mask = np.full(self.units_total, self.all_written, dtype=bool)
+            except MemoryError as e:
+                raise budget.out_of_memory(f"the written-state record of {self.describe()}",
+                                           e, tensor=self.name) from None
         return self._mask
+
+    def refine(self, bits: int) -> int:
+        """Make written state exact for elements of `bits` (< `unit_bits`, both powers of two);
+        returns how many new units each old one became.  The extra bookkeeping is reserved
+        in the memory budget (APK430 past it)."""
+        ratio = self.unit_bits // bits
+        need = self.nbytes + self.nbytes * 8 // bits
+        if need > self._reserved:
+            budget.reserve(need - self._reserved,
+                           f"tracking written state per {bits}-bit unit of {self.describe()}",
+                           "a write through a narrower view needs written state per byte "
+                           "(per nibble for int4)")
+            self._reserved = need
+        if self._mask is not None:
+            try:
+                self._mask = np.repeat(self._mask, ratio)
+            except MemoryError as e:
+                raise budget.out_of_memory(f"the written-state record of {self.describe()}",
+                                           e, tensor=self.name) from None
+        self.unit_bits = bits
+        return ratio
 
     def note_written_all(self) -> None:
         self.all_written = True
         self._mask = None
+        # uniform state is exact at any unit: go back to the cheapest
+        self.unit_bits = self.dtype.bits
 
     def describe(self) -> str:
         return f"{self.name}: {self.dtype}{list(self.shape)} @ {self.buffer}"

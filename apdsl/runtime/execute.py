@@ -822,6 +822,12 @@ def _check_init(acc: Access, op: str, role: str) -> None:
 
 
 def _check_unique(acc: Access, op: str, role: str) -> None:
+    storage = acc.storage
+    if acc.dtype.bits < storage.unit_bits and not storage.all_written \
+            and acc.size * acc.dtype.bits < storage.nbytes * 8:
+        # the write covers parts of units: refine first, so that running out of budget for
+        # the finer record (APK430) happens before anything is written
+        _refine(storage, acc.dtype.bits)
     if acc.size <= 1 or acc.injective():
         return
     offs = np.reshape(acc.offsets(), -1)

@@ -27,21 +27,17 @@ def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
     shape = tuple(t.shape)
     if dry and kind in ("zeros", "ones", "arange", "random"):
         return  # check mode moves no data; these initialisers cannot fail
-    if kind == "value":
-        (value,) = args
-        if isinstance(value, (bool, int, float, np.integer, np.floating)):
-            # cast once, exactly (a Python int may exceed every NumPy integer)
-            data: Any = np.broadcast_to(cast_array(value, t.dtype), shape)
-        else:
+    if kind in ("value", "zeros", "ones"):
+        value = {"zeros": 0.0, "ones": 1.0}.get(kind, args[0] if args else None)
+        if not isinstance(value, (bool, int, float, np.integer, np.floating)):
             raise ApdslTypeError(f"a declaration initialiser must be a number, zeros, ones, "
                                  f"arange, random(seed) or load(\"file.npy\"), not "
                                  f"{type(value).__name__}", code="APK113")
-    elif kind == "zeros":
-        data = np.zeros(shape, dtype=np.float32)
-    elif kind == "ones":
-        data = np.ones(shape, dtype=np.float32)
-    elif kind == "arange":
-        data = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        if not dry:
+            _fill(t, value)
+        return
+    if kind == "arange":
+        data: Any = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     elif kind == "random":
         seed = args[0] if args else 0
         if not isinstance(seed, (int, np.integer)):
@@ -62,3 +58,12 @@ def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
     if dry:
         return
     write_view(t, np.asarray(data))
+
+
+def _fill(t: Tensor, value: Any) -> None:
+    """Write one number to every element, cast once and exactly (a Python int may exceed
+    every NumPy integer), without making an array of the tensor's size."""
+    from .execute import fill, prepare_write, resolve
+    acc = resolve(t, "write", "view")
+    prepare_write(acc, "write", "view")
+    fill(acc, cast_array(value, acc.dtype).reshape(()))

@@ -1,0 +1,166 @@
+"""Written state is kept per byte (per nibble for int4): an element is written only when all of
+its bytes are (SPEC section 4, Memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import raises_code
+
+import apdsl
+from apdsl.runtime.options import options
+
+
+def f32_tile(buffer: str = "sbuf") -> apdsl.Tensor:
+    return apdsl.ndarray((4, 8), "float32", buffer)
+
+
+def test_one_byte_of_each_float32_through_uint8_is_not_a_write():
+    t = f32_tile()
+    src = apdsl.from_numpy(np.full((4, 8), 7, np.uint8), "sbuf")
+    apdsl.dma_copy(t.view("uint8").ap([[32, 4], [4, 8]]), src)  # byte 0 of every element
+    with raises_code("APK404") as err:
+        t.numpy()
+    assert "when only 1 of its 4 bytes was written" in err.value.message
+    assert err.value.facts["coord"] == (0, 0)
+
+
+def test_bfloat16_half_through_ap_dtype_is_not_a_write():
+    t = f32_tile("hbm")
+    half = apdsl.from_numpy(np.ones((4, 8), np.float32), "hbm", dtype="bfloat16")
+    apdsl.dma_copy(t.ap([[16, 4], [2, 8]], dtype="bfloat16"), half)  # low halves only
+    with raises_code("APK404") as err:
+        t.numpy()
+    assert "2 of its 4 bytes were written" in err.value.message
+    out = apdsl.ndarray((4, 8), "float32", "hbm")
+    with raises_code("APK404"):  # an instruction reading it fails the same way
+        apdsl.dma_copy(out, t)
+    # the other halves complete every element: the float32 is then the two halves' bits
+    apdsl.dma_copy(t.ap([[16, 4], [2, 8]], offset=1, dtype="bfloat16"), half)
+    bits = np.asarray(half.numpy()).view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(t.numpy().view(np.uint32), bits | (bits << 16))
+
+
+def test_bfloat16_half_through_view_is_not_a_write():
+    t = f32_tile()
+    half = apdsl.from_numpy(np.full((4, 8), 2.0, np.float32), "sbuf", dtype="bfloat16")
+    # view(bfloat16) is (4, 16); the odd columns are the high halves
+    apdsl.tensor_copy(t.view("bfloat16").ap([[16, 4], [2, 8]], offset=1), half)
+    with raises_code("APK404"):
+        t.numpy()
+    # reading just what was written is fine
+    np.testing.assert_array_equal(
+        t.view("bfloat16").ap([[16, 4], [2, 8]], offset=1).numpy().astype(np.float32), 2.0)
+
+
+def test_the_error_names_the_first_partly_written_element_and_the_allocation(tmp_path):
+    path = tmp_path / "partial.apk"
+    path.write_text(
+        "t: f32[4, 8] @ sbuf\n"
+        "src: u8[4, 32] @ sbuf = 7\n"
+        "dma_copy(t.view(u8), src)\n"  # every byte: written
+        "u: f32[4, 8] @ sbuf\n"
+        "dma_copy(u.view(u8)[0:3], src[0:3])\n"
+        "dma_copy(u.view(u8)[3:4, 0:31], src[3:4, 0:31])\n"
+        "o: f32[4, 8] @ sbuf\n"
+        "tensor_copy(o, t)\n"
+        "tensor_copy(o, u)\n")
+    from apdsl.semantics.program import Program
+    with raises_code("APK404") as err:
+        Program.from_path(str(path)).run()
+    e = err.value
+    assert e.facts["tensor"] == "u"
+    assert e.facts["coord"] == (3, 7)  # the last byte of row 3's last element is missing
+    assert "3 of its 4 bytes were written" in e.message
+    assert e.span.line == 9
+    assert [(lab.span.line, lab.message) for lab in e.labels] == [(4, "allocated here")]
+    with options(init_check=False):  # with the check off it runs to the end
+        Program.from_path(str(path)).run()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), min_size=32, max_size=32),
+       st.sampled_from(["uint8", "int8"]))
+def test_an_element_is_written_exactly_when_all_its_bytes_are(written, dtype):
+    """Write an arbitrary subset of the 32 bytes of a float32[8] through a byte view, one
+    instruction per byte; every element read alone is readable iff its 4 bytes are."""
+    data = np.arange(1, 33, dtype=np.uint8)
+    t = apdsl.ndarray((1, 8), "float32", "sbuf")
+    src = apdsl.from_numpy(data.reshape(1, 32).view(np.dtype(dtype)), "sbuf")
+    b = t.view(dtype)
+    for i, w in enumerate(written):
+        if w:
+            apdsl.tensor_copy(b[:, i:i + 1], src[:, i:i + 1])
+    full = np.array(written).reshape(8, 4).all(axis=1)
+    for j in range(8):
+        if full[j]:
+            expect = data[4 * j:4 * j + 4].view(np.float32)[0]
+            assert t[:, j:j + 1].numpy().reshape(()) == expect
+        else:
+            with raises_code("APK404"):
+                t[:, j:j + 1].numpy()
+    if full.all():
+        np.testing.assert_array_equal(t.numpy().reshape(-1), data.view(np.float32))
+        assert t.storage.all_written  # collapsed to the flag
+    else:
+        with raises_code("APK404"):
+            t.numpy()
+
+
+def test_int4_nibbles_are_tracked_one_by_one():
+    """The int4 rule: written state is per nibble, so one nibble written leaves its byte
+    unwritten as a byte (uint8 read: error) while that nibble itself reads back, and the
+    other nibble of the byte stays unwritten."""
+    t = apdsl.ndarray((2, 8), "uint8", "sbuf")
+    v = t.view("int4")  # (2, 16): low nibble first
+    lows = np.arange(16, dtype=np.int8).reshape(2, 8) % 7 - 3
+    src = apdsl.from_numpy(lows, "sbuf", dtype="int4")
+    apdsl.tensor_copy(v.ap([[16, 2], [2, 8]]), src)  # the low nibbles
+    np.testing.assert_array_equal(v.ap([[16, 2], [2, 8]]).numpy(), lows)
+    with raises_code("APK404") as err:
+        t.numpy()
+    assert "1 of its 2 nibbles was written" in err.value.message
+    with raises_code("APK404") as err:
+        v.numpy()
+    assert err.value.facts["coord"] == (0, 1)  # the first high nibble
+    highs = (lows + 5) % 8
+    apdsl.tensor_copy(v.ap([[16, 2], [2, 8]], offset=1), apdsl.from_numpy(highs, "sbuf",
+                                                                        dtype="int4"))
+    expect = (lows.astype(np.uint8) & 0x0F) | (highs.astype(np.uint8) << 4)
+    np.testing.assert_array_equal(t.numpy(), expect)
+
+
+def test_int4_storage_counts_nibbles():
+    t = apdsl.ndarray((1, 8), "int4", "sbuf")
+    apdsl.memset(t[:, 0:3], 5)
+    np.testing.assert_array_equal(t[:, 0:3].numpy(), 5)
+    with raises_code("APK404") as err:
+        t.numpy()
+    assert err.value.facts["coord"] == (0, 3)
+    with raises_code("APK404"):  # the byte holding nibbles 2 and 3 is half written
+        t.view("uint8").numpy()
+
+
+def test_whole_writes_still_collapse_to_a_flag():
+    t = f32_tile()
+    apdsl.memset(t.view("uint8"), 1)
+    assert t.storage.all_written and t.storage._mask is None
+    u = f32_tile()
+    apdsl.memset(u[0:2], 1.0)
+    apdsl.memset(u[2:4], 2.0)
+    assert u.storage.all_written and u.storage._mask is None
+    assert u.storage.unit_bits == 32  # no narrower write: the record stayed per element
+
+
+@pytest.mark.parametrize("view", ["uint8", "bfloat16"])
+def test_reading_through_a_narrow_view_of_float32_data(view):
+    """Reading is exact without any refinement: a byte of a written float32 is written."""
+    t = f32_tile()
+    apdsl.memset(t[0:2], 1.5)
+    narrow = t.view(view)
+    expect = np.full((2, 8), 1.5, np.float32).view(narrow.dtype.np)
+    np.testing.assert_array_equal(narrow[0:2].numpy(), expect)
+    with raises_code("APK404"):
+        narrow[2:3].numpy()

@@ -338,25 +338,8 @@ def move_bytes(dacc: ex.Access, sacc: ex.Access) -> None:
 
 
 def set_written(acc: ex.Access, written: np.ndarray) -> None:
-    """Make the written state of the elements `acc` touches exactly `written` (logical shape),
-    keeping execute's count of written elements exact."""
-    storage = acc.storage
-    total = storage.elements_total
-    native = ex._native(acc.dtype, storage, acc.offsets())
-    if native.ndim > written.ndim:
-        written = np.broadcast_to(written[..., None], native.shape)
-    counted = total if storage.all_written else ex._written_count.get(storage, 0)
-    mask = storage.mask  # materialised (all True when everything was written)
-    storage.all_written = False
-    before = int(np.count_nonzero(mask[native]))
-    mask[native] = written
-    after = int(np.count_nonzero(mask[native]))
-    count = counted - before + after
-    if count >= total:
-        storage.note_written_all()
-        ex._written_count.pop(storage, None)
-    else:
-        ex._written_count[storage] = count
+    """Make the written state of the elements `acc` touches exactly `written` (logical shape)."""
+    ex.set_written(acc, written)
 
 
 # -- Nd2Nz ------------------------------------------------------------------------------------

@@ -894,6 +894,30 @@ def _mark_written(acc: Access) -> None:
         _written_count[storage] = total
 
 
+def set_written(acc: Access, written: np.ndarray) -> None:
+    """Make the written state of the elements `acc` touches exactly `written` (logical shape:
+    an element's units all written or all not), keeping the count of written units exact."""
+    storage = acc.storage
+    if acc.dtype.bits < storage.unit_bits:
+        _refine(storage, acc.dtype.bits)
+    total = storage.units_total
+    units = _units(acc.dtype, storage, acc.offsets())
+    if units.ndim > written.ndim:
+        written = np.broadcast_to(written[..., None], units.shape)
+    counted = total if storage.all_written else _written_count.get(storage, 0)
+    mask = storage.mask  # materialised (all True when everything was written)
+    storage.all_written = False
+    before = int(np.count_nonzero(mask[units]))
+    mask[units] = written
+    after = int(np.count_nonzero(mask[units]))
+    count = counted - before + after
+    if count >= total:
+        storage.note_written_all()
+        _written_count.pop(storage, None)
+    else:
+        _written_count[storage] = count
+
+
 def has_written(storage: Storage) -> bool:
     """Whether anything of `storage` may have been written."""
     return storage.all_written or bool(_written_count.get(storage))

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
-from ..records import replace
 from ..tensor import formats
 from ..tensor.ascend import fractal_c0
 from ..tensor.layout import is_static
@@ -278,10 +277,11 @@ def _load_fractals(dst: Tensor, src: Tensor, sizes: tuple[int, ...], name: str |
     move_bytes(dacc, sacc)
 
 
-def fractal_extent(*ts: Tensor) -> tuple[int, ...]:
-    """The valid extent of the first view rounded up, per dimension, to whole fractals of every
-    view (the least common multiple of their fractal sides), within what each view reaches."""
-    valid = valid_shape(ts[0])
+def fractal_extent(*ts: Tensor, extent: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """`extent` (default: the valid extent of the first view) rounded up, per dimension, to
+    whole fractals of every view (the least common multiple of their fractal sides), within
+    what each view reaches."""
+    valid = valid_shape(ts[0]) if extent is None else extent
     if any(t.ndim != len(t.storage.shape) for t in ts):
         return valid  # a raw view of the storage (.ap): its own shape says what it covers
     out = []
@@ -348,7 +348,7 @@ def _column_major(src: Tensor) -> bool:
     """A matrix view whose columns are contiguous (a COLUMN_MAJOR tensor, a transposed view).
     A single row or column is both row- and column-major; it counts as column-major, the one
     reading under which Nd2Nz produces ZN."""
-    if src.ndim != 2:
+    if src.ndim != 2 or not src.layout.static:
         return False
     rows, cols = src.layout.dims
     return src.format == "COLUMN_MAJOR" or rows.size == 1 or rows.stride == 1
@@ -368,7 +368,7 @@ def _zero_row_tails(d: Tensor, column_major: bool) -> None:
     if fmt == "ZN":
         if not column_major:
             return
-        axis = 0
+        axis = d.ndim - 2  # K
     else:
         axis = d.ndim - 1
     per = _tails.get(d)
@@ -391,7 +391,7 @@ def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:
     if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
         return None
     # the storage's own logical axis that is contiguous inside a fractal
-    own = 0 if fmt == "ZN" else len(storage.shape) - 1
+    own = len(storage.shape) - (2 if fmt == "ZN" else 1)
     width, inner = _line_mode(fmt, storage.shape, storage.dtype, storage.buffer, own)
     layout = d.layout
     line = layout.dims[axis]
@@ -444,7 +444,7 @@ def memset_target(dst: Tensor, label: str) -> Tensor:
     check_alignment(dst, label, "dst")
     if not _is_fractal(dst.format) or dst.dynamic is not None or not dst.layout.static:
         return dst
-    return region_cached(dst, fractal_extent(replace(dst, origin_shape=None)))
+    return region_cached(dst, fractal_extent(dst, extent=tuple(dst.shape)))
 
 
 # =============================================================================================

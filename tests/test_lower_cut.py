@@ -237,3 +237,51 @@ def test_nc_matmul_pieces_are_blocks_matching_numpy():
                                       stat_storage[:, r0:r1].reshape(-1))
         covered.extend(d.tolist())
     assert sorted(covered) == list(range(m * 14))  # the blocks tile dst exactly once
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 3), cols=st.integers(1, 3), data=st.data())
+def test_copy_into_an_nz_tile_pairs_elements_as_numpy(rows, cols, data):
+    import apdsl
+    R, C = 16 * rows, 16 * cols
+    r0 = data.draw(st.integers(0, R - 1))
+    r1 = data.draw(st.integers(r0 + 1, R))
+    c0 = 16 * data.draw(st.integers(0, cols - 1))  # L1 operands start 32-byte aligned
+    c1 = data.draw(st.integers(c0 + 1, C))
+    transpose = data.draw(st.booleans())
+    # the seed formula of NZ: 16 x 16 float16 fractals row-major inside, fractals column-major
+    r, c = np.meshgrid(np.arange(R), np.arange(C), indexing="ij")
+    nz = ((c // 16) * rows + r // 16) * 256 + (r % 16) * 16 + c % 16
+    h, w = r1 - r0, c1 - c0
+    gm = np.arange(h * w, dtype=np.int64).reshape((w, h) if transpose else (h, w))
+    src = apdsl.from_numpy(gm.astype(np.float16), "gm")
+    src, src_mirror = (src.permute((1, 0)), gm.T) if transpose else (src, gm)
+    dst = apdsl.ndarray((R, C), "float16", "l1", "NZ")[r0:r1, c0:c1]
+    objs = traced(dma_copy, dst, src)
+    check_against_numpy(objs, nz[r0:r1, c0:c1], src_mirror)
+
+
+def test_nc_matmul_double_row_pieces_keep_k_whole():
+    import apdsl
+    from apdsl import nc_matmul
+    storage = np.arange(64 * 2 * 2 * 8, dtype=np.int64).reshape(64, 2, 2, 8)
+    mirror = einops.rearrange(storage, "p k a b -> p k (b a)")[:, :, 1:15]
+    with apdsl.target("trn2"):
+        stationary = from_numpy(np.ones((64, 2, 8), np.float32), "sbuf", dtype="float8_e4m3")
+        moving = from_numpy(storage.astype(np.float32), "sbuf", dtype="float8_e4m3")
+        moving = moving.rearrange("p k a b -> p k (b a)").slice(2, 1, 15)
+        dst = ndarray((8, 14), "float32", "psum")
+        objs = traced(lambda d, s, m: nc_matmul(d, s, m, perf_mode="double_row"),
+                      dst, stationary, moving)
+    assert len(objs) == 3
+    cols = 0
+    for obj in objs:
+        d = evaluate(obj["operands"]["dst"])
+        width = d.size // 8
+        c0 = int(d[0])
+        assert d.tolist() == (np.arange(8 * 14).reshape(8, 14)[:, c0:c0 + width]).reshape(-1).tolist()
+        assert evaluate(obj["operands"]["moving"]).tolist() == mirror[:, :, c0:c0 + width].reshape(
+            -1).tolist()  # all of K = 64 partitions x 2 in every piece
+        assert evaluate(obj["operands"]["stationary"]).size == 64 * 2 * 8
+        cols += width
+    assert cols == 14

@@ -147,6 +147,8 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
     matrix = op in MATRIX_AXES
     g = 1 if matrix else _granule(list(operands.values()))
     ops = [_cut_operand(op, role, t, lowered[role], g) for role, t in operands.items()]
+    if matrix:
+        ops = [_as_matrix(o, _matrix_rows(op, o.role, operands)) for o in ops]
 
     def make(o: cutting.Operand, offset: int, pattern: list[list[int]]) -> AccessPattern:
         return replace(o.aps[0], offset=offset, pattern=pattern, piece=None, box=None)
@@ -163,6 +165,26 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
         return [{role: replace(ap, piece=None) for role, ap in pieces[0].items()}]
     return [{role: replace(ap, piece=(i, n)) for role, ap in p.items()}
             for i, p in enumerate(pieces)]
+
+
+def _matrix_rows(op: str, role: str, operands: dict[str, Tensor]) -> int:
+    """An operand's rows as a matrix: its partitions (dim 0); in nc_matmul's double_row mode
+    (stationary and moving (P, 2, ...), K = P * 2) the first two dims."""
+    t = operands[role]
+    if op == "nc_matmul" and role in ("stationary", "moving") and t.ndim >= 3 \
+            and t.shape[1] == 2 and "dst" in operands:
+        cols = prod(t.shape[2:])
+        dst = operands["dst"]
+        if role == "stationary" and cols == dst.shape[0] or role == "moving" and \
+                cols == prod(dst.shape[1:]) and prod(operands["stationary"].shape[2:]) == \
+                dst.shape[0] and operands["stationary"].shape[1] == 2:
+            return t.shape[0] * 2
+    return t.shape[0]
+
+
+def _as_matrix(o: Any, rows: int) -> Any:
+    from ..records import replace as rep
+    return rep(o, offsets=o.offsets.reshape(rows, -1), piece_of=o.piece_of.reshape(rows, -1))
 
 
 def _granule(tensors: list[Tensor]) -> int:

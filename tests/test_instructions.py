@@ -235,12 +235,14 @@ def test_indirect_tensor_copy_trn3_group_16(parts):
 def test_indirect_nc_matmul_trn3_group_32():
     with targets.target("trn3"):
         k, m, f = 64, 16, 100
-        stat = RNG.standard_normal((k, m)).astype(np.float32)
-        mov = RNG.standard_normal((k, f)).astype(np.float32)
+        # bfloat16: an indirect matmul operand is a 16- or 8-bit float (NKI docstring)
+        stat = RNG.standard_normal((k, m)).astype(ml_dtypes.bfloat16).astype(np.float32)
+        mov = RNG.standard_normal((k, f)).astype(ml_dtypes.bfloat16).astype(np.float32)
         index = RNG.integers(0, f, (k, 6)).astype(np.int32)
         n = 96
         dst = ndarray((m, n), "float32", "psum")
-        s, mv = from_numpy(stat, "sbuf"), from_numpy(mov, "sbuf")
+        s = from_numpy(stat, "sbuf", dtype="bfloat16")
+        mv = from_numpy(mov, "sbuf", dtype="bfloat16")
         nc_matmul(dst, s, mv.indirect(from_numpy(index, "sbuf"), num_elem=n))
         expect = stat.T @ _ti_oracle(mov, index, n, 32)
         np.testing.assert_allclose(dst.numpy(), expect, rtol=1e-5, atol=1e-5)

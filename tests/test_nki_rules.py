@@ -172,3 +172,52 @@ def test_iota_wraps_as_int32_then_casts():
     iota(small, [[100, 8]], -200, 1)
     expect8 = np.clip(-200 + np.arange(4)[:, None] + 100 * np.arange(8)[None, :], -128, 127)
     np.testing.assert_array_equal(small.numpy(), expect8)
+
+
+# -- Tensor Indirection base partitions and matmul operands (trn3, NKI docstrings) -----------
+
+def _ti(data, index, n, group=16):
+    """out[p, i] = data[p, index[i % group, i // group]] (SPEC section 4)."""
+    i = np.arange(n)
+    return data[:, index[i % group, i // group]]
+
+
+def test_indirect_index_starts_on_a_quadrant_and_with_its_operand():
+    with targets.target("trn3"):
+        data = RNG.standard_normal((128, 40)).astype(np.float32)
+        index = RNG.integers(0, 40, (128, 2)).astype(np.int32)
+        t, idx = from_numpy(data, "sbuf"), from_numpy(index, "sbuf")
+        out = ndarray((128, 32), "float32", "sbuf")
+        tensor_copy(out[32:64], t[32:64].indirect(idx[32:64], num_elem=32))
+        np.testing.assert_array_equal(out[32:64].numpy(),
+                                      _ti(data[32:64], index[32:64], 32))
+        with raises_code("APK345"):  # the index starts at 16
+            tensor_copy(out[16:32], t[16:32].indirect(idx[16:32], num_elem=32))
+        with raises_code("APK345"):  # src at 0, its index at 32
+            tensor_copy(out[0:32], t[0:32].indirect(idx[32:64], num_elem=32))
+        with raises_code("APK345"):  # an indirect dst's index starts where the SBUF src does
+            tensor_copy(ndarray((128, 40), "float32", "sbuf")[0:32].indirect(idx[32:64],
+                                                                              num_elem=32),
+                        t[0:32, 0:32])
+
+
+def test_indirect_matmul_operand_rules():
+    with targets.target("trn3"):
+        idx = from_numpy(RNG.integers(0, 16, (64, 2)).astype(np.int32), "sbuf")
+        st32, mv32 = _ti_ones((64, 16), "float32"), _ti_ones((64, 16), "float32")
+        with raises_code("APK346"):  # float32 is not an indirect matmul dtype
+            nc_matmul(ndarray((16, 32), "float32", "psum"), st32, mv32.indirect(idx, 32))
+        st, mv = _ti_ones((64, 16), "bfloat16"), _ti_ones((64, 16), "bfloat16")
+        with raises_code("APK346"):  # no tiling with indirection
+            nc_matmul(ndarray((16, 32), "float32", "psum"), st, mv.indirect(idx, 32),
+                      tile_position=(64, 0), tile_size=(64, 128))
+        with raises_code("APK346"):  # transpose mode: moving is not indirect
+            nc_matmul(ndarray((16, 32), "bfloat16", "psum"), st, mv.indirect(idx, 32),
+                      is_transpose=True)
+        dst = ndarray((16, 32), "float32", "psum")
+        nc_matmul(dst, st, mv.indirect(idx, 32))
+        np.testing.assert_array_equal(dst.numpy(), np.full((16, 32), 64.0, np.float32))
+
+
+def _ti_ones(shape, dtype):
+    return from_numpy(np.ones(shape, np.float32), "sbuf", dtype=dtype)

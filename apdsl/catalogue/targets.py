@@ -326,4 +326,27 @@ t: i32[1, 1] @ psum = 3
 r = register_alloc()
 register_load(r, t)
 """),
+    entry("APK345", "Tensor Indirection index on the wrong partitions", """
+The NKI docstrings (trn3): the index of every `indirect()` view starts on a quadrant boundary (a
+multiple of 32); an indirect source starts on the same partition as its index; an indirect dst's
+index starts on the same partition as the source (tensor_copy) or stationary (nc_matmul).
+""", """
+set_target("trn3")
+t: f32[128, 40] @ sbuf = 0
+idx: i32[128, 2] @ sbuf = 0
+out: f32[128, 32] @ sbuf
+tensor_copy(out[16:32], t[16:32].indirect(idx[16:32], num_elem=32))
+"""),
+    entry("APK346", "nc_matmul operand cannot be indirect here", """
+An `indirect()` nc_matmul operand must be a 16- or 8-bit Tensor Engine float (float16, bfloat16,
+float8_e4m3, float8_e5m2, float8_e4m3fn); indirection cannot be combined with tiling
+(`tile_position` other than (0, 0)), and in transpose mode moving is never indirect.
+""", """
+set_target("trn3")
+a: f32[64, 16] @ sbuf = 1
+b: f32[64, 16] @ sbuf = 1
+idx: i32[64, 2] @ sbuf = 0
+c: f32[16, 32] @ psum
+nc_matmul(c, a, b.indirect(idx, 32))
+"""),
 ]

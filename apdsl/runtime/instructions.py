@@ -130,6 +130,45 @@ def _start_partitions(label: str, pairs: Any) -> None:
                 start=start, partitions=int(count))
 
 
+def _ti_partitions(label: str, index_of: dict[str, str], *pairs: tuple[str, Tensor]) -> None:
+    """The base-partition rules the NKI docstrings give for Tensor Indirection operands: every
+    `indirect()` index starts on a quadrant boundary (a multiple of 32), and the partitions of
+    related operands line up.  `index_of` maps a role to the role whose start partition its
+    index must share (for a source: itself; for an indirect dst: the source, or the source's
+    index when that is indirect in PSUM)."""
+    views = dict(pairs)
+    for role, t in pairs:
+        if not _is_ti(t):
+            continue
+        index = t.dynamic.index
+        start = _start_partition(index)
+        if start is not None and start % 32:
+            raise TargetError(f"{label}: the index {index.name} of {role} {t.name}.indirect() "
+                              f"starts at partition {start}; an indirect index starts on a "
+                              "quadrant boundary (a multiple of 32)", code="APK345",
+                              help="place the index tile at partition 0, 32, 64 or 96",
+                              start=start)
+        other_role = index_of.get(role)
+        if other_role is None or start is None:
+            continue
+        other = views[other_role]
+        if other_role == role:
+            target, what = _start_partition(t), f"{role} {t.name} itself"
+        elif other.buffer == "psum":
+            if not _is_ti(other):
+                continue  # the docs state no rule for this pair
+            target = _start_partition(other.dynamic.index)
+            what = f"the index of {other_role} {other.name}"
+        else:
+            target, what = _start_partition(other), f"{other_role} {other.name}"
+        if target is not None and target != start:
+            raise TargetError(f"{label}: the index {index.name} of {role} {t.name}.indirect() "
+                              f"starts at partition {start}, but {what} starts at {target}; "
+                              "they must start on the same partition", code="APK345",
+                              help="allocate the index on the same partitions as "
+                              f"{what}", start=start, expected=target)
+
+
 # -- dma_copy ---------------------------------------------------------------------------------
 
 def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
@@ -226,6 +265,7 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
     _onchip(src, label, "src")
     _onchip(dst, label, "dst")
     _start_partitions(label, (("src", src), ("dst", dst)))
+    _ti_partitions(label, {"src": "src", "dst": "src"}, ("src", src), ("dst", dst))
     accs = _operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
     ss, ds = _shapes(accs, src, dst)
     if ss is not None and ds is not None and (ss[0] != ds[0] or _free(ss) != _free(ds)):
@@ -397,6 +437,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         raise TargetError(f"{label}: transpose mode (is_transpose=True) cannot accumulate",
                           code="APK336", help="drop accumulate=True: a transpose overwrites dst")
     _start_partitions(label, (("stationary", stationary), ("moving", moving), ("dst", dst)))
+    _matmul_indirection(label, dst, stationary, moving, transpose, tile_position)
     accs = _operands(label, ex.TI_GROUP_MATMUL, ("stationary", stationary), ("moving", moving),
                      ("dst", dst))
     ss, ms, ds = _shapes(accs, stationary, moving, dst)
@@ -444,6 +485,34 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     ex.prepare_write(d, label, "dst")
     ex.store(d, result.reshape(d.shape))
     psum.note_matmul(d, transpose)
+
+
+# Tensor Engine dtypes an indirect() matmul operand may have (NKI nc_matmul docstring).
+_TI_MATMUL = ("float16", "bfloat16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn")
+
+
+def _matmul_indirection(label: str, dst: Tensor, st: Tensor, mv: Tensor, transpose: bool,
+                        tile_position: Any) -> None:
+    """The nc_matmul docstring's Tensor Indirection rules (trn3)."""
+    pairs = (("stationary", st), ("moving", mv), ("dst", dst))
+    if not any(_is_ti(t) for _, t in pairs):
+        return
+    for role, t in pairs:
+        if _is_ti(t) and t.dtype.name not in _TI_MATMUL:
+            raise TargetError(f"{label}: {role} {t.name}.indirect() is {t.dtype}; an indirect "
+                              f"matmul operand is {', '.join(_TI_MATMUL)}", code="APK346",
+                              help="gather into a tile first (tensor_copy with indirect()), "
+                              "or use a 16- or 8-bit float dtype", role=role)
+    if transpose and _is_ti(mv):
+        raise TargetError(f"{label}: in transpose mode moving cannot use indirect()",
+                          code="APK346", help="gather moving into a tile first")
+    if isinstance(tile_position, (list, tuple)) and tile_position and \
+            tuple(tile_position) != (0, 0):
+        raise TargetError(f"{label}: Tensor Indirection is incompatible with tiling: "
+                          f"tile_position must be (0, 0) or unset, not {tuple(tile_position)}",
+                          code="APK346", help="drop tile_position/tile_size, or gather first")
+    _ti_partitions(label, {"stationary": "stationary", "moving": "moving",
+                           "dst": "stationary"}, *pairs)
 
 
 def _engine_read(acc: ex.Access, label: str, role: str) -> np.ndarray:

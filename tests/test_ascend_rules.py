@@ -426,3 +426,32 @@ def test_a_buffer_bound_with_itself_as_layout_base_is_freed():
     del buf, tile
     gc.collect()
     assert alive() is None
+
+
+# ---------------------------------------------------------------------------- the stdlib GEMM
+
+GEMM_KERNEL = """
+from gemm import gemm
+
+kernel matmul(A: {dt}[M, K] @ gm, B: {dt}[K, N] @ gm) -> {acc}[M, N] @ gm:
+    C = ndarray((A.shape[0], B.shape[1]), {acc}, gm)
+    gemm(A, B, C, 32, 32, 32, 64)
+    return C
+"""
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i8"])
+@pytest.mark.parametrize("m,k,n", [(40, 50, 30), (33, 100, 65), (1, 17, 1)])
+def test_stdlib_gemm_under_strict_padding_for_every_input_dtype(dt, m, k, n):
+    """B's K tail is zeroed in L1 (through 16-bit words, as InitConstValue takes them), A's by
+    Nd2Nz; LoadData carries both to L0, so strict mmad reads only written padding."""
+    npdt = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "i8": np.int8}[dt]
+    acc = "i32" if dt == "i8" else "f32"
+    rng = np.random.default_rng(m + n)
+    a = rng.integers(-4, 5, (m, k)).astype(npdt)
+    b = rng.integers(-4, 5, (k, n)).astype(npdt)
+    src = GEMM_KERNEL.replace("{dt}", dt).replace("{acc}", acc)
+    with options(strict_padding=True):
+        got = Program(src, "gemm.apk").run("matmul", {"A": a, "B": b}).value.numpy()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(got, want.astype(got.dtype))

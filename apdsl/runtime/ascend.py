@@ -522,8 +522,8 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
                    "the cube unit multiplies two inputs of one dtype into its accumulator",
                    notes=[f"input -> accumulator: {pairs}"],
                    help=(f"declare dst as {acc_name}" if acc_name and a.dtype == b.dtype
-                         else "give a and b the same dtype: float16, bfloat16, float32 or "
-                         "int8"), a=str(a.dtype), b=str(b.dtype), dst=str(dst.dtype))
+                         else "give a and b the same dtype: float16, bfloat16, float32, "
+                         "int8 or int4"), a=str(a.dtype), b=str(b.dtype), dst=str(dst.dtype))
     for role in ("a", "b", "dst"):
         check_alignment(ops[role], label, role)
     (m, k), (k2, n), (m2, n2) = valid_shape(a), valid_shape(b), valid_shape(dst)

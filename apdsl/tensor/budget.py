@@ -14,6 +14,7 @@ machine as the program it runs.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ApdslRuntimeError
@@ -44,17 +45,22 @@ def human(n: int) -> str:
     return text
 
 
-def reserve(nbytes: int, what: str, detail: str) -> None:
-    """Reserve `nbytes` for `what` (a phrase: "allocating x: f32[4, 8] @ hbm"), or raise APK430.
-    `detail` says what the bytes are (data and bookkeeping)."""
+def reserve(nbytes: int, explain: Callable[[], tuple[str, str]]) -> None:
+    """Reserve `nbytes`, or raise APK430.  `explain()` (called only then) gives what is being
+    allocated ("allocating x: f32[4, 8] @ hbm") and what the bytes are (data, bookkeeping)."""
     limit = OPTIONS.max_memory
-    if LIVE.bytes + nbytes > limit:
+    if LIVE.bytes + nbytes <= limit:
+        LIVE.bytes += nbytes
+        return
+    if nbytes <= limit:
         # Storage in reference cycles returns its bytes only when the cycle collector runs
-        # (paused while a program runs); collect once before refusing.
+        # (paused while a program runs); collect once before refusing what could then fit.
         gc.collect()
-    if LIVE.bytes + nbytes > limit:
-        raise over_budget(nbytes, what, detail, limit)
-    LIVE.bytes += nbytes
+        if LIVE.bytes + nbytes <= limit:
+            LIVE.bytes += nbytes
+            return
+    what, detail = explain()
+    raise over_budget(nbytes, what, detail, limit)
 
 
 def release(nbytes: int) -> None:

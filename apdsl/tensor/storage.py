@@ -117,11 +117,11 @@ class Storage:
     def _reserve(self) -> None:
         """Reserve the data and one bookkeeping byte per written-state unit (the mask the
         storage needs while partly written) in the memory budget: APK430 past it."""
-        book = self.units_total
-        budget.reserve(self.nbytes + book, f"allocating {self.describe()}",
-                       f"{budget.human(self.nbytes)} of data and {budget.human(book)} of "
-                       "written-state bookkeeping")
-        self._reserved = self.nbytes + book
+        need = self.nbytes + self.nbytes * 8 // self.unit_bits
+        budget.reserve(need, lambda: (
+            f"allocating {self.describe()}", f"{budget.human(self.nbytes)} of data and "
+            f"{budget.human(need - self.nbytes)} of written-state bookkeeping"))
+        self._reserved = need
 
     def _unreserve(self) -> None:
         if self._reserved:
@@ -244,10 +244,10 @@ class Storage:
         ratio = self.unit_bits // bits
         need = self.nbytes + self.nbytes * 8 // bits
         if need > self._reserved:
-            budget.reserve(need - self._reserved,
-                           f"tracking written state per {bits}-bit unit of {self.describe()}",
-                           "a write through a narrower view needs written state per byte "
-                           "(per nibble for int4)")
+            budget.reserve(need - self._reserved, lambda: (
+                f"tracking written state per {bits}-bit unit of {self.describe()}",
+                "a write through a narrower view needs written state per byte (per nibble "
+                "for int4)"))
             self._reserved = need
         if self._mask is not None:
             try:

@@ -18,7 +18,12 @@ Two kinds of instruction are cut:
   along the axes M, N and K (stationary/`a` is (K, M)/(M, K), moving/`b` (K, N), dst (M, N); an
   on-chip operand's free dimensions are flattened into its second axis).  The cut is a grid of
   index ranges on M, N and K; a piece computes `dst[Mi, Ni] (+)= ...[Ki] ...` and every piece
-  after the first K range of a dst block accumulates onto it, as a split matmul does.
+  after the first K range of a dst block accumulates onto it, as a split matmul does.  (In
+  nc_matmul's double_row mode K is the partitions times the first free dim of 2.)
+
+The element-for-element cut works on blocks of g consecutive elements of the last dimension when
+every operand's last dimension is plain and its pieces' boundaries fall on multiples of g (a
+`(b h w) c` copy: blocks of c), so its cost is the number of blocks, not of elements.
 
 Only the offsets of static layouts are known before execution; an operand with a runtime vector
 index or Tensor Indirection drives its rows from an index tensor that a piece cannot slice, so
@@ -140,9 +145,9 @@ class Operand:
 Make = Callable[[Operand, int, Pattern], Any]  # builds one piece's AccessPattern
 
 
-def refuse(op: str, role: str, why: str) -> TargetError:
+def refuse(role: str, why: str) -> TargetError:
     return TargetError(
-        f"{op}: lower cannot cut this instruction into pieces: {role} {why}", code="APK320",
+        f"lower cannot cut this instruction into pieces: {role} {why}", code="APK320",
         notes=["another operand needs several access patterns, so the instruction is several "
                "hardware instructions, and this operand would have to be cut with it"],
         help="give the other operand a layout that is one access pattern (align its slice to "
@@ -171,7 +176,7 @@ def cut_flat(op: str, operands: Sequence[Operand], make: Make) -> list[dict[str,
     if len(pieces) > 1:
         for o in operands:
             if o.pinned:
-                raise refuse(op, o.role, "has a runtime vector index or indirection, which "
+                raise refuse(o.role, "has a runtime vector index or indirection, which "
                               "drives its rows from an index tensor that a piece cannot slice")
     return pieces
 
@@ -259,7 +264,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
     for role, (_o, offs, _) in two.items():
         for ax, n in zip(axes[role], offs.shape):
             if sizes.setdefault(ax, n) != n:
-                raise refuse(op, role, f"has {n} along {ax} where another operand has "
+                raise refuse(role, f"has {n} along {ax} where another operand has "
                               f"{sizes[ax]}")
     cuts = {ax: {0, n} for ax, n in sizes.items()}
     for role, (_o, _, pid) in two.items():
@@ -284,7 +289,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
                 if found is None:
                     rb, cb = _breaks(sub, o.pstride)
                     if not rb and not cb:  # cannot happen for views that obey the rules
-                        raise refuse(op, role, "has a block that is not one access pattern")
+                        raise refuse(role, "has a block that is not one access pattern")
                     cuts[axes[role][0]].update(r0 + b for b in rb)
                     cuts[axes[role][1]].update(c0 + b for b in cb)
                     refined = True
@@ -298,7 +303,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
     if len(pieces) > 1:
         for o in operands:
             if o.pinned:
-                raise refuse(op, o.role, "has a runtime index or indirection, which a piece "
+                raise refuse(o.role, "has a runtime index or indirection, which a piece "
                               "cannot slice")
     return pieces
 

@@ -158,7 +158,7 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
     elif op in ELEMENTWISE or len({t.size for t in operands.values()}) == 1:
         pieces = cutting.cut_flat(op, ops, make)
     else:
-        raise cutting.refuse(op, next(iter(operands)), "does not correspond element for "
+        raise cutting.refuse(next(iter(operands)), "does not correspond element for "
                              "element to the other operands")
     n = len(pieces)
     if n == 1:
@@ -208,7 +208,7 @@ def _granule(tensors: list[Tensor]) -> int:
 def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern], g: int = 1) -> Any:
     from . import cutting
     if not t.layout.static:
-        raise cutting.refuse(op, role, f"{t.name} has runtime strides or counts (registers), "
+        raise cutting.refuse(role, f"{t.name} has runtime strides or counts (registers), "
                              "so its elements' places are not known before it executes")
     layout, inner = t.layout, None
     if g > 1:  # block starts: the last dimension stepped by g

@@ -298,7 +298,8 @@ def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:
 
 def check_result(fn: Function, value: Any, interp: Any) -> None:
     spec = fn.returns
-    if spec is None or interp.dry and not hasattr(value, "shape"):
+    from .values import Absorbing
+    if spec is None or isinstance(value, Absorbing):  # check mode: a value it cannot know
         return
     from ..tensor.dtypes import dtype as to_dtype
     from ..tensor.view import Tensor

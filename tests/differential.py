@@ -1,0 +1,172 @@
+"""The check/run differential (issue 8 item 9): for a program whose data never steers it, `check`
+reports an error exactly when `run` does, with the same code at the same place.
+
+`run` stops at its first error and `check` goes on to report every independent one, so the
+comparison is: every error a `run` of one of the program's kernels raises is among `check`'s
+errors, and when every kernel runs clean `check` reports nothing (a static error in a helper
+nothing calls excepted: `run` never reaches it).
+
+What `check` cannot know by contract is left out: an error whose statement uses a host value
+(a name assigned from `host`, `load`, `allclose` or `equal`, or one assigned from such a name),
+and the errors that only data decides: reading unwritten memory (APK404, a run-time check by
+design), runtime index and register values (APK402, APK403, APK410).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+from typing import Any
+
+from apdsl.errors import ApdslError
+from apdsl.semantics.interpreter import Interpreter
+from apdsl.semantics.program import Program, UsageError
+from apdsl.syntax import ast
+
+DATA_CODES = frozenset({"APK404", "APK402", "APK403", "APK410"})
+HOST_CALLS = frozenset({"host", "load", "allclose", "equal"})
+
+
+def key(e: ApdslError) -> tuple:
+    s = e.span
+    return (e.code, None, None, None) if s is None else (e.code, s.file, s.line, s.column)
+
+
+def _names(node: Any) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _statements(body: list[Any]) -> list[Any]:
+    out = []
+    for s in body:
+        out.append(s)
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, (list, tuple)):
+                out.extend(_statements(inner))
+    return out
+
+
+def host_names(module: ast.Module) -> set[str]:
+    """Names that may hold a host value: assigned from an expression that calls a host function
+    or uses such a name (a fixpoint; scopes are merged, which only widens the set)."""
+    stmts = _statements(module.body)
+    tainted = set(HOST_CALLS)
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            value = getattr(s, "value", None) if isinstance(s, (ast.Assign, ast.AugAssign)) \
+                else getattr(s, "iter", None) if isinstance(s, ast.For) else None
+            if value is None or not _names(value) & tainted:
+                continue
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:
+                new = set(ast.target_names(t)) - tainted
+                if new:
+                    tainted |= new
+                    changed = True
+    return tainted
+
+
+def _line_words(source: str, line: int) -> set[str]:
+    lines = source.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return set(re.findall(r"[A-Za-z_]\w*", text.split("#")[0]))
+
+
+def data_decided(e: ApdslError, program: Program, tainted: set[str]) -> bool:
+    if e.code in DATA_CODES:
+        return True
+    s = e.span
+    if s is None:
+        return False
+    if s.file != program.file:  # in an imported module: its host names are not computed
+        return e.code in ("APK901", "APK902")
+    return bool(_line_words(program.source, s.line) & tainted)
+
+
+def _enclosing_function(module: ast.Module, line: int) -> str | None:
+    for s in module.body:
+        if isinstance(s, (ast.FunctionDef, ast.Kernel)) and s.span.line <= line <= \
+                s.span.end_line:
+            return s.name
+    return None
+
+
+def compare(source: str, file: str = "t.apk", base_dir: str | None = None) -> list[str]:
+    """The differences between `check` and `run` of one program (empty: they agree)."""
+    try:
+        program = Program(source, file, base_dir)
+    except ApdslError:
+        return []  # a syntax error: both commands stop at the parse, in one place
+    checked = [e for e in program.check() if e.severity == "error"]
+    found = {key(e) for e in checked}
+    kernels = [k.name for k in program.kernels()] or [None]
+    tainted = host_names(program.module)
+    called: set[str] = set()
+    original = Interpreter.call_function
+
+    def recording(self: Interpreter, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        called.add(fn.name)
+        return original(self, fn, *args, **kwargs)
+
+    problems = []
+    clean = True
+    Interpreter.call_function = recording  # type: ignore[method-assign]
+    try:
+        for k in kernels:
+            try:
+                Program(source, file, base_dir).run(k, out=io.StringIO())
+            except UsageError:
+                continue
+            except ApdslError as e:
+                clean = False
+                if not data_decided(e, program, tainted) and key(e) not in found:
+                    problems.append(f"lost: run of {k} raised {key(e)} {e.message!r}; check "
+                                    f"reported {sorted(found, key=str)}")
+    finally:
+        Interpreter.call_function = original  # type: ignore[method-assign]
+    if clean:
+        for e in checked:
+            s = e.span
+            static_unreached = s is not None and s.file == file and e.code.startswith("APK10") \
+                and _enclosing_function(program.module, s.line) not in called | {None}
+            if not static_unreached:
+                problems.append(f"invented: check reported {key(e)} {e.message!r}; every run "
+                                "is clean")
+    return problems
+
+
+# -- mutations --------------------------------------------------------------------------------
+
+_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+SWAPS = (("sbuf", "hbm"), ("hbm", "sbuf"), ("psum", "sbuf"), ("sbuf", "psum"), ("f32", "bf16"),
+         ("bf16", "f32"), ("i32", "f32"), ("f16", "f32"), ("dst=", "src="), ("l1", "ub"),
+         ("gm", "l1"), ("l0a", "l0b"), ("ZZ", "ZN"), ("NZ", "ND"), ("slice", "select"))
+
+
+def mutants(source: str, seed: str, per_kind: int) -> list[tuple[str, str]]:
+    """Small deterministic variants of a program: an int literal changed, a statement replaced
+    by `pass`, a buffer, dtype, format or keyword swapped; `per_kind` sites of each kind."""
+    rng = random.Random(seed)
+    out = []
+    ints = list(_INT.finditer(source))
+    for m in rng.sample(ints, min(len(ints), per_kind)):
+        v = int(m.group())
+        for w in sorted({v + 1, max(v - 1, 0), 0, 2 * v} - {v}):
+            out.append((f"int {v}->{w} at {m.start()}",
+                        source[:m.start()] + str(w) + source[m.end():]))
+    lines = source.splitlines(True)
+    simple = [i for i, text in enumerate(lines) if text.strip() and
+              not text.lstrip().startswith("#") and not text.rstrip().endswith(":")]
+    for i in rng.sample(simple, min(len(simple), per_kind)):
+        indent = re.match(r"\s*", lines[i]).group()
+        out.append((f"line {i + 1} -> pass",
+                    "".join(lines[:i] + [indent + "pass\n"] + lines[i + 1:])))
+    for a, b in SWAPS:
+        sites = [m.start() for m in re.finditer(re.escape(a), source)]
+        for p in rng.sample(sites, min(len(sites), max(1, per_kind // 2))):
+            out.append((f"{a}->{b} at {p}", source[:p] + b + source[p + len(a):]))
+    return out

@@ -7,9 +7,12 @@ errors, and when every kernel runs clean `check` reports nothing (a static error
 nothing calls excepted: `run` never reaches it).
 
 What `check` cannot know by contract is left out: an error whose statement uses a host value
-(a name assigned from `host`, `load`, `allclose` or `equal`, or one assigned from such a name),
-and the errors that only data decides: reading unwritten memory (APK404, a run-time check by
-design), runtime index and register values (APK402, APK403, APK410).
+or a register (a name assigned from `host`, `load`, `allclose`, `equal` or `register_alloc`, or
+from such a name), an error that runtime index or register values decide (APK402, APK403, APK406, APK410, and a
+repeated runtime index on a line that indexes at run time), and an error that the written
+state of memory decides, which `check` does not track by design: reading unwritten memory
+(APK404) and the PSUM accumulation state of `nc_matmul` (APK330-APK332); and the values an
+instruction reads (`nc_matmul(is_transpose=True)` needs a 0/1 selection matrix, APK336).
 """
 
 from __future__ import annotations
@@ -24,8 +27,13 @@ from apdsl.semantics.interpreter import Interpreter
 from apdsl.semantics.program import Program, UsageError
 from apdsl.syntax import ast
 
-DATA_CODES = frozenset({"APK404", "APK402", "APK403", "APK410"})
-HOST_CALLS = frozenset({"host", "load", "allclose", "equal"})
+DATA_CODES = frozenset({"APK402", "APK403", "APK406", "APK410",
+                        "APK404", "APK330", "APK331", "APK332"})
+# errors whose message says the data decided them
+DATA_MESSAGES = (("APK336", "selection matrix"),)
+RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",
+                           "scalar_offset"})
+RUNTIME_CALLS = frozenset({"host", "load", "allclose", "equal", "register_alloc"})
 
 
 def key(e: ApdslError) -> tuple:
@@ -48,11 +56,12 @@ def _statements(body: list[Any]) -> list[Any]:
     return out
 
 
-def host_names(module: ast.Module) -> set[str]:
-    """Names that may hold a host value: assigned from an expression that calls a host function
-    or uses such a name (a fixpoint; scopes are merged, which only widens the set)."""
+def runtime_names(module: ast.Module) -> set[str]:
+    """Names that may hold a host value or a register (or a view sized by one): assigned from
+    an expression that calls `host`, `load`, `allclose`, `equal` or `register_alloc` or uses
+    such a name (a fixpoint; scopes are merged, which only widens the set)."""
     stmts = _statements(module.body)
-    tainted = set(HOST_CALLS)
+    tainted = set(RUNTIME_CALLS)
     changed = True
     while changed:
         changed = False
@@ -77,14 +86,17 @@ def _line_words(source: str, line: int) -> set[str]:
 
 
 def data_decided(e: ApdslError, program: Program, tainted: set[str]) -> bool:
-    if e.code in DATA_CODES:
+    if e.code in DATA_CODES or any(e.code == c and m in e.message for c, m in DATA_MESSAGES):
         return True
     s = e.span
     if s is None:
         return False
     if s.file != program.file:  # in an imported module: its host names are not computed
         return e.code in ("APK901", "APK902")
-    return bool(_line_words(program.source, s.line) & tainted)
+    words = _line_words(program.source, s.line)
+    if e.code == "APK405" and words & RUNTIME_INDEX:
+        return True
+    return bool(words & tainted)
 
 
 def _enclosing_function(module: ast.Module, line: int) -> str | None:
@@ -104,7 +116,7 @@ def compare(source: str, file: str = "t.apk", base_dir: str | None = None) -> li
     checked = [e for e in program.check() if e.severity == "error"]
     found = {key(e) for e in checked}
     kernels = [k.name for k in program.kernels()] or [None]
-    tainted = host_names(program.module)
+    tainted = runtime_names(program.module)
     called: set[str] = set()
     original = Interpreter.call_function
 

@@ -170,3 +170,26 @@ def test_cli_check_and_check_json_report_what_run_reports(tmp_path):
     h = apdsl("check", str(host))
     assert h.returncode == 1 and "error[APK203]" in h.stderr
     assert "nknown" not in h.stderr and "Traceback" not in h.stderr
+
+
+# -- found by the differential (tests/test_check_differential.py) -----------------------------
+
+@pytest.mark.parametrize("src, expected", [
+    # a misspelt keyword: run points at the keyword, as the static check does
+    ("t: f32[128, 64] @ sbuf\ns: f32[128, 64] @ sbuf = 0\ndma_copy(dst=t, srcc=s)\n",
+     ("APK102", 3, 17)),
+    ("def g(a):\n    return a\nx = g(1, b=2)\n", ("APK102", 3, 10)),
+    # what check mode cannot skip although it moves no data
+    ("t: f32[8, 8] @ sbuf = random(1.5)\n", ("APK113", 1, 1)),
+    ("t: f32[4, 4] @ hbm = 1.0\nsave(t, 'no_such_folder/t.npy')\n", ("APK606", 2, 1)),
+    ("A: f32[128, 512] @ hbm = 0.5\nidx: i32[32, 1] @ sbuf = 1\nout: f32[64, 512] @ sbuf\n"
+     "dma_copy(out, A.ap([[512, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))\n",
+     ("APK407", 4, 1)),
+    ("kernel k(A: f32[8, 8] @ hbm) -> f32[8, 8] @ hbm:\n    x = 1\n", ("APK133", 1, 33)),
+])
+def test_check_reports_what_run_reports(src, expected, tmp_path):
+    p = Program(src, str(tmp_path / "t.apk"), str(tmp_path))
+    with pytest.raises(ApdslError) as e:
+        Program(src, str(tmp_path / "t.apk"), str(tmp_path)).run(out=io.StringIO())
+    assert where(e.value) == expected
+    assert [where(x) for x in p.check()] == [expected]

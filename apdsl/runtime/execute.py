@@ -462,11 +462,7 @@ def _oom(op: str, role: str, storage: Storage, e: MemoryError) -> ApdslRuntimeEr
 
 def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     storage = t.storage
-    if storage.freed:
-        raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
-                   "freed when the block that declared it ended",
-                   help="declare the tensor in the enclosing block so it outlives its use",
-                   tensor=storage.name)
+    _check_live(t, op, role)
     plan = _plans.get(t)
     if plan is not None:
         if type(plan) is RowsPlan:
@@ -505,6 +501,15 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
             return _bind_rows(t, plan, op, role)
         return _vector_access(t, layout, op, role)
     return _ti_access(t, layout, op, role, group)
+
+
+def _check_live(t: Any, op: str, role: str) -> None:
+    storage = t.storage
+    if storage.freed:
+        raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
+                   "freed when the block that declared it ended",
+                   help="declare the tensor in the enclosing block so it outlives its use",
+                   tensor=storage.name)
 
 
 def _static_access(t: Any, layout: Layout, op: str, role: str, code: str,
@@ -681,10 +686,7 @@ def _vector_offsets(t: Any, parts: int, op: str, role: str) -> tuple[np.ndarray,
     the largest of them."""
     dyn = t.dynamic
     values = _index_values(dyn.index, op, f"index {dyn.index_name}")
-    if values.shape != (parts, 1):
-        raise _err("APK407", f"{op}: vector offsets {dyn.index_name} have shape "
-                   f"{values.shape}; {role} {t.name} needs ({parts}, 1), one per partition",
-                   help="give one row index per partition of the access pattern")
+    _check_vector_shape(t, values.shape, parts, op, role)
     idx = values.reshape(parts)
     upper = dyn.bound
     # One reduction checks both ends: as unsigned, a negative index is larger than any bound.
@@ -757,11 +759,7 @@ def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access
     n = layout.dims[1].size
     i = np.arange(n)
     rows, cols = i % group, i // group
-    if values.ndim != 2 or (n and (rows.max() >= values.shape[0] or cols.max() >= values.shape[1])):
-        raise _err("APK407", f"{op}: Tensor Indirection reads index {dyn.index_name}[i % {group}, "
-                   f"i // {group}] for i < {n}, but the index has shape {values.shape}",
-                   notes=[f"the group size is {group} for this instruction"],
-                   help=f"give the index at least {min(group, n)} partitions")
+    _check_ti_shape(dyn, values.shape, n, group, op)
     col = values[rows, cols]
     if col.size and (col.min() < 0 or col.max() >= dyn.bound):
         raise _range_error(op, role, t, dyn, col, np.stack([rows, cols], axis=1), dyn.bound)
@@ -774,6 +772,41 @@ def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access
     if offs.size and (offs.min() < 0 or offs.max() >= limit):
         raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
     return Indexed(t.name, t.storage, t.dtype, shape, None, offs)
+
+
+def _check_vector_shape(t: Any, shape: tuple[int, ...], parts: int, op: str, role: str) -> None:
+    if shape != (parts, 1):
+        raise _err("APK407", f"{op}: vector offsets {t.dynamic.index_name} have shape "
+                   f"{shape}; {role} {t.name} needs ({parts}, 1), one per partition",
+                   help="give one row index per partition of the access pattern")
+
+
+def _check_ti_shape(dyn: Any, shape: tuple[int, ...], n: int, group: int, op: str) -> None:
+    if len(shape) != 2 or (n and (min(n, group) > shape[0] or (n - 1) // group >= shape[1])):
+        raise _err("APK407", f"{op}: Tensor Indirection reads index {dyn.index_name}[i % {group}, "
+                   f"i // {group}] for i < {n}, but the index has shape {shape}",
+                   notes=[f"the group size is {group} for this instruction"],
+                   help=f"give the index at least {min(group, n)} partitions")
+
+
+def check_dynamic(t: Any, op: str, role: str, *, group: int = TI_GROUP) -> None:
+    """Check mode: what a runtime-indexed view decides before any index value is read, in the
+    order `resolve` meets it: its storage is live, its index tensor lies in storage, and the
+    index has the shape the view needs."""
+    dyn = t.dynamic
+    if dyn is None or not t.layout.static:
+        return
+    _check_live(t, op, role)
+    index = dyn.index
+    if isinstance(index, VirtualRegister) or not hasattr(index, "layout"):
+        return
+    if index.dynamic is None and index.layout.static:
+        resolve(index, op, f"index {dyn.index_name}")
+    shape = tuple(index.shape)
+    if dyn.kind == "vector":
+        _check_vector_shape(t, shape, t.layout.dims[0].size, op, role)
+    elif dyn.kind == "ti":
+        _check_ti_shape(dyn, shape, t.layout.dims[1].size, group, op)
 
 
 def _dynamic_bounds_error(t: Any, op: str, role: str, dyn: Any, lo: int, hi: int,

@@ -25,8 +25,10 @@ def seeded(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
 def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
     from .execute import write_view
     shape = tuple(t.shape)
+    if kind == "random" and args and not isinstance(args[0], (int, np.integer)):
+        raise ApdslTypeError("random(seed) takes an int seed", code="APK113")
     if dry and kind in ("zeros", "ones", "arange", "random"):
-        return  # check mode moves no data; these initialisers cannot fail
+        return  # check mode moves no data; past the seed, these initialisers cannot fail
     if kind in ("value", "zeros", "ones"):
         value = {"zeros": 0.0, "ones": 1.0}.get(kind, args[0] if args else None)
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
@@ -40,8 +42,6 @@ def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
         data: Any = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     elif kind == "random":
         seed = args[0] if args else 0
-        if not isinstance(seed, (int, np.integer)):
-            raise ApdslTypeError("random(seed) takes an int seed", code="APK113")
         data = seeded(shape, t.dtype, int(seed))
     elif kind == "array":
         (data,) = args

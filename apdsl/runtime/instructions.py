@@ -73,6 +73,8 @@ def _operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list[ex.Acc
         for role, t in pairs:
             if t.dynamic is None and t.layout.static:
                 ex.resolve(t, label, role, group=group)
+            else:
+                ex.check_dynamic(t, label, role, group=group)
         return None
     return [ex.resolve(t, label, role, group=group) for role, t in pairs]
 

@@ -13,6 +13,7 @@ defines instead of stopping, so `check` reports every independent error).
 from __future__ import annotations
 
 import operator
+import re
 import sys
 import weakref
 from collections.abc import Callable
@@ -219,11 +220,16 @@ class Interpreter:
 
     def save_npy(self, value: Any, path: str) -> None:
         full = self._safe_path(path)
+        from .builtins import host_value
+        data = host_value(value, self)
         if self.dry:
+            # nothing is written, but a folder that is not there is known without data
+            if not full.parent.is_dir():
+                raise ApdslIOError(f"cannot write '{full}': folder {full.parent} does not "
+                                   "exist", code="APK606", path=str(full))
             return
         from ..runtime.files import write_npy
-        from .builtins import host_value
-        write_npy(full, host_value(value, self))
+        write_npy(full, data)
 
     # -- running ------------------------------------------------------------------------------
     def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:
@@ -248,9 +254,11 @@ class Interpreter:
             local[p.name] = a
         for k, v in kwargs.items():
             if k not in {p.name for p in params}:
-                raise ApdslTypeError(f"{fn.name}() has no parameter '{k}'", code="APK102")
+                raise ApdslTypeError(f"{fn.name}() has no parameter '{k}'", code="APK102",
+                                     keyword=(k, "name"))
             if k in local:
-                raise ApdslTypeError(f"{fn.name}() got '{k}' twice", code="APK102")
+                raise ApdslTypeError(f"{fn.name}() got '{k}' twice", code="APK102",
+                                     keyword=(k, "argument"))
             local[k] = v
         for p in params:
             if p.name not in local:
@@ -888,6 +896,10 @@ class Interpreter:
                          and isinstance(node.func.value, ast.Name) else "the view")
         arg_spans = [a.span for a in node.args]
         kw_spans = {k.name: k.span for k in node.keywords}
+        # where a keyword error points (as the static checker does): a keyword the callee
+        # does not have at its name, one given twice at the whole argument
+        kw_where = {**{(k.name, "name"): k.name_span for k in node.keywords},
+                    **{(k.name, "argument"): k.span for k in node.keywords}}
 
         def run(frame: Frame) -> Any:
             fn = func(frame)
@@ -919,7 +931,8 @@ class Interpreter:
                 if type(fn) is Function and e.span is not None and not _inside(e.span, span):
                     e.add_label(span, f"in this call of {fn.name}")  # the caller's view
                 if e.span is None:
-                    e.span = _argument_span(e.facts.get("param"), arg_spans, kw_spans)
+                    e.span = kw_where.get(e.facts.get("keyword")) or _argument_span(
+                        e.facts.get("param"), arg_spans, kw_spans)
                 receiver = getattr(fn, "__self__", None)
                 if type(receiver) is Tensor and not e.labels:
                     made = interp.origins.get(receiver)
@@ -928,7 +941,7 @@ class Interpreter:
                         e.add_label(made, f"{receiver_text} {how} here")
                 raise e.with_span(span) from None
             except TypeError as e:
-                raise _call_error(fn, e, span) from None
+                raise _call_error(fn, e, span, kw_where) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
             finally:
@@ -966,9 +979,19 @@ def _compare(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
     return op(a, b)
 
 
-def _call_error(fn: Any, e: TypeError, span: Span) -> ApdslError:
+_KEYWORD_ERRORS = ((re.compile(r"unexpected keyword argument '(\w+)'"), "name"),
+                   (re.compile(r"multiple values for argument '(\w+)'"), "argument"))
+
+
+def _call_error(fn: Any, e: TypeError, span: Span,
+                kw_where: dict[tuple[str, str], Span] | None = None) -> ApdslError:
     text = str(e)
     name = getattr(fn, "__name__", "function")
+    for pattern, which in _KEYWORD_ERRORS:
+        m = pattern.search(text)
+        if m and kw_where and (m.group(1), which) in kw_where:
+            span = kw_where[(m.group(1), which)]
+            break
     if "argument" in text or "positional" in text or "keyword" in text:
         msg = text.replace("__call__()", f"{name}()").replace("call()", f"{name}()")
         help_ = None

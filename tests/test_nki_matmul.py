@@ -424,3 +424,47 @@ def test_accumulate_rule_matches_a_model(target, ops):
         if cols:
             got = np.stack([dst[:, j:j + 1].numpy()[:, 0] for j in cols], axis=1)
             np.testing.assert_array_equal(got, np.tile([model.value[j] for j in cols], (4, 1)))
+
+
+# The docstring's input rule, restated: which (stationary, moving) dtype pairs each target's
+# tensor engine takes.
+_DOC_INPUTS = {"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32", "float32"}
+_ALL_DTYPES = ["float32", "tfloat32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
+               "float8_e5m2", "int8", "uint8", "int16", "int32", "uint32", "int64"]
+
+
+def _doc_accepts(st_dt, mv_dt, target):
+    allowed = _DOC_INPUTS | ({"float8_e4m3fn"} if target == "trn3" else set())
+    if st_dt not in allowed or mv_dt not in allowed:
+        return False
+    if {st_dt, mv_dt} == {"float8_e4m3", "float8_e4m3fn"}:
+        return False
+    wide = {"float32", "tfloat32"}
+    return (st_dt in wide) == (mv_dt in wide)
+
+
+def test_input_dtype_pairs_follow_the_docstring():
+    for target in ("trn1", "trn2", "trn3"):
+        with targets.target(target):
+            for st_dt in _ALL_DTYPES:
+                for mv_dt in _ALL_DTYPES:
+                    dst = ndarray((2, 2), "float32", "psum")
+                    st, mv = _ones((2, 2), st_dt), _ones((2, 2), mv_dt)
+                    if _doc_accepts(st_dt, mv_dt, target):
+                        nc_matmul(dst, st, mv)
+                        np.testing.assert_array_equal(dst.numpy(), np.full((2, 2), 2.0))
+                    else:
+                        with pytest.raises(apdsl.ApdslError) as err:
+                            nc_matmul(dst, st, mv)
+                        assert err.value.code in ("APK333", "APK334", "APK317"), \
+                            (target, st_dt, mv_dt, err.value.code)
+
+
+def test_trn3_bfloat16_dst_reaches_8192_columns():
+    with targets.target("trn3"):
+        b = RNG.standard_normal((2, 8192)).astype(np.float32)
+        dst = ndarray((2, 8192), "bfloat16", "psum")
+        nc_matmul(dst, _ones((2, 2), "bfloat16"), _sb(b, "bfloat16"))
+        qb = b.astype(ml_dtypes.bfloat16).astype(np.float32)
+        expect = np.tile(qb.sum(axis=0), (2, 1)).astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(dst.numpy(), expect)

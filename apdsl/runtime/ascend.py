@@ -9,11 +9,20 @@ Rules an AscendC author expects, each with its own code (explained in `apdsl exp
   can break the rule);
 - APK525: a copy with a TLA tile on either side moves the valid extents, which must be equal;
 - APK520-APK522, APK526: mmad's operand buffers and formats, dtypes, shapes, and strict K
-  padding.
+  padding;
+- APK540/APK541: only Fixpipe (L0C -> GM/L1) converts dtypes, and only float32 -> float16 /
+  bfloat16 (round to nearest even) or a dtype to itself (float32, int32);
+- APK542-APK545: Load2D (GM -> L0A/L0B) needs GM already in the destination's format and no
+  int4; Load2D and LoadData (L1 -> L0A/L0B) need fractal operands starting on a fractal;
+- APK546/APK547: memset is InitConstValue (L1, L0A, L0B) or Duplicate (UB), for 16- and 32-bit
+  dtypes; there is no L0C memset.
 
-A copy into a matrix fractal format (NZ, ZZ, ZN) from GM zero-fills each written row's tail up
-to the fractal width, as Nd2Nz does; rows past the valid extent are not written, so padding is
-only what the kernel writes.  `mmad` computes the valid extent (M, K, N); with the
+A copy into NZ or ZZ from GM zero-fills each written row's tail up to the fractal width, as
+Nd2Nz does, and into ZN from a column-major source each written column's K tail; lines past the
+valid extent are not written, so padding is only what the kernel writes.  Load2D and LoadData
+move every fractal the valid extent touches, whole, with its written state (they are not
+init-checked reads: unwritten padding arrives unwritten); memset of a fractal view sets its
+whole fractals, padding included.  `mmad` computes the valid extent (M, K, N); with the
 `strict_padding` option it reads K in whole fractals as hardware does, so K padding that nothing
 wrote is an uninitialised read (APK404).  A tile bound to a reused buffer by `make_tensor_like`
 starts unwritten (`forget`): what the previous tile left there is not its data.

@@ -164,3 +164,75 @@ def test_reading_through_a_narrow_view_of_float32_data(view):
     np.testing.assert_array_equal(narrow[0:2].numpy(), expect)
     with raises_code("APK404"):
         narrow[2:3].numpy()
+
+
+# -- a model of the bytes, against any sequence of writes through views of any width ----------
+
+WIDTHS = {"int4": 4, "uint8": 8, "bfloat16": 16, "float32": 32}
+
+
+def _model_values(raw: np.ndarray, dtype: str, start: int, n: int) -> np.ndarray:
+    if dtype == "int4":
+        nib = np.stack([raw & 0x0F, raw >> 4], axis=1).reshape(-1).astype(np.int8)
+        return np.where(nib > 7, nib - 16, nib)[start:start + n]
+    np_dtype = apdsl.bfloat16.np if dtype == "bfloat16" else np.dtype(dtype)
+    return raw.view(np_dtype)[start:start + n]
+
+
+ops = st.tuples(st.sampled_from(sorted(WIDTHS)), st.integers(0, 127), st.integers(1, 128),
+                st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ops, min_size=1, max_size=6), st.sampled_from(sorted(WIDTHS)),
+       st.integers(0, 127), st.integers(1, 128))
+def test_mixed_width_writes_against_a_nibble_model(writes, rdtype, rstart, rcount):
+    """64 bytes of float32 storage written through int4, uint8, bfloat16 and float32 views in
+    any order and alignment: an element reads back exactly when every nibble under it was
+    written, and then has the bytes the model says."""
+    t = apdsl.ndarray((1, 16), "float32", "sbuf")
+    raw = np.zeros(64, np.uint8)
+    written = np.zeros(128, bool)  # per nibble
+    for dtype, start, count, seed in writes:
+        bits = WIDTHS[dtype]
+        total = 512 // bits
+        start %= total
+        count = min(count, total - start)
+        rng = np.random.default_rng(seed)
+        if dtype == "int4":
+            values = rng.integers(-8, 8, count).astype(np.int8)
+        else:
+            values = rng.integers(0, 256, count * bits // 8).astype(np.uint8).view(
+                apdsl.bfloat16.np if dtype == "bfloat16" else np.dtype(dtype))
+            if dtype != "uint8":
+                values = np.where(np.isfinite(values.astype(np.float32)), values,
+                                  values.dtype.type(1))  # finite: compare by value below
+        src = apdsl.from_numpy(values.reshape(1, count), "sbuf", dtype=dtype)
+        view = t.view(dtype) if dtype != "float32" else t
+        apdsl.tensor_copy(view[:, start:start + count], src)
+        # the model
+        lo, hi = start * bits // 4, (start + count) * bits // 4
+        written[lo:hi] = True
+        if dtype == "int4":
+            nib = np.stack([raw & 0x0F, raw >> 4], axis=1).reshape(-1)
+            nib[lo:hi] = values.astype(np.uint8) & 0x0F
+            raw = (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8)
+        else:
+            raw[lo // 2:hi // 2] = np.ascontiguousarray(values).view(np.uint8)
+    bits = WIDTHS[rdtype]
+    total = 512 // bits
+    rstart %= total
+    rcount = min(rcount, total - rstart)
+    view = (t.view(rdtype) if rdtype != "float32" else t)[:, rstart:rstart + rcount]
+    lo, hi = rstart * bits // 4, (rstart + rcount) * bits // 4
+    if written[lo:hi].all():
+        got = view.numpy().reshape(-1)
+        want = _model_values(raw, rdtype, rstart, rcount)
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8) if rdtype != "int4"
+                                      else got, np.asarray(want).view(np.uint8)
+                                      if rdtype != "int4" else want)
+    else:
+        with raises_code("APK404") as err:
+            view.numpy()
+        first = int(np.argmin(written[lo:hi].reshape(rcount, -1).all(axis=1)))
+        assert err.value.facts["coord"] == (0, first)

@@ -122,8 +122,9 @@ t: f32[128, 64] @ sbuf
 memset(t, "zero")
 """),
     entry("APK421", "unknown or invalid option", """
-`apdsl.options(...)` accepts `init_check=True|False`. Any other name, or a value of the wrong
-type, is an error so that a typo does not silently leave a check on or off.
+`apdsl.options(...)` accepts `init_check=True|False`, `strict_padding=True|False` and
+`max_memory=BYTES` (a positive int). Any other name, or a value of the wrong type, is an error
+so that a typo does not silently leave a check on or off.
 """, """
 # Python API
 import apdsl

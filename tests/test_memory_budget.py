@@ -196,3 +196,16 @@ def test_narrow_writes_reserve_their_bookkeeping():
 def test_max_memory_option_must_be_a_positive_int(value):
     with raises_code("APK421"):
         apdsl.options(max_memory=value)
+
+
+def test_memory_error_outside_a_statement_is_coded(monkeypatch, capsys, tmp_path):
+    """Writing -o or drawing can run out of memory outside any statement: still APK431."""
+    from apdsl.surfaces import cli as cli_module
+
+    def exhausted(args):
+        raise MemoryError("Unable to allocate 9.0 GiB")
+    monkeypatch.setitem(cli_module.COMMANDS, "run", exhausted)
+    (tmp_path / "m.apk").write_text(FOUR_MIB)
+    assert cli_module.main(["run", str(tmp_path / "m.apk")]) == 1
+    err = capsys.readouterr().err
+    assert "error[APK431]: out of memory" in err and "Traceback" not in err

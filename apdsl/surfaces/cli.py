@@ -143,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MemoryError as e:  # outside any statement (writing -o, drawing): still coded
+        from ..tensor.budget import out_of_memory
+        return fail([out_of_memory(f"apdsl {args.command} {getattr(args, 'file', '')}".strip(),
+                                   e)], {}, getattr(args, "file", None)).status
 
 
 # -- plumbing shared by the commands (show and the REPL use it too) --------------------------------

@@ -105,6 +105,67 @@ def test_a_helper_given_a_host_value_is_still_checked():
     assert [where(e) for e in check(src)] == [("APK203", 3, 26)]
 
 
+HOST_EVERYWHERE = """\
+kernel k(t: i32[2, 2] @ hbm, A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:
+    n = host(t)[0, 1]
+    z: f32[4, 8] @ sbuf = n
+    u: f32[4, 8] @ sbuf = random(n)
+    v: f32[4, 8] @ sbuf = load(n)
+    x = A.rearrange("(a b) c -> a b c", a=n)
+    y = [1, 2][n]
+    w = {"a": 1}[n]
+    q = (1, 2, 3)[0:n]
+    s = "abc" * n
+    for i in n:
+        pass
+    a, b = n
+    memset(z, n)
+    return A
+"""
+
+
+def test_a_host_value_never_reaches_a_check_message():
+    assert check(HOST_EVERYWHERE) == []
+
+
+def test_check_with_inputs_checks_what_host_values_decide(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    def apdsl(*args):
+        return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
+                              text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+    path = tmp_path / "h.apk"
+    path.write_text(
+        "kernel k(t: i32[2, 2] @ hbm, A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+        "    n = host(t)[0, 1] + 6\n"
+        "    y = A.slice(0, 0, n)\n"
+        "    w = A[0:n, 0:8]\n"
+        "    z: f32[n, 8] @ sbuf\n"
+        "    if n in (200, 201):\n"
+        "        q = A.slice(1, 0, 999)\n"
+        "    return A\n")
+    np.save(tmp_path / "big.npy", np.array([[0, 194], [0, 0]], np.int32))  # n = 200
+    np.save(tmp_path / "small.npy", np.array([[0, 2], [0, 0]], np.int32))  # n = 8
+    assert apdsl("check", str(path)).returncode == 0  # nothing it can know is wrong
+    big = apdsl("check", str(path), "-i", f"t={tmp_path / 'big.npy'}")
+    run = apdsl("run", str(path), "-i", f"t={tmp_path / 'big.npy'}")
+    assert run.returncode == 1 and big.returncode == 1
+    assert run.stderr.splitlines()[0] in big.stderr  # run's error, where run reports it
+    # every statement the host value sizes or decides is checked with it
+    reported = [line.split(str(path))[1].split(": ")[0:2] for line in big.stderr.splitlines()
+                if ": error[" in line]
+    assert reported == [[":3:23", "error[APK203]"], [":4:9", "error[APK215]"],
+                        [":5:5", "error[APK301]"], [":7:27", "error[APK203]"]]
+    small = apdsl("check", str(path), "-i", f"t={tmp_path / 'small.npy'}")
+    assert small.returncode == 0, small.stderr
+    assert apdsl("run", str(path), "-i", f"t={tmp_path / 'small.npy'}").returncode == 0
+
+
 # -- undefined names ---------------------------------------------------------------------------
 
 def test_two_undefined_names_in_one_expression_are_both_reported():

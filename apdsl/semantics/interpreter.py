@@ -510,6 +510,8 @@ class Interpreter:
 
         def run(frame: Frame, t: Tensor) -> None:
             values = [a(frame) for a in args]
+            if interp.dry and _absorbs(values):
+                return  # a value, seed or file name check mode cannot know
             if kind == "load":
                 if len(values) != 1:
                     raise ApdslTypeError("load takes one file name", code="APK102")

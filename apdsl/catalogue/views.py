@@ -129,13 +129,16 @@ A: f32[4, 128, 64] @ hbm
 idx: i32[1, 1] @ sbuf = 0
 u = A.select(0, idx).view(bf16)
 """),
-    entry("APK214", "merging a dimension sliced across its blocks", """
-A nested dimension that was sliced across its blocks no longer covers its modes exactly once and
-cannot be merged with another dimension.
+    entry("APK214", "splitting or merging a dimension sliced across its blocks", """
+A nested dimension that was sliced across its blocks no longer covers its modes exactly once.
+It can still be split where its offsets allow and merged as the outer dimension of a group, but
+when the result of a rearrange, reshape or flatten would be no layout (no function from a
+coordinate to an offset with nested modes), this is the error. Merge or split before slicing, or
+slice whole blocks.
 """, """
 t: f32[4, 6, 8] @ hbm
-m = t.rearrange("a b c -> (b a) c").slice(0, 1, 7)
-u = m.rearrange("x c -> (x c)")
+m = t.rearrange("a b c -> (b a) c").slice(0, 1, 6)
+u = m.rearrange("x c -> (c x)")
 """),
     entry("APK215", "index out of range", """
 A static index must lie in [0, shape[dim]) (negative indices in the sugar count from the end).

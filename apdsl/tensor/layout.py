@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ViewError
 from ..records import record
 
 Mode = tuple[Any, Any]  # (count, stride); int or VirtualRegister
+_CHUNK = 1 << 16  # indices per step where a check walks a dim's offsets
 
 
 def is_static(x: Any) -> bool:
@@ -87,11 +87,23 @@ class Dim:
 
     def offsets(self) -> np.ndarray:
         """The storage offset (relative to the layout base) of every index, as int64."""
+        return self.at(np.arange(self.size, dtype=np.int64))
+
+    def at(self, i: np.ndarray) -> np.ndarray:
+        """The storage offsets (relative to the layout base) of the indices `i` (int64)."""
         if len(self.modes) == 1:
-            return np.arange(self.size, dtype=np.int64) * (self.step * self.modes[0][1]) \
-                + self.start * self.modes[0][1]
-        idx = self.start + np.arange(self.size, dtype=np.int64) * self.step
-        return self.phi_array(idx)
+            return i * (self.step * self.modes[0][1]) + self.start * self.modes[0][1]
+        return self.phi_array(self.start + i * self.step)
+
+    @property
+    def static(self) -> bool:
+        """No register among its size, counts and strides."""
+        return is_static(self.size) and all(is_static(c) and is_static(s) for c, s in self.modes)
+
+    @property
+    def first(self) -> Any:
+        """The offset of index 0 relative to the layout base (nonzero only when irregular)."""
+        return self.phi(self.start) if self.start else 0
 
 
 def make_dim(size: int, modes: tuple[Mode, ...], start: int = 0, step: int = 1) -> tuple[Dim, int]:
@@ -121,6 +133,49 @@ def make_dim(size: int, modes: tuple[Mode, ...], start: int = 0, step: int = 1) 
             new_modes = _merge_modes(tuple((c, s) for s, c in reversed(leaves)))
             return Dim(size, new_modes), base + off
     return Dim(size, modes, start, step), base
+
+
+def fit_modes(d: Dim) -> tuple[Mode, ...] | None:
+    """The canonical modes (inner first) of a mode list whose offsets are `d`'s (relative to
+    its first element), or None when `d` is not one mode list.
+
+    In canonical modes (no two adjacent ones mergeable) the first mode's stride is the offset
+    of index 1 and its count is where `offset(i) == i * stride` first fails, so the modes can be
+    read off greedily, then the whole dim is checked.  Time linear in the size, memory bounded.
+    """
+    n, f0 = d.size, d.first
+    def value(i: int) -> int:
+        return int(d.at(np.array([i], dtype=np.int64))[0]) - f0
+    modes: list[Mode] = []
+    block = 1
+    while block < n:
+        count = n // block
+        s = value(block)
+        run = count
+        for lo in range(1, count, _CHUNK):
+            k = np.arange(lo, min(count, lo + _CHUNK), dtype=np.int64)
+            bad = np.nonzero(d.at(k * block) - f0 != k * s)[0]
+            if bad.size:
+                run = int(k[bad[0]])
+                break
+        if count % run:
+            return None
+        modes.append((run, s))
+        block *= run
+    modes_t = _merge_modes(tuple(modes))
+    for lo in range(0, n, _CHUNK):
+        i = np.arange(lo, min(n, lo + _CHUNK), dtype=np.int64)
+        if not np.array_equal(d.at(i) - f0, _phi_array(modes_t, i)):
+            return None
+    return modes_t
+
+
+def _phi_array(modes: tuple[Mode, ...], x: np.ndarray) -> np.ndarray:
+    total = np.zeros_like(x)
+    for c, s in modes[:-1]:
+        total += (x % c) * s
+        x = x // c
+    return total + x * modes[-1][1]
 
 
 def _merge_modes(modes: tuple[Mode, ...]) -> tuple[Mode, ...]:
@@ -367,105 +422,218 @@ class Layout:
     def broadcast(self, k: int, size: int) -> Layout:
         return self.replace_dim(k, (Dim.plain(size, 0),))
 
-    def merge(self, k0: int, k1: int) -> Layout:
-        """Merge dims k0..k1 (inclusive) into one nested dim: always a view, never a copy."""
-        group = self.dims[k0:k1 + 1]
-        for d in group:
-            if not d.is_regular:
-                raise ViewError("cannot merge a dimension that was sliced across its blocks",
-                                code="APK214", help="merge before slicing, or slice whole blocks")
-        modes: list[Mode] = []
-        for d in reversed(group):
-            modes.extend(d.modes if len(d.modes) > 1 else ((d.size, d.modes[0][1]),))
-        size = prod(d.size for d in group)
-        nd, off = make_dim(size, tuple(modes))
+    # Merge, split and reshape return None when the result is no layout; the caller, which
+    # knows what the user asked for, raises the error (so one cause always gets one code).
+    def merge(self, k0: int, k1: int) -> Layout | None:
+        """Merge dims k0..k1 (inclusive) into one nested dim, or None when that is no `Dim`."""
+        merged = merge_dims(self.dims[k0:k1 + 1])
+        if merged is None:
+            return None
+        nd, off = merged
         return Layout(self.dims[:k0] + (nd,) + self.dims[k1 + 1:], self.base + off)
 
     def split(self, k: int, sizes: tuple[int, ...]) -> Layout | None:
-        """Split dim k into `sizes` (outer first).  None when the dim's modes cannot be cut
-        there without a copy."""
-        d = self.dims[k]
-        if not d.is_regular:
+        """Split dim k into `sizes` (outer first), or None when the dim's offsets are not a sum
+        of one function per new dim (its modes cannot be cut there)."""
+        cut = split_dim(self.dims[k], tuple(sizes))
+        if cut is None:
             return None
-        if len(d.modes) == 1:
-            s = d.modes[0][1]
-            new, acc = [], s
-            for n in reversed(sizes):
-                new.append(Dim.plain(n, acc))
-                acc *= n
-            return self.replace_dim(k, tuple(reversed(new)))
-        leaves = [list(m) for m in d.modes]  # inner first, consumed as we go
-        new_dims: list[Dim] = []
-        for n in reversed(sizes):
-            need, taken = n, []
-            while need > 1:
-                if not leaves:
-                    return None
-                c, s = leaves[0]
-                if c <= need and need % c == 0:
-                    taken.append((c, s))
-                    need //= c
-                    leaves.pop(0)
-                elif c % need == 0:
-                    taken.append((need, s))
-                    leaves[0] = [c // need, s * need]
-                    need = 1
-                else:
-                    return None
-            nd, _ = make_dim(n, tuple(taken) or ((1, 0),))
-            new_dims.append(nd)
-        return self.replace_dim(k, tuple(reversed(new_dims)))
+        dims, off = cut
+        return self.replace_dim(k, dims, off)
 
     def reshape(self, shape: tuple[int, ...]) -> Layout | None:
-        """NumPy's no-copy reshape rule, applied to the leaf modes.  None when a copy would be
-        needed."""
-        if not self.is_regular:
+        """NumPy's no-copy reshape rule, where a nested dim counts as the merge it already is:
+        dims merged across old dims must be contiguous with each other (each outer dim's inner
+        stride continues the inner dim's outer mode), and a block is then split by `split_dim`.
+        None when a copy would be needed."""
+        blocks = reshape_blocks(self.dims, shape)
+        if blocks is None:
             return None
-        leaves = [(c, s) for s, c in self.pattern() if c != 1]
+        base = self.base + sum(d.first for d in self.dims if d.size == 1)
         out: list[Dim] = []
-        i = 0
-        new = list(shape)
-        j = 0
-        while j < len(new):
-            if new[j] == 1:
-                out.append(Dim.plain(1, 0))
-                j += 1
-                continue
-            # Collect a group of old leaves and new dims with equal products.
-            if i >= len(leaves):
+        for group, sizes in blocks:
+            if not contiguous(group):
                 return None
-            group_old = [leaves[i]]
-            po, pn = leaves[i][0], new[j]
-            group_new = [new[j]]
-            i, j = i + 1, j + 1
-            while po != pn:
-                if po < pn:
-                    if i >= len(leaves):
-                        return None
-                    group_old.append(leaves[i])
-                    po *= leaves[i][0]
-                    i += 1
-                else:
-                    while j < len(new) and new[j] == 1:
-                        group_new.append(1)
-                        j += 1
-                    if j >= len(new):
-                        return None
-                    group_new.append(new[j])
-                    pn *= new[j]
-                    j += 1
-            for (_, s0), (c1, s1) in zip(group_old, group_old[1:]):
-                if s0 != c1 * s1:
-                    return None
-            acc = group_old[-1][1]
-            dims = []
-            for n in reversed(group_new):
-                dims.append(Dim.plain(n, acc if n != 1 else 0))
-                acc *= n
-            out.extend(reversed(dims))
-        if i != len(leaves):
+            merged = merge_dims(tuple(group))
+            if merged is None:
+                return None
+            cut = split_dim(merged[0], tuple(sizes))
+            if cut is None:
+                return None
+            out.extend(cut[0])
+            base += merged[1] + cut[1]
+        # size-1 dims of the new shape, in place
+        dims: list[Dim] = []
+        it = iter(out)
+        for n in shape:
+            dims.append(Dim.plain(1, 0) if n == 1 else next(it))
+        return Layout(tuple(dims), base)
+
+
+def reshape_blocks(dims: tuple[Dim, ...], shape: tuple[int, ...]
+                   ) -> list[tuple[tuple[Dim, ...], tuple[int, ...]]] | None:
+    """The old dims and new sizes (size-1 ones left out) grouped into the smallest blocks of
+    equal products, as NumPy's reshape groups them; None when the products do not match."""
+    old = [d for d in dims if d.size != 1]
+    new = [n for n in shape if n != 1]
+    blocks = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        if i >= len(old) or j >= len(new):
             return None
-        return Layout(tuple(out), self.base)
+        group, sizes = [old[i]], [new[j]]
+        po, pn = old[i].size, new[j]
+        i, j = i + 1, j + 1
+        while po != pn:
+            if po < pn:
+                if i >= len(old):
+                    return None
+                group.append(old[i])
+                po *= old[i].size
+                i += 1
+            else:
+                if j >= len(new):
+                    return None
+                sizes.append(new[j])
+                pn *= new[j]
+                j += 1
+        blocks.append((tuple(group), tuple(sizes)))
+    return blocks
+
+
+def contiguous(group: tuple[Dim, ...]) -> bool:
+    """NumPy's condition for merging dims (outer first) without a copy: each outer dim's inner
+    stride continues the outer mode of the dim inside it.  A nested dim counts as one."""
+    for outer, inner in zip(group, group[1:]):
+        if not inner.is_regular:
+            return False
+        c, s = _dim_modes(inner)[-1]
+        if outer.modes[0][1] != c * s:
+            return False
+    return True
+
+
+def _dim_modes(d: Dim) -> tuple[Mode, ...]:
+    """A regular dim's modes, inner first, with the count of a plain dim made its size."""
+    return d.modes if len(d.modes) > 1 else ((d.size, d.modes[0][1]),)
+
+
+def merge_dims(group: tuple[Dim, ...]) -> tuple[Dim, int] | None:
+    """Dims (outer first) merged into one: (Dim, offset folded out), or None.
+
+    Regular dims always merge (their modes are concatenated).  An irregular dim (a slice across
+    the blocks of a nested dim) merges only as the outermost non-unit dim with step 1: its index
+    window then continues over the inner dims' modes.  Anything else is no `Dim`.
+    """
+    off = sum(d.first for d in group if d.size == 1)
+    live = [d for d in group if d.size != 1]
+    if not live:
+        return Dim.plain(1, 0), off
+    if len(live) == 1:
+        return live[0], off
+    # A slice that is one mode list after all (its pieces are kept for lowering) merges as one.
+    for k, d in enumerate(live):
+        if not d.is_regular and (d is not live[0] or d.step != 1):
+            fitted = fit_modes(d) if d.static else None
+            if fitted is not None:
+                live[k] = Dim(d.size, fitted)
+                off += d.first
+    inner = live[1:]
+    if not all(d.is_regular for d in inner):
+        return None
+    modes: list[Mode] = []
+    for d in reversed(inner):
+        modes.extend(_dim_modes(d))
+    outer = live[0]
+    size = prod(d.size for d in live)
+    if outer.is_regular:
+        nd, o = make_dim(size, tuple(modes) + _dim_modes(outer))
+        return nd, off + o
+    if outer.step != 1:
+        return None
+    n_in = prod(d.size for d in inner)
+    nd, o = make_dim(size, tuple(modes) + outer.modes, outer.start * n_in, 1)
+    return nd, off + o
+
+
+def split_dim(d: Dim, sizes: tuple[int, ...]) -> tuple[tuple[Dim, ...], int] | None:
+    """Dim `d` split into dims of `sizes` (outer first, product `d.size`): (dims, offset to add
+    to the base), or None when `d`'s offsets are not a sum of one function per new dim.
+
+    New dim j (inner block P_j) indexes `d` at multiples of P_j, so it is exactly
+    `make_dim(sizes[j], d.modes, d.start, d.step * P_j)`; the split is valid when those add up
+    to `d`.  For a regular dim that holds when the sizes refine its modes (cut a mode only
+    where the count divides); otherwise it is checked offset by offset.
+    """
+    if len(sizes) == 1:
+        return (d,), 0
+    live = [k for k, n in enumerate(sizes) if n != 1]
+    if len(live) <= 1:  # one real dim among size-1 ones: d itself
+        at = live[0] if live else 0
+        return tuple(d if k == at else Dim.plain(1, 0) for k in range(len(sizes))), 0
+    refined = _refine(_dim_modes(d), sizes) if d.is_regular else None
+    if refined is not None:
+        dims, off = [], 0
+        for n, modes in zip(sizes, refined):
+            nd, o = make_dim(n, modes)
+            dims.append(nd)
+            off += o
+        return tuple(dims), off
+    # No refinement: rarely valid (degenerate strides), so check the offsets themselves.
+    if not d.static:
+        return None
+    dims, off, block = [], 0, 1
+    for n in reversed(sizes):
+        nd, o = make_dim(n, d.modes, d.start, d.step * block)
+        dims.append(nd)
+        off += o
+        block *= n
+    dims.reverse()
+    off -= (len(sizes) - 1) * d.first
+    if not _adds_up(d, tuple(dims), sizes, off):
+        return None
+    return tuple(dims), off
+
+
+def _refine(modes: tuple[Mode, ...], sizes: tuple[int, ...]) -> list[tuple[Mode, ...]] | None:
+    """The modes (inner first) of each new dim when `sizes` (outer first) cut `modes` only at
+    mode boundaries or inside a mode whose count the cut divides; None otherwise."""
+    leaves = [list(m) for m in modes if m[0] != 1]
+    out: list[tuple[Mode, ...]] = []
+    for n in reversed(sizes):
+        need, taken = n, []
+        while need > 1:
+            if not leaves:
+                return None
+            c, s = leaves[0]
+            if need % c == 0:
+                taken.append((c, s))
+                need //= c
+                leaves.pop(0)
+            elif c % need == 0:
+                taken.append((need, s))
+                leaves[0] = [c // need, s * need]
+                need = 1
+            else:
+                return None
+        out.append(tuple(taken) or ((1, 0),))
+    out.reverse()
+    return out
+
+
+
+def _adds_up(d: Dim, dims: tuple[Dim, ...], sizes: tuple[int, ...], off: int) -> bool:
+    """Whether `d(i) == off + sum_j dims[j](digit_j(i))` for every index, in bounded memory."""
+    for lo in range(0, d.size, _CHUNK):
+        i = np.arange(lo, min(d.size, lo + _CHUNK), dtype=np.int64)
+        total = np.full(i.shape, off, dtype=np.int64)
+        rest = i
+        for nd, n in zip(reversed(dims), reversed(sizes)):
+            total += nd.at(rest % n)
+            rest = rest // n
+        if not np.array_equal(total, d.at(i)):
+            return False
+    return True
 
 
 def coalesce(pattern: list, keep_first: bool = False) -> list[list[int]]:

@@ -17,7 +17,7 @@ from ..records import record, replace
 from . import targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
-from .layout import Dim, Layout, is_static
+from .layout import Dim, Layout, contiguous, is_static, merge_dims, reshape_blocks, split_dim
 from .registers import VirtualRegister
 from .storage import Storage
 
@@ -468,6 +468,8 @@ class Tensor:
         if a > b:
             raise _err(f"flatten_dims: start_dim {a} is after end_dim {b}", "APK210")
         merged = self.layout.merge(a, b)
+        if merged is None:
+            raise _sliced_across("flatten_dims", f"dims {a}..{b}", self)
         nd = merged.dims[a]
         if not (nd.is_plain or nd.size == 1):
             raise _err(f"flatten_dims: dims {a}..{b} are not contiguous in memory, so they "
@@ -500,9 +502,11 @@ class Tensor:
                            f"got {new[0]}", "APK229", notes=[f"shape = {self.shape}"])
             rest = Layout(self.layout.dims[1:]).reshape(tuple(new[1:]))
             layout = None if rest is None else Layout((self.layout.dims[0],) + rest.dims,
-                                                      self.layout.base)
+                                                      self.layout.base + rest.base)
         else:
             layout = self.layout.reshape(tuple(new))
+        if layout is None and _blames_a_slice(self.layout, new, self.has_partition_dim):
+            raise _sliced_across("reshape", f"{self.shape} -> {tuple(new)}", self)
         if layout is None:
             raise _err(f"reshape: {self.shape} -> {tuple(new)} needs a copy in this layout",
                        "APK209", notes=[f"strides = {self.strides}",
@@ -528,6 +532,8 @@ class Tensor:
             raise _err(f"reshape_dim: {tuple(sizes)} has {prod(sizes)} elements, dim {d} "
                        f"has {self.shape[d]}", "APK225")
         layout = self.layout.split(d, tuple(sizes))
+        if layout is None and not self.layout.dims[d].is_regular:
+            raise _sliced_across("reshape_dim", f"dim {d} into {tuple(sizes)}", self)
         if layout is None:
             raise _err(f"reshape_dim: dim {d} cannot be split into {tuple(sizes)} without a "
                        "copy (its blocks do not divide that way)", "APK209",
@@ -563,29 +569,7 @@ class Tensor:
 
     def _apply_plan(self, plan: Any) -> Tensor:
         self._static("rearrange")
-        layout = self.layout
-        for k in reversed(range(self.ndim)):
-            axes = plan.input_axes[k]
-            if len(axes) == 0:
-                layout = layout.index(k, 0)
-            elif len(axes) > 1:
-                split = layout.split(k, tuple(axes))
-                if split is None:
-                    raise _err(f"rearrange: dim {k} cannot be split into {tuple(axes)} "
-                               "without a copy", "APK209")
-                layout = split
-        layout = layout.permute(tuple(plan.order))
-        # Merge groups from the right so earlier positions stay valid.
-        groups = list(plan.output_groups)
-        pos = [0]
-        for g in groups:
-            pos.append(pos[-1] + len(g))
-        for k in reversed(range(len(groups))):
-            g = groups[k]
-            if len(g) == 0:
-                layout = layout.insert(pos[k])
-            elif len(g) > 1:
-                layout = layout.merge(pos[k], pos[k] + len(g) - 1)
+        layout = _rearranged(self, plan)
         if self.has_partition_dim and layout.dims[0] != self.layout.dims[0]:
             raise _err("rearrange: the partition dimension must stay the first output "
                        "dimension, unchanged", "APK202",
@@ -767,6 +751,119 @@ class _RegSum:
 
     def __repr__(self) -> str:
         return self.name
+
+
+def _rearranged(t: Tensor, plan: Any) -> Layout:
+    """The layout of a rearrange, built in one pass (linear in the pattern's length).
+
+    Elementary axes of one input dim that stay adjacent and in order inside one output group
+    are fused first, so a split is asked for only where the output really separates them: the
+    result is a view whenever it is a layout, even if the elementary axes alone are not.
+    """
+    dims = t.layout.dims
+    sizes = plan.axis_sizes
+    owner = [k for k, axes in enumerate(plan.input_axes) for _ in axes]
+    following: dict[int, int] = {}  # a non-unit axis -> the next non-unit axis of its dim
+    last: dict[int, int] = {}
+    for e, k in enumerate(owner):
+        if sizes[e] != 1:
+            if k in last:
+                following[last[k]] = e
+            last[k] = e
+    # A group that is exactly one input dim's axes, in order, is that dim unchanged (even a
+    # size-1 one, whose stride lowering still prints).
+    first_axis = [0]
+    for axes in plan.input_axes:
+        first_axis.append(first_axis[-1] + len(axes))
+    whole: dict[int, int] = {}  # output group -> input dim
+    for g, group in enumerate(plan.output_groups):
+        if group:
+            k = owner[plan.order[group[0]]]
+            lo = first_axis[k]
+            if len(group) == first_axis[k + 1] - lo and all(
+                    plan.order[p] == lo + i for i, p in enumerate(group)):
+                whole[g] = k
+    kept = set(whole.values())
+    # runs: fused axes, each a list of elementary axes; group_runs: per output group
+    runs: list[list[int]] = []
+    group_runs: list[list[int]] = []
+    for g, group in enumerate(plan.output_groups):
+        mine: list[int] = []
+        if g in whole:
+            group_runs.append(mine)
+            continue
+        prev = None
+        for pos in group:
+            e = plan.order[pos]
+            if sizes[e] == 1:
+                continue
+            if prev is not None and following.get(prev) == e:
+                runs[mine[-1]].append(e)
+            else:
+                mine.append(len(runs))
+                runs.append([e])
+            prev = e
+        group_runs.append(mine)
+    # split each input dim into its runs (in input order)
+    per_dim: dict[int, list[int]] = {}
+    for r in sorted(range(len(runs)), key=lambda r: runs[r][0]):
+        per_dim.setdefault(owner[runs[r][0]], []).append(r)
+    run_dim: list[Dim | None] = [None] * len(runs)
+    base = t.layout.base
+    for k, d in enumerate(dims):
+        rs = per_dim.get(k)
+        if k in kept:
+            continue
+        if not rs:
+            base += d.first  # a size-1 dim (or all its axes size 1): index 0
+            continue
+        cut = split_dim(d, tuple(prod(sizes[e] for e in runs[r]) for r in rs))
+        if cut is None:
+            axes = tuple(sizes[e] for e in range(len(owner)) if owner[e] == k)
+            if not d.is_regular:
+                raise _sliced_across("rearrange", f"dim {k} into {axes}", t)
+            raise _err(f"rearrange: dim {k} cannot be split into {axes} without a copy "
+                       "(its modes do not divide there)", "APK209",
+                       notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
+                       help="split a nested dimension only at its blocks, or keep its axes "
+                       "together and in order in one output group")
+        for r, nd in zip(rs, cut[0]):
+            run_dim[r] = nd
+        base += cut[1]
+    out: list[Dim] = []
+    for k, mine in enumerate(group_runs):
+        if k in whole:
+            out.append(dims[whole[k]])
+            continue
+        merged = merge_dims(tuple(run_dim[r] for r in mine))  # type: ignore[misc]
+        if merged is None:
+            raise _sliced_across("rearrange", f"output dimension {k}", t)
+        out.append(merged[0])
+        base += merged[1]
+    return Layout(tuple(out), base)
+
+
+def _sliced_across(method: str, what: str, t: Tensor) -> ViewError:
+    """One root cause, one code: a dim sliced across its blocks that the op would have to cut
+    or merge where its offsets are no layout."""
+    return _err(f"{method}: {what}: a dimension sliced across the blocks of a nested "
+                "dimension cannot be split or merged this way", "APK214",
+                notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
+                help="merge or split before slicing, or slice whole blocks")
+
+
+def _blames_a_slice(layout: Layout, shape: tuple[int, ...], onchip: bool) -> bool:
+    """Whether a refused reshape fails in a block holding a dim sliced across its blocks."""
+    dims = layout.dims[1:] if onchip else layout.dims
+    blocks = reshape_blocks(dims, tuple(shape[1:] if onchip else shape))
+    if blocks is None:
+        return False
+    for group, sizes in blocks:
+        ok = contiguous(group) and (m := merge_dims(group)) is not None and \
+            split_dim(m[0], sizes) is not None
+        if not ok:
+            return any(not d.is_regular for d in group)
+    return False
 
 
 def _check_pattern(pattern: Any) -> list[list[Any]]:

@@ -140,6 +140,14 @@ t: f32[4, 6, 8] @ hbm
 m = t.rearrange("a b c -> (b a) c").slice(0, 1, 6)
 u = m.rearrange("x c -> (c x)")
 """),
+    entry("APK231", "too many dimensions", """
+A view has at most 64 dimensions, NumPy's limit (NumPy executes every instruction). A rearrange
+that writes many `1` or `()` entries on the output side, a reshape or an `.ap` pattern with more
+entries would make one with more. Inside a group, `1` and `()` add no dimension.
+""", """
+t: f32[4] @ hbm
+u = t.reshape([1] * 64 + [4])
+"""),
     entry("APK215", "index out of range", """
 A static index must lie in [0, shape[dim]) (negative indices in the sugar count from the end).
 """, """

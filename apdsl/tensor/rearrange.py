@@ -320,8 +320,9 @@ def check_sizes(pattern: Pattern, sizes: Mapping[str, Any]) -> None:
     """Every given size names an axis of the pattern and is a positive int."""
     fail = _Fail(pattern.text, pattern.positioned)
     known = pattern.axis_names
+    names = set(known)  # a set: patterns may have many thousands of axes
     for name, value in sizes.items():
-        if name not in known:
+        if name not in names:
             close = get_close_matches(str(name), known, n=1)
             fail("APK713", f"a size is given for '{name}', which is not an axis of the pattern",
                  notes=[f"the pattern's axes: {', '.join(known) or '(none)'}"],

@@ -197,6 +197,7 @@ class Tensor:
 
     # -- helpers -------------------------------------------------------------------------------
     def _with(self, layout: Layout, **kw: Any) -> Tensor:
+        _check_ndim(layout.ndim)
         if self.origin_shape is not None and "origin_shape" not in kw:
             kw.update(self._tla("this view method"))
         return replace(self, layout=layout, **kw)
@@ -569,6 +570,7 @@ class Tensor:
 
     def _apply_plan(self, plan: Any) -> Tensor:
         self._static("rearrange")
+        _check_ndim(len(plan.output_shape), "rearrange")
         layout = _rearranged(self, plan)
         if self.has_partition_dim and layout.dims[0] != self.layout.dims[0]:
             raise _err("rearrange: the partition dimension must stay the first output "
@@ -673,6 +675,7 @@ class Tensor:
             if is_static(c0) and c0 > t.partitions:
                 raise TargetError(f"ap: {c0} partitions exceed the {t.partitions} of {t.name}",
                                   code="APK301")
+        _check_ndim(len(pairs), "ap")
         layout = Layout.from_pattern(pairs, base)
         dyn = None
         if scalar_offset is not None or vector_offset is not None:
@@ -751,6 +754,20 @@ class _RegSum:
 
     def __repr__(self) -> str:
         return self.name
+
+
+MAX_DIMS = 64  # NumPy's limit: a view with more dimensions could never be read or written
+
+
+def _check_ndim(ndim: int, method: str | None = None) -> None:
+    if ndim > MAX_DIMS:
+        what = f"{method}: the result" if method else "the view"
+        raise _err(f"{what} would have {ndim} dimensions, more than the {MAX_DIMS} a view "
+                   "can have", "APK231",
+                   notes=["NumPy, which executes every instruction, holds at most "
+                          f"{MAX_DIMS} dimensions"],
+                   help="merge size-1 axes away: in a pattern, '()' or '1' inside a group "
+                   "adds no dimension", ndim=ndim)
 
 
 def _rearranged(t: Tensor, plan: Any) -> Layout:
@@ -937,6 +954,7 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
         raise ApdslTypeError(f"ndarray: shape must be a tuple of ints, got {shape!r}",
                              code="APK111")
     shape = tuple(int(n) for n in shape)
+    _check_ndim(len(shape), "ndarray")
     if any(n < 1 for n in shape) or not shape:
         raise _err(f"ndarray: every dimension must be >= 1, got {shape}", "APK225")
     if targets.is_onchip(buf) and len(shape) < 2:

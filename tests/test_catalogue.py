@@ -21,8 +21,17 @@ EXTRA_FILES = {
     "APK604": {"_apk604_self.apk": "import _apk604_self\n"},
     "APK605": {"corrupt.npy": "this is not an array\n"},
     "APK108": {"helpers.apk": "TILE = 128\n"},
+    # a header claiming a 4 TB array, then 16 bytes of data
+    "APK608": {"short.npy": b"\x93NUMPY\x01\x00v\x00" + (
+        b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }"
+        .ljust(117) + b"\n") + bytes(16)},
+    "APK609": {"objects.npy": b"\x93NUMPY\x01\x00v\x00" + (
+        b"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }".ljust(117) + b"\n")
+        + bytes(16)},
 }
-CLI_ONLY = {"APK607": ["-o", "out.npy"]}  # raised by the command line, not the program
+# raised by the command line, not the program
+CLI_ONLY = {"APK607": ["-o", "out.npy"], "APK610": ["-o", "."], "APK611": ["-o", "out.npy"],
+            "APK612": ["-o", "out.npy"]}
 INPUTS = {"APK131": {"A": np.zeros((4, 8), np.float32), "B": np.zeros((5, 3), np.float32)}}
 
 
@@ -51,7 +60,10 @@ def test_entries_are_complete():
 
 def codes_of(code: str, example: str, tmp_path: Path) -> set[str]:
     for name, text in EXTRA_FILES.get(code, {}).items():
-        (tmp_path / name).write_text(text)
+        if isinstance(text, bytes):
+            (tmp_path / name).write_bytes(text)
+        else:
+            (tmp_path / name).write_text(text)
     if example.lower().startswith("# python"):  # a Python API example
         try:
             exec(compile(example, code, "exec"), {"apdsl": apdsl, "np": np})

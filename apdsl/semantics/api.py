@@ -12,19 +12,25 @@ from ..errors import ApdslError
 from .program import Program
 
 
-def _program(source_or_path: str | os.PathLike) -> Program:
+def _program(source_or_path: str | os.PathLike, base_dir: str | os.PathLike | None = None
+             ) -> Program:
     if isinstance(source_or_path, os.PathLike) or (
             isinstance(source_or_path, str) and "\n" not in source_or_path
             and source_or_path.endswith(".apk")):
-        return Program.from_path(str(Path(source_or_path)))
-    return Program(str(source_or_path), "<string>")
+        program = Program.from_path(str(Path(source_or_path)))
+        if base_dir is not None:
+            program.base_dir = str(base_dir)
+        return program
+    return Program(str(source_or_path), "<string>", None if base_dir is None else str(base_dir))
 
 
 def run(source_or_path: str | os.PathLike, kernel: str | None = None,
-        inputs: dict[str, Any] | None = None) -> np.ndarray | None:
+        inputs: dict[str, Any] | None = None, *, base_dir: str | os.PathLike | None = None
+        ) -> np.ndarray | None:
     """Run a program (a `.apk` path or source text): its top level, then `kernel` (or its only
     kernel).  Returns the kernel's result as a NumPy array of its logical contents, or None
-    when there is no kernel.  Errors raise `ApdslError` subclasses.
+    when there is no kernel.  Errors raise `ApdslError` subclasses.  `load` and `save` stay
+    inside `base_dir` (default: the file's folder, or for source text the working directory).
 
     >>> source = '''
     ... kernel copy(A: f32[2, 3] @ hbm) -> f32[2, 3] @ hbm:
@@ -35,7 +41,7 @@ def run(source_or_path: str | os.PathLike, kernel: str | None = None,
     >>> apdsl.run(source, inputs={"A": np.ones((2, 3), np.float32)})[1]
     array([1., 1., 1.], dtype=float32)
     """
-    result = _program(source_or_path).run(kernel, inputs)
+    result = _program(source_or_path, base_dir).run(kernel, inputs)
     value = result.value
     if value is None:
         return None

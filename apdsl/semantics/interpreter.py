@@ -201,35 +201,32 @@ class Interpreter:
     def _safe_path(self, path: Any) -> Path:
         if not isinstance(path, str):
             raise ApdslTypeError("file names are strings", code="APK110")
-        p = Path(path)
-        if p.is_absolute() or ".." in p.parts:
-            raise ApdslIOError(f"'{path}' is outside the program's folder", code="APK603",
-                               help="load and save use paths relative to the .apk file, "
-                               "without '..'")
-        return self.base_dir / p
+        from ..runtime.files import confined
+        return confined(self.base_dir, path)
 
     def load_npy(self, path: str) -> Any:
         full = self._safe_path(path)
-        if self.dry:
-            if not full.exists():
-                raise ApdslIOError(f"cannot read '{path}': no such file", code="APK601",
-                                   path=str(path))
-            return UNKNOWN
         from ..runtime.files import read_npy
-        return read_npy(full, shown=path)
+        if self.dry:  # the header is checked; the data waits for the run
+            read_npy(full, shown=path, regular_only=True, header_only=True)
+            return UNKNOWN
+        return read_npy(full, shown=path, regular_only=True)
 
     def save_npy(self, value: Any, path: str) -> None:
+        if isinstance(path, str) and not path.endswith(".npy"):
+            raise ApdslIOError(f"save writes .npy files, not '{path}'", code="APK613",
+                               help="give the file name a .npy suffix: save(x, \"out.npy\")")
         full = self._safe_path(path)
         from .builtins import host_value
         data = host_value(value, self)
         if self.dry:
             # nothing is written, but a folder that is not there is known without data
             if not full.parent.is_dir():
-                raise ApdslIOError(f"cannot write '{full}': folder {full.parent} does not "
-                                   "exist", code="APK606", path=str(full))
+                raise ApdslIOError(f"cannot write '{path}': folder {full.parent} does not "
+                                   "exist", code="APK606", path=path)
             return
-        from ..runtime.files import write_npy
-        write_npy(full, data)
+        from ..runtime.files import widen_for_npy, write_npy
+        write_npy(full, widen_for_npy(np.asarray(data)), shown=path, regular_only=True)
 
     # -- running ------------------------------------------------------------------------------
     def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:

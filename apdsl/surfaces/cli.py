@@ -11,9 +11,10 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from ..errors import ApdslError
+from ..errors import ApdslError, ApdslIOError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -370,7 +371,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     value = result.value
     if args.output:
         if value is None:
-            from ..errors import ApdslIOError
             raise fail([ApdslIOError("-o: the program has no kernel result to write",
                                      code="APK607")], {}, args.file)
         _write_output(value, args.output, program)
@@ -380,15 +380,39 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _write_output(value: Any, path: str, program: Any) -> None:
-    import numpy as np
-
-    from ..runtime.files import widen_for_npy, write_npy
-    from ..tensor.view import Tensor
+    """`-o`: a tensor (or host array) as `.npy`; a tuple of them as `.npz` (r0, r1, ...)."""
+    from ..runtime.files import write_npy, write_npz
     try:
-        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-        write_npy(path, widen_for_npy(array))
+        if isinstance(value, tuple):
+            if not path.endswith(".npz"):
+                raise ApdslIOError(
+                    f"-o {path}: the kernel returns a tuple of {len(value)} values", code="APK612",
+                    help=f"write it as an archive: -o {Path(path).with_suffix('.npz').name} "
+                    "(arrays r0, r1, ...)")
+            write_npz(path, [_result_array(v, path) for v in value])
+        elif path.endswith(".npz"):
+            write_npz(path, [_result_array(value, path)])
+        else:
+            write_npy(path, _result_array(value, path))
     except ApdslError as e:
         raise fail([e], {}, path) from None
+
+
+def _result_array(value: Any, path: str) -> Any:
+    """The logical contents of one result, as NumPy can reload them; anything but a tensor or
+    a host array of numbers is APK611."""
+    import numpy as np
+
+    from ..runtime.files import widen_for_npy
+    from ..tensor.view import Tensor
+    if isinstance(value, Tensor):
+        return widen_for_npy(value.numpy())
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:
+        return widen_for_npy(value)
+    from ..semantics.values import type_name
+    raise ApdslIOError(f"-o {path}: the kernel returns {type_name(value)}, not a tensor",
+                       code="APK611", help="-o writes tensors (or a tuple of them, as .npz); "
+                       "return the tensor to write")
 
 
 def _summary(value: Any, kernel: str) -> str:

@@ -207,14 +207,20 @@ def history_path() -> Path:
 
 
 def _history(err: Any) -> Any:
+    """Persistent history when its file can be opened for appending; otherwise a warning and
+    history for this session only (a folder, an unwritable path: the REPL still starts)."""
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     path = history_path()
     try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "it is a folder")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
         return FileHistory(str(path))
     except OSError as e:
-        print(f"apdsl: history not saved: cannot write {path}: {e.strerror}", file=err)
+        print(f"apdsl: warning: history not saved: cannot use {path}: {e.strerror or e}"
+              " (set APDSL_HISTORY to a file)", file=err)
         return InMemoryHistory()
 
 

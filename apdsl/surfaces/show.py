@@ -10,14 +10,11 @@ assignments, down to a declaration.
 from __future__ import annotations
 
 import io
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..errors import ApdslError, ApdslIOError, ApdslNameError, ApdslTypeError
+from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .cli import Exit, apply_target, fail, internal_error, load_program, report
@@ -102,28 +99,11 @@ def pictures_text(pictures: list[Picture]) -> str:
 
 
 def write_svg(pictures: list[Picture], path: str) -> None:
-    """Write the SVG document atomically: a temporary file in the same folder, then a rename,
-    so a reader never sees half a picture."""
+    """Write the SVG document by the file rules of SPEC section 15 (atomic for a regular
+    file, so a reader never sees half a picture)."""
+    from ..runtime.files import write_text
     from .picture_svg import render
-    text = render(pictures)
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as e:
-        raise ApdslIOError(f"cannot write '{path}': {e.strerror}", code="APK606",
-                           path=path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ApdslIOError(f"cannot write '{path}': {e.strerror}", code="APK606",
-                           path=path) from None
+    write_text(path, render(pictures))
 
 
 # -- looking NAME up ------------------------------------------------------------------------------

@@ -468,3 +468,17 @@ def test_trn3_bfloat16_dst_reaches_8192_columns():
         qb = b.astype(ml_dtypes.bfloat16).astype(np.float32)
         expect = np.tile(qb.sum(axis=0), (2, 1)).astype(ml_dtypes.bfloat16)
         np.testing.assert_array_equal(dst.numpy(), expect)
+
+
+def test_trn1_transpose_flag_is_a_plain_matmul_that_never_accumulates():
+    with targets.target("trn1"):
+        a = RNG.standard_normal((8, 4)).astype(np.float32)
+        b = RNG.standard_normal((8, 6)).astype(np.float32)
+        dst = ndarray((4, 6), "float32", "psum")
+        nc_matmul(dst, _sb(a), _sb(b), is_transpose=True)  # a profiler label on trn1
+        nc_matmul(dst, _sb(a), _sb(b), is_transpose=True)  # overwrites again
+        np.testing.assert_allclose(dst.numpy(), a.T @ b, rtol=1e-5, atol=1e-5)
+        nc_matmul(dst, _sb(a), _sb(b))  # fresh after a transpose-kind write: overwrite
+        np.testing.assert_allclose(dst.numpy(), a.T @ b, rtol=1e-5, atol=1e-5)
+        with raises_code("APK336"):
+            nc_matmul(dst, _sb(a), _sb(b), is_transpose=True, accumulate=True)

@@ -435,7 +435,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
                               help=f"copy {role} into an sbuf tile first", buffer=t.buffer,
                               role=role)
     _matmul_dtypes(dst, stationary, moving, tgt, label, transpose, double)
-    if transpose and accumulate:
+    if is_transpose and accumulate:
         raise TargetError(f"{label}: transpose mode (is_transpose=True) cannot accumulate",
                           code="APK336", help="drop accumulate=True: a transpose overwrites dst")
     _start_partitions(label, (("stationary", stationary), ("moving", moving), ("dst", dst)))
@@ -470,7 +470,8 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     if accs is None:
         return
     s, m, d = accs
-    adding = False if transpose else _accumulation(d, accumulate, tgt, label)
+    # a transpose (even trn1's labelled one) is not an accumulating-kind matmul: it overwrites
+    adding = False if is_transpose else _accumulation(d, accumulate, tgt, label)
     if transpose:  # bits move as they are, tfloat32 included
         result = _transpose_bits(ex.read(s, label, "stationary").reshape(k, mm),
                                  ex.read(m, label, "moving").reshape(k, n), label)
@@ -486,7 +487,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         result += ex.read_float32(d, label, "dst").reshape(mm, n)
     ex.prepare_write(d, label, "dst")
     ex.store(d, result.reshape(d.shape))
-    psum.note_matmul(d, transpose)
+    psum.note_matmul(d, bool(is_transpose))
 
 
 # Tensor Engine dtypes an indirect() matmul operand may have (NKI nc_matmul docstring).

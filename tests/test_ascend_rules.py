@@ -21,7 +21,7 @@ from apdsl.runtime import execute
 from apdsl.runtime.ascend import mmad
 from apdsl.runtime.options import options
 from apdsl.semantics.program import Program
-from apdsl.tensor.tla import make_tensor_like
+from apdsl.tensor.tla import make_tensor_like, tile_view
 from apdsl.tensor.view import from_numpy, ndarray
 
 NP = {"float16": np.float16, "int8": np.int8, "float32": np.float32}
@@ -324,6 +324,34 @@ def test_load2d_moves_fractals_from_gm_already_in_the_l0_format():
     with options(strict_padding=True):
         mmad(c, a0, b0)
     np.testing.assert_array_equal(c.numpy(), a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_a_tiled_gemm_through_load2d_with_tails():
+    """Tiles of GM tensors already in ZZ/ZN go straight to L0 (Load2D), tails included: the
+    host zeroed the GM padding, and the loads carry it to L0 for the strict K reads."""
+    m, k, n = 40, 70, 50
+    a, b = data((m, k), seed=4), data((k, n), seed=5)
+    A = ndarray((m, k), "float16", "gm", "ZZ")
+    B = ndarray((k, n), "float16", "gm", "ZN")
+    for t, x, fmt in ((A, a, "ZZ"), (B, b, "ZN")):
+        whole = t.ap([[1, t.storage.elements_total]])
+        execute.write_view(whole, apdsl.formats.convert(x, "ND", fmt).reshape(-1))
+    C = ndarray((m, n), "float32", "gm")
+    l0a, l0b = ndarray((16, 32), "float16", "l0a", "ZZ"), ndarray((32, 32), "float16", "l0b", "ZN")
+    l0c = ndarray((16, 32), "float32", "l0c", "NZ")
+    for i in range(cdiv(m, 16)):
+        for j in range(cdiv(n, 32)):
+            c_tile = tile_view(C, (i, j), (16, 32))
+            acc = make_tensor_like(l0c, c_tile, "NZ")
+            for kk in range(cdiv(k, 32)):
+                a_tile, b_tile = tile_view(A, (i, kk), (16, 32)), tile_view(B, (kk, j), (32, 32))
+                a0, b0 = make_tensor_like(l0a, a_tile, "ZZ"), make_tensor_like(l0b, b_tile, "ZN")
+                apdsl.dma_copy(a0, a_tile)
+                apdsl.dma_copy(b0, b_tile)
+                with options(strict_padding=True):
+                    mmad(acc, a0, b0, accumulate=kk > 0)
+            apdsl.dma_copy(c_tile, acc)
+    np.testing.assert_array_equal(C.numpy(), a.astype(np.float32) @ b.astype(np.float32))
 
 
 def test_load2d_needs_the_destination_format_and_no_int4():

@@ -144,3 +144,11 @@ class Warning_(ApdslError):
 
     default_code = "APK450"
     severity = "warning"
+
+
+class LimitError(ApdslError):
+    """A limit of SPEC section 15 was reached: the step budget, an integer, string or list
+    size, helper recursion or nesting depth (APK8xx, APK123, APK125-APK126).  It ends the
+    program (and a check) at once: what follows from it would only repeat it."""
+
+    default_code = "APK801"

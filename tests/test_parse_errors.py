@@ -142,9 +142,11 @@ def test_errors_never_name_lark_terminals() -> None:
 
 
 def test_deeply_nested_input_is_an_error_not_a_crash() -> None:
+    # SPEC section 15: source nesting deeper than 200 levels is a coded error (APK125)
     err = error("x = " + "(" * 3000)
-    assert err.code == "APK005"
-    assert parse("x = " + "(" * 500 + "1" + ")" * 500 + "\n").body
+    assert err.code == "APK125"
+    assert parse("x = " + "(" * 200 + "1" + ")" * 200 + "\n").body
+    assert error("x = " + "(" * 201 + "1" + ")" * 201 + "\n").code == "APK125"
     assert parse("x = " + "-" * 3000 + "1\n").body
 
 

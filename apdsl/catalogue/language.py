@@ -86,7 +86,10 @@ xs = [1, 2, 3]
 y = xs[5]
 """),
     entry("APK123", "recursion too deep", """
-A helper function calls itself without end.
+More than 1,000 calls of helpers (`def` functions) are under way at once: usually a helper
+that calls itself without reaching its base case. The limit is fixed (SPEC section 15) and is
+reported the same way by `run`, `check` and `check --json`: at the innermost call, labelled
+with the program's outermost call. Write deep recursions as loops.
 """, """
 def f(n):
     return f(n + 1)

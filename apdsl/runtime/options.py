@@ -5,13 +5,20 @@ the previous values when the block ends, so the one call serves both as a setter
 `with apdsl.options(init_check=False): ...`.
 
 Options: `init_check` (default True), `execute` (False in check mode), `strict_padding`
-(default False; read by the Ascend `mmad`) and `max_memory` (bytes of live storage and its
-written-state bookkeeping, SPEC section 15; default half of the machine's physical memory).
+(default False; read by the Ascend `mmad`), `max_memory` (bytes of live storage and its
+written-state bookkeeping, SPEC section 15; default half of the machine's physical memory) and
+`max_steps` (the step budget of SPEC section 15, default 100,000,000; read when an interpreter
+starts a program).
+
+A program cannot change these for its caller: `saved()` snapshots them (and the target
+generations) around `apdsl.run`/`apdsl.check` and every command.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
@@ -28,6 +35,7 @@ def physical_memory() -> int:
 
 
 DEFAULT_MAX_MEMORY = physical_memory() // 2
+DEFAULT_MAX_STEPS = 100_000_000
 
 
 @dataclass
@@ -42,20 +50,22 @@ class _Options:
     # Bytes of live storage plus its written-state bookkeeping, every buffer included
     # (apdsl.tensor.budget); an allocation past it is APK430.
     max_memory: int = DEFAULT_MAX_MEMORY
+    # The step budget of one program run or check (apdsl.semantics.limits); APK801 past it.
+    max_steps: int = DEFAULT_MAX_STEPS
 
 
 # The live values.  Instructions read `OPTIONS.init_check` directly: one attribute lookup.
 OPTIONS = _Options()
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
-                           "max_memory": int}
+                           "max_memory": int, "max_steps": int}
 
 
 class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
     """Set options now; as a context manager, restore the previous values on exit.
 
     `init_check=False` makes unwritten memory read as 0; `strict_padding=True` makes `mmad` read
-    K in whole fractals.
+    K in whole fractals; `max_steps=N` and `max_memory=BYTES` set the limits of SPEC 15.
 
     >>> with apdsl.options(init_check=False):
     ...     apdsl.ndarray((2, 2), "float32", "hbm").numpy()
@@ -99,3 +109,18 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
 def current() -> dict[str, Any]:
     """A snapshot of every option's value."""
     return {name: getattr(OPTIONS, name) for name in _TYPES}
+
+
+@contextmanager
+def saved() -> Iterator[None]:
+    """Restore every option and the target generations when the block ends, whatever the
+    program inside set (`set_target()` in a program must not change its caller's target)."""
+    from ..tensor import targets
+    before = current()
+    generations = targets.snapshot()
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(OPTIONS, name, value)
+        targets.restore(generations)

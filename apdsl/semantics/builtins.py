@@ -13,8 +13,9 @@ import numpy as np
 
 from ..errors import ApdslAssertionError, ApdslTypeError
 from ..tensor import targets
-from ..tensor.dtypes import ALIASES, DTYPES
+from ..tensor.dtypes import ALIASES, DTYPES, DType
 from ..tensor.view import Tensor
+from . import limits
 from .values import UNKNOWN, Unknown
 
 INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad",
@@ -103,12 +104,12 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         "host": host, "allclose": allclose, "equal": equal, "ndarray": ndarray,
         "print": print_, "load": load, "save": save, "cdiv": cdiv,
         "range": py.range, "affine_range": py.range, "sequential_range": py.range,
-        "static_range": py.range, "len": py.len, "min": py.min, "max": py.max, "abs": py.abs,
-        "int": py.int, "float": py.float, "bool": py.bool, "str": py.str, "tuple": py.tuple,
-        "list": py.list, "dict": py.dict, "enumerate": py.enumerate, "zip": py.zip,
-        "sorted": py.sorted, "round": py.round, "sum": py.sum, "reversed": py.reversed,
-        "prod": _prod, "set_target": _set_target, "zeros_like": _no_host_alloc,
+        "static_range": py.range, "len": py.len, "abs": py.abs,
+        "bool": py.bool, "enumerate": py.enumerate, "zip": py.zip,
+        "round": py.round, "reversed": py.reversed,
+        "set_target": _set_target, "zeros_like": _no_host_alloc,
     }
+    table.update(_walking(interp.budget))
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
     for name in TLA:
@@ -116,16 +117,77 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table.update(DTYPES)
     for alias, real in ALIASES.items():
         table[alias] = DTYPES[real]
+    # `float` is Python's float when called and the float32 alias where a dtype is expected
+    table["float"] = FLOAT
     for b in targets.BUFFERS:
         table[b] = b
     return table
 
 
-def _prod(values: Any) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
+class _FloatBuiltin(DType):
+    """`float`: the dtype alias of float32 (`ndarray(shape, float, sbuf)`, as in NKI code) that
+    converts like Python's `float(x)` when called."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any) -> float:
+        return py.float(*args)
+
+
+FLOAT = _FloatBuiltin("float32", 32, "numpy.float32", "f")
+
+
+def _walking(budget: limits.Budget) -> dict[str, Any]:
+    """The builtins that walk a sequence: each element costs a step, results that are lists,
+    tuples, strings or ints obey the size limits (SPEC section 15)."""
+    walk, check = limits.walk, limits.check_size
+
+    def list_(values: Any = ()) -> list:
+        return py.list(walk(values, budget, build=True))
+
+    def tuple_(values: Any = ()) -> tuple:
+        return py.tuple(walk(values, budget, build=True))
+
+    def sorted_(values: Any, *, key: Any = None, reverse: bool = False) -> list:
+        return py.sorted(walk(values, budget, build=True), key=key, reverse=reverse)
+
+    def dict_(values: Any = (), **kwargs: Any) -> dict:
+        return py.dict(walk(values, budget, build=True), **kwargs)
+
+    def sum_(values: Any, start: Any = 0) -> Any:
+        return check(py.sum(walk(values, budget, build=False), start))
+
+    def min_(*values: Any, **kwargs: Any) -> Any:
+        return py.min(*_one(values, budget), **kwargs)
+
+    def max_(*values: Any, **kwargs: Any) -> Any:
+        return py.max(*_one(values, budget), **kwargs)
+
+    def prod(values: Any) -> Any:
+        out = 1
+        for v in walk(values, budget, build=False):
+            out = limits.mul(out, v)
+        return out
+
+    def int_(value: Any = 0, *base: Any) -> int:
+        return limits.check_int(py.int(value, *base))
+
+    def str_(value: Any = "") -> str:
+        return check(py.str(value))
+
+    for fn, name in ((list_, "list"), (tuple_, "tuple"), (sorted_, "sorted"), (dict_, "dict"),
+                     (sum_, "sum"), (min_, "min"), (max_, "max"), (int_, "int"),
+                     (str_, "str")):
+        fn.__name__ = name
+    return {"list": list_, "tuple": tuple_, "sorted": sorted_, "dict": dict_, "sum": sum_,
+            "min": min_, "max": max_, "prod": prod, "int": int_, "str": str_}
+
+
+def _one(values: tuple, budget: limits.Budget) -> tuple:
+    """min/max of one iterable walk it; of several values, compare them."""
+    if len(values) == 1:
+        return (limits.walk(values[0], budget, build=False),)
+    return values
 
 
 def _set_target(name: str) -> None:

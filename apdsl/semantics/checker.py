@@ -29,7 +29,11 @@ class Checker:
         for node in module.body:
             if isinstance(node, (ast.FunctionDef, ast.Kernel)):
                 self.functions[node.name] = node
-        self._block(module.body, [top])
+        for node in module.body:
+            try:
+                self._stmt(node, [top])
+            except RecursionError:  # an expression too deep to walk: the interpreter says so
+                pass
         return self.errors
 
     # -- scopes -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ..errors import (
     ApdslIOError,
     ApdslNameError,
     ApdslTypeError,
+    LimitError,
     PatternError,
     Span,
 )
@@ -35,6 +36,8 @@ from ..gcpause import paused_gc
 from ..runtime import trace as _trace
 from ..syntax import ast
 from ..tensor.view import Tensor
+from . import limits
+from .limits import MAX_ELEMENTS, MAX_INT
 from .values import POISON, UNKNOWN, Absorbing, Function, Module, get_attribute, show, type_name
 
 Closure = Callable[["Frame"], Any]
@@ -112,7 +115,8 @@ def _python_error(e: Exception, span: Span | None) -> ApdslError:
     elif isinstance(e, (IndexError, KeyError)):
         err = ApdslTypeError(f"index or key out of range: {e}", code="APK122")
     elif isinstance(e, RecursionError):
-        err = ApdslTypeError("recursion too deep", code="APK123")
+        # helper recursion is counted (APK123); what remains is an expression too deep
+        err = limits.nested_too_deeply()
     elif isinstance(e, MemoryError):  # NumPy could not allocate, within the memory budget
         from ..tensor.budget import out_of_memory
         err = out_of_memory("the statement needs more memory than the machine could give", e)
@@ -121,12 +125,193 @@ def _python_error(e: Exception, span: Span | None) -> ApdslError:
     return err.with_span(span)
 
 
+def _limit_error(r: Any, span: Span) -> ApdslError:
+    if type(r) is int:
+        return limits.int_too_large().with_span(span)
+    return limits.too_long(limits._kind(r), len(r)).with_span(span)
+
+
+# The hot operators are written out, with no call through `operator`, which pays for checking
+# the size of their result (SPEC section 15).  Each comes in two forms: a constant right
+# operand (`i * 3`) is read from the closure instead of calling its closure.
+_SEQUENCES = (str, list, tuple)
+
+
+def _add(r: Any, span: Span) -> Any:
+    t = type(r)
+    if t is int:
+        if r > MAX_INT or r < -MAX_INT:
+            raise _limit_error(r, span)
+    elif (t is str or t is list or t is tuple) and len(r) > MAX_ELEMENTS:
+        raise _limit_error(r, span)
+    return r
+
+
+def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+    if is_const:
+        def run_const(frame: Frame) -> Any:
+            a = left(frame)
+            try:
+                r = a + const
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(r) is int:
+                if r > MAX_INT or r < -MAX_INT:
+                    raise _limit_error(r, span)
+                return r
+            return _add(r, span)
+        return run_const
+
+    def run(frame: Frame) -> Any:
+        a = left(frame)
+        b = right(frame)
+        try:
+            r = a + b
+        except _PY_ERRORS as e:
+            raise _python_error(e, span) from None
+        if type(r) is int:
+            if r > MAX_INT or r < -MAX_INT:
+                raise _limit_error(r, span)
+            return r
+        return _add(r, span)
+    return run
+
+
+def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+    if is_const:
+        def run_const(frame: Frame) -> Any:
+            a = left(frame)
+            try:
+                r = a - const
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+                raise _limit_error(r, span)
+            return r
+        return run_const
+
+    def run(frame: Frame) -> Any:
+        a = left(frame)
+        b = right(frame)
+        try:
+            r = a - b
+        except _PY_ERRORS as e:
+            raise _python_error(e, span) from None
+        if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+            raise _limit_error(r, span)
+        return r
+    return run
+
+
+def _mul(a: Any, b: Any, span: Span) -> Any:
+    """A product with a sequence operand: refuses `"a" * 10**10` before building it."""
+    try:
+        return limits.mul(a, b)
+    except LimitError as e:
+        raise e.with_span(span) from None
+    except _PY_ERRORS as e:
+        raise _python_error(e, span) from None
+
+
+def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+    if is_const:
+        const_seq = type(const) in _SEQUENCES
+
+        def run_const(frame: Frame) -> Any:
+            a = left(frame)
+            ta = type(a)
+            if const_seq or ta is str or ta is list or ta is tuple:
+                return _mul(a, const, span)
+            try:
+                r = a * const
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+                raise _limit_error(r, span)
+            return r
+        return run_const
+
+    def run(frame: Frame) -> Any:
+        a = left(frame)
+        b = right(frame)
+        ta = type(a)
+        if ta is str or ta is list or ta is tuple or type(b) in _SEQUENCES:
+            return _mul(a, b, span)
+        try:
+            r = a * b
+        except _PY_ERRORS as e:
+            raise _python_error(e, span) from None
+        if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+            raise _limit_error(r, span)
+        return r
+    return run
+
+
+def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+    # `"%0999999999d" % 1` builds a long string: checked like `+`
+    if is_const:
+        def run_const(frame: Frame) -> Any:
+            a = left(frame)
+            try:
+                r = a % const
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+            if type(r) is str and len(r) > MAX_ELEMENTS:
+                raise _limit_error(r, span)
+            return r
+        return run_const
+
+    def run(frame: Frame) -> Any:
+        a = left(frame)
+        b = right(frame)
+        try:
+            r = a % b
+        except _PY_ERRORS as e:
+            raise _python_error(e, span) from None
+        if type(r) is str and len(r) > MAX_ELEMENTS:
+            raise _limit_error(r, span)
+        return r
+    return run
+
+
+def _plain(op: Callable[[Any, Any], Any]) -> Callable[..., Closure]:
+    """Operators whose result is never larger than their operands."""
+    def make(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+        if is_const:
+            def run_const(frame: Frame) -> Any:
+                try:
+                    return op(left(frame), const)
+                except _PY_ERRORS as e:
+                    raise _python_error(e, span) from None
+            return run_const
+
+        def run(frame: Frame) -> Any:
+            a = left(frame)
+            b = right(frame)
+            try:
+                return op(a, b)
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+        return run
+    return make
+
+
+_FAST: dict[str, Callable[..., Closure]] = {
+    "+": _fast_add, "-": _fast_sub, "*": _fast_mul, "%": _fast_mod,
+    **{op: _plain(BINOPS[op]) for op in ("/", "//", "@", "&", "|", "^", ">>")}}
+
+
 class Interpreter:
     """Runs one program (a file and the modules it imports)."""
 
     def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,
                  stdlib_dir: str | None = None) -> None:
+        from ..runtime.options import OPTIONS
         from .builtins import make_builtins
+        # The step budget (SPEC section 15), shared by every closure this interpreter compiles
+        # and by the builtins; the REPL resets it for each input.
+        self.budget = limits.Budget(OPTIONS.max_steps)
+        self.depth = 0  # helper and kernel calls under way
         self.dry = dry
         self.out = out if out is not None else sys.stdout
         self.base_dir = Path(base_dir or ".")
@@ -231,13 +416,14 @@ class Interpreter:
     # -- running ------------------------------------------------------------------------------
     def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:
         self.sources[module.file] = module.source
-        with paused_gc():
-            block = self.compile_block(module.body, top=True)
-        frame = Frame(namespace, namespace)
-        try:
-            block(frame)
-        except _Return:
-            pass
+        with limits.deep_stack():
+            with paused_gc():
+                block = self.compile_block(module.body, top=True)
+            frame = Frame(namespace, namespace)
+            try:
+                block(frame)
+            except _Return:
+                pass
 
     def call_function(self, fn: Function, args: tuple, kwargs: dict,
                       bound: dict[str, Any] | None = None) -> Any:
@@ -266,11 +452,16 @@ class Interpreter:
                                          code="APK102")
         frame = Frame(local, fn.globals)
         failures = self.failures
+        if self.depth >= limits.MAX_CALL_DEPTH:
+            raise limits.recursion_too_deep(fn.name)
+        self.depth += 1
         try:
             fn.body(frame)
             value = None
         except _Return as r:
             value = r.value
+        finally:
+            self.depth -= 1
         # Check mode goes on past a failing statement; a call that did so has no value to
         # give (run mode would have stopped), so its caller sees POISON, not a made-up None.
         return POISON if self.failures != failures else value
@@ -279,10 +470,22 @@ class Interpreter:
     def compile_block(self, body: list[Any], top: bool = False) -> Closure:
         """A block runs its statements in order.  The span of the statement that raised is
         attached here, once per block, rather than by a wrapper around every statement: the
-        loop variable still holds the failing statement's span when the exception arrives."""
-        pairs = [(self.compile_stmt(s), s.span) for s in body]
+        loop variable still holds the failing statement's span when the exception arrives.
+
+        Steps: a *straight* block (no statement but the last can leave it early with break,
+        continue or return) charges all its statements when it starts, one subtraction; when
+        that would exhaust the budget it runs `counted`, which charges statement by statement
+        and so stops at the exact statement.  Other blocks always run `counted`.  The returned
+        closure carries `n`, `counted` and, for a straight block, `inner` (no charging), so a
+        loop can charge an iteration and its body together."""
+        if top:
+            pairs = [(self._compile_top(s), s.span) for s in body]
+        else:
+            pairs = [(self.compile_stmt(s), s.span) for s in body]
         frees = any(isinstance(s, ast.Decl) for s in body) and not top
         interp = self
+        budget = self.budget
+        n = len(pairs)
 
         if interp.dry:
             nodes = list(body)
@@ -291,9 +494,15 @@ class Interpreter:
                 mark = len(frame.owned)
                 try:
                     for (st, span), node in zip(pairs, nodes):
+                        budget.left -= 1
+                        if budget.left < 0:
+                            budget.left += 1
+                            raise budget.exhausted().with_span(span)
                         try:
                             st(frame)
                             continue
+                        except LimitError as e:
+                            raise e.with_span(span) from None
                         except ApdslAssertionError as e:
                             interp.report(e.with_span(span))
                             if not top:  # top-level asserts are independent checks
@@ -301,7 +510,10 @@ class Interpreter:
                         except ApdslError as e:
                             interp.report(e.with_span(span))
                         except _PY_ERRORS as e:
-                            interp.report(_python_error(e, span))
+                            err = _python_error(e, span)
+                            if isinstance(err, LimitError):
+                                raise err from None
+                            interp.report(err)
                         except Reported:
                             if not top:
                                 raise
@@ -318,33 +530,72 @@ class Interpreter:
                     raise
                 if frees:
                     _free(frame, mark)
+            run_dry.n = n  # type: ignore[attr-defined]
+            run_dry.counted = run_dry  # type: ignore[attr-defined]
             return run_dry
 
-        def run(frame: Frame) -> None:
+        def counted(frame: Frame) -> None:
             span = None
             try:
                 for st, span in pairs:  # noqa: B007 - `span` names the failing statement
+                    budget.left -= 1
+                    if budget.left < 0:
+                        budget.left += 1
+                        raise budget.exhausted()
                     st(frame)
             except ApdslError as e:
                 raise e.with_span(span) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
 
-        if not frees:
+        straight = not any(_may_jump(s) for s in body[:-1])
+        if not straight:
+            run = scoped_counted = _scoped(counted, frees)
+            run.n = n  # type: ignore[attr-defined]
+            run.counted = scoped_counted  # type: ignore[attr-defined]
             return run
 
-        def run_scoped(frame: Frame) -> None:
-            mark = len(frame.owned)
+        def inner(frame: Frame) -> None:
+            span = None
             try:
-                run(frame)
-            except _Return as r:  # the returned tensors outlive the block that declared them
-                _free(frame, mark, keep=r.value)
-                raise
-            except BaseException:
-                _free(frame, mark)
-                raise
-            _free(frame, mark)
-        return run_scoped
+                for st, span in pairs:  # noqa: B007
+                    st(frame)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+
+        def charged(frame: Frame) -> None:
+            budget.left -= n
+            if budget.left < 0:
+                budget.left += n
+                return counted(frame)
+            span = None
+            try:
+                for st, span in pairs:  # noqa: B007
+                    st(frame)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except _PY_ERRORS as e:
+                raise _python_error(e, span) from None
+
+        run = _scoped(charged, frees)
+        run.n = n  # type: ignore[attr-defined]
+        run.counted = _scoped(counted, frees)  # type: ignore[attr-defined]
+        run.inner = _scoped(inner, frees)  # type: ignore[attr-defined]
+        return run
+
+    def _compile_top(self, node: Any) -> Closure:
+        """A top-level statement; one too deep to compile is an error of its own (run: when
+        it is reached; check: reported with the others)."""
+        try:
+            return self.compile_stmt(node)
+        except RecursionError:
+            span = node.span
+
+            def refuse(frame: Frame) -> None:
+                raise limits.nested_too_deeply().with_span(span)
+            return refuse
 
     def compile_stmt(self, node: Any) -> Closure:
         return getattr(self, "_stmt_" + type(node).__name__)(node)
@@ -418,7 +669,7 @@ class Interpreter:
         return run
 
     def _stmt_AugAssign(self, node: Any) -> Closure:
-        op = BINOPS[node.op.rstrip("=")]
+        op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         get = self.compile_expr(node.target)
         setter = self.compile_target(node.target)
         ev = self.compile_expr(node.value)
@@ -558,25 +809,66 @@ class Interpreter:
                 frame.vars[name] = value
             setter = fast_set
 
-        def run(frame: Frame) -> None:
+        budget = self.budget
+        inner = getattr(body, "inner", None)  # a straight body: charged with its iteration
+        counted = body.counted  # type: ignore[attr-defined]
+        per = body.n + 1  # type: ignore[attr-defined]
+
+        def start(frame: Frame) -> Any:
             try:
                 seq = it(frame)
                 if isinstance(seq, Absorbing):
-                    return
-                iterator = iter(seq)
+                    return None
+                return iter(seq)
             except ApdslError as e:
                 raise e.with_span(span) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
+
+        def exhausted() -> ApdslError:
+            return budget.exhausted().with_span(span)
+
+        if inner is None:
+            def run(frame: Frame) -> None:
+                iterator = start(frame)
+                if iterator is None:
+                    return
+                for value in iterator:
+                    budget.left -= 1
+                    if budget.left < 0:
+                        budget.left += 1
+                        raise exhausted()
+                    setter(frame, value)
+                    try:
+                        body(frame)
+                    except _Break:
+                        break
+                    except _Continue:
+                        continue
+            return run
+
+        def run_straight(frame: Frame) -> None:
+            iterator = start(frame)
+            if iterator is None:
+                return
             for value in iterator:
+                budget.left -= per
+                if budget.left < 0:  # near the end of the budget: count statement by statement
+                    budget.left += per - 1
+                    if budget.left < 0:
+                        budget.left += 1
+                        raise exhausted()
+                    run_one = counted
+                else:
+                    run_one = inner
                 setter(frame, value)
                 try:
-                    body(frame)
+                    run_one(frame)
                 except _Break:
                     break
                 except _Continue:
                     continue
-        return run
+        return run_straight
 
     def _stmt_Assert(self, node: Any) -> Closure:
         msg = self.compile_expr(node.msg) if node.msg is not None else None
@@ -762,15 +1054,22 @@ class Interpreter:
         return lambda frame: {k(frame): v(frame) for k, v in zip(keys, values)}
 
     def _expr_BinOp(self, node: Any) -> Closure:
-        op = BINOPS[node.op]
         left, right = self.compile_expr(node.left), self.compile_expr(node.right)
         span = node.span
+        if node.op in _FAST:
+            is_const = isinstance(node.right, ast.Const)
+            return _FAST[node.op](left, right, span, node.right.value if is_const else None,
+                                  is_const)
+        # `**`, `<<` and `*` of sequences could build something huge: checked before they run
+        op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):
             const = node.right.value
 
             def run_const(frame: Frame) -> Any:
                 try:
                     return op(left(frame), const)
+                except LimitError as e:
+                    raise e.with_span(span) from None
                 except _PY_ERRORS as e:
                     raise _python_error(e, span) from None
             return run_const
@@ -779,12 +1078,14 @@ class Interpreter:
             a, b = left(frame), right(frame)
             try:
                 return op(a, b)
+            except LimitError as e:
+                raise e.with_span(span) from None
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
         return run
 
     def _expr_UnaryOp(self, node: Any) -> Closure:
-        op = UNARY[node.op]
+        op = limits.invert if node.op == "~" else UNARY[node.op]
         ev = self.compile_expr(node.operand)
         if node.op == "not":
             return lambda frame: _not(_truth_or_absorb(ev(frame)))
@@ -899,8 +1200,13 @@ class Interpreter:
         # does not have at its name, one given twice at the whole argument
         kw_where = {**{(k.name, "name"): k.name_span for k in node.keywords},
                     **{(k.name, "argument"): k.span for k in node.keywords}}
+        budget = self.budget
 
         def run(frame: Frame) -> Any:
+            budget.left -= 1
+            if budget.left < 0:
+                budget.left += 1
+                raise budget.exhausted().with_span(span)
             fn = func(frame)
             a = [x(frame) for x in args]
             kw = {k: v(frame) for k, v in kwargs}
@@ -938,6 +1244,10 @@ class Interpreter:
                     if made is not None and made != span:
                         how = "declared" if made == receiver.storage.span else "made"
                         e.add_label(made, f"{receiver_text} {how} here")
+                raise e.with_span(span) from None
+            except LimitError as e:
+                if type(fn) is Function and e.span is not None and not _inside(e.span, span):
+                    e.add_label(span, f"in this call of {fn.name}")
                 raise e.with_span(span) from None
             except TypeError as e:
                 raise _call_error(fn, e, span, kw_where) from None
@@ -1042,6 +1352,49 @@ def _truth(x: Any) -> bool:
 
 def _truth_or_absorb(x: Any) -> Any:
     return x if isinstance(x, Absorbing) else _truth(x)
+
+
+def _scoped(run: Closure, frees: bool) -> Closure:
+    """`run`, freeing what the block declared when it ends (each loop iteration)."""
+    if not frees:
+        return run
+
+    def run_scoped(frame: Frame) -> None:
+        mark = len(frame.owned)
+        try:
+            run(frame)
+        except _Return as r:  # the returned tensors outlive the block that declared them
+            _free(frame, mark, keep=r.value)
+            raise
+        except BaseException:
+            _free(frame, mark)
+            raise
+        _free(frame, mark)
+    return run_scoped
+
+
+def _may_jump(node: Any) -> bool:
+    """Whether a statement can leave its block early (break, continue, return)."""
+    kind = type(node)
+    if kind is ast.Break or kind is ast.Continue or kind is ast.Return:
+        return True
+    if kind is ast.If:
+        return any(_may_jump(s) for s in node.body) or any(_may_jump(s) for s in node.orelse)
+    if kind is ast.For:  # the loop catches its own break and continue
+        return any(_may_return(s) for s in node.body)
+    return False
+
+
+def _may_return(node: Any) -> bool:
+    kind = type(node)
+    if kind is ast.Return:
+        return True
+    if kind is ast.If:
+        return any(_may_return(s) for s in node.body) or \
+            any(_may_return(s) for s in node.orelse)
+    if kind is ast.For:
+        return any(_may_return(s) for s in node.body)
+    return False
 
 
 def _free(frame: Frame, mark: int = 0, keep: Any = None) -> None:

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
+from ..errors import ApdslError, ApdslIOError, ApdslTypeError, LimitError, Span
 from ..gcpause import paused_gc
+from ..runtime.options import saved
 from ..syntax import ast
+from .limits import deep_stack
 from .values import Function
 
 
@@ -132,7 +134,14 @@ class Program:
         """Every independent error: static checks, then a dry run of the top level and of each
         kernel with inputs of the declared shapes.  `inputs` (for `kernel`, or the only kernel)
         give their kernel's input shapes, dtypes and values instead, so a shape-generic or
-        data-dependent kernel is checked as it would run."""
+        data-dependent kernel is checked as it would run.  A limit (steps, recursion) ends the
+        check with the errors found so far and the limit's error.  Targets and options the
+        program sets are restored afterwards."""
+        with saved(), deep_stack():
+            return self._check(out, kernel, inputs)
+
+    def _check(self, out: Any, kernel: str | None,
+               inputs: dict[str, np.ndarray] | None) -> list[ApdslError]:
         from ..runtime.trace import collect_warnings
         from ..tensor.storage import fresh_accounting
         from .checker import Checker
@@ -145,24 +154,36 @@ class Program:
             interp.report(e)
         namespace: dict[str, Any] = {}
         with fresh_accounting(), collect_warnings() as warnings:
-            interp.exec_module(self.module, namespace)
-            for k in self.kernels():
-                fn = namespace.get(k.name)
-                if not isinstance(fn, Function):
-                    continue
-                try:
-                    call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
-                                namespace)
-                except Reported:
-                    pass
-                except ApdslError as e:
-                    interp.report(e.with_span(k.span))
+            try:
+                interp.exec_module(self.module, namespace)
+                for k in self.kernels():
+                    fn = namespace.get(k.name)
+                    if not isinstance(fn, Function):
+                        continue
+                    try:
+                        call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
+                                    namespace)
+                    except Reported:
+                        pass
+                    except LimitError:
+                        raise
+                    except ApdslError as e:
+                        interp.report(e.with_span(k.span))
+            except LimitError as e:
+                interp.report(e)
         for w in warnings:
             interp.report(w)
         return sorted(interp.errors, key=_position)
 
     def run(self, kernel: str | None = None, inputs: dict[str, np.ndarray] | None = None, *,
             out: Any = None, trace: bool = False) -> RunResult:
+        """Run the top level, then `kernel` with `inputs`.  Targets and options the program
+        sets are restored afterwards."""
+        with saved(), deep_stack():
+            return self._run(kernel, inputs, out, trace)
+
+    def _run(self, kernel: str | None, inputs: dict[str, np.ndarray] | None, out: Any,
+             trace: bool) -> RunResult:
         from contextlib import nullcontext
 
         from ..runtime.trace import collect_warnings, tracing

@@ -35,6 +35,20 @@ def program_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
                     help="bound on live tensor storage plus its bookkeeping, all buffers "
                     "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+    sp.add_argument("--max-steps", metavar="N", type=step_count,
+                    help="stop a program after N steps: statements, tests, loop iterations, "
+                    "calls (default 100,000,000)")
+
+
+def step_count(text: str) -> int:
+    """`--max-steps` values: a positive integer (`_` separators allowed)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
 
 
 def byte_count(text: str) -> int:
@@ -60,6 +74,8 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["strict_padding"] = True
     if getattr(args, "max_memory", None) is not None:
         settings["max_memory"] = args.max_memory
+    if getattr(args, "max_steps", None) is not None:
+        settings["max_steps"] = args.max_steps
     return settings
 
 
@@ -139,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             return COMMANDS[args.command](args)
     except Exit as e:
         return e.status
+    except RecursionError as e:  # outside any statement: still coded (APK126)
+        return internal_error(e).status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -241,7 +259,17 @@ def load_program(file: str, target: str | None = None) -> Any:
 
 
 def internal_error(e: Exception) -> Exit:
+    """A failure that is not the user's mistake; MemoryError and RecursionError are limits of
+    the machine and become their coded diagnostics (SPEC section 15)."""
     import traceback
+    if isinstance(e, (MemoryError, RecursionError)):
+        from ..semantics.limits import nested_too_deeply
+        from ..tensor.budget import out_of_memory
+        limit = (out_of_memory("the command needs more memory than the machine could give")
+                 if isinstance(e, MemoryError) else nested_too_deeply())
+        print(f"apdsl: error[{limit.code}]: {limit.message}\n  = help: {limit.help}",
+              file=sys.stderr)
+        return Exit(1)
     print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
     if os.environ.get("APDSL_DEBUG"):
         traceback.print_exc()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import ApdslError, ApdslTypeError
+from ..semantics.limits import deep_stack, nested_too_deeply
 from ..syntax import ast
 from ..tensor.view import Tensor
 
@@ -139,6 +140,7 @@ class Session:
         module = self._parse(text, line)
         if module is None:
             return False
+        self.interp.budget.reset()  # each input has the whole step budget
         with collect_warnings() as warnings:
             ok = self._guard(lambda: self._run_body(module))
         for w in warnings:
@@ -163,7 +165,8 @@ class Session:
         target = "_"
         node = ast.Assign((ast.Name(target, span),), expr, span)
         scratch: dict[str, Any] = {}
-        self.interp.compile_stmt(node)(Frame(scratch, self.namespace))
+        with deep_stack():
+            self.interp.compile_stmt(node)(Frame(scratch, self.namespace))
         return scratch[target]
 
     def _guard(self, action: Any) -> bool:
@@ -177,7 +180,7 @@ class Session:
             self.failures += 1
             print("interrupted", file=self.err)
         except RecursionError:
-            self.report(ApdslTypeError("recursion too deep", code="APK123"))
+            self.report(nested_too_deeply())
         except Exception as e:  # noqa: BLE001 - an apdsl bug must not end the session
             self.failures += 1
             print(f"apdsl: internal error: {type(e).__name__}: {e}", file=self.err)
@@ -337,6 +340,7 @@ class Session:
         self.interp.base_dir = Path(arg).parent
         try:
             from ..runtime.trace import collect_warnings
+            self.interp.budget.reset()
             with collect_warnings() as warnings:
                 self.interp.exec_module(module, self.namespace)
         finally:

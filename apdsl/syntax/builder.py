@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from lark import Token, Transformer
 
 from ..errors import ApdslSyntaxError, Span
+from ..semantics.limits import int_literal
 from . import ast as A
 from .strings import BadEscape, decode, position
 
@@ -70,12 +71,18 @@ class Builder(Transformer):
     def int_lit(self, c: list) -> A.Const:
         tok = c[0]
         try:
-            value = int(tok.value, 0)
+            value = int_literal(tok.value)
         except ValueError:
             self._error(f"leading zeros are not allowed in the integer {tok.value}",
                         self._tok(tok), code="APK007",
                         help=f"write {tok.value.lstrip('0_') or '0'} "
                              f"(or 0o{tok.value.lstrip('0_')} for an octal number)")
+        if value is None:
+            digits = len(tok.value)
+            self._error(f"integer literal too large: its {digits:,} digits exceed 2**1024",
+                        self._tok(tok), code="APK802", limit="2**1024",
+                        help="apdsl integers are limited to 2**1024 (about 1.8e308) in "
+                             "magnitude; the limit is fixed")
         return A.Const(value, Span(self.file, tok.line, tok.column, tok.end_line,
                                    tok.end_column))
 

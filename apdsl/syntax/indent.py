@@ -13,6 +13,7 @@ from lark import Token
 from lark.indenter import Indenter
 
 from ..errors import ApdslSyntaxError, Span
+from ..semantics.limits import MAX_NESTING
 
 _CLOSING = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 
@@ -89,6 +90,8 @@ class ApkIndenter(Indenter):
                     brackets.pop()
             elif kind in ("LPAR", "LSQB", "LBRACE"):
                 brackets.append(tok)
+                if len(brackets) + len(levels) - 1 > MAX_NESTING:
+                    raise _too_deep(tok, state.file, len(levels) - 1, len(brackets))
         line = last.end_line if last is not None else 1
         column = last.end_column if last is not None else 1
         for _ in levels[1:]:
@@ -107,6 +110,8 @@ class ApkIndenter(Indenter):
                                 help="indent with spaces only")
         if width > levels[-1]:
             levels.append(width)
+            if len(levels) - 1 > MAX_NESTING:
+                raise _too_deep(tok, state.file, len(levels) - 1, 0, line=line, end=width + 1)
             yield Token("_INDENT", indent_text, 0, line, 1, line, width + 1, 0)
             return
         if width not in levels:
@@ -126,6 +131,23 @@ def _indent_error(message: str, file: str, line: int, column: int, end_column: i
     end_column = max(end_column, column + 1)
     return ApdslSyntaxError(message, code="APK003",
                             span=Span(file, line, column, line, end_column), **kwargs)
+
+
+def _too_deep(tok: Token, file: str, blocks: int, brackets: int, line: int | None = None,
+              end: int | None = None) -> ApdslSyntaxError:
+    """Source nesting past MAX_NESTING (SPEC section 15), as CPython refuses too many nested
+    parentheses or blocks; `tok` is the bracket or the indentation that goes one level too
+    deep."""
+    if line is None:
+        span = Span(file, tok.line, tok.column, tok.end_line, tok.end_column)
+    else:
+        span = Span(file, line, 1, line, max(end or 2, 2))
+    return ApdslSyntaxError(
+        f"too deeply nested: more than {MAX_NESTING} levels of blocks and brackets",
+        code="APK125", span=span, limit=MAX_NESTING,
+        notes=[f"here {blocks} blocks and {brackets} brackets are open"],
+        help=f"source nesting is limited to {MAX_NESTING} levels and the limit is fixed; move "
+             "inner parts into helpers or intermediate names")
 
 
 def _unsupported(tok: Token, file: str) -> ApdslSyntaxError:

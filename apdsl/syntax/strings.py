@@ -6,6 +6,8 @@ source characters even when escapes make value and source differ in length.
 
 from __future__ import annotations
 
+import re
+
 _SIMPLE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "a": "\a",
            "b": "\b", "f": "\f", "v": "\v"}
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
@@ -28,13 +30,47 @@ def quote_length(raw: str) -> int:
     return 3 if len(raw) >= 6 and raw[:3] in ('"""', "'''") else 1
 
 
+# The escapes `_escape` accepts, and CRLF; a backslash matching none of them is invalid.
+_VALID = re.compile(r"\\(?:[\\'\"ntrabfv\n]|\r\n?|[0-7]{1,3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}"
+                    r"|U[0-9a-fA-F]{8})|\r\n|\\")
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _replace(m: re.Match) -> str:
+    text = m.group()
+    if text == "\r\n":
+        return "\n"
+    if len(text) == 1:  # a lone backslash: an invalid escape
+        raise _Invalid
+    c = text[1]
+    if c in _SIMPLE:
+        return _SIMPLE[c]
+    if c in "\r\n":
+        return ""
+    if c in _OCTAL:
+        return chr(int(text[1:], 8))
+    code = int(text[2:], 16)
+    if code > 0x10FFFF:
+        raise _Invalid
+    return chr(code)
+
+
 def decode(raw: str) -> str:
-    """The value of the literal `raw` (quotes included).  Raises BadEscape."""
+    """The value of the literal `raw` (quotes included).  Raises BadEscape.
+
+    One regular-expression substitution, so a long literal with many escapes costs a few
+    bytes an escape; an invalid escape is located by `_scan`, which maps every character."""
     q = quote_length(raw)
     body = raw[q:len(raw) - q]
     if "\\" not in body and "\r" not in body:
         return body
-    return _scan(raw)[0]
+    try:
+        return _VALID.sub(_replace, body)
+    except _Invalid:
+        return _scan(raw)[0]  # raises BadEscape at the invalid escape
 
 
 def raw_offsets(raw: str) -> tuple[list[int], list[int], int]:

@@ -119,6 +119,16 @@ def set_target(name: str) -> Target:
     return t
 
 
+def snapshot() -> dict[str, str]:
+    """The generation in force for each family (for `restore`)."""
+    return dict(_current)
+
+
+def restore(saved: dict[str, str]) -> None:
+    _current.clear()
+    _current.update(saved)
+
+
 @contextmanager
 def target(name: str) -> Iterator[Target]:
     """Within the `with` block, `name` is the current target of its family; the previous one is

@@ -152,7 +152,8 @@ def test_check_of_a_huge_tiled_transpose_ends_within_the_budget(tmp_path):
     source = (ROOT / "examples" / "tiled_transpose.apk").read_text()
     (tmp_path / "tt.apk").write_text(source.replace("M = 300", "M = 10**9"))
     (tmp_path / "tiles.apk").write_text((ROOT / "stdlib" / "tiles.apk").read_text())
-    proc = cli("check", "tt.apk", "--max-steps", "20000", cwd=tmp_path)
+    # (the memory budget must allow the 800 GB input, which check does not allocate)
+    proc = cli("check", "tt.apk", "--max-steps", "20000", "--max-memory", "4T", cwd=tmp_path)
     assert proc.returncode == 1 and codes(proc.stderr) == ["APK801"], proc.stderr
 
 

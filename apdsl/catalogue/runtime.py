@@ -45,7 +45,10 @@ Memory starts unwritten, as on hardware, where it holds whatever the last kernel
 instruction (or `host(t)` / `t.numpy()`) that reads an element no instruction wrote is almost
 always a bug: a missing load, a tile loop that misses the tail, fractal padding never zeroed.
 The error names the tensor, the first unwritten element (its coordinate in the view and its
-storage offset) and where the tensor was allocated. `--no-init-check` or
+storage offset) and where the tensor was allocated. Written state is kept per byte (per nibble
+for int4, two elements a byte): an element counts as written only when all of its bytes are, so
+writing one byte of each float32 through a `uint8` view, or one bfloat16 half of it, leaves it
+unwritten, and the message says how many of its bytes were written. `--no-init-check` or
 `apdsl.options(init_check=False)` turns the check off; unwritten memory then reads as 0.
 """, """
 t: f32[128, 64] @ sbuf

@@ -254,3 +254,4 @@ def test_check_reports_what_run_reports(src, expected, tmp_path):
         Program(src, str(tmp_path / "t.apk"), str(tmp_path)).run(out=io.StringIO())
     assert where(e.value) == expected
     assert [where(x) for x in p.check()] == [expected]
+

@@ -18,8 +18,9 @@ from ..tensor import targets
 from ..tensor.view import Tensor
 
 # The instructions that write their `dst` operand whole, through `dst` itself.  On Ascend,
-# `mmad` and a copy between TLA tiles write only the valid extent (nothing when it is empty):
-# they are left to `run` rather than checked on a view they would not write.
+# `mmad` and a copy between TLA tiles write only the valid extent (nothing when it is empty),
+# and a memset of a formatted tensor or a load into L0A/L0B writes the fractals around it:
+# those are left to `run` rather than checked on a view they would not write.
 WRITERS = frozenset({"dma_copy", "tensor_copy", "memset", "iota", "nc_matmul"})
 ASCEND_WRITERS = frozenset({"dma_copy", "memset"})
 
@@ -51,6 +52,11 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
         if op not in ASCEND_WRITERS or dst.origin_shape is not None or (
                 type(src) is Tensor and src.origin_shape is not None):
             return
+        if op == "memset" and dst.format != "ND":
+            return  # InitConstValue writes the whole fractals under dst, not dst itself
+        from ..runtime.ascend import LOAD_PATHS
+        if type(src) is Tensor and (src.buffer, dst.buffer) in LOAD_PATHS:
+            return  # Load2D and LoadData move the whole fractals under dst, not dst itself
     from ..runtime import execute as ex
     from ..runtime.instructions import _label
     label = _label(op, bound.arguments.get("name"))

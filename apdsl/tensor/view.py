@@ -17,8 +17,9 @@ from ..records import record, replace
 from . import targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
-from .layout import Dim, Layout, contiguous, is_static, merge_dims, reshape_blocks, split_dim
+from .layout import Dim, Layout, is_static
 from .registers import VirtualRegister
+from .regroup import blames_a_slice, check_ndim, rearranged, sliced_across
 from .storage import Storage
 
 
@@ -197,7 +198,7 @@ class Tensor:
 
     # -- helpers -------------------------------------------------------------------------------
     def _with(self, layout: Layout, **kw: Any) -> Tensor:
-        _check_ndim(layout.ndim)
+        check_ndim(layout.ndim)
         if self.origin_shape is not None and "origin_shape" not in kw:
             kw.update(self._tla("this view method"))
         return replace(self, layout=layout, **kw)
@@ -470,7 +471,7 @@ class Tensor:
             raise _err(f"flatten_dims: start_dim {a} is after end_dim {b}", "APK210")
         merged = self.layout.merge(a, b)
         if merged is None:
-            raise _sliced_across("flatten_dims", f"dims {a}..{b}", self)
+            raise sliced_across("flatten_dims", f"dims {a}..{b}", self)
         nd = merged.dims[a]
         if not (nd.is_plain or nd.size == 1):
             raise _err(f"flatten_dims: dims {a}..{b} are not contiguous in memory, so they "
@@ -506,8 +507,8 @@ class Tensor:
                                                       self.layout.base + rest.base)
         else:
             layout = self.layout.reshape(tuple(new))
-        if layout is None and _blames_a_slice(self.layout, new, self.has_partition_dim):
-            raise _sliced_across("reshape", f"{self.shape} -> {tuple(new)}", self)
+        if layout is None and blames_a_slice(self.layout, new, self.has_partition_dim):
+            raise sliced_across("reshape", f"{self.shape} -> {tuple(new)}", self)
         if layout is None:
             raise _err(f"reshape: {self.shape} -> {tuple(new)} needs a copy in this layout",
                        "APK209", notes=[f"strides = {self.strides}",
@@ -534,7 +535,7 @@ class Tensor:
                        f"has {self.shape[d]}", "APK225")
         layout = self.layout.split(d, tuple(sizes))
         if layout is None and not self.layout.dims[d].is_regular:
-            raise _sliced_across("reshape_dim", f"dim {d} into {tuple(sizes)}", self)
+            raise sliced_across("reshape_dim", f"dim {d} into {tuple(sizes)}", self)
         if layout is None:
             raise _err(f"reshape_dim: dim {d} cannot be split into {tuple(sizes)} without a "
                        "copy (its blocks do not divide that way)", "APK209",
@@ -570,8 +571,8 @@ class Tensor:
 
     def _apply_plan(self, plan: Any) -> Tensor:
         self._static("rearrange")
-        _check_ndim(len(plan.output_shape), "rearrange")
-        layout = _rearranged(self, plan)
+        check_ndim(len(plan.output_shape), "rearrange")
+        layout = rearranged(self, plan)
         if self.has_partition_dim and layout.dims[0] != self.layout.dims[0]:
             raise _err("rearrange: the partition dimension must stay the first output "
                        "dimension, unchanged", "APK202",
@@ -675,7 +676,7 @@ class Tensor:
             if is_static(c0) and c0 > t.partitions:
                 raise TargetError(f"ap: {c0} partitions exceed the {t.partitions} of {t.name}",
                                   code="APK301")
-        _check_ndim(len(pairs), "ap")
+        check_ndim(len(pairs), "ap")
         layout = Layout.from_pattern(pairs, base)
         dyn = None
         if scalar_offset is not None or vector_offset is not None:
@@ -756,133 +757,6 @@ class _RegSum:
         return self.name
 
 
-MAX_DIMS = 64  # NumPy's limit: a view with more dimensions could never be read or written
-
-
-def _check_ndim(ndim: int, method: str | None = None) -> None:
-    if ndim > MAX_DIMS:
-        what = f"{method}: the result" if method else "the view"
-        raise _err(f"{what} would have {ndim} dimensions, more than the {MAX_DIMS} a view "
-                   "can have", "APK231",
-                   notes=["NumPy, which executes every instruction, holds at most "
-                          f"{MAX_DIMS} dimensions"],
-                   help="merge size-1 axes away: in a pattern, '()' or '1' inside a group "
-                   "adds no dimension", ndim=ndim)
-
-
-def _rearranged(t: Tensor, plan: Any) -> Layout:
-    """The layout of a rearrange, built in one pass (linear in the pattern's length).
-
-    Elementary axes of one input dim that stay adjacent and in order inside one output group
-    are fused first, so a split is asked for only where the output really separates them: the
-    result is a view whenever it is a layout, even if the elementary axes alone are not.
-    """
-    dims = t.layout.dims
-    sizes = plan.axis_sizes
-    owner = [k for k, axes in enumerate(plan.input_axes) for _ in axes]
-    following: dict[int, int] = {}  # a non-unit axis -> the next non-unit axis of its dim
-    last: dict[int, int] = {}
-    for e, k in enumerate(owner):
-        if sizes[e] != 1:
-            if k in last:
-                following[last[k]] = e
-            last[k] = e
-    # A group that is exactly one input dim's axes, in order, is that dim unchanged (even a
-    # size-1 one, whose stride lowering still prints).
-    first_axis = [0]
-    for axes in plan.input_axes:
-        first_axis.append(first_axis[-1] + len(axes))
-    whole: dict[int, int] = {}  # output group -> input dim
-    for g, group in enumerate(plan.output_groups):
-        if group:
-            k = owner[plan.order[group[0]]]
-            lo = first_axis[k]
-            if len(group) == first_axis[k + 1] - lo and all(
-                    plan.order[p] == lo + i for i, p in enumerate(group)):
-                whole[g] = k
-    kept = set(whole.values())
-    # runs: fused axes, each a list of elementary axes; group_runs: per output group
-    runs: list[list[int]] = []
-    group_runs: list[list[int]] = []
-    for g, group in enumerate(plan.output_groups):
-        mine: list[int] = []
-        if g in whole:
-            group_runs.append(mine)
-            continue
-        prev = None
-        for pos in group:
-            e = plan.order[pos]
-            if sizes[e] == 1:
-                continue
-            if prev is not None and following.get(prev) == e:
-                runs[mine[-1]].append(e)
-            else:
-                mine.append(len(runs))
-                runs.append([e])
-            prev = e
-        group_runs.append(mine)
-    # split each input dim into its runs (in input order)
-    per_dim: dict[int, list[int]] = {}
-    for r in sorted(range(len(runs)), key=lambda r: runs[r][0]):
-        per_dim.setdefault(owner[runs[r][0]], []).append(r)
-    run_dim: list[Dim | None] = [None] * len(runs)
-    base = t.layout.base
-    for k, d in enumerate(dims):
-        rs = per_dim.get(k)
-        if k in kept:
-            continue
-        if not rs:
-            base += d.first  # a size-1 dim (or all its axes size 1): index 0
-            continue
-        cut = split_dim(d, tuple(prod(sizes[e] for e in runs[r]) for r in rs))
-        if cut is None:
-            axes = tuple(sizes[e] for e in range(len(owner)) if owner[e] == k)
-            if not d.is_regular:
-                raise _sliced_across("rearrange", f"dim {k} into {axes}", t)
-            raise _err(f"rearrange: dim {k} cannot be split into {axes} without a copy "
-                       "(its modes do not divide there)", "APK209",
-                       notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
-                       help="split a nested dimension only at its blocks, or keep its axes "
-                       "together and in order in one output group")
-        for r, nd in zip(rs, cut[0]):
-            run_dim[r] = nd
-        base += cut[1]
-    out: list[Dim] = []
-    for k, mine in enumerate(group_runs):
-        if k in whole:
-            out.append(dims[whole[k]])
-            continue
-        merged = merge_dims(tuple(run_dim[r] for r in mine))  # type: ignore[misc]
-        if merged is None:
-            raise _sliced_across("rearrange", f"output dimension {k}", t)
-        out.append(merged[0])
-        base += merged[1]
-    return Layout(tuple(out), base)
-
-
-def _sliced_across(method: str, what: str, t: Tensor) -> ViewError:
-    """One root cause, one code: a dim sliced across its blocks that the op would have to cut
-    or merge where its offsets are no layout."""
-    return _err(f"{method}: {what}: a dimension sliced across the blocks of a nested "
-                "dimension cannot be split or merged this way", "APK214",
-                notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
-                help="merge or split before slicing, or slice whole blocks")
-
-
-def _blames_a_slice(layout: Layout, shape: tuple[int, ...], onchip: bool) -> bool:
-    """Whether a refused reshape fails in a block holding a dim sliced across its blocks."""
-    dims = layout.dims[1:] if onchip else layout.dims
-    blocks = reshape_blocks(dims, tuple(shape[1:] if onchip else shape))
-    if blocks is None:
-        return False
-    for group, sizes in blocks:
-        ok = contiguous(group) and (m := merge_dims(group)) is not None and \
-            split_dim(m[0], sizes) is not None
-        if not ok:
-            return any(not d.is_regular for d in group)
-    return False
-
-
 def _check_pattern(pattern: Any) -> list[list[Any]]:
     if not isinstance(pattern, (list, tuple)) or not pattern:
         raise _err(f"ap: pattern must be a non-empty list of [stride, count] pairs, got "
@@ -954,7 +828,7 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
         raise ApdslTypeError(f"ndarray: shape must be a tuple of ints, got {shape!r}",
                              code="APK111")
     shape = tuple(int(n) for n in shape)
-    _check_ndim(len(shape), "ndarray")
+    check_ndim(len(shape), "ndarray")
     if any(n < 1 for n in shape) or not shape:
         raise _err(f"ndarray: every dimension must be >= 1, got {shape}", "APK225")
     if targets.is_onchip(buf) and len(shape) < 2:

@@ -490,7 +490,8 @@ def forget(t: Tensor) -> None:
 def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
          name: str | None = None) -> None:
     """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
-    `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 in int32.
+    `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 and int4
+    in int32.
     Computes the valid extent; with `strict_padding` K is read in whole fractals.
 
     >>> g = apdsl.from_numpy(np.ones((16, 16), np.float16), "gm")

@@ -236,3 +236,37 @@ def test_mixed_width_writes_against_a_nibble_model(writes, rdtype, rstart, rcoun
             view.numpy()
         first = int(np.argmin(written[lo:hi].reshape(rcount, -1).all(axis=1)))
         assert err.value.facts["coord"] == (0, first)
+
+
+HALVES = """\
+kernel k(h: bf16[4, 8] @ hbm) -> f32[4, 8] @ hbm:
+    r: f32[4, 8] @ hbm
+    dma_copy(r.ap([[16, 4], [2, 8]], dtype=bf16), h)
+{second}    return r
+"""
+
+
+def test_cli_half_written_result_is_refused_and_whole_one_written(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def run(source: str) -> subprocess.CompletedProcess:
+        (tmp_path / "h.apk").write_text(source)
+        return subprocess.run([sys.executable, "-m", "apdsl", "run", "h.apk", "-i", "h=h.npy",
+                               "-o", "out.npy"], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    h = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    np.save(tmp_path / "h.npy", h)
+    r = run(HALVES.format(second=""))
+    assert r.returncode == 1 and "error[APK404]" in r.stderr and "Traceback" not in r.stderr
+    assert "reads r[0, 0] (storage element 0) when only 2 of its 4 bytes were written" \
+        in r.stderr
+    assert "2 |     r: f32[4, 8] @ hbm" in r.stderr and "allocated here" in r.stderr
+    assert not (tmp_path / "out.npy").exists()
+    r = run(HALVES.format(second="    dma_copy(r.ap([[16, 4], [2, 8]], offset=1, dtype=bf16), "
+                                 "h)\n"))
+    assert r.returncode == 0, r.stderr
+    bits = h.astype(apdsl.bfloat16.np).view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy").view(np.uint32),
+                                  bits | (bits << 16))

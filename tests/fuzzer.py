@@ -126,7 +126,7 @@ def mutate(rng: random.Random, text: str, corpus: list[str], tokens: list[str],
            npy_names: list[str]) -> str:
     """Apply one to four line- or token-level mutations to a seed program."""
     lines = text.splitlines() or ["x = 1"]
-    for _ in range(rng.randint(1, 4)):
+    for _ in range(rng.choice([1, 1, 1, 2, 2, 3, 4])):
         i = rng.randrange(len(lines))
         line = lines[i]
         how = rng.randrange(10)
@@ -163,10 +163,26 @@ def mutate(rng: random.Random, text: str, corpus: list[str], tokens: list[str],
 def program(rng: random.Random, corpus: list[str], tokens: list[str],
             npy_names: list[str]) -> str:
     """The i-th program: generated from scratch, or a mutated seed."""
-    if rng.random() < 0.35:
-        stmts = [statement(rng, npy_names) for _ in range(rng.randint(1, 8))]
+    if rng.random() < 0.45:
+        stmts = prelude(rng) + [statement(rng, npy_names) for _ in range(rng.randint(1, 8))]
         return "\n".join(stmts) + "\n"
     return mutate(rng, rng.choice(corpus), corpus, tokens, npy_names)
+
+
+def prelude(rng: random.Random) -> list[str]:
+    """Declarations of most of the generator's names, so statements reach the model rather than
+    stopping at an unknown name."""
+    out = []
+    for name in rng.sample(NAMES, rng.randint(3, len(NAMES))):
+        if name == "i":
+            continue
+        dims = [rng.choice([1, 4, 16, 32, 64, 128, 130, 512]) for _ in range(rng.randint(1, 3))]
+        buffer = rng.choice(BUFFERS)
+        fmt = rng.choice(FORMATS) if buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub") else ""
+        init = rng.choice(["", " = 0", " = arange", " = random(3)", " = ones"])
+        out.append(f"{name}: {rng.choice(DTYPES)}[{', '.join(map(str, dims))}] @ {buffer}"
+                   f"{fmt}{init}")
+    return out
 
 
 # -- bad .npy files ----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from ..tensor.view import Tensor
 from .session import ALIASES, COMMANDS, Session
 
 __all__ = ["main", "run_script", "run_interactive", "history_path", "make_prompt", "Scan",
-           "scan", "continuation", "ScriptReader", "ApkCompleter", "receiver"]
+           "scan", "continuation", "ScriptReader", "ApkCompleter", "receiver", "INPUT_STYLE",
+           "input_style"]
 
 PROMPT = "apk> "
 CONTINUATION = "...  "
@@ -427,6 +428,37 @@ def _completer(session: Session) -> Any:
     return _Completer(session)
 
 
+# -- colours of the input as you type ------------------------------------------------------------
+
+# Pygments' default style is made for a white page (names #19177c, drawn #000087 by a 256-colour
+# terminal: unreadable on black).  These are mid-tone colours of the xterm 256-colour palette
+# itself (so no terminal rounds them to something darker), each with a WCAG contrast of at
+# least 3 against black and against white; names, operators and punctuation keep the terminal's
+# own foreground, readable whatever its background.  Only these rules apply: the default
+# Pygments style is left out (`include_default_pygments_style=False`).
+INPUT_STYLE: dict[str, str] = {
+    "pygments.comment": "italic #878787",
+    "pygments.keyword": "#af5fd7",
+    "pygments.keyword.type": "#008787",
+    "pygments.name.builtin": "#5f87d7",
+    "pygments.name.function": "#5f8700",
+    "pygments.name.variable": "bold",
+    "pygments.name.constant": "#af8700",
+    "pygments.name.class": "#d75f87",
+    "pygments.name.namespace": "#878787",
+    "pygments.punctuation.marker": "#af8700",
+    "pygments.literal.string": "#af5f5f",
+    "pygments.literal.string.escape": "bold #af5f5f",
+    "pygments.literal.number": "#0087af",
+}
+
+
+def input_style() -> Any:
+    """The prompt_toolkit style of the REPL's input highlighting (`INPUT_STYLE`)."""
+    from prompt_toolkit.styles import Style
+    return Style.from_dict(INPUT_STYLE)
+
+
 # -- the interactive prompt ---------------------------------------------------------------------
 
 def _bindings(completer: ApkCompleter) -> Any:
@@ -486,7 +518,8 @@ def make_prompt(session: Session, *, input: Any = None, output: Any = None,
     completer = _completer(session)
     return PromptSession(
         PROMPT, multiline=True, prompt_continuation=CONTINUATION,
-        lexer=PygmentsLexer(ApkLexer), completer=completer, complete_while_typing=False,
+        lexer=PygmentsLexer(ApkLexer), style=input_style(), include_default_pygments_style=False,
+        completer=completer, complete_while_typing=False,
         key_bindings=_bindings(completer), history=history if history is not None
         else _history(session.err), auto_suggest=AutoSuggestFromHistory(),
         enable_history_search=False, input=input, output=output)

@@ -79,6 +79,20 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
+def grid_range(text: str) -> tuple[int, int]:
+    """`--rows`/`--cols` values: `A:B` (B excluded), `A:` or `:B`; A defaults to 0."""
+    start, colon, end = text.partition(":")
+    try:
+        a = int(start) if start.strip() else 0
+        b = int(end) if end.strip() else 1 << 62
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B (rows or columns A to B-1), got "
+                                         f"'{text}'") from None
+    if not colon or a < 0 or b <= a:
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B, got '{text}'")
+    return a, b
+
+
 def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
     sp.add_argument("-i", dest="inputs", metavar="NAME=PATH.npy", action="append", default=[],
                     help=f"a kernel input (repeatable); {what}")
@@ -117,9 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")
     sh.add_argument("file", metavar="FILE")
-    sh.add_argument("name", metavar="NAME")
+    sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
+                    "view bound to NAME while KERNEL runs")
+    inputs_option(sh, "with KERNEL.NAME; missing inputs get seeded data")
     sh.add_argument("--svg", metavar="OUT.svg")
     sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
+    sh.add_argument("--rows", metavar="A:B", type=grid_range,
+                    help="draw only storage-grid rows A to B-1 (partitions on chip)")
+    sh.add_argument("--cols", metavar="C:D", type=grid_range,
+                    help="draw only storage-grid columns C to D-1")
+    sh.add_argument("--zoom", action="store_true",
+                    help="draw only the rows and columns the view touches")
     program_options(sh)
 
     program_options(sub.add_parser("repl", help="interactive session"))

@@ -13,7 +13,7 @@ fractals of one storage band side by side so fractal borders can be drawn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Any
 
@@ -37,6 +37,14 @@ class Geometry:
     col_axis: str
     fractal: tuple[int, int] | None = None  # (rows, cols) of one fractal, drawn as borders
     per_band: int = 1  # fractals side by side in one band (fractal storage only)
+    # a window of the grid (`Picture.window`): where it starts and the whole grid's size
+    row_origin: int = 0
+    col_origin: int = 0
+    full: tuple[int, int] | None = None
+
+    @property
+    def windowed(self) -> bool:
+        return self.full is not None and self.full != (self.rows, self.cols)
 
     @property
     def elements(self) -> int:
@@ -164,14 +172,27 @@ class Picture:
     drawn: int  # accesses drawn (fewer when runtime indices are unknown)
     outside: int  # accesses that fall outside the storage
     notes: tuple[str, ...]
+    # (distinct, max_count, elements) of the whole grid, kept when a window is drawn
+    totals: tuple[int, int, int] | None = None
 
     @property
     def distinct(self) -> int:
-        return int(np.count_nonzero(self.count))
+        return self.totals[0] if self.totals else int(np.count_nonzero(self.count))
+
+    @property
+    def distinct_all(self) -> int:
+        return self.distinct
 
     @property
     def max_count(self) -> int:
+        if self.totals:
+            return self.totals[1]
         return int(self.count.max()) if self.count.size else 0
+
+    @property
+    def elements(self) -> int:
+        """Storage elements of the whole grid (a window draws only part of them)."""
+        return self.totals[2] if self.totals else self.geometry.elements
 
     @staticmethod
     def of(t: Tensor, title: str = "") -> Picture:
@@ -216,9 +237,10 @@ class Picture:
         side_r, side_c = geo.fractal or (None, None)
         fr = _factor(geo.rows, max_rows, side_r)
         fc = _factor(geo.cols, max_cols, side_c)
+        r0, c0 = geo.row_origin, geo.col_origin
         if fr == 1 and fc == 1:
             return Cells(self.order, self.count, np.zeros(self.order.shape, bool),
-                         np.arange(geo.rows), np.arange(geo.cols), 1, 1, geo.fractal)
+                         r0 + np.arange(geo.rows), c0 + np.arange(geo.cols), 1, 1, geo.fractal)
         big = np.iinfo(np.int64).max
         first = _blocks(np.where(self.order < 0, big, self.order), fr, fc, big).min(axis=(1, 3))
         order = np.where(first == big, -1, first)
@@ -231,8 +253,50 @@ class Picture:
         fractal = None
         if geo.fractal is not None and side_r % fr == 0 and side_c % fc == 0:
             fractal = (side_r // fr, side_c // fc)
-        return Cells(order, count, partial, np.arange(order.shape[0]) * fr,
-                     np.arange(order.shape[1]) * fc, fr, fc, fractal)
+        return Cells(order, count, partial, r0 + np.arange(order.shape[0]) * fr,
+                     c0 + np.arange(order.shape[1]) * fc, fr, fc, fractal)
+
+    def window(self, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None
+               ) -> Picture:
+        """The part of the grid in rows [a, b) and columns [c, d) (None: all of that axis).
+        With fractal storage the window grows outward to whole fractals, so borders stay
+        where they are.  The facts (accesses, distinct elements) stay those of the whole view;
+        a note says how much of what the view touches lies outside the window."""
+        geo = self.geometry
+        (a, b), (c, d) = rows or (0, geo.rows), cols or (0, geo.cols)
+        a, b = max(a, 0), min(b, geo.rows)
+        c, d = max(c, 0), min(d, geo.cols)
+        if a >= b or c >= d:
+            raise ValueError(f"the window is empty: the grid has {geo.rows} rows and "
+                             f"{geo.cols} columns")
+        if geo.fractal is not None:
+            fr, fc = geo.fractal
+            a, b = a // fr * fr, min(-(-b // fr) * fr, geo.rows)
+            c, d = c // fc * fc, min(-(-d // fc) * fc, geo.cols)
+        if (a, b, c, d) == (0, geo.rows, 0, geo.cols):
+            return self
+        full = geo.full or (geo.rows, geo.cols)
+        new_geo = replace(geo, rows=b - a, cols=d - c, row_origin=geo.row_origin + a,
+                          col_origin=geo.col_origin + c, full=full)
+        order, count = self.order[a:b, c:d], self.count[a:b, c:d]
+        outside = self.distinct_all - int(np.count_nonzero(count))
+        ra, ca = new_geo.row_origin, new_geo.col_origin
+        note = (f"drawn: {new_geo.row_axis}s {ra}-{ra + b - a - 1} and {new_geo.col_axis}s "
+                f"{ca}-{ca + d - c - 1} of {full[0]} x {full[1]}; "
+                + (f"{outside} touched element{'s' if outside != 1 else ''} lie outside"
+                   if outside else "every touched element is inside"))
+        return replace(self, geometry=new_geo, order=order, count=count,
+                       notes=(*self.notes, note), totals=self.totals or (
+                           self.distinct, self.max_count, geo.elements))
+
+    def zoomed(self, margin: int = 0) -> Picture:
+        """The window around every touched element (plus `margin` cells each side)."""
+        rows = np.flatnonzero((self.order >= 0).any(axis=1))
+        cols = np.flatnonzero((self.order >= 0).any(axis=0))
+        if rows.size == 0:
+            return self
+        return self.window((int(rows[0]) - margin, int(rows[-1]) + 1 + margin),
+                           (int(cols[0]) - margin, int(cols[-1]) + 1 + margin))
 
 
 # -- accesses -----------------------------------------------------------------------------------

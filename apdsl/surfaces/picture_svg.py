@@ -177,7 +177,7 @@ def _legend(pic: Picture, x0: float, y0: float, index: int) -> tuple[list[str], 
 def _facts(pic: Picture, cells: Cells) -> list[str]:
     lines = [f"view     {pic.view}", f"pattern  {pic.pattern}", f"offset   {pic.offset}",
              f"touched  {pic.accesses} accesses, {pic.distinct} distinct storage elements of "
-             f"{pic.geometry.elements}" + (f" (some touched {pic.max_count} times)"
+             f"{pic.elements}" + (f" (some touched {pic.max_count} times)"
                                             if pic.max_count > 1 else "")]
     if cells.summarised:
         lines.append(f"summary  each cell is a block of {cells.row_step} x {cells.col_step} "

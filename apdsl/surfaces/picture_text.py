@@ -86,7 +86,7 @@ def _legend(pic: Picture, cells: Cells) -> list[Row]:
 def _facts(pic: Picture) -> list[Row]:
     touched = (f"{pic.accesses} access{'es' if pic.accesses != 1 else ''}, "
                f"{pic.distinct} distinct storage element{'s' if pic.distinct != 1 else ''} "
-               f"touched of {pic.geometry.elements}")
+               f"touched of {pic.elements}")
     if pic.drawn != pic.accesses:
         touched += f" ({pic.drawn} accesses drawn)"
     if pic.max_count > 1:
@@ -112,11 +112,12 @@ def _cell_segment(cells: Cells, r: int, c: int, width: int, n: int, per: int) ->
 def heading(pic: Picture) -> list[str]:
     """The lines saying what the grid is: the storage and how it is laid out."""
     geo = pic.geometry
+    rows, cols = geo.full or (geo.rows, geo.cols)
     if geo.fractal is None:
-        return [f"storage {pic.storage} ({geo.rows} {geo.row_axis}s x {geo.cols} "
+        return [f"storage {pic.storage} ({rows} {geo.row_axis}s x {cols} "
                 f"{geo.col_axis}s)"]
     return [f"storage {pic.storage}",
-            f"drawn as {geo.rows} rows x {geo.cols} columns: each storage band's "
+            f"drawn as {rows} rows x {cols} columns: each storage band's "
             f"{geo.per_band} fractal{'s' if geo.per_band != 1 else ''} side by side"]
 
 

@@ -1,7 +1,12 @@
-"""`apdsl show FILE NAME [--svg OUT.svg] [--steps]`: draw which storage elements a view touches.
+"""`apdsl show FILE NAME [-i ...] [--svg OUT.svg] [--steps] [--rows A:B] [--cols C:D] [--zoom]`:
+draw which storage elements a view touches.
 
-The program's top-level statements run (no kernel) in a fresh namespace; NAME is looked up
-there and drawn as a `Picture`.  With `--steps`, the chain of view operations that made NAME
+The program's top-level statements run in a fresh namespace; NAME is looked up there and drawn
+as a `Picture`.  `KERNEL.NAME` names a view bound inside a kernel: the kernel then runs to the
+end (on `-i` inputs or seeded ones) while its frame records every binding of NAME, and the last
+view bound to it is drawn, even if the block that declared its storage has ended since.
+`--rows`/`--cols` draw a window of the storage grid, `--zoom` the window around what the view
+touches: a small view of a large tile is then drawn element by element, not as blocks.  With `--steps`, the chain of view operations that made NAME
 (`t -> slice -> permute -> rearrange`) is re-evaluated prefix by prefix and every intermediate
 view is drawn under its source text; names the chain starts from are followed back to their own
 assignments, down to a declaration.
@@ -46,23 +51,33 @@ def _command(args: Any) -> int:
     from ..tensor.storage import fresh_accounting
     apply_target(getattr(args, "target", None))
     program = load_program(args.file, getattr(args, "target", None))
+    kernel, name = _split_name(program, args)
+    inputs = _kernel_inputs(program, args, kernel)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
     with fresh_accounting(), collect_warnings() as warnings:
         try:
             interp.exec_module(program.module, namespace)
+            bindings = _run_watching(namespace, kernel, name, inputs, interp) if kernel \
+                else None
         except ApdslError as e:
-            raise fail([e], interp.sources) from None
+            raise fail([e], {**interp.sources, program.file: program.source},
+                       args.file) from None
         except Exception as e:  # noqa: BLE001 - never a traceback for the user
             raise internal_error(e) from None
         report(list(warnings), interp.sources)
         try:
-            value = lookup(namespace, args.name, interp)
-            if getattr(args, "steps", False):
-                steps = chain_steps(program.module, args.name, interp, namespace)
+            if bindings is not None:
+                steps = [bindings.step(program.module, interp)]
             else:
-                steps = [Step(_title(program.module, args.name), value)]
-            pictures = [Picture.of(s.tensor, s.title) for s in steps]
+                value = lookup(namespace, name, interp)
+                if getattr(args, "steps", False):
+                    steps = chain_steps(program.module, name, interp, namespace)
+                else:
+                    steps = [Step(_title(program.module, name), value)]
+            pictures = [_framed(Picture.of(s.tensor, s.title), args) for s in steps]
+        except Exit:
+            raise
         except ApdslError as e:
             raise fail([e], interp.sources) from None
         except Exception as e:  # noqa: BLE001
@@ -76,6 +91,145 @@ def _command(args: Any) -> int:
         return 0
     _print_pictures(pictures)
     return 0
+
+
+def _split_name(program: Any, args: Any) -> tuple[str | None, str]:
+    """(KERNEL, NAME) of `KERNEL.NAME`, or (None, NAME); a KERNEL that is not one is a
+    command-line mistake (exit 2), as for `run`."""
+    from .cli import usage
+    kernel, dot, name = args.name.partition(".")
+    if not dot:
+        if getattr(args, "inputs", None):
+            raise usage("-i gives a kernel's inputs: name a view inside it as KERNEL.NAME")
+        return None, args.name
+    kernels = [k.name for k in program.kernels()]
+    if kernel not in kernels or not name.isidentifier():
+        from difflib import get_close_matches
+        close = get_close_matches(kernel, kernels, n=1)
+        hint = (f"; did you mean '{close[0]}.{name}'?" if close else
+                f"; kernels: {', '.join(kernels)}" if kernels else "; it has no kernel")
+        raise usage(f"show {args.name}: {program.file} has no kernel '{kernel}' (NAME is a "
+                    f"top-level name or KERNEL.NAME){hint}")
+    if getattr(args, "steps", False):
+        raise usage("--steps follows top-level view chains; KERNEL.NAME draws the last view "
+                    "bound to NAME")
+    return kernel, name
+
+
+def _kernel_inputs(program: Any, args: Any, kernel: str | None) -> dict[str, Any]:
+    if kernel is None:
+        return {}
+    from .cli import _inputs
+    args.kernel = kernel
+    return _inputs(args, program)
+
+
+class _Watched(dict):
+    """A kernel frame's variables that remember every value bound to one name."""
+
+    def __init__(self, base: dict[str, Any], name: str, record: Bindings) -> None:
+        super().__init__(base)
+        self._name, self._record = name, record
+        for k, v in base.items():
+            record.saw(k, v)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._record.saw(key, value)
+        super().__setitem__(key, value)
+
+
+@dataclass
+class Bindings:
+    """What a kernel bound while it ran: the values of NAME, and every name bound to a view."""
+
+    kernel: str
+    name: str
+    values: list[Any]
+    views: set[str]
+
+    def saw(self, key: str, value: Any) -> None:
+        if isinstance(value, Tensor):
+            self.views.add(key)
+        if key == self.name:
+            self.values.append(value)
+
+    def step(self, module: ast.Module, interp: Any) -> Step:
+        """The last view bound to NAME, titled by the source that made it."""
+        shown = f"{self.kernel}.{self.name}"
+        views = [v for v in self.values if isinstance(v, Tensor)]
+        if not views:
+            if self.values:
+                from ..semantics.values import type_name
+                kinds = sorted({type_name(v) for v in self.values})
+                err: ApdslError = ApdslTypeError(
+                    f"'{shown}' is bound to {' and '.join(kinds)}, never to a tensor view",
+                    code="APK110", name=self.name,
+                    help="show draws tensors and views (declarations, slices, rearranges, "
+                    ".ap patterns)")
+            else:
+                from difflib import get_close_matches
+                pool = sorted(self.views)
+                close = get_close_matches(self.name, pool, n=3)
+                err = ApdslNameError(
+                    f"unknown name '{shown}': kernel {self.kernel} never binds '{self.name}'",
+                    code="APK101", name=self.name,
+                    help=(f"did you mean {' or '.join(repr(f'{self.kernel}.{c}') for c in close)}?"
+                          if close else f"views bound in {self.kernel}: "
+                          + ", ".join(pool[:12]) if pool else
+                          f"kernel {self.kernel} binds no tensor view"))
+            err.facts["file"] = COMMAND_LINE
+            raise err
+        view = views[-1]
+        span = interp.origins.get(view)
+        text = source_text(module, _Spanned(span)) if span is not None and \
+            span.file == module.file else ""
+        return Step(f"{shown} = {text}" if text else shown, view)
+
+
+@dataclass(frozen=True)
+class _Spanned:
+    span: Any
+
+
+def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dict[str, Any],
+                  interp: Any) -> Bindings:
+    """Run KERNEL to the end, its own frame (not its helpers') recording NAME's bindings."""
+    from dataclasses import replace
+
+    from ..semantics.program import call_kernel
+    fn = namespace[kernel]
+    record = Bindings(kernel, name, [], set())
+    body = fn.body
+
+    def watched(frame: Any) -> Any:
+        frame.vars = _Watched(frame.vars, name, record)
+        return body(frame)
+
+    call_kernel(replace(fn, body=watched), inputs, interp, namespace)
+    return record
+
+
+def _framed(pic: Picture, args: Any) -> Picture:
+    """The window of the grid the command line asks for (`--rows`, `--cols`, `--zoom`)."""
+    from dataclasses import replace
+
+    from .picture_text import MAX_COLS, MAX_ROWS
+    rows, cols = getattr(args, "rows", None), getattr(args, "cols", None)
+    try:
+        if getattr(args, "zoom", False):
+            pic = pic.zoomed()
+        if rows or cols:
+            pic = pic.window(rows, cols)
+    except ValueError as e:
+        from .cli import usage
+        raise usage(f"--rows/--cols: {e}") from None
+    if not (rows or cols or getattr(args, "zoom", False)) and \
+            pic.cells(MAX_ROWS, MAX_COLS).summarised:
+        geo = pic.zoomed().geometry
+        if geo.windowed and geo.rows <= MAX_ROWS and geo.cols <= MAX_COLS:
+            pic = replace(pic, notes=(*pic.notes, f"--zoom draws the {geo.rows} x {geo.cols} "
+                                      "touched region element by element"))
+    return pic
 
 
 def _print_pictures(pictures: list[Picture]) -> None:
@@ -117,27 +271,35 @@ def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
         raise err
     if name not in namespace:
         from difflib import get_close_matches
-        pool = sorted(k for k, v in namespace.items() if isinstance(v, Tensor)) or \
-            sorted(namespace)
+        pool = sorted(k for k, v in namespace.items() if isinstance(v, Tensor))
         close = get_close_matches(name, pool, n=3)
+        kernels = _kernel_names(namespace)
+        inside = (f"; a view inside a kernel is KERNEL.NAME ({kernels[0]}.{name})"
+                  if kernels else "")
         err = ApdslNameError(
             f"unknown name '{name}': the top level of the program does not define it",
             code="APK101", name=name,
-            help=(f"did you mean {' or '.join(map(repr, close))}?" if close else
-                  f"views defined at the top level: {', '.join(pool[:12])}" if pool else
-                  "show draws views assigned at the top level of the file, outside kernels"))
+            help=(f"did you mean {' or '.join(map(repr, close))}?{inside}" if close else
+                  f"views defined at the top level: {', '.join(pool[:12])}{inside}" if pool
+                  else f"the top level defines no view{inside}"))
         err.facts["file"] = COMMAND_LINE
         raise err
     value = namespace[name]
     if not isinstance(value, Tensor):
         from ..semantics.values import type_name
-        err = ApdslTypeError(f"'{name}' is {type_name(value)}, not a tensor view",
-                             code="APK110", name=name,
-                             help="show draws tensors and views (declarations, slices, "
-                             "rearranges, .ap patterns)")
+        is_kernel = getattr(value, "is_kernel", False)
+        err = ApdslTypeError(f"'{name}' is {'kernel ' + name if is_kernel else type_name(value)}"
+                             ", not a tensor view", code="APK110", name=name,
+                             help=f"{name}.NAME draws a view bound inside the kernel" if
+                             is_kernel else "show draws tensors and views (declarations, "
+                             "slices, rearranges, .ap patterns)")
         err.facts["file"] = COMMAND_LINE
         raise err
     return value
+
+
+def _kernel_names(namespace: dict[str, Any]) -> list[str]:
+    return sorted(k for k, v in namespace.items() if getattr(v, "is_kernel", False))
 
 
 # -- view chains --------------------------------------------------------------------------------

@@ -48,6 +48,10 @@ SMALL = {
     "helper_fails_then_used": "t: f32[8, 8] @ hbm\ndef f():\n"
                               "    return t.slice(0, 0, 99).shape[0]\n"
                               "x = f() + 1\ny = t.slice(0, 0, x)\n",
+    "two_kernels": "kernel a(A: f32[128, 64] @ hbm) -> f32[128, 64] @ sbuf:\n"
+                   "    big = ndarray((128, 40000), f32, sbuf)\n    return big\n\n"
+                   "kernel b(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+                   "    big = ndarray((128, 40000), f32, sbuf)\n    return A\n",
     "kernel_loops": "kernel k(A: f32[256, 64] @ hbm) -> f32[256, 64] @ hbm:\n"
                     "    out = ndarray((256, 64), f32, hbm)\n"
                     "    for i in range(3):\n"

@@ -255,3 +255,20 @@ def test_check_reports_what_run_reports(src, expected, tmp_path):
     assert where(e.value) == expected
     assert [where(x) for x in p.check()] == [expected]
 
+
+
+def test_a_kernel_that_failed_leaves_no_allocation_behind_for_the_next():
+    # check runs every kernel; run runs one.  The error kept from kernel a must not keep a's
+    # 160 KB-a-partition tile allocated while kernel b allocates its own.
+    src = ("kernel a(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+           "    big = ndarray((128, 40000), f32, sbuf)\n"
+           "    return big\n\n"
+           "kernel b(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+           "    big = ndarray((128, 40000), f32, sbuf)\n"
+           "    return A\n")
+    assert [where(e) for e in check(src)] == [("APK133", 1, 36)]
+    p = Program(src, "t.apk")
+    with pytest.raises(ApdslError) as e:
+        p.run("a", out=io.StringIO())
+    assert where(e.value) == ("APK133", 1, 36)
+    assert Program(src, "t.apk").run("b", out=io.StringIO()).value is not None

@@ -342,6 +342,9 @@ class Interpreter:
         name = err.facts.get("name")
         key = (err.code, None if s is None else (s.file, s.line),
                name if isinstance(name, str) else None)
+        # A kept error keeps no frames: their tensors would stay allocated and count against
+        # the capacity of what check mode runs next (the next kernel).
+        err.__traceback__ = err.__context__ = err.__cause__ = None
         if key not in self._seen:
             # appended before it is labelled: nothing after `_seen` may fail and lose it
             self.errors.append(err)

@@ -452,12 +452,13 @@ class Layout:
         base = self.base + sum(d.first for d in self.dims if d.size == 1)
         out: list[Dim] = []
         for group, sizes in blocks:
-            if not contiguous(group):
-                return None
-            merged = merge_dims(tuple(group))
+            if len(group) == 1:
+                merged: tuple[Dim, int] | None = (group[0], 0)
+            else:
+                merged = merge_dims(group) if contiguous(group) else None
             if merged is None:
                 return None
-            cut = split_dim(merged[0], tuple(sizes))
+            cut = split_dim(merged[0], sizes)
             if cut is None:
                 return None
             out.extend(cut[0])
@@ -531,6 +532,9 @@ def merge_dims(group: tuple[Dim, ...]) -> tuple[Dim, int] | None:
         return Dim.plain(1, 0), off
     if len(live) == 1:
         return live[0], off
+    if all(d.is_plain for d in live) and all(  # the common case: contiguous plain dims
+            o.modes[0][1] == i.size * i.modes[0][1] for o, i in zip(live, live[1:])):
+        return Dim.plain(prod(d.size for d in live), live[-1].modes[0][1]), off
     # A slice that is one mode list after all (its pieces are kept for lowering) merges as one.
     for k, d in enumerate(live):
         if not d.is_regular and (d is not live[0] or d.step != 1):
@@ -571,6 +575,12 @@ def split_dim(d: Dim, sizes: tuple[int, ...]) -> tuple[tuple[Dim, ...], int] | N
     if len(live) <= 1:  # one real dim among size-1 ones: d itself
         at = live[0] if live else 0
         return tuple(d if k == at else Dim.plain(1, 0) for k in range(len(sizes))), 0
+    if d.is_plain:  # the common case: one stride, cut anywhere
+        dims, acc = [], d.modes[0][1]
+        for n in reversed(sizes):
+            dims.append(Dim.plain(n, acc))
+            acc *= n
+        return tuple(reversed(dims)), 0
     refined = _refine(_dim_modes(d), sizes) if d.is_regular else None
     if refined is not None:
         dims, off = [], 0

@@ -8,10 +8,12 @@ touched do not divide where the pattern cuts, APK231 for a view of more than 64 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import prod
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ViewError
+from ..records import record
 from .layout import Dim, Layout, contiguous, merge_dims, reshape_blocks, split_dim
 
 if TYPE_CHECKING:
@@ -31,14 +33,65 @@ def check_ndim(ndim: int, method: str | None = None) -> None:
                    "adds no dimension", ndim=ndim)
 
 
-def rearranged(t: Tensor, plan: Any) -> Layout:
-    """The layout of a rearrange, built in one pass (linear in the pattern's length).
+@record
+class Regrouping:
+    """What a rearrange plan does to dims, whatever their layouts (cached per plan).
 
-    Elementary axes of one input dim that stay adjacent and in order inside one output group
-    are fused first, so a split is asked for only where the output really separates them: the
-    result is a view whenever it is a layout, even if the elementary axes alone are not.
+    `splits[k]` is how input dim k is cut (the fused axes' sizes, outer first); None when the
+    dim passes through whole.  `groups[g]` is an input dim (passed through) or the fused axes,
+    as (input dim, position in its cut), that merge into output dim g.
     """
+
+    splits: tuple[tuple[int, ...] | None, ...]
+    groups: tuple[Any, ...]
+
+
+def rearranged(t: Tensor, plan: Any) -> Layout:
+    """The layout of a rearrange, built in one pass (linear in the pattern's length)."""
     dims = t.layout.dims
+    how = regrouping(plan)
+    base = t.layout.base
+    cuts: list[tuple[Dim, ...]] = []
+    for k, (d, sizes) in enumerate(zip(dims, how.splits)):
+        if sizes is None:
+            cuts.append((d,))
+            continue
+        if not sizes:
+            base += d.first  # a size-1 dim (or all its axes size 1): index 0
+            cuts.append(())
+            continue
+        cut = split_dim(d, sizes)
+        if cut is None:
+            axes = plan.input_axes[k]
+            if not d.is_regular:
+                raise sliced_across("rearrange", f"dim {k} into {axes}", t)
+            raise ViewError(f"rearrange: dim {k} cannot be split into {axes} without a copy "
+                            "(its modes do not divide there)", code="APK209",
+                            notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
+                            help="split a nested dimension only at its blocks, or keep its "
+                            "axes together and in order in one output group")
+        cuts.append(cut[0])
+        base += cut[1]
+    out: list[Dim] = []
+    for g, group in enumerate(how.groups):
+        if isinstance(group, int):
+            out.append(dims[group])
+            continue
+        merged = merge_dims(tuple(cuts[k][j] for k, j in group))
+        if merged is None:
+            raise sliced_across("rearrange", f"output dimension {g}", t)
+        out.append(merged[0])
+        base += merged[1]
+    return Layout(tuple(out), base)
+
+
+@lru_cache(maxsize=1024)
+def regrouping(plan: Any) -> Regrouping:
+    """Elementary axes of one input dim that stay adjacent and in order inside one output group
+    are fused first, so a dim is cut only where the output really separates its axes: the
+    result is a view whenever it is a layout, even if the elementary axes alone are not.
+    Size-1 axes take no part.  A group that is exactly one input dim's axes, in order, is that
+    dim unchanged (even a size-1 one, whose stride lowering still prints)."""
     sizes = plan.axis_sizes
     owner = [k for k, axes in enumerate(plan.input_axes) for _ in axes]
     following: dict[int, int] = {}  # a non-unit axis -> the next non-unit axis of its dim
@@ -48,8 +101,6 @@ def rearranged(t: Tensor, plan: Any) -> Layout:
             if k in last:
                 following[last[k]] = e
             last[k] = e
-    # A group that is exactly one input dim's axes, in order, is that dim unchanged (even a
-    # size-1 one, whose stride lowering still prints).
     first_axis = [0]
     for axes in plan.input_axes:
         first_axis.append(first_axis[-1] + len(axes))
@@ -61,14 +112,12 @@ def rearranged(t: Tensor, plan: Any) -> Layout:
             if len(group) == first_axis[k + 1] - lo and all(
                     plan.order[p] == lo + i for i, p in enumerate(group)):
                 whole[g] = k
-    kept = set(whole.values())
-    # runs: fused axes, each a list of elementary axes; group_runs: per output group
-    runs: list[list[int]] = []
+    runs: list[list[int]] = []  # fused axes, each a list of elementary axes
     group_runs: list[list[int]] = []
     for g, group in enumerate(plan.output_groups):
         mine: list[int] = []
+        group_runs.append(mine)
         if g in whole:
-            group_runs.append(mine)
             continue
         prev = None
         for pos in group:
@@ -81,44 +130,20 @@ def rearranged(t: Tensor, plan: Any) -> Layout:
                 mine.append(len(runs))
                 runs.append([e])
             prev = e
-        group_runs.append(mine)
-    # split each input dim into its runs (in input order)
     per_dim: dict[int, list[int]] = {}
     for r in sorted(range(len(runs)), key=lambda r: runs[r][0]):
         per_dim.setdefault(owner[runs[r][0]], []).append(r)
-    run_dim: list[Dim | None] = [None] * len(runs)
-    base = t.layout.base
-    for k, d in enumerate(dims):
-        rs = per_dim.get(k)
-        if k in kept:
-            continue
-        if not rs:
-            base += d.first  # a size-1 dim (or all its axes size 1): index 0
-            continue
-        cut = split_dim(d, tuple(prod(sizes[e] for e in runs[r]) for r in rs))
-        if cut is None:
-            axes = tuple(sizes[e] for e in range(len(owner)) if owner[e] == k)
-            if not d.is_regular:
-                raise sliced_across("rearrange", f"dim {k} into {axes}", t)
-            raise ViewError(f"rearrange: dim {k} cannot be split into {axes} without a copy "
-                       "(its modes do not divide there)", code="APK209",
-                       notes=[f"shape = {t.shape}", f"layout = {t.layout}"],
-                       help="split a nested dimension only at its blocks, or keep its axes "
-                       "together and in order in one output group")
-        for r, nd in zip(rs, cut[0]):
-            run_dim[r] = nd
-        base += cut[1]
-    out: list[Dim] = []
-    for k, mine in enumerate(group_runs):
-        if k in whole:
-            out.append(dims[whole[k]])
-            continue
-        merged = merge_dims(tuple(run_dim[r] for r in mine))  # type: ignore[misc]
-        if merged is None:
-            raise sliced_across("rearrange", f"output dimension {k}", t)
-        out.append(merged[0])
-        base += merged[1]
-    return Layout(tuple(out), base)
+    where: dict[int, tuple[int, int]] = {}  # run -> (input dim, position in its cut)
+    for k, rs in per_dim.items():
+        for j, r in enumerate(rs):
+            where[r] = (k, j)
+    kept = set(whole.values())
+    splits = tuple(None if k in kept else
+                   tuple(prod(sizes[e] for e in runs[r]) for r in per_dim.get(k, ()))
+                   for k in range(len(plan.input_axes)))
+    groups = tuple(whole[g] if g in whole else tuple(where[r] for r in mine)
+                   for g, mine in enumerate(group_runs))
+    return Regrouping(splits, groups)
 
 
 def sliced_across(method: str, what: str, t: Tensor) -> ViewError:

@@ -270,3 +270,27 @@ def test_cli_half_written_result_is_refused_and_whole_one_written(tmp_path):
     bits = h.astype(apdsl.bfloat16.np).view(np.uint16).astype(np.uint32)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy").view(np.uint32),
                                   bits | (bits << 16))
+
+
+def test_moving_stored_bytes_keeps_partial_state_byte_for_byte():
+    """A move of stored bytes with their written state (LoadData, SPEC section 4) keeps a
+    half-written float32 half written: writing the other half at the destination completes
+    it, and the untouched elements stay unwritten."""
+    from apdsl.runtime import execute as ex
+    src = apdsl.ndarray((1, 8), "float32", "sbuf")
+    lo = apdsl.from_numpy(np.full((1, 8), 3.0, np.float32), "sbuf", dtype="bfloat16")
+    apdsl.tensor_copy(src.view("bfloat16").ap([[16, 1], [2, 8]]), lo)  # low halves
+    apdsl.memset(src[:, 0:2], 1.0)  # elements 0 and 1 whole
+    dst = apdsl.ndarray((1, 8), "float32", "sbuf")
+    d, s = ex.resolve(dst, "move", "dst"), ex.resolve(src, "move", "src")
+    d.write(s.read())  # the raw bytes (no init check), as LoadData moves them
+    ex.copy_written(d, s)
+    np.testing.assert_array_equal(dst[:, 0:2].numpy(), 1.0)
+    with raises_code("APK404") as err:
+        dst.numpy()
+    assert err.value.facts["coord"] == (0, 2) and "2 of its 4 bytes" in err.value.message
+    hi = apdsl.from_numpy(np.full((1, 6), 3.0, np.float32), "sbuf", dtype="bfloat16")
+    apdsl.tensor_copy(dst.view("bfloat16").ap([[16, 1], [2, 6]], offset=5), hi)
+    expect = np.uint32(np.float32(3.0).astype(apdsl.bfloat16.np).view(np.uint16)) * 0x10001
+    np.testing.assert_array_equal(dst[:, 2:8].numpy().view(np.uint32), expect)
+    assert dst.storage.all_written

@@ -339,16 +339,7 @@ def move_bytes(dacc: ex.Access, sacc: ex.Access) -> None:
         ex._strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
     else:
         dacc.write(sacc.read().reshape(dacc.shape))
-    written = True if sacc.storage.all_written else sacc.written()
-    if written is True:
-        ex._mark_written(dacc)
-    else:
-        set_written(dacc, np.reshape(written, dacc.shape))
-
-
-def set_written(acc: ex.Access, written: np.ndarray) -> None:
-    """Make the written state of the elements `acc` touches exactly `written` (logical shape)."""
-    ex.set_written(acc, written)
+    ex.copy_written(dacc, sacc)
 
 
 # -- Nd2Nz ------------------------------------------------------------------------------------

@@ -933,15 +933,47 @@ def set_written(acc: Access, written: np.ndarray) -> None:
     storage = acc.storage
     if acc.dtype.bits < storage.unit_bits:
         _refine(storage, acc.dtype.bits)
-    total = storage.units_total
     units = _units(acc.dtype, storage, acc.offsets())
     if units.ndim > written.ndim:
         written = np.broadcast_to(written[..., None], units.shape)
+    _assign_units(storage, units, written)
+
+
+def copy_written(dst: Access, src: Access) -> None:
+    """Give the elements `dst` touches the written state of the elements `src` touches, byte
+    for byte (same dtype and element count: a move of stored bytes such as LoadData, which is
+    not an init-checked read).  Partly written elements stay partly written."""
+    sst = src.storage
+    if sst.all_written:
+        _mark_written(dst)
+        return
+    ok = src.written()
+    if ok is True:
+        _mark_written(dst)
+        return
+    u = sst.unit_bits
+    if u >= src.dtype.bits:  # whole elements only: the per-element state is exact
+        set_written(dst, np.reshape(ok, dst.shape))
+        return
+    r = src.dtype.bits // u
+    state = sst.mask[_units(src.dtype, sst, src.offsets())].reshape(dst.shape + (r,))
+    dstorage = dst.storage
+    if dstorage.unit_bits > u:
+        _refine(dstorage, u)
+    units = _units(dst.dtype, dstorage, dst.offsets())
+    rd = units.shape[-1] if units.ndim > len(dst.shape) else 1
+    if rd == 1:
+        units = units[..., None]
+    _assign_units(dstorage, units, np.repeat(state, rd // r, axis=-1) if rd != r else state)
+
+
+def _assign_units(storage: Storage, units: np.ndarray, values: np.ndarray) -> None:
+    total = storage.units_total
     counted = total if storage.all_written else _written_count.get(storage, 0)
     mask = storage.mask  # materialised (all True when everything was written)
     storage.all_written = False
     before = int(np.count_nonzero(mask[units]))
-    mask[units] = written
+    mask[units] = values
     after = int(np.count_nonzero(mask[units]))
     count = counted - before + after
     if count >= total:

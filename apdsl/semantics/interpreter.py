@@ -37,7 +37,7 @@ from ..runtime import trace as _trace
 from ..syntax import ast
 from ..tensor.view import Tensor
 from . import limits
-from .limits import MAX_ELEMENTS, MAX_INT
+from .limits import MAX_ELEMENTS, MAX_INT, MIN_INT
 from .values import POISON, UNKNOWN, Absorbing, Function, Module, get_attribute, show, type_name
 
 Closure = Callable[["Frame"], Any]
@@ -135,12 +135,13 @@ def _limit_error(r: Any, span: Span) -> ApdslError:
 # the size of their result (SPEC section 15).  Each comes in two forms: a constant right
 # operand (`i * 3`) is read from the closure instead of calling its closure.
 _SEQUENCES = (str, list, tuple)
+_RANGE_ITERATOR = type(iter(range(1)))  # (a range past sys.maxsize has another iterator type)
 
 
 def _add(r: Any, span: Span) -> Any:
     t = type(r)
     if t is int:
-        if r > MAX_INT or r < -MAX_INT:
+        if r > MAX_INT or r < MIN_INT:
             raise _limit_error(r, span)
     elif (t is str or t is list or t is tuple) and len(r) > MAX_ELEMENTS:
         raise _limit_error(r, span)
@@ -156,7 +157,7 @@ def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
             if type(r) is int:
-                if r > MAX_INT or r < -MAX_INT:
+                if r > MAX_INT or r < MIN_INT:
                     raise _limit_error(r, span)
                 return r
             return _add(r, span)
@@ -170,7 +171,7 @@ def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: b
         except _PY_ERRORS as e:
             raise _python_error(e, span) from None
         if type(r) is int:
-            if r > MAX_INT or r < -MAX_INT:
+            if r > MAX_INT or r < MIN_INT:
                 raise _limit_error(r, span)
             return r
         return _add(r, span)
@@ -185,7 +186,7 @@ def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: b
                 r = a - const
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
-            if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+            if type(r) is int and (r > MAX_INT or r < MIN_INT):
                 raise _limit_error(r, span)
             return r
         return run_const
@@ -197,7 +198,7 @@ def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             r = a - b
         except _PY_ERRORS as e:
             raise _python_error(e, span) from None
-        if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+        if type(r) is int and (r > MAX_INT or r < MIN_INT):
             raise _limit_error(r, span)
         return r
     return run
@@ -226,7 +227,7 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
                 r = a * const
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
-            if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+            if type(r) is int and (r > MAX_INT or r < MIN_INT):
                 raise _limit_error(r, span)
             return r
         return run_const
@@ -241,7 +242,7 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             r = a * b
         except _PY_ERRORS as e:
             raise _python_error(e, span) from None
-        if type(r) is int and (r > MAX_INT or r < -MAX_INT):
+        if type(r) is int and (r > MAX_INT or r < MIN_INT):
             raise _limit_error(r, span)
         return r
     return run
@@ -655,6 +656,16 @@ class Interpreter:
             setter = setters[0]
 
             target_name = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
+            if target_name is not None:
+                def run_name(frame: Frame) -> None:
+                    # the common `name = expr`, stored here rather than through a setter call
+                    value = ev(frame)
+                    if type(value) is Tensor:
+                        origins.setdefault(value, value_span)
+                        if value.storage.name.startswith("%"):
+                            value.storage.name = target_name  # `x = ndarray(...)` is called x
+                    frame.vars[target_name] = value
+                return run_name
 
             def run1(frame: Frame) -> None:
                 value = ev(frame)
@@ -805,6 +816,7 @@ class Interpreter:
         finally:
             self._loops -= 1
         span = node.iter.span
+        name = None
         if isinstance(node.target, ast.Name):
             name = node.target.id
 
@@ -816,6 +828,9 @@ class Interpreter:
         inner = getattr(body, "inner", None)  # a straight body: charged with its iteration
         counted = body.counted  # type: ignore[attr-defined]
         per = body.n + 1  # type: ignore[attr-defined]
+        # A body that never leaves early runs every statement of every iteration, so a loop
+        # over a range can charge all its iterations at once when the budget has room.
+        pure = inner is not None and not any(_may_jump(s) for s in node.body)
 
         def start(frame: Frame) -> Any:
             try:
@@ -854,6 +869,20 @@ class Interpreter:
             iterator = start(frame)
             if iterator is None:
                 return
+            if pure and type(iterator) is _RANGE_ITERATOR:
+                charge = iterator.__length_hint__() * per
+                if charge <= budget.left:
+                    budget.left -= charge
+                    if name is None:
+                        for value in iterator:
+                            setter(frame, value)
+                            inner(frame)
+                        return
+                    local = frame.vars  # `for i in range(n)`: the name stored directly
+                    for value in iterator:
+                        local[name] = value
+                        inner(frame)
+                    return
             for value in iterator:
                 budget.left -= per
                 if budget.left < 0:  # near the end of the budget: count statement by statement

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import LimitError
 
 MAX_INT = 2 ** 1024  # integers beyond this magnitude are errors
+MIN_INT = -MAX_INT
 MAX_INT_BITS = 1025  # bit length of MAX_INT; a larger bit length is beyond it
 MAX_ELEMENTS = 100_000_000  # characters of a string, elements of a list or tuple
 MAX_CALL_DEPTH = 1_000  # helper calls under way at once
@@ -88,7 +89,7 @@ def _kind(seq: Any) -> str:
 
 def check_int(value: Any) -> Any:
     """`value`, or a LimitError when it is an int beyond 2**1024."""
-    if type(value) is int and (value > MAX_INT or value < -MAX_INT):
+    if type(value) is int and (value > MAX_INT or value < MIN_INT):
         raise int_too_large()
     return value
 
@@ -97,7 +98,7 @@ def check_size(value: Any) -> Any:
     """`value`, or a LimitError when it is an int, string, list or tuple beyond the limits."""
     t = type(value)
     if t is int:
-        if value > MAX_INT or value < -MAX_INT:
+        if value > MAX_INT or value < MIN_INT:
             raise int_too_large()
     elif (t is str or t is list or t is tuple) and len(value) > MAX_ELEMENTS:
         raise too_long(_kind(value), len(value))

@@ -373,3 +373,25 @@ def test_a_programs_target_and_options_do_not_leak_to_the_caller():
     with apdsl.target("trn3"):  # the caller's own choice holds inside and after a run
         apdsl.run('assert 1 == 1\nset_target("trn1")\n')
         assert targets.target_for("sbuf").name == "trn3"
+
+
+def test_values_that_share_themselves_cannot_hang_a_builtin():
+    shared = "x = [0]\nfor i in range(70):\n    x = [x, x]\n"
+    assert apdsl.run(shared + "assert x == x\nassert [x, 1] == [x, 1]\n") is None
+    for tail in ("print(x)\n", "s = str(x)\n"):
+        with apdsl.options(max_steps=100_000), raises_code("APK801"):
+            apdsl.run(shared + tail)
+    ns = namespace("a = round(5, -10**10)\nb = round(2.5, 10**10)\nc = round(1234, -2)\n")
+    assert (ns["a"], ns["b"], ns["c"]) == (0, 2.5, 1200)
+
+
+def test_the_repl_gives_each_input_the_budget(tmp_path):
+    script = "x = 0\nfor i in range(10**12):\n    x = i\n\nprint(x + 1)\ny = 10**10**10\nprint(2)\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+           "APDSL_HISTORY": str(tmp_path / "history")}
+    proc = subprocess.run([sys.executable, "-m", "apdsl", "repl", "--max-steps", "1000"],
+                          input=script, capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=_cap(MEMORY_CAP), cwd=tmp_path)
+    assert codes(proc.stderr) == ["APK801", "APK802"], proc.stderr
+    assert proc.stdout.split() == [str(int(proc.stdout.split()[0])), "2"]
+    assert 0 < int(proc.stdout.split()[0]) <= 1000  # the loop ran until its budget

@@ -70,6 +70,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         return interp.allocate(shape, dtype, buffer, format, name, span=interp.call_span)
 
     def print_(*values: Any, sep: str = " ") -> None:
+        for value in values:
+            limits.walk_printed(value, interp.budget)
         interp.print(*values, sep=sep)
 
     def load(path: str) -> Any:
@@ -106,7 +108,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         "range": py.range, "affine_range": py.range, "sequential_range": py.range,
         "static_range": py.range, "len": py.len, "abs": py.abs,
         "bool": py.bool, "enumerate": py.enumerate, "zip": py.zip,
-        "round": py.round, "reversed": py.reversed,
+        "round": _round, "reversed": py.reversed,
         "set_target": _set_target, "zeros_like": _no_host_alloc,
     }
     table.update(_walking(interp.budget))
@@ -122,6 +124,12 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     for b in targets.BUFFERS:
         table[b] = b
     return table
+
+
+def _round(number: Any, ndigits: Any = None) -> Any:
+    if ndigits is None:
+        return py.round(number)
+    return py.round(number, limits.clamp_digits(ndigits))
 
 
 class _FloatBuiltin(DType):
@@ -173,6 +181,7 @@ def _walking(budget: limits.Budget) -> dict[str, Any]:
         return limits.check_int(py.int(value, *base))
 
     def str_(value: Any = "") -> str:
+        limits.walk_printed(value, budget)
         return check(py.str(value))
 
     for fn, name in ((list_, "list"), (tuple_, "tuple"), (sorted_, "sorted"), (dict_, "dict"),

@@ -54,10 +54,16 @@ UNARY: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos,
 def _eq(a: Any, b: Any) -> Any:
     # Tuples and lists compare by elements (`A.shape == [512, 512]`).
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        # identical elements are equal without a walk, as in Python's list comparison (a
+        # structure that shares itself would otherwise cost exponential time)
+        if a is b:
+            return True
         if len(a) != len(b):
             return False
         unknown = None
         for x, y in zip(a, b):
+            if x is y:
+                continue
             same = _eq(x, y)
             if isinstance(same, Absorbing):
                 unknown = same  # a known difference still decides; else unknown

@@ -208,6 +208,39 @@ def walk(values: Any, budget: Budget, *, build: bool) -> Any:
             return out
 
 
+def walk_printed(value: Any, budget: Budget) -> None:
+    """Before a value is turned into text (`print`, `str`): count the elements of its nested
+    lists, tuples and dicts, a step each, so a structure that shares itself (`x = [x, x]` sixty
+    times: 2**60 elements to print) is an error instead of a hang."""
+    if type(value) not in (list, tuple, dict):
+        return
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        t = type(item)
+        if t is list or t is tuple:
+            n = len(item)
+            stack.extend(x for x in item if type(x) in (list, tuple, dict))
+        elif t is dict:
+            n = len(item)
+            stack.extend(x for x in item.values() if type(x) in (list, tuple, dict))
+        else:
+            continue
+        seen += n
+        budget.charge(n)
+        if seen > MAX_ELEMENTS:
+            raise too_long("string", seen)
+
+
+def clamp_digits(ndigits: Any) -> Any:
+    """`round(x, ndigits)` with |ndigits| beyond 400 (past every float and every integer within
+    2**1024) rounds the same as at 400, but Python would compute 10**ndigits first."""
+    if type(ndigits) is int:
+        return max(-400, min(400, ndigits))
+    return ndigits
+
+
 @contextmanager
 def deep_stack() -> Iterator[None]:
     """Allow the interpreter RECURSION_LIMIT Python frames for the block (never fewer than the

@@ -221,3 +221,80 @@ def test_indirect_matmul_operand_rules():
 
 def _ti_ones(shape, dtype):
     return from_numpy(np.ones(shape, np.float32), "sbuf", dtype=dtype)
+
+
+# -- hint keywords (engine=, dge_mode=, oob_mode=, priority=) ---------------------------------
+
+def test_hints_paste_in_from_the_nki_docs():
+    import apdsl
+    src = """
+kernel k(A: f32[4, 8] @ hbm) -> f32[4, 8] @ hbm:
+    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=A, dge_mode=nisa.dge_mode.hwdge, engine=nisa.engine.scalar)
+    p = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.psum)
+    nisa.tensor_copy(dst=p, src=t, engine=nisa.engine.vector)
+    u = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=p, engine=nisa.engine.scalar)
+    nisa.memset(dst=t, value=2.0, engine=nisa.engine.gpsimd)
+    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.hbm)
+    nisa.dma_copy(dst=out, src=u, oob_mode=nisa.oob_mode.skip, dge_mode=nisa.dge_mode.swdge)
+    return out
+"""
+    a = RNG.standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_array_equal(apdsl.run(src, inputs={"A": a}), a)
+
+
+def test_engine_rules():
+    t = from_numpy(np.ones((4, 8), np.float32), "sbuf")
+    p = ndarray((4, 8), "float32", "psum")
+    with raises_code("APK348"):  # GpSimd cannot access PSUM
+        tensor_copy(p, t, engine="gpsimd")
+    with raises_code("APK348"):
+        memset(p, 0.0, engine="gpsimd")
+    with raises_code("APK348"):  # memset runs on Vector or GpSimd
+        memset(t, 0.0, engine="scalar")
+    with targets.target("trn1"):
+        t1 = from_numpy(np.ones((4, 8), np.float32), "sbuf")
+        with raises_code("APK348"):  # NeuronCore-v2: no tensor_copy on the Scalar engine
+            tensor_copy(ndarray((4, 8), "float32", "sbuf"), t1, engine="scalar")
+        with raises_code("APK348"):  # no hardware DGE on trn1
+            dma_copy(ndarray((4, 8), "float32", "hbm"), t1, dge_mode="hwdge")
+    with raises_code("APK348"):  # a DMA engine only picks the HWDGE trigger
+        dma_copy(ndarray((4, 8), "float32", "hbm"), t, engine="sync")
+    with raises_code("APK348"):
+        dma_copy(ndarray((4, 8), "float32", "hbm"), t, dge_mode="hwdge", engine="vector")
+    with targets.target("trn3"):
+        data = RNG.standard_normal((32, 40)).astype(np.float32)
+        idx = from_numpy(RNG.integers(0, 40, (32, 2)).astype(np.int32), "sbuf")
+        with raises_code("APK348"):  # Tensor Indirection on Vector or Scalar only
+            tensor_copy(ndarray((32, 32), "float32", "sbuf"),
+                        from_numpy(data, "sbuf").indirect(idx, num_elem=32), engine="gpsimd")
+
+
+def test_dma_hint_values():
+    t = from_numpy(np.arange(32, dtype=np.float32).reshape(4, 8), "sbuf")
+    with raises_code("APK347"):  # hardware DGE moves equal dtypes
+        dma_copy(ndarray((4, 8), "bfloat16", "hbm"), t, dge_mode="hwdge")
+    h = ndarray((4, 8), "bfloat16", "hbm")
+    dma_copy(h, t, dge_mode="swdge")  # converts through float32
+    np.testing.assert_array_equal(h.numpy().astype(np.float32), t.numpy())
+    with raises_code("APK347"):
+        dma_copy(ndarray((4, 8), "float32", "hbm"), t, dge_mode="fast")
+    with raises_code("APK347"):  # priority is trn3 only
+        dma_copy(ndarray((4, 8), "float32", "hbm"), t, priority=1)
+    with targets.target("trn3"):
+        t3 = from_numpy(np.ones((4, 8), np.float32), "sbuf")
+        dma_copy(ndarray((4, 8), "float32", "hbm"), t3, priority=0)
+        with raises_code("APK347"):
+            dma_copy(ndarray((4, 8), "float32", "hbm"), t3, priority=4)
+        with raises_code("APK347"):
+            dma_copy(ndarray((4, 8), "float32", "hbm"), t3, priority=1, dge_mode="none")
+
+
+def test_oob_skip_still_reports_an_out_of_range_index():
+    data = from_numpy(np.arange(24, dtype=np.float32).reshape(3, 8))
+    idx = from_numpy(np.array([[0], [5]], np.int32), "sbuf")
+    with raises_code("APK403") as err:
+        dma_copy(ndarray((2, 8), "float32", "sbuf"),
+                 data.ap([[8, 2], [1, 8]], vector_offset=idx, indirect_dim=0), oob_mode="skip")
+    assert any("skip" in n for n in err.value.notes)

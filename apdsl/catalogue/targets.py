@@ -349,4 +349,23 @@ idx: i32[64, 2] @ sbuf = 0
 c: f32[16, 32] @ psum
 nc_matmul(c, a, b.indirect(idx, 32))
 """),
+    entry("APK347", "NKI hint keyword not valid here", """
+The NKI hint keywords take their enums' names: `engine=nisa.engine.vector`,
+`dge_mode=nisa.dge_mode.hwdge`, `oob_mode=nisa.oob_mode.skip` (or the names as strings).
+A hardware-DGE copy (`dge_mode=hwdge`) moves equal dtypes; DMA `priority` is 0-3, trn3 only,
+and needs a DGE mode.
+""", """
+t: f32[4, 8] @ sbuf = 1
+h: bf16[4, 8] @ hbm
+dma_copy(dst=h, src=t, dge_mode=nisa.dge_mode.hwdge)
+"""),
+    entry("APK348", "engine cannot run the instruction", """
+The engine a hint names must be able to run the instruction (NKI isa reference): the GpSimd
+engine cannot access PSUM; on trn1 `tensor_copy` does not run on the Scalar engine; memset runs
+on Vector or GpSimd; a DMA `engine` only picks the hardware-DGE trigger (sync or scalar, with
+`dge_mode=hwdge`), and hardware DGE needs trn2 or later.
+""", """
+p: f32[4, 8] @ psum
+memset(p, 0.0, engine=nisa.engine.gpsimd)
+"""),
 ]

@@ -19,7 +19,7 @@ from ..tensor.dtypes import DTYPES, round_tfloat32
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from . import execute as ex
-from . import psum, trace
+from . import hints, psum, trace
 from .options import OPTIONS
 
 F32 = DTYPES["float32"]
@@ -173,9 +173,11 @@ def _ti_partitions(label: str, index_of: dict[str, str], *pairs: tuple[str, Tens
 
 # -- dma_copy ---------------------------------------------------------------------------------
 
-def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
+def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = "error",
+             dge_mode: Any = "unknown", engine: Any = "unknown", name: str | None = None) -> None:
     """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
-    the dtype through float32.
+    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`); with
+    `oob_mode="skip"` an out-of-range index is still reported, not skipped.
 
     >>> src = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4))
     >>> dst = apdsl.ndarray((4, 2), "float32", "sbuf")
@@ -206,10 +208,19 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
                               help="tensor_copy the PSUM tile into SBUF first, then dma_copy "
                               "the SBUF tile" if role == "src" else "dma_copy into SBUF, then "
                               "tensor_copy into PSUM", buffer=t.buffer, role=role)
+    oob = "error"
+    if fam_d == "nki":
+        _, oob = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
-    else:
+        return
+    try:
         _dma(dst, src, name, label)
+    except ApdslRuntimeError as err:
+        if oob == "skip" and err.code in ("APK402", "APK403"):
+            err.notes = [*err.notes, "oob_mode=skip is not modelled: apdsl reports an "
+                         "out-of-range index instead of skipping its row"]
+        raise
 
 
 def _dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
@@ -252,7 +263,8 @@ def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> 
 
 # -- tensor_copy ------------------------------------------------------------------------------
 
-def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
+def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
+                name: str | None = None) -> None:
     """Copy on chip: each partition's elements stay in that partition.
 
     >>> x = apdsl.ndarray((2, 3), "float32", "sbuf")
@@ -266,6 +278,8 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
     dst, src = _tensor(dst, label, "dst"), _tensor(src, label, "src")
     _onchip(src, label, "src")
     _onchip(dst, label, "dst")
+    hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
+                             _is_ti(src) or _is_ti(dst))
     _start_partitions(label, (("src", src), ("dst", dst)))
     _ti_partitions(label, {"src": "src", "dst": "src"}, ("src", src), ("dst", dst))
     accs = _operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
@@ -284,7 +298,7 @@ def tensor_copy(dst: Tensor, src: Tensor, name: str | None = None) -> None:
 
 # -- memset -----------------------------------------------------------------------------------
 
-def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
+def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = None) -> None:
     """Set every element of `dst` to `value` (cast to dst's dtype).
 
     >>> t = apdsl.ndarray((2, 3), "int32", "sbuf")
@@ -307,6 +321,8 @@ def memset(dst: Tensor, value: Any, name: str | None = None) -> None:
     if not isinstance(value, (int, float, bool)):
         raise _arg_error(label, f"value must be a number, got {value!r}")
     v = ex.cast(np.asarray(value), dst.dtype)
+    if targets.family(dst.buffer) == "nki":
+        hints.compute_engine(label, engine, ("vector", "gpsimd"), (("dst", dst),), _is_ti(dst))
     _start_partitions(label, (("dst", dst),))
     accs = _operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst})

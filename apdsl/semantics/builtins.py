@@ -16,7 +16,7 @@ from ..tensor import targets
 from ..tensor.dtypes import ALIASES, DTYPES, DType
 from ..tensor.view import Tensor
 from . import limits
-from .values import UNKNOWN, Unknown
+from .values import UNKNOWN, Module, Unknown
 
 INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad",
                 "register_alloc", "register_load")
@@ -114,6 +114,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table.update(_walking(interp.budget))
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
+    table.update(_hint_enums())
     for name in TLA:
         table[name] = _tla(name)
     table.update(DTYPES)
@@ -197,6 +198,17 @@ def _one(values: tuple, budget: limits.Budget) -> tuple:
     if len(values) == 1:
         return (limits.walk(values[0], budget, build=False),)
     return values
+
+
+def _hint_enums() -> dict[str, Module]:
+    """`nisa.engine.vector`, `nisa.dge_mode.hwdge`, `nisa.oob_mode.skip`,
+    `nisa.matmul_perf_mode.double_row`: each member is its name as a string, which the
+    instructions take (`apdsl.runtime.hints`)."""
+    from ..runtime import hints
+    enums = {"engine": hints.ENGINES, "dge_mode": hints.DGE_MODES, "oob_mode": hints.OOB_MODES,
+             "matmul_perf_mode": ("none", "double_row")}
+    return {name: Module(f"nisa.{name}", "<builtin>", {m: m for m in members})
+            for name, members in enums.items()}
 
 
 def _set_target(name: str) -> None:

@@ -474,3 +474,42 @@ def test_history_naming_a_folder_is_a_warning(tmp_path: Path, monkeypatch) -> No
     assert "warning" in err.getvalue() and str(tmp_path) in err.getvalue()
     history.append_string("x = 1")  # the session goes on, history kept in memory
     assert list(history.load_history_strings()) == ["x = 1"]
+
+
+def test_input_from_a_fifo_and_from_an_endless_device(prog: Path) -> None:
+    fifo = prog / "in.npy"
+    os.mkfifo(fifo)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) * 3
+    buf = io.BytesIO()
+    np.save(buf, a)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(buf.getvalue()), daemon=True)
+    writer.start()
+    proc = apdsl_cli("run", "k.apk", "-i", "A=in.npy", "-o", "out.npy", cwd=prog)
+    writer.join(60)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(prog / "out.npy"), a)
+    zero = prog / "zero"
+    _char_device(zero, 1, 5)  # the zero device: endless zero bytes, no .npy magic
+    proc = apdsl_cli("run", "k.apk", "-i", "A=zero", cwd=prog)
+    _no_traceback(proc)
+    assert proc.returncode == 1 and "error[APK605]" in proc.stderr, proc.stderr
+
+
+def test_stream_claiming_more_than_the_memory_budget_is_refused(prog: Path) -> None:
+    fifo = prog / "in.npy"
+    os.mkfifo(fifo)
+    head = _npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000), }")
+
+    def feed() -> None:
+        try:
+            with open(fifo, "wb") as f:
+                f.write(head + bytes(1 << 16))
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    proc = apdsl_cli("run", "k.apk", "-i", "A=in.npy", "--max-memory", "64M", cwd=prog)
+    writer.join(60)
+    _no_traceback(proc)
+    assert proc.returncode == 1 and "error[APK430]" in proc.stderr, proc.stderr

@@ -137,6 +137,7 @@ def _parse(f: IO[bytes], shown: str, size: int | None, header_only: bool = False
             "numpy.save", path=shown)
     if header_only:
         return shape, dtype
+    _within_budget(shown, nbytes)
     data = _read_exact(f, nbytes)
     if len(data) != nbytes or (size is None and f.read(1)):
         raise ApdslIOError(
@@ -148,6 +149,18 @@ def _parse(f: IO[bytes], shown: str, size: int | None, header_only: bool = False
         shape, order="F" if fortran else "C")
     # a private, writable, native-endian, C-ordered copy: later code may cast or view it
     return np.array(array, dtype=dtype.newbyteorder("="), order="C")  # 0-d stays 0-d
+
+
+def _within_budget(shown: str, nbytes: int) -> None:
+    """A file (a stream above all, whose size is not known) may hold more than the memory
+    budget: refuse before reading it rather than run out of memory."""
+    from ..errors import ApdslRuntimeError
+    from ..tensor.budget import HELP, human
+    from .options import OPTIONS
+    if nbytes > OPTIONS.max_memory:
+        raise ApdslRuntimeError(f"'{shown}' holds {human(nbytes)} of data, more than the memory "
+                                f"budget of {human(OPTIONS.max_memory)}", code="APK430",
+                                help=HELP, path=shown)
 
 
 def _header(text: str, shown: str) -> tuple[np.dtype, bool, tuple[int, ...]]:

@@ -272,3 +272,57 @@ def test_a_kernel_that_failed_leaves_no_allocation_behind_for_the_next():
         p.run("a", out=io.StringIO())
     assert where(e.value) == ("APK133", 1, 36)
     assert Program(src, "t.apk").run("b", out=io.StringIO()).value is not None
+
+
+# -- a helper recursing forever ----------------------------------------------------------------
+
+RECURSIONS = [
+    "def f(n):\n    return f(n + 1)\n\nx = f(0)\n",
+    "def f(n):\n    x = 1\n    y = f(n + 1)\n    return y + x\nz = f(0)\n",
+    "def f(n):\n    if n == 0:\n        return 0\n    return f(n - 1) + 1\nx = f(5000)\n",
+    "def even(n):\n    return odd(n + 1)\ndef odd(n):\n    return even(n + 1)\nx = even(0)\n",
+    "def f(t, n):\n    return f(t.slice(1, 0, 8), n + 1)\n"
+    "kernel k(A: f32[8, 8] @ hbm) -> f32[8, 8] @ hbm:\n    f(A, 0)\n    return A\n",
+]
+
+
+def _at_depth(depth: int, fn):
+    return fn() if depth == 0 else _at_depth(depth - 1, fn)
+
+
+@pytest.mark.parametrize("src", RECURSIONS)
+def test_endless_recursion_is_reported_alike_at_every_stack_depth(src):
+    # Python's own recursion limit used to decide where (and, one depth in six, whether) check
+    # reported it; the helper-call limit decides now, the same for run and check
+    seen = set()
+    for depth in range(0, 14):
+        e = _at_depth(depth, lambda: run_error(src))
+        errors = _at_depth(depth, lambda: check(src))
+        assert e is not None and e.code == "APK123"
+        assert [(where(x), x.message) for x in errors] == [(where(e), e.message)]
+        seen.add((where(e), e.message))
+    assert len(seen) == 1
+
+
+def test_endless_recursion_cli_run_check_and_json_agree(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def apdsl(*args):
+        return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
+                              text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+    path = tmp_path / "r.apk"
+    path.write_text(RECURSIONS[0])
+    heads = []
+    for args in (("run",), ("check",), ("check",)):
+        r = apdsl(*args, str(path))
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        heads.append(r.stderr.splitlines()[0])
+    assert heads[0] == heads[1] == heads[2] and "error[APK123]" in heads[0]
+    j = apdsl("check", "--json", str(path))
+    (obj,) = [json.loads(line) for line in j.stdout.splitlines()]
+    assert f"{path}:{obj['line']}:{obj['column']}: error[{obj['code']}]: {obj['message']}" \
+        == heads[0]

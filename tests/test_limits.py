@@ -395,3 +395,11 @@ def test_the_repl_gives_each_input_the_budget(tmp_path):
     assert codes(proc.stderr) == ["APK801", "APK802"], proc.stderr
     assert proc.stdout.split() == [str(int(proc.stdout.split()[0])), "2"]
     assert 0 < int(proc.stdout.split()[0]) <= 1000  # the loop ran until its budget
+
+
+def test_building_long_sequences_costs_steps():
+    # quadratic copying (each `+` copies the whole string) is paid for, so it ends
+    for body in ('    s = s + "ab"\n', "    x += [i]\n", "    s = s * 1 + 'ab'\n"):
+        with apdsl.options(max_steps=2_000_000), raises_code("APK801"):
+            apdsl.run('s = ""\nx = []\nfor i in range(10**8):\n' + body)
+    assert steps_used("s = 'a' * 6400\n") == 1 + 100  # the statement and 6,400 / 64 copies

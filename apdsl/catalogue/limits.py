@@ -6,8 +6,10 @@ ENTRIES = [
     entry("APK801", "step budget exhausted", """
 A program (or a check of it) ran more than its step budget, 100,000,000 steps unless raised.
 A step is a simple statement, an `if` or loop test, a loop iteration, a call (builtins
-included) or an element a builtin walks (`list`, `tuple`, `sorted`, `sum`, `min`, `max`,
-`dict`, `prod`). The budget makes every program end: `for i in range(10**12)` stops instead of
+included), an element a builtin walks (`list`, `tuple`, `sorted`, `sum`, `min`, `max`,
+`dict`, `prod`, and the nested elements `print` and `str` show), or 64 elements of a string,
+list or tuple that `+`, `*` or `%` builds (so `s = s + "ab"` in a long loop, quadratic work,
+cannot run for ever). The budget makes every program end: `for i in range(10**12)` stops instead of
 running for days. Raise it with `--max-steps N` on the command line or
 `apdsl.options(max_steps=N)` in Python; `check` obeys the same budget, since it walks the
 loops too.

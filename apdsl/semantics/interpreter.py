@@ -144,17 +144,31 @@ _SEQUENCES = (str, list, tuple)
 _RANGE_ITERATOR = type(iter(range(1)))  # (a range past sys.maxsize has another iterator type)
 
 
-def _add(r: Any, span: Span) -> Any:
+def _add(r: Any, span: Span, budget: limits.Budget) -> Any:
     t = type(r)
     if t is int:
         if r > MAX_INT or r < MIN_INT:
             raise _limit_error(r, span)
-    elif (t is str or t is list or t is tuple) and len(r) > MAX_ELEMENTS:
-        raise _limit_error(r, span)
+    elif t is str or t is list or t is tuple:
+        _built(r, span, budget)
     return r
 
 
-def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+def _built(r: Any, span: Span, budget: limits.Budget) -> None:
+    """A string, list or tuple an operator built: within the size limit, and its copying paid
+    for (a step per 64 elements), so `s = s + "ab"` in a long loop cannot run for ever."""
+    n = len(r)
+    if n > MAX_ELEMENTS:
+        raise _limit_error(r, span)
+    if n >= limits.COPY_STEP:
+        try:
+            budget.charge(n // limits.COPY_STEP)
+        except LimitError as e:
+            raise e.with_span(span) from None
+
+
+def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
+              budget: limits.Budget) -> Closure:
     if is_const:
         def run_const(frame: Frame) -> Any:
             a = left(frame)
@@ -166,7 +180,7 @@ def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: b
                 if r > MAX_INT or r < MIN_INT:
                     raise _limit_error(r, span)
                 return r
-            return _add(r, span)
+            return _add(r, span, budget)
         return run_const
 
     def run(frame: Frame) -> Any:
@@ -180,11 +194,12 @@ def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             if r > MAX_INT or r < MIN_INT:
                 raise _limit_error(r, span)
             return r
-        return _add(r, span)
+        return _add(r, span, budget)
     return run
 
 
-def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
+              budget: limits.Budget) -> Closure:
     if is_const:
         def run_const(frame: Frame) -> Any:
             a = left(frame)
@@ -210,17 +225,18 @@ def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: b
     return run
 
 
-def _mul(a: Any, b: Any, span: Span) -> Any:
+def _mul(a: Any, b: Any, span: Span, budget: limits.Budget) -> Any:
     """A product with a sequence operand: refuses `"a" * 10**10` before building it."""
     try:
-        return limits.mul(a, b)
+        return limits.mul(a, b, budget)
     except LimitError as e:
         raise e.with_span(span) from None
     except _PY_ERRORS as e:
         raise _python_error(e, span) from None
 
 
-def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
+              budget: limits.Budget) -> Closure:
     if is_const:
         const_seq = type(const) in _SEQUENCES
 
@@ -228,7 +244,7 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             a = left(frame)
             ta = type(a)
             if const_seq or ta is str or ta is list or ta is tuple:
-                return _mul(a, const, span)
+                return _mul(a, const, span, budget)
             try:
                 r = a * const
             except _PY_ERRORS as e:
@@ -243,7 +259,7 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
         b = right(frame)
         ta = type(a)
         if ta is str or ta is list or ta is tuple or type(b) in _SEQUENCES:
-            return _mul(a, b, span)
+            return _mul(a, b, span, budget)
         try:
             r = a * b
         except _PY_ERRORS as e:
@@ -254,7 +270,8 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
     return run
 
 
-def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
+              budget: limits.Budget) -> Closure:
     # `"%0999999999d" % 1` builds a long string: checked like `+`
     if is_const:
         def run_const(frame: Frame) -> Any:
@@ -263,8 +280,8 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
                 r = a % const
             except _PY_ERRORS as e:
                 raise _python_error(e, span) from None
-            if type(r) is str and len(r) > MAX_ELEMENTS:
-                raise _limit_error(r, span)
+            if type(r) is str:
+                _built(r, span, budget)
             return r
         return run_const
 
@@ -275,15 +292,16 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             r = a % b
         except _PY_ERRORS as e:
             raise _python_error(e, span) from None
-        if type(r) is str and len(r) > MAX_ELEMENTS:
-            raise _limit_error(r, span)
+        if type(r) is str:
+            _built(r, span, budget)
         return r
     return run
 
 
 def _plain(op: Callable[[Any, Any], Any]) -> Callable[..., Closure]:
     """Operators whose result is never larger than their operands."""
-    def make(left: Closure, right: Closure, span: Span, const: Any, is_const: bool) -> Closure:
+    def make(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
+              budget: limits.Budget) -> Closure:
         if is_const:
             def run_const(frame: Frame) -> Any:
                 try:
@@ -689,7 +707,12 @@ class Interpreter:
         return run
 
     def _stmt_AugAssign(self, node: Any) -> Closure:
-        op = limits.CHECKED.get(node.op) or BINOPS[node.op]
+        op = BINOPS[node.op]
+        if node.op in limits.CHECKED:
+            checked, budget = limits.CHECKED[node.op], self.budget
+
+            def op(a: Any, b: Any) -> Any:
+                return checked(a, b, budget)
         get = self.compile_expr(node.target)
         setter = self.compile_target(node.target)
         ev = self.compile_expr(node.value)
@@ -1097,7 +1120,7 @@ class Interpreter:
         if node.op in _FAST:
             is_const = isinstance(node.right, ast.Const)
             return _FAST[node.op](left, right, span, node.right.value if is_const else None,
-                                  is_const)
+                                  is_const, self.budget)
         # `**`, `<<` and `*` of sequences could build something huge: checked before they run
         op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):

@@ -32,6 +32,7 @@ MAX_NESTING = 200  # open blocks and brackets in the source
 RECURSION_LIMIT = 20_000
 
 _SEQUENCES = (str, list, tuple)
+COPY_STEP = 64  # building a string, list or tuple costs a step per this many elements
 
 
 class Budget:
@@ -62,8 +63,9 @@ class Budget:
         return LimitError(
             f"step budget exhausted: the program ran more than {self.limit:,} steps",
             code="APK801", limit=self.limit,
-            notes=["a step is a statement, an if or loop test, a loop iteration, a call, or an "
-                   "element a builtin walks (list, sum, sorted, ...)"],
+            notes=["a step is a statement, an if or loop test, a loop iteration, a call, an "
+                   "element a builtin walks (list, sum, sorted, print, ...), or 64 elements of "
+                   "a string or list an operator builds"],
             help="raise the limit with --max-steps N (in Python, apdsl.options(max_steps=N)); "
                  "the default is 100,000,000")
 
@@ -107,15 +109,21 @@ def check_size(value: Any) -> Any:
 
 # -- the operators that can build a huge value, checked before they run ------------------------
 
-def add(a: Any, b: Any) -> Any:
-    return check_size(a + b)
+def _pay(value: Any, budget: Budget | None) -> Any:
+    if budget is not None and type(value) in _SEQUENCES and len(value) >= COPY_STEP:
+        budget.charge(len(value) // COPY_STEP)
+    return value
 
 
-def sub(a: Any, b: Any) -> Any:
+def add(a: Any, b: Any, budget: Budget | None = None) -> Any:
+    return _pay(check_size(a + b), budget)
+
+
+def sub(a: Any, b: Any, budget: Budget | None = None) -> Any:
     return check_int(a - b)
 
 
-def mul(a: Any, b: Any) -> Any:
+def mul(a: Any, b: Any, budget: Budget | None = None) -> Any:
     ta, tb = type(a), type(b)
     if ta is int and tb is int:
         if a.bit_length() + b.bit_length() > MAX_INT_BITS + 1:
@@ -125,10 +133,12 @@ def mul(a: Any, b: Any) -> Any:
         seq, n = (a, b) if tb is int else (b, a)
         if n > 0 and len(seq) * n > MAX_ELEMENTS:
             raise too_long(_kind(seq), len(seq) * n)
+        if budget is not None and n > 0 and len(seq) * n >= COPY_STEP:
+            budget.charge(len(seq) * n // COPY_STEP)
     return a * b
 
 
-def pow_(a: Any, b: Any) -> Any:
+def pow_(a: Any, b: Any, budget: Budget | None = None) -> Any:
     if type(b) is int and b > 0 and isinstance(a, int) and not -1 <= a <= 1:
         # |a| ** b >= 2 ** ((bits(|a|) - 1) * b): refuse before computing a huge power
         if (abs(a).bit_length() - 1) * b > 1024:
@@ -137,7 +147,7 @@ def pow_(a: Any, b: Any) -> Any:
     return a ** b
 
 
-def lshift(a: Any, b: Any) -> Any:
+def lshift(a: Any, b: Any, budget: Budget | None = None) -> Any:
     if isinstance(a, int) and isinstance(b, int) and a and b > 0 and \
             abs(a).bit_length() + b > MAX_INT_BITS:
         raise int_too_large()

@@ -108,6 +108,11 @@ def _start_partition(t: Tensor) -> int | None:
     return int(base) // per_partition if per_partition else 0
 
 
+def _either(values: tuple[int, ...]) -> str:
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 def _start_partitions(label: str, pairs: Any) -> None:
     """The start-partition rule of the Trainium/Inferentia2 architecture guide for compute
     instructions on trn1 (an operand's partitions start on a quadrant boundary that allows its
@@ -124,7 +129,7 @@ def _start_partitions(label: str, pairs: Any) -> None:
             raise TargetError(
                 f"{label}: {role} {t.name} covers {count} partitions starting at partition "
                 f"{start}; on trn1 an operand of {count} partitions starts at "
-                f"{' or '.join(map(str, allowed))}", code="APK343",
+                f"{_either(allowed)}", code="APK343",
                 notes=["Trainium/Inferentia2 architecture guide: 64 < partitions <= 128 start "
                        "at 0; 32 < partitions <= 64 at 0 or 64; up to 32 at 0, 32, 64 or 96"],
                 help="move the data to an allowed start partition with dma_copy first (as the "

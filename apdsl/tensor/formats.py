@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..errors import ApdslNameError, FormatError
 from .dtypes import DType
 from .dtypes import dtype as resolve_dtype
+from .layout import Dim, Layout
 
 MATRIX, CONV4, CONV5 = "matrix", "conv4", "conv5"
 FRACTAL_ROWS = 16  # the "16" side of every fractal (M0, N0 of the cube unit)
@@ -362,16 +363,7 @@ def dim_modes(fmt: object, logical_shape: Sequence[int], dtype: object,
 
 def offsets(modes: Sequence[Modes], shape: Sequence[int]) -> np.ndarray:
     """Storage offsets (int64) of every coordinate of `shape`, laid out by `modes`."""
-    total = np.zeros((), dtype=np.int64)
-    for axis, (n, dim) in enumerate(zip(shape, modes)):
-        x = np.arange(n, dtype=np.int64)
-        off = np.zeros(n, dtype=np.int64)
-        for i, (count, stride) in enumerate(dim):
-            digit = x if i == len(dim) - 1 else x % count
-            off += digit * stride
-            x = x // count
-        total = off if axis == 0 else total[..., None] + off
-    return total
+    return Layout(tuple(Dim(n, tuple(m)) for n, m in zip(shape, modes))).offsets()
 
 
 def logical_shape(fmt: object, storage: Sequence[int], dtype: object,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ViewError
 from ..records import record
-from .layout import Dim, Layout, contiguous, merge_dims, reshape_blocks, split_dim
+from .dimops import contiguous, merge_dims, reshape_blocks, split_dim
+from .layout import Dim, Layout
 
 if TYPE_CHECKING:
     from .view import Tensor

@@ -513,3 +513,42 @@ def test_stream_claiming_more_than_the_memory_budget_is_refused(prog: Path) -> N
     writer.join(60)
     _no_traceback(proc)
     assert proc.returncode == 1 and "error[APK430]" in proc.stderr, proc.stderr
+
+
+def test_interactive_repl_runs_with_a_folder_as_history(tmp_path: Path) -> None:
+    import select
+    import time
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(APDSL_HISTORY=str(tmp_path), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
+               COLUMNS="100", LINES="40")
+    proc = subprocess.Popen([sys.executable, "-m", "apdsl", "repl"], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, close_fds=True, cwd=tmp_path)
+    os.close(slave)
+    seen = b""
+
+    def wait_for(token: bytes, timeout: float = 30) -> bool:
+        nonlocal seen
+        end = time.monotonic() + timeout
+        while token not in seen and time.monotonic() < end:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        return token in seen
+
+    try:
+        assert wait_for(b"apk>"), seen
+        os.write(master, b"t: f32[4, 8] @ sbuf\r")
+        os.write(master, b"t.shape\r")
+        assert wait_for(b"(4, 8)"), seen
+        os.write(master, b":quit\r")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = seen.decode(errors="replace")
+    assert "warning: history not saved" in text and "Traceback" not in text
+    assert tmp_path.is_dir()

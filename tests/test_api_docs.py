@@ -89,3 +89,12 @@ def test_help_of_a_method_shows_its_signature_and_example():
     assert "slice(dim" in text and "step" in text.split("\n")[2]
     assert "Dimension `dim` cut to indices" in text
     assert ">>> " in text and "get_pattern()" in text
+
+
+def test_tensor_attributes_say_what_they_are():
+    props = [n for n, m in vars(apdsl.Tensor).items()
+             if isinstance(m, property) and not n.startswith("_")]
+    assert {"shape", "strides", "offset", "buffer", "name", "ndim", "size"} <= set(props)
+    for name in props:
+        doc = inspect.getdoc(getattr(apdsl.Tensor, name)) or ""
+        assert len(doc) > 10, f"Tensor.{name} has no docstring"

@@ -72,18 +72,22 @@ class Tensor:
     # -- attributes of seed 001 ---------------------------------------------------------------
     @property
     def name(self) -> str:
+        """The declared name of the tensor (or the view's label); `%N` for an anonymous one."""
         return self.label or self.storage.name
 
     @property
     def buffer(self) -> str:
+        """The buffer the storage lives in: `sbuf`, `psum`, `hbm`, ..., `gm`, `l1`, ..."""
         return self.storage.buffer
 
     @property
     def format(self) -> str:
+        """The storage's data format (`ND`, or an Ascend format such as `NZ`)."""
         return self.storage.format
 
     @property
     def shape(self) -> tuple:
+        """The logical shape (one size per dimension; a register where `.ap` set one)."""
         return self.layout.shape
 
     @property
@@ -93,23 +97,28 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
+        """The number of logical dimensions."""
         return self.layout.ndim
 
     @property
     def size(self) -> int | None:
+        """The number of logical elements (None while a register decides a count)."""
         shape = self.shape
         return prod(shape) if all(is_static(n) for n in shape) else None
 
     @property
     def strides(self) -> tuple:
+        """One stride per dimension, in elements; None for a nested dimension (see `get_pattern`)."""
         return self.layout.strides
 
     @property
     def offset(self) -> Any:
+        """The storage offset of the first element, in elements from the start of the storage."""
         return self.layout.offset
 
     @property
     def onchip(self) -> bool:
+        """True in SBUF or PSUM, where dimension 0 is the partitions."""
         return targets.is_onchip(self.buffer)
 
     @property

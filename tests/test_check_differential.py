@@ -48,6 +48,8 @@ SMALL = {
                    "    big = ndarray((128, 40000), f32, sbuf)\n    return big\n\n"
                    "kernel b(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
                    "    big = ndarray((128, 40000), f32, sbuf)\n    return A\n",
+    "register_value": "t: i32[1, 1] @ sbuf = 5\nr = register_alloc(0)\nregister_load(r, t)\n"
+                      "assert r.value == 5\n",
     "kernel_loops": "kernel k(A: f32[256, 64] @ hbm) -> f32[256, 64] @ hbm:\n"
                     "    out = ndarray((256, 64), f32, hbm)\n"
                     "    for i in range(3):\n"

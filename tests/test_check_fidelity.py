@@ -326,3 +326,11 @@ def test_endless_recursion_cli_run_check_and_json_agree(tmp_path):
     (obj,) = [json.loads(line) for line in j.stdout.splitlines()]
     assert f"{path}:{obj['line']}:{obj['column']}: error[{obj['code']}]: {obj['message']}" \
         == heads[0]
+
+
+def test_a_register_loaded_from_memory_has_no_value_check_mode_can_know():
+    src = ("t: i32[1, 1] @ sbuf = 5\nr = register_alloc(0)\nregister_load(r, t)\n"
+           "assert r.value == 5\ns = register_alloc(7)\nassert s.value == 8, 'known'\n")
+    e = run_error(src)
+    assert e is not None and e.message == "known"
+    assert [(where(x), x.message) for x in check(src)] == [(where(e), "known")]

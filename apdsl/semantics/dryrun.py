@@ -61,3 +61,13 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     from ..runtime.instructions import _label
     label = _label(op, bound.arguments.get("name"))
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
+
+
+def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
+    """The register a `register_load` set (its value comes from memory, which check mode does
+    not read), else None."""
+    if op != "register_load":
+        return None
+    from ..tensor.registers import VirtualRegister
+    reg = kwargs.get("reg", args[0] if args else None)
+    return reg if isinstance(reg, VirtualRegister) else None

@@ -355,6 +355,9 @@ class Interpreter:
         # check mode: storage holding `-i` input values that no instruction has written since,
         # so host() can read them (a data-dependent kernel checks with its inputs' values)
         self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
+        # check mode: registers register_load set (by id; kept alive so ids stay theirs), whose
+        # value check mode cannot know
+        self.loaded_registers: dict[int, Any] = {}
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 
@@ -402,8 +405,11 @@ class Interpreter:
             result = fn(*args, **kwargs)
         finally:
             OPTIONS.execute = saved
-        from .dryrun import check_destination
+        from .dryrun import check_destination, loaded_register
         check_destination(name, fn, args, kwargs)
+        reg = loaded_register(name, args, kwargs)
+        if reg is not None:
+            self.loaded_registers[id(reg)] = reg
         return result
 
     def print(self, *values: Any, sep: str = " ") -> None:
@@ -1209,9 +1215,15 @@ class Interpreter:
         ev = self.compile_expr(node.value)
         attr = node.attr
         span = getattr(node, "attr_span", None) or node.span
+        loaded = self.loaded_registers
+        register_value = attr == "value" and self.dry
+
         def run(frame: Frame) -> Any:
+            value = ev(frame)
+            if register_value and id(value) in loaded and loaded[id(value)] is value:
+                return UNKNOWN  # check mode: register_load read it from memory
             try:
-                return get_attribute(ev(frame), attr)
+                return get_attribute(value, attr)
             except ApdslError as e:
                 raise e.with_span(span) from None
         return run

@@ -318,12 +318,13 @@ def test_memory_and_recursion_errors_become_diagnostics(monkeypatch):
 # ---- odd inputs -----------------------------------------------------------------------------
 
 def test_python_conversions_are_builtins_and_float_is_still_a_dtype():
-    source = ("a = float(3)\nb = int('12') + int(2.7)\nc = bool(0)\nd = str(5) + 'x'\n"
+    source = ("a = float(3)\nb = int('12') + int(2.7) + int('ff', 16) + int('11', base=2)\n"
+              "c = bool(0)\nd = str(5) + 'x'\n"
               "t = ndarray((4, 4), float, sbuf)\n")
     ns: dict = {}
     program = Program(source)
     program.interpreter().exec_module(program.module, ns)
-    assert (ns["a"], ns["b"], ns["c"], ns["d"]) == (3.0, 14, False, "5x")
+    assert (ns["a"], ns["b"], ns["c"], ns["d"]) == (3.0, 14 + 255 + 3, False, "5x")
     assert type(ns["a"]) is float
     assert str(ns["t"].dtype) == "float32"
 

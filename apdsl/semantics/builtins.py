@@ -178,8 +178,8 @@ def _walking(budget: limits.Budget) -> dict[str, Any]:
             out = limits.mul(out, v)
         return out
 
-    def int_(value: Any = 0, *base: Any) -> int:
-        return limits.check_int(py.int(value, *base))
+    def int_(value: Any = 0, base: Any = None) -> int:
+        return limits.check_int(py.int(value) if base is None else py.int(value, base))
 
     def str_(value: Any = "") -> str:
         limits.walk_printed(value, budget)

@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
                     "view bound to NAME while KERNEL runs")
     inputs_option(sh, "with KERNEL.NAME; missing inputs get seeded data")
-    sh.add_argument("--svg", metavar="OUT.svg")
+    sh.add_argument("--svg", metavar="OUT.svg", help="write the picture as an SVG file instead")
     sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
     sh.add_argument("--rows", metavar="A:B", type=grid_range,
                     help="draw only storage-grid rows A to B-1 (partitions on chip)")

@@ -15,6 +15,11 @@ merging dimensions that NumPy could only merge by copying (`b c h w -> (b h w) c
 modes; a slice of such a dimension that is not aligned to its blocks keeps `start`/`step` and
 lowers to several access patterns ("pieces").
 
+Operations are pure: each returns a new `Layout`, or None where the result would be no layout
+(`merge`, `split`, `reshape`); the caller, which knows what the user asked for, raises the error.
+A split or merge succeeds exactly when the result's offsets are such a map (checked offset by
+offset where the modes alone do not decide it).
+
 Patterns are lists of `[stride, count]` pairs, outermost first, as NKI writes them.  Strides and
 counts may be `VirtualRegister`s only in plain dimensions made by `.ap`; such layouts are resolved
 to integers when an instruction executes.

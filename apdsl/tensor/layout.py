@@ -17,8 +17,9 @@ lowers to several access patterns ("pieces").
 
 Operations are pure: each returns a new `Layout`, or None where the result would be no layout
 (`merge`, `split`, `reshape`); the caller, which knows what the user asked for, raises the error.
-A split or merge succeeds exactly when the result's offsets are such a map (checked offset by
-offset where the modes alone do not decide it).
+A split succeeds exactly when the result's offsets are such a map (checked offset by offset
+where the modes alone do not decide it); a merge of regular dims always succeeds, and one with
+a sliced dim when the result is one mode list or a window of one (the sliced dim outermost).
 
 Patterns are lists of `[stride, count]` pairs, outermost first, as NKI writes them.  Strides and
 counts may be `VirtualRegister`s only in plain dimensions made by `.ap`; such layouts are resolved

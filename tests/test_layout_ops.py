@@ -400,3 +400,15 @@ def test_a_program_with_a_100000_axis_pattern_checks_and_runs(tmp_path):
     with pytest.raises(ViewError) as e:
         apdsl.run(source)
     assert e.value.code == "APK231"
+
+
+def test_the_readme_example_of_a_re_split():
+    x = apdsl.from_numpy(np.arange(120, dtype=np.int32).reshape(2, 3, 4, 5))
+    z = x.rearrange("b c h w -> (b h w) c")
+    u = z.rearrange("(x y) c -> x y c", x=8)
+    ref = x.numpy().transpose(0, 2, 3, 1).reshape(8, 5, 3)
+    np.testing.assert_array_equal(u.numpy(), ref)
+    with pytest.raises(ViewError) as e:
+        z.rearrange("(x y) c -> x y c", x=5)
+    assert e.value.code == "APK209"
+    assert not is_layout(np.asarray(z.layout.offsets()).reshape(5, 8, 3))

@@ -25,7 +25,7 @@ import numpy as np
 from apdsl.runtime import execute
 from apdsl.runtime.ascend import mmad
 from apdsl.semantics.program import Program
-from apdsl.tensor.storage import fresh_accounting
+from apdsl.tensor.machine import current
 from apdsl.tensor.view import ndarray
 
 TILE_M, TILE_K, TILE_N = 128, 256, 128
@@ -55,7 +55,7 @@ def bench_mmad() -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((TILE_M, TILE_K)).astype(np.float16)
     b = rng.standard_normal((TILE_K, TILE_N)).astype(np.float16)
-    with fresh_accounting():
+    with current().child().active():
         a0 = ndarray((TILE_M, TILE_K), "float16", "l0a", "ZZ")
         b0 = ndarray((TILE_K, TILE_N), "float16", "l0b", "ZN")
         c0 = ndarray((TILE_M, TILE_N), "float32", "l0c", "NZ")

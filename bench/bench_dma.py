@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from apdsl.runtime.instructions import dma_copy
-from apdsl.runtime.options import OPTIONS
+from apdsl.tensor.machine import current
 from apdsl.tensor.view import from_numpy, ndarray
 
 
@@ -82,7 +82,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    assert OPTIONS.init_check, "the targets are measured with init checking on"
+    assert current().options.init_check, "the targets are measured with init checking on"
     print(f"{'case':46} {'apdsl':>10} {'numpy':>10} {'ratio':>7} {'target':>7}  baseline")
     failed = 0
     for label, baseline, fn, target in CASES:

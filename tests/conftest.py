@@ -1,4 +1,5 @@
-"""Each test accounts its own on-chip allocations and starts on the default targets.
+"""Each test runs on a fresh simulated device (`apdsl.tensor.machine.Machine`): its own
+accounting, memory budget, trace and warnings, on the default targets and options.
 
 Hypothesis runs derandomised by default (each test's examples come from a seed fixed by the
 test itself), so a run in CI and a run on a laptop try the same inputs and a failure reproduces.
@@ -10,7 +11,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from apdsl.tensor import storage, targets
+from apdsl.tensor.machine import Machine
 
 settings.register_profile("apdsl-fixed", derandomize=True, database=None, print_blob=True)
 settings.register_profile("apdsl-random", derandomize=False, print_blob=True)
@@ -27,9 +28,7 @@ settings.load_profile(hypothesis_profile(os.environ))
 
 
 @pytest.fixture(autouse=True)
-def _isolated_memory():
-    saved = dict(targets._current)
-    with storage.fresh_accounting():
-        yield
-    targets._current.clear()
-    targets._current.update(saved)
+def machine():
+    """The test's machine (current while it runs)."""
+    with Machine().active() as m:
+        yield m

@@ -24,9 +24,10 @@ from apdsl.runtime.instructions import (
     register_load,
     tensor_copy,
 )
-from apdsl.runtime.options import OPTIONS, options
+from apdsl.runtime.options import options
 from apdsl.tensor import targets
 from apdsl.tensor.dtypes import dtype as to_dtype
+from apdsl.tensor.machine import current
 from apdsl.tensor.view import from_numpy, ndarray
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -439,7 +440,7 @@ def test_uninitialised_read_names_tensor_element_and_allocation():
     expect[0:2] = 1
     expect[2:4, 0:3] = 2
     np.testing.assert_array_equal(out.numpy(), expect)
-    assert OPTIONS.init_check is True
+    assert current().options.init_check is True
 
 
 def test_init_tracking_through_partial_writes_and_reinterpreting_views():
@@ -461,13 +462,13 @@ def test_init_tracking_through_partial_writes_and_reinterpreting_views():
 
 
 def test_options_setter_and_context_manager():
-    assert OPTIONS.init_check is True
+    assert current().options.init_check is True
     with options(init_check=False):
-        assert OPTIONS.init_check is False
+        assert current().options.init_check is False
         with options(init_check=True):
-            assert OPTIONS.init_check is True
-        assert OPTIONS.init_check is False
-    assert OPTIONS.init_check is True
+            assert current().options.init_check is True
+        assert current().options.init_check is False
+    assert current().options.init_check is True
     options(init_check=False)
     try:
         assert ndarray((2, 2), "float32", "hbm").numpy().tolist() == [[0, 0], [0, 0]]

@@ -141,7 +141,7 @@ def test_an_instruction_that_cannot_get_memory_is_a_coded_error(tmp_path):
 # -- the Python API ---------------------------------------------------------------------------
 
 def test_python_api_budget():
-    with apdsl.options(max_memory=budget.LIVE.bytes + (6 << 20)):
+    with apdsl.options(max_memory=budget.live() + (6 << 20)):
         with raises_code("APK430") as err:
             apdsl.run("x: f32[2048, 1024] @ hbm = zeros\n")
         assert err.value.span.line == 1 and "max_memory" in err.value.help
@@ -159,7 +159,7 @@ def test_python_api_budget():
 
 def test_freed_and_dead_tensors_return_their_bytes():
     gc.collect()
-    before = budget.LIVE.bytes
+    before = budget.live()
     source = """\
 for i in range(10):
     t: f32[1024, 1024] @ hbm = 1.0
@@ -168,7 +168,7 @@ for i in range(10):
         apdsl.run(source)
         for _ in range(10):
             apdsl.ndarray((1024, 1024), "float32", "hbm")  # dropped at once
-    assert budget.LIVE.bytes == before
+    assert budget.live() == before
 
 
 def test_narrow_writes_reserve_their_bookkeeping():
@@ -176,20 +176,20 @@ def test_narrow_writes_reserve_their_bookkeeping():
     element, and a uint8 write into part of it reserves the rest -- past the budget, APK430
     at the instruction, before anything is written."""
     gc.collect()  # earlier tests' garbage would otherwise return its bytes mid-test
-    live = budget.LIVE.bytes
+    live = budget.live()
     t = apdsl.ndarray((1, 4096), "float32", "sbuf")
-    assert budget.LIVE.bytes - live == 4 * 4096 + 4096
+    assert budget.live() - live == 4 * 4096 + 4096
     src = apdsl.from_numpy(np.ones((1, 16), np.uint8), "sbuf")
-    with apdsl.options(max_memory=budget.LIVE.bytes + 1000):
+    with apdsl.options(max_memory=budget.live() + 1000):
         with raises_code("APK430") as err:
             apdsl.tensor_copy(t.view("uint8")[:, 0:16], src)
         assert "written state" in err.value.message
     assert t.storage.unit_bits == 32 and t.storage._data is None  # nothing moved
     apdsl.tensor_copy(t.view("uint8")[:, 0:16], src)
-    assert t.storage.unit_bits == 8 and budget.LIVE.bytes - live == 2 * 4 * 4096 + 32
+    assert t.storage.unit_bits == 8 and budget.live() - live == 2 * 4 * 4096 + 32
     del t, err  # (the error's traceback refers to the tensor)
     gc.collect()
-    assert budget.LIVE.bytes - live == 32  # src
+    assert budget.live() - live == 32  # src
 
 
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "4G"])

@@ -47,12 +47,12 @@ from ..errors import FormatError
 from ..tensor import formats
 from ..tensor.ascend import fractal_c0
 from ..tensor.layout import is_static
+from ..tensor.machine import current
 from ..tensor.tla import reach, region, valid_shape, valid_view
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import instructions as ins
 from . import trace
-from .options import OPTIONS
 
 MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 L0 = ("l0a", "l0b", "l0c")
@@ -189,7 +189,7 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     if dst.origin_shape is not None or src.origin_shape is not None:
         dst, src = valid_view(dst), valid_view(src)
     ins._dma(dst, src, name, label)
-    if OPTIONS.execute and src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
+    if not current().check and src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
             and not _is_fractal(src.format):
         _zero_row_tails(dst, _column_major(src))
 
@@ -539,7 +539,7 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
     if m == 0 or n == 0:
         return
     c0 = formats.c0_for(a.dtype)
-    kr = -(-k // c0) * c0 if OPTIONS.strict_padding else k
+    kr = -(-k // c0) * c0 if current().options.strict_padding else k
     dv = region(dst, (m, n), op=label, role="dst")
     if kr == 0:  # no K at all: the product is zero
         accs = ins._operands(label, ex.TI_GROUP, ("dst", dv))
@@ -611,7 +611,7 @@ _F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.flo
 def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
     """An operand's logical matrix in the working dtype, gathered from its fractal storage in
     one strided cast-and-copy (init-checked)."""
-    if OPTIONS.init_check and not acc.storage.all_written:
+    if current().options.init_check and not acc.storage.all_written:
         return ex.read(acc, label, role).astype(work)
     if type(acc) is not ex.Strided:
         return acc.read().astype(work)

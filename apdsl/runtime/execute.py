@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError, Warning_
-from ..tensor import budget, targets
+from ..tensor import budget, registers, targets
 from ..tensor.dtypes import DType, cast_array
 from ..tensor.layout import Dim, Layout, is_static
+from ..tensor.machine import current
 from ..tensor.registers import VirtualRegister
 from ..tensor.storage import Storage
 from . import psum, trace
-from .options import OPTIONS
 
 TI_GROUP = 16  # Tensor Indirection group size of the vector/scalar/gpsimd engines
 TI_GROUP_MATMUL = 32  # ... and of the tensor engine (nc_matmul operands)
@@ -445,11 +445,6 @@ def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROU
     every bound (APK401/402/403/406) and returns the cheapest `Access`.  No data moves."""
     try:
         return _resolve(t, op, role, group)
-    except ApdslRuntimeError as err:
-        if err.code == "APK410":  # raised by the register, which does not know the instruction
-            err.message = f"{op}: {err.message}"
-            err.args = (err.message,)
-        raise
     except MemoryError as e:
         raise _oom(op, role, t.storage, e) from None
 
@@ -601,15 +596,6 @@ def _bounds_error(t: Any, offset: int, lshape: tuple[int, ...], lstrides: tuple[
                 "access pattern", tensor=t.name, offset=bad, storage_size=limit)
 
 
-def _resolve_int(x: Any, role: str) -> int:
-    if isinstance(x, VirtualRegister):
-        return x.resolve(role)
-    if is_static(x):
-        return int(x)
-    # a register offset plus a static part (view.py's _RegSum), possibly nested
-    return _resolve_int(x.static, role) + _resolve_int(x.reg, role)
-
-
 def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
     """Replace register strides, counts and offsets by their current values."""
     dims = []
@@ -617,13 +603,13 @@ def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
         if all(is_static(c) and is_static(s) for c, s in d.modes) and is_static(d.size):
             dims.append(d)
             continue
-        c = _resolve_int(d.size, f"the count of dim {k}")
-        s = _resolve_int(d.modes[0][1], f"the stride of dim {k}")
+        c = registers.resolve(d.size, f"the count of dim {k}", op)
+        s = registers.resolve(d.modes[0][1], f"the stride of dim {k}", op)
         if c < 1:
             raise _err("APK406", f"{op}: register count {c} of dim {k} of {role} {t.name} must "
                        "be >= 1", help="load a positive count into the register", count=c)
         dims.append(Dim.plain(c, s))
-    base = _resolve_int(layout.base, "the offset")
+    base = registers.resolve(layout.base, "the offset", op)
     if t.onchip and dims:
         tgt = targets.target_for(t.buffer)
         free = prod(t.storage.shape[1:]) * t.storage.dtype.bits // t.dtype.bits
@@ -651,7 +637,7 @@ def _index_values(index: Any, op: str, what: str) -> np.ndarray:
 
 def _scalar_index(dyn: Any, op: str, role: str, t: Any) -> int:
     if isinstance(dyn.index, VirtualRegister):
-        v = dyn.index.resolve(f"the index of {role}")
+        v = dyn.index.resolve(f"the index of {role}", op)
     else:
         v = int(_index_values(dyn.index, op, f"index {dyn.index_name}").reshape(-1)[0])
     upper = dyn.bound
@@ -826,7 +812,7 @@ def _dynamic_bounds_error(t: Any, op: str, role: str, dyn: Any, lo: int, hi: int
 
 def _check_init(acc: Access, op: str, role: str) -> None:
     storage = acc.storage
-    if storage.all_written or not OPTIONS.init_check:
+    if storage.all_written or not current().options.init_check:
         return
     ok = acc.written()
     if ok is True:

@@ -156,10 +156,11 @@ def _within_budget(shown: str, nbytes: int) -> None:
     budget: refuse before reading it rather than run out of memory."""
     from ..errors import ApdslRuntimeError
     from ..tensor.budget import HELP, human
-    from .options import OPTIONS
-    if nbytes > OPTIONS.max_memory:
+    from ..tensor.machine import current
+    limit = current().options.max_memory
+    if nbytes > limit:
         raise ApdslRuntimeError(f"'{shown}' holds {human(nbytes)} of data, more than the memory "
-                                f"budget of {human(OPTIONS.max_memory)}", code="APK430",
+                                f"budget of {human(limit)}", code="APK430",
                                 help=HELP, path=shown)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import ApdslTypeError
 from ..tensor.dtypes import cast_array
+from ..tensor.machine import current
 from ..tensor.view import Tensor
 
 
@@ -22,8 +23,12 @@ def seeded(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
     return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
 
 
-def initialise(t: Tensor, kind: str, *args: Any, dry: bool = False) -> None:
+def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
+    """Write the initialiser's values into `t`.  On a machine in check mode it only validates,
+    unless `known`: values check mode is given (`-i` inputs) are written, so `host()` can read
+    them."""
     from .execute import write_view
+    dry = current().check and not known
     shape = tuple(t.shape)
     if kind == "random" and args and not isinstance(args[0], (int, np.integer)):
         raise ApdslTypeError("random(seed) takes an int seed", code="APK113")

@@ -16,11 +16,11 @@ import numpy as np
 from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
 from ..tensor.dtypes import DTYPES, round_tfloat32
+from ..tensor.machine import current
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import hints, psum, trace
-from .options import OPTIONS
 
 F32 = DTYPES["float32"]
 
@@ -64,12 +64,12 @@ def _static_shape(t: Tensor) -> tuple[int, ...] | None:
 
 def _operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list[ex.Access] | None:
     """Resolve the operands for execution (runtime indices and registers read, bounds
-    checked).  In check mode (`options.execute` off) nothing is read: views without runtime
+    checked).  In check mode (the machine's `check` flag) nothing is read: views without runtime
     parts are still bounds-checked, and None is returned."""
     for role, t in pairs:
         if t.dynamic is not None:
             ex.warn_static(t, label, role)
-    if not OPTIONS.execute:
+    if current().check:
         for role, t in pairs:
             if t.dynamic is None and t.layout.static:
                 ex.resolve(t, label, role, group=group)

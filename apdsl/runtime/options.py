@@ -1,64 +1,54 @@
-"""Process-wide execution options.
+"""`apdsl.options(...)`: the options of the current machine (`apdsl.tensor.machine`).
 
 `options(init_check=False)` sets an option at once; used as a context manager it also restores
 the previous values when the block ends, so the one call serves both as a setter and as
 `with apdsl.options(init_check=False): ...`.
 
-Options: `init_check` (default True), `execute` (False in check mode), `strict_padding`
-(default False; read by the Ascend `mmad`), `max_memory` (bytes of live storage and its
-written-state bookkeeping, SPEC section 15; default half of the machine's physical memory) and
-`max_steps` (the step budget of SPEC section 15, default 100,000,000; read when an interpreter
-starts a program).
+Options: `init_check` (default True), `strict_padding` (default False; read by the Ascend
+`mmad`), `max_memory` (bytes of live storage and its written-state bookkeeping, SPEC section
+15; default half of the machine's physical memory), `max_steps` (the step budget of SPEC
+section 15, default 100,000,000; read when an interpreter starts a program) and `execute`
+(default True; False is check mode, held as the machine's `check` flag).
 
-A program cannot change these for its caller: `saved()` snapshots them (and the target
-generations) around `apdsl.run`/`apdsl.check` and every command.
+A program cannot change these for its caller: it runs on a child machine
+(`Machine.child()`), whose options are a copy.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import fields
 from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ApdslRuntimeError
+from ..tensor.machine import (
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_STEPS,
+    Options,
+    current,
+    physical_memory,
+)
 
+__all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_STEPS", "current_values", "options",
+           "physical_memory"]
 
-def physical_memory() -> int:
-    """The machine's physical memory in bytes (8 GiB when the system does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return 8 << 30
-
-
-DEFAULT_MAX_MEMORY = physical_memory() // 2
-DEFAULT_MAX_STEPS = 100_000_000
-
-
-@dataclass
-class _Options:
-    # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
-    init_check: bool = True
-    # False in check mode (`apdsl check`): instructions validate and lower their operands but
-    # read no runtime values and move no data.
-    execute: bool = True
-    # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
-    strict_padding: bool = False
-    # Bytes of live storage plus its written-state bookkeeping, every buffer included
-    # (apdsl.tensor.budget); an allocation past it is APK430.
-    max_memory: int = DEFAULT_MAX_MEMORY
-    # The step budget of one program run or check (apdsl.semantics.limits); APK801 past it.
-    max_steps: int = DEFAULT_MAX_STEPS
-
-
-# The live values.  Instructions read `OPTIONS.init_check` directly: one attribute lookup.
-OPTIONS = _Options()
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
                            "max_memory": int, "max_steps": int}
+assert {f.name for f in fields(Options)} | {"execute"} == set(_TYPES)
+
+
+def _get(key: str) -> Any:
+    m = current()
+    return not m.check if key == "execute" else getattr(m.options, key)
+
+
+def _set(key: str, value: Any) -> None:
+    m = current()
+    if key == "execute":
+        m.check = not value
+    else:
+        setattr(m.options, key, value)
 
 
 class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
@@ -91,36 +81,21 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
                 raise ApdslRuntimeError(
                     f"option {key} must be {kind.__name__}, got {value!r}",
                     code="APK421", option=key)
-        self._saved = {key: getattr(OPTIONS, key) for key in values}
+        self._saved = {key: _get(key) for key in values}
         for key, value in values.items():
-            setattr(OPTIONS, key, value)
+            _set(key, value)
 
-    def __enter__(self) -> _Options:
-        return OPTIONS
+    def __enter__(self) -> Options:
+        return current().options
 
     def __exit__(self, *exc: object) -> None:
         for key, value in self._saved.items():
-            setattr(OPTIONS, key, value)
+            _set(key, value)
 
     def __repr__(self) -> str:
-        return f"options({', '.join(f'{f}={getattr(OPTIONS, f)!r}' for f in _TYPES)})"
+        return f"options({', '.join(f'{f}={_get(f)!r}' for f in _TYPES)})"
 
 
-def current() -> dict[str, Any]:
-    """A snapshot of every option's value."""
-    return {name: getattr(OPTIONS, name) for name in _TYPES}
-
-
-@contextmanager
-def saved() -> Iterator[None]:
-    """Restore every option and the target generations when the block ends, whatever the
-    program inside set (`set_target()` in a program must not change its caller's target)."""
-    from ..tensor import targets
-    before = current()
-    generations = targets.snapshot()
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(OPTIONS, name, value)
-        targets.restore(generations)
+def current_values() -> dict[str, Any]:
+    """A snapshot of every option's value on the current machine."""
+    return {name: _get(name) for name in _TYPES}

@@ -6,8 +6,9 @@ happens only while a `tracing()` block is active -- except that on-chip operands
 checked against the target's limit of free access-pattern entries (APK304), cheaply when the
 view's pattern is already short enough.
 
-Warnings (`apdsl.errors.Warning_`) go to the module-level `warnings` list; the command line
-prints and clears it, and `collect_warnings()` scopes a fresh list.
+Warnings (`apdsl.errors.Warning_`) go to the current machine's list; the command line prints
+and clears it, and `collect_warnings()` scopes a fresh list.  The trace, the statement location
+and the warnings are all state of the current machine (`apdsl.tensor.machine`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ApdslError, Span, Warning_
+from ..errors import Span, Warning_
 from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
-
-Location = tuple[str, int]
+from ..tensor.machine import Location, current
 
 
 @record
@@ -36,6 +36,7 @@ class Record:
     location: Location | None
     operands: dict[str, list[AccessPattern]]
     pieces: list[dict[str, AccessPattern]]
+    engine: str | None = None  # the NKI engine or Ascend pipe (scheduling, the profile)
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
@@ -59,6 +60,7 @@ class Record:
 @dataclass
 class Trace:
     records: list[Record] = field(default_factory=list)
+    machine: Any = None  # the machine it records (whose statement location `before_error` reads)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
@@ -71,68 +73,65 @@ class Trace:
         program: an instruction records itself before it moves data, so a last record made in
         the statement under way (no statement began since) is the instruction that failed."""
         recs = self.records
-        if recs and recs[-1].location is not None and recs[-1].location is _location:
+        where = (self.machine or current()).location
+        if recs and recs[-1].location is not None and recs[-1].location is where:
             return recs[:-1]
         return list(recs)
 
 
 # -- location -------------------------------------------------------------------------------
 
-_location: Location | None = None
-_span: Span | None = None
-
-
 def set_location(file: str, line: int, span: Span | None = None) -> None:
-    """Called by the interpreter before each statement (cheap: two global stores).  `span`, when
-    given, is attached to warnings raised by the statement."""
-    global _location, _span
-    _location = (file, line)
-    _span = span
+    """Called by the interpreter before each statement (cheap: two attribute stores).  `span`,
+    when given, is attached to warnings raised by the statement."""
+    m = current()
+    m.location = (file, line)
+    m.span = span
 
 
 def current_location() -> Location | None:
-    return _location
+    return current().location
 
 
 # -- tracing --------------------------------------------------------------------------------
 
-_active: Trace | None = None
-
-
 @contextmanager
 def tracing() -> Iterator[Trace]:
     """Record every instruction executed inside the block."""
-    global _active
-    saved, trace = _active, Trace()
-    _active = trace
+    m = current()
+    saved, trace = m.trace, Trace(machine=m)
+    m.trace = trace
     try:
         yield trace
     finally:
-        _active = saved
+        m.trace = saved
 
 
 def is_tracing() -> bool:
-    return _active is not None
+    return current().trace is not None
 
 
-def record(op: str, name: str | None, operands: dict[str, Any]) -> None:
+def label(op: str, name: Any) -> str:
+    """How messages name an instruction: `dma_copy`, or `dma_copy 'load'` with `name=`."""
+    return f"{op} {str(name)!r}" if name is not None else op
+
+
+def record(op: str, name: str | None, operands: dict[str, Any], *,
+           engine: str | None = None) -> None:
     """Lower the instruction's operands: always enough to enforce the on-chip entry limit, fully
-    when a trace is active.  Raises APK304 before any data moves."""
-    trace = _active
-    try:
-        if trace is None:
-            for role, t in operands.items():
-                if t.onchip and _may_exceed_entries(t):
-                    lower(t, role=role)
-            return
-        lowered = {role: lower(t, role=role) for role, t in operands.items()}
-        pieces = cut(op, operands, lowered)
-    except ApdslError as err:
-        label = f"{op} {str(name)!r}" if name is not None else op
-        err.message = f"{label}: {err.message}"
-        err.args = (err.message,)
-        raise
-    trace.records.append(Record(op, name, _location, lowered, pieces))
+    when a trace is active.  Raises APK304 (or APK320) before any data moves.  `engine`: the
+    NKI engine or Ascend pipe that runs it (from the instruction table)."""
+    m = current()
+    trace = m.trace
+    where = label(op, name)
+    if trace is None:
+        for role, t in operands.items():
+            if t.onchip and _may_exceed_entries(t):
+                lower(t, role=role, label=where)
+        return
+    lowered = {role: lower(t, role=role, label=where) for role, t in operands.items()}
+    pieces = cut(op, operands, lowered, label=where)
+    trace.records.append(Record(op, name, m.location, lowered, pieces, engine))
 
 
 # Free entries of each view's uncoalesced pattern (None: not one pattern), per view.
@@ -153,45 +152,41 @@ def _may_exceed_entries(t: Any) -> bool:
 
 # -- warnings -------------------------------------------------------------------------------
 
-warnings: list[Warning_] = []
-_warned: set[tuple[Any, ...]] = set()
-
-
 def warn(w: Warning_, *, key: tuple[Any, ...] | None = None) -> None:
-    """Add a warning to the sink.  With `key`, a warning is given once per key and source
-    location (an instruction in a loop warns once, not on every iteration)."""
+    """Add a warning to the current machine's list.  With `key`, a warning is given once per
+    key and source location (an instruction in a loop warns once, not on every iteration)."""
+    m = current()
     if key is not None:
-        k = (_location, *key)
-        if k in _warned:
+        k = (m.location, *key)
+        if k in m.warned:
             return
-        _warned.add(k)
+        m.warned.add(k)
     if w.span is None:
-        w.span = _span
-    if _location is not None:
-        w.facts.setdefault("location", _location)
-    warnings.append(w)
+        w.span = m.span
+    if m.location is not None:
+        w.facts.setdefault("location", m.location)
+    m.warnings.append(w)
 
 
 def take_warnings() -> list[Warning_]:
     """Return and clear the collected warnings."""
-    out = list(warnings)
-    warnings.clear()
-    _warned.clear()
+    m = current()
+    out = list(m.warnings)
+    m.warnings.clear()
+    m.warned.clear()
     return out
 
 
 @contextmanager
 def collect_warnings() -> Iterator[list[Warning_]]:
-    """Collect the warnings raised inside the block into a fresh list (the outer sink is
+    """Collect the warnings raised inside the block into a fresh list (the outer list is
     restored afterwards, unchanged)."""
-    saved, saved_keys = list(warnings), set(_warned)
-    warnings.clear()
-    _warned.clear()
+    m = current()
+    saved, saved_keys = m.warnings, m.warned
+    m.warnings, m.warned = [], set()
     got: list[Warning_] = []
     try:
         yield got
     finally:
-        got.extend(warnings)
-        warnings[:] = saved
-        _warned.clear()
-        _warned.update(saved_keys)
+        got.extend(m.warnings)
+        m.warnings, m.warned = saved, saved_keys

@@ -1,6 +1,6 @@
 """Check mode's stand-in for the checks an instruction makes as it moves data.
 
-In check mode (`options.execute` off) an instruction validates and lowers its operands but
+In check mode (the machine's `check` flag) an instruction validates and lowers its operands but
 returns before it moves data, so the checks it makes on the way (a destination touching an
 element twice, APK405) would be lost.  The destination does not depend on data when its layout
 is static and it has no runtime index, so check mode makes that check here, after the

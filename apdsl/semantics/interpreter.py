@@ -331,13 +331,16 @@ class Interpreter:
 
     def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,
                  stdlib_dir: str | None = None) -> None:
-        from ..runtime.options import OPTIONS
+        from ..tensor.machine import current
         from .builtins import make_builtins
+        # The simulated device the program runs on: a child of the caller's, so what the
+        # program sets (target, options) stays in it; check mode is its `check` flag.  The
+        # caller enters it (`with interp.machine.active():`) around the run.
+        self.machine = current().child(check=dry)
         # The step budget (SPEC section 15), shared by every closure this interpreter compiles
         # and by the builtins; the REPL resets it for each input.
-        self.budget = limits.Budget(OPTIONS.max_steps)
+        self.budget = limits.Budget(self.machine.options.max_steps)
         self.depth = 0  # helper and kernel calls under way
-        self.dry = dry
         self.out = out if out is not None else sys.stdout
         self.base_dir = Path(base_dir or ".")
         self.stdlib_dir = stdlib_dir
@@ -360,6 +363,11 @@ class Interpreter:
         self.loaded_registers: dict[int, Any] = {}
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
+
+    @property
+    def dry(self) -> bool:
+        """Check mode (`apdsl check`): the machine's flag, the one place it is kept."""
+        return self.machine.check
 
     # -- errors -------------------------------------------------------------------------------
     def report(self, err: ApdslError) -> None:
@@ -395,16 +403,10 @@ class Interpreter:
             _trace.set_location(span.file, span.line, span)
         if not self.dry:
             return fn(*args, **kwargs)
-        from ..runtime.options import OPTIONS
         dst = kwargs.get("dst", args[0] if args else None)
         if isinstance(dst, Tensor):  # its contents are no longer known without executing
             self.known_values.discard(dst.storage)
-        saved = OPTIONS.execute
-        OPTIONS.execute = False
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            OPTIONS.execute = saved
+        result = fn(*args, **kwargs)  # the machine is in check mode: nothing moves
         from .dryrun import check_destination, loaded_register
         check_destination(name, fn, args, kwargs)
         reg = loaded_register(name, args, kwargs)
@@ -815,9 +817,9 @@ class Interpreter:
                 data = interp.load_npy(values[0])
                 if isinstance(data, Absorbing):
                     return
-                initialise(t, "array", data, dry=interp.dry)
+                initialise(t, "array", data)
                 return
-            initialise(t, kind, *values, dry=interp.dry)
+            initialise(t, kind, *values)
         return run
 
     def _stmt_If(self, node: Any) -> Closure:

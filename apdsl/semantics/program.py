@@ -16,7 +16,6 @@ import numpy as np
 
 from ..errors import ApdslError, ApdslIOError, ApdslTypeError, LimitError, Span
 from ..gcpause import paused_gc
-from ..runtime.options import saved
 from ..syntax import ast
 from .limits import deep_stack
 from .values import Function
@@ -137,23 +136,22 @@ class Program:
         data-dependent kernel is checked as it would run.  A limit (steps, recursion) ends the
         check with the errors found so far and the limit's error.  Targets and options the
         program sets are restored afterwards."""
-        with saved(), deep_stack():
-            return self._check(out, kernel, inputs)
-
-    def _check(self, out: Any, kernel: str | None,
-               inputs: dict[str, np.ndarray] | None) -> list[ApdslError]:
-        from ..runtime.trace import collect_warnings
-        from ..tensor.storage import fresh_accounting
-        from .checker import Checker
-        from .interpreter import Reported
         selected = self.select_kernel(kernel) if kernel is not None or inputs else None
         interp = self.interpreter(dry=True, out=out)
+        with interp.machine.active(), deep_stack():
+            return self._check(interp, selected, inputs)
+
+    def _check(self, interp: Any, selected: str | None,
+               inputs: dict[str, np.ndarray] | None) -> list[ApdslError]:
+        from ..runtime.trace import collect_warnings
+        from .checker import Checker
+        from .interpreter import Reported
         with paused_gc():
             static = Checker(interp.builtins).check(self.module)
         for e in static:
             interp.report(e)
         namespace: dict[str, Any] = {}
-        with fresh_accounting(), collect_warnings() as warnings:
+        with collect_warnings() as warnings:
             try:
                 interp.exec_module(self.module, namespace)
                 for k in self.kernels():
@@ -179,15 +177,6 @@ class Program:
             out: Any = None, trace: bool = False) -> RunResult:
         """Run the top level, then `kernel` with `inputs`.  Targets and options the program
         sets are restored afterwards."""
-        with saved(), deep_stack():
-            return self._run(kernel, inputs, out, trace)
-
-    def _run(self, kernel: str | None, inputs: dict[str, np.ndarray] | None, out: Any,
-             trace: bool) -> RunResult:
-        from contextlib import nullcontext
-
-        from ..runtime.trace import collect_warnings, tracing
-        from ..tensor.storage import fresh_accounting
         name = self.select_kernel(kernel)
         inputs = dict(inputs or {})
         if name is not None:
@@ -199,9 +188,16 @@ class Program:
         elif inputs:
             raise UsageError(f"-i given but {self.file} has no kernel")
         interp = self.interpreter(out=out)
+        with interp.machine.active(), deep_stack():
+            return self._run(interp, name, inputs, trace)
+
+    def _run(self, interp: Any, name: str | None, inputs: dict[str, np.ndarray],
+             trace: bool) -> RunResult:
+        from contextlib import nullcontext
+
+        from ..runtime.trace import collect_warnings, tracing
         namespace: dict[str, Any] = {}
-        with fresh_accounting(), collect_warnings() as warnings, \
-                (tracing() if trace else nullcontext()) as tr:
+        with collect_warnings() as warnings, (tracing() if trace else nullcontext()) as tr:
             try:
                 interp.exec_module(self.module, namespace)
                 value = None
@@ -292,7 +288,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
                     and not data.dtype.name.startswith("float8") and data.dtype.name != "int4":
                 raise ApdslTypeError(f"input {p.name} has dtype {data.dtype}, which cannot be "
                                      f"cast to {dt}", code="APK114", span=p.span)
-            initialise(t, "array", data)
+            initialise(t, "array", data, known=True)
             if interp.dry:
                 interp.known_values.add(t.storage)
         args.append(t)

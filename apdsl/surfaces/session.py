@@ -70,9 +70,9 @@ class Session:
     # -- lifetime ---------------------------------------------------------------------------
     def _start(self) -> None:
         from ..semantics.interpreter import Interpreter
-        from ..tensor.storage import fresh_accounting
-        self._stack.enter_context(fresh_accounting())
         self.interp = Interpreter(out=self.out, base_dir=self.base_dir)
+        # the session's own machine: its tensors, target and options, until reset
+        self._stack.enter_context(self.interp.machine.active())
         self.interp.sources[FILE] = self.transcript
         self.namespace: dict[str, Any] = {}
 
@@ -306,9 +306,9 @@ class Session:
         """Run the kernel on seeded inputs with the trace on (as `apdsl lower` does)."""
         from ..runtime.trace import collect_warnings, tracing
         from ..semantics.program import call_kernel
-        from ..tensor.storage import fresh_accounting
+        from ..tensor.machine import current
         from .cli import format_lowered
-        with fresh_accounting(), collect_warnings() as warnings, tracing() as trace:
+        with current().child().active(), collect_warnings() as warnings, tracing() as trace:
             call_kernel(fn, {}, self.interp, self.namespace)
         for w in warnings:
             self.report(w, count=False)

@@ -48,14 +48,13 @@ def command(args: Any) -> int:
 
 def _command(args: Any) -> int:
     from ..runtime.trace import collect_warnings
-    from ..tensor.storage import fresh_accounting
     apply_target(getattr(args, "target", None))
     program = load_program(args.file, getattr(args, "target", None))
     kernel, name = _split_name(program, args)
     inputs = _kernel_inputs(program, args, kernel)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
-    with fresh_accounting(), collect_warnings() as warnings:
+    with interp.machine.active(), collect_warnings() as warnings:
         try:
             interp.exec_module(program.module, namespace)
             bindings = _run_watching(namespace, kernel, name, inputs, interp) if kernel \

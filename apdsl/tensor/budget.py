@@ -7,8 +7,9 @@ when NumPy finally touches the memory, makes an allocation past `--max-memory` /
 `apdsl.options(max_memory=)` an error at the declaration, in `check` (which allocates nothing)
 as in `run`.  A storage returns its reservation when it is freed or garbage-collected.
 
-The count is process-wide because memory is: tensors a Python caller keeps alive use the same
-machine as the program it runs.
+The count lives on the current machine (`apdsl.tensor.machine`) and is shared with its children,
+because memory is: tensors a Python caller keeps alive use the same memory as the program it
+runs.  A storage returns its bytes to the count it reserved them from.
 """
 
 from __future__ import annotations
@@ -18,22 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ApdslRuntimeError
-from ..runtime.options import OPTIONS
+from .machine import Memory, current
 
 HELP = ("raise the budget with --max-memory BYTES or apdsl.options(max_memory=BYTES), or use "
         "smaller tensors")
 
 
-class _Live:
-    """Bytes reserved by live storage."""
-
-    __slots__ = ("bytes",)
-
-    def __init__(self) -> None:
-        self.bytes = 0
-
-
-LIVE = _Live()
 
 
 def human(n: int) -> str:
@@ -45,37 +36,49 @@ def human(n: int) -> str:
     return text
 
 
-def reserve(nbytes: int, explain: Callable[[], tuple[str, str]]) -> None:
-    """Reserve `nbytes`, or raise APK430.  `explain()` (called only then) gives what is being
-    allocated ("allocating x: f32[4, 8] @ hbm") and what the bytes are (data, bookkeeping)."""
-    limit = OPTIONS.max_memory
-    if LIVE.bytes + nbytes <= limit:
-        LIVE.bytes += nbytes
-        return
+def live() -> int:
+    """Bytes reserved by live storage on the current machine."""
+    return current().memory.bytes
+
+
+def reserve(nbytes: int, explain: Callable[[], tuple[str, str]], *,
+            memory: Memory | None = None) -> Memory:
+    """Reserve `nbytes` on the current machine and return the count they came from (to
+    `release` them to), or raise APK430.  `explain()` (called only then) gives what is being
+    allocated ("allocating x: f32[4, 8] @ hbm") and what the bytes are (data, bookkeeping).
+    `memory`: the count to reserve in (a storage growing its bookkeeping: its own)."""
+    m = current()
+    limit = m.options.max_memory
+    if memory is None:
+        memory = m.memory
+    if memory.bytes + nbytes <= limit:
+        memory.bytes += nbytes
+        return memory
     if nbytes <= limit:
         # Storage in reference cycles returns its bytes only when the cycle collector runs
         # (paused while a program runs); collect once before refusing what could then fit.
         gc.collect()
-        if LIVE.bytes + nbytes <= limit:
-            LIVE.bytes += nbytes
-            return
+        if memory.bytes + nbytes <= limit:
+            memory.bytes += nbytes
+            return memory
     what, detail = explain()
     raise over_budget(nbytes, what, detail, limit)
 
 
-def release(nbytes: int) -> None:
-    LIVE.bytes = max(0, LIVE.bytes - nbytes)
+def release(memory: Memory, nbytes: int) -> None:
+    memory.bytes = max(0, memory.bytes - nbytes)
 
 
 def over_budget(nbytes: int, what: str, detail: str, limit: int) -> ApdslRuntimeError:
+    in_use = live()
     return ApdslRuntimeError(
         f"{what} needs {human(nbytes)}, past the memory budget of {human(limit)}",
         code="APK430",
-        notes=[detail] + ([f"{human(LIVE.bytes)} of the budget already in use by live "
-                           "tensors"] if LIVE.bytes else [])
+        notes=[detail] + ([f"{human(in_use)} of the budget already in use by live "
+                           "tensors"] if in_use else [])
         + ["the budget bounds all live storage and its written-state bookkeeping, every "
            "buffer (HBM and GM included)"],
-        help=HELP, requested=nbytes, budget=limit, in_use=LIVE.bytes)
+        help=HELP, requested=nbytes, budget=limit, in_use=in_use)
 
 
 def out_of_memory(what: str, exc: BaseException | None = None, **facts: Any) -> ApdslRuntimeError:
@@ -83,7 +86,7 @@ def out_of_memory(what: str, exc: BaseException | None = None, **facts: Any) -> 
     said = f" ({exc})" if exc is not None and str(exc) else ""
     return ApdslRuntimeError(
         f"out of memory: {what}{said}", code="APK431",
-        notes=[f"the memory budget is {human(OPTIONS.max_memory)}; the machine could not give "
+        notes=[f"the memory budget is {human(current().options.max_memory)}; the machine could not give "
                "this much"],
         help="lower --max-memory / apdsl.options(max_memory=BYTES) to what the machine can "
         "really hold, so that allocations fail at their declaration, or use smaller tensors",

@@ -145,9 +145,10 @@ class Operand:
 Make = Callable[[Operand, int, Pattern], Any]  # builds one piece's AccessPattern
 
 
-def refuse(role: str, why: str) -> TargetError:
+def refuse(label: str, role: str, why: str) -> TargetError:
+    """APK320 for instruction `label` (its op and `name=`)."""
     return TargetError(
-        f"lower cannot cut this instruction into pieces: {role} {why}", code="APK320",
+        f"{label}: lower cannot cut this instruction into pieces: {role} {why}", code="APK320",
         notes=["another operand needs several access patterns, so the instruction is several "
                "hardware instructions, and this operand would have to be cut with it"],
         help="give the other operand a layout that is one access pattern (align its slice to "
@@ -176,7 +177,7 @@ def cut_flat(op: str, operands: Sequence[Operand], make: Make) -> list[dict[str,
     if len(pieces) > 1:
         for o in operands:
             if o.pinned:
-                raise refuse(o.role, "has a runtime vector index or indirection, which "
+                raise refuse(op, o.role, "has a runtime vector index or indirection, which "
                               "drives its rows from an index tensor that a piece cannot slice")
     return pieces
 
@@ -264,7 +265,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
     for role, (_o, offs, _) in two.items():
         for ax, n in zip(axes[role], offs.shape):
             if sizes.setdefault(ax, n) != n:
-                raise refuse(role, f"has {n} along {ax} where another operand has "
+                raise refuse(op, role, f"has {n} along {ax} where another operand has "
                               f"{sizes[ax]}")
     cuts = {ax: {0, n} for ax, n in sizes.items()}
     for role, (_o, _, pid) in two.items():
@@ -289,7 +290,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
                 if found is None:
                     rb, cb = _breaks(sub, o.pstride)
                     if not rb and not cb:  # cannot happen for views that obey the rules
-                        raise refuse(role, "has a block that is not one access pattern")
+                        raise refuse(op, role, "has a block that is not one access pattern")
                     cuts[axes[role][0]].update(r0 + b for b in rb)
                     cuts[axes[role][1]].update(c0 + b for b in cb)
                     refined = True
@@ -303,7 +304,7 @@ def cut_axes(op: str, operands: Sequence[Operand], axes: dict[str, tuple[str, st
     if len(pieces) > 1:
         for o in operands:
             if o.pinned:
-                raise refuse(o.role, "has a runtime index or indirection, which a piece "
+                raise refuse(op, o.role, "has a runtime index or indirection, which a piece "
                               "cannot slice")
     return pieces
 

@@ -73,8 +73,10 @@ class AccessPattern:
         return f"{self.tensor}@{self.buffer} {self.dtype} offset={_text(self.offset)}{extra} {pat}"
 
 
-def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand") -> list[AccessPattern]:
-    """The access patterns of view `t` (one per piece, in logical order).
+def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand",
+          label: str = "") -> list[AccessPattern]:
+    """The access patterns of view `t` (one per piece, in logical order).  `label` names the
+    instruction the operand belongs to, so an error says which (`dma_copy 'x': dst ...`).
 
     >>> x = apdsl.ndarray((2, 3, 4), "float32", "hbm")
     >>> [(ap.offset, ap.pattern) for ap in apdsl.lower(x.rearrange("b c h -> (b h) c"))]
@@ -112,7 +114,8 @@ def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand") -> li
             if ap.free_entries > limit:
                 tname = targets.target_for(t.buffer).name
                 raise TargetError(
-                    f"{role} {t.name} needs {ap.free_entries} free access-pattern entries; "
+                    f"{label + ': ' if label else ''}{role} {t.name} needs {ap.free_entries} "
+                    "free access-pattern entries; "
                     f"{tname} allows {limit}", code="APK304",
                     notes=[f"lowered pattern = {pat}", f"view shape = {t.shape}"],
                     help="merge contiguous dimensions, or split the instruction into a loop "
@@ -132,11 +135,13 @@ MATRIX_AXES: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
-def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPattern]]
-        ) -> list[dict[str, AccessPattern]]:
+def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPattern]], *,
+        label: str = "") -> list[dict[str, AccessPattern]]:
     """The instruction as pieces in which every operand is one access pattern, each piece a
-    `{role: AccessPattern}` with `piece=(i, n)` when n > 1 (SPEC section 8)."""
+    `{role: AccessPattern}` with `piece=(i, n)` when n > 1 (SPEC section 8).  A refusal
+    (APK320) is named by `label` (the instruction and its `name=`; `op` when not given)."""
     from . import cutting
+    where = label or op
     if all(len(aps) == 1 for aps in lowered.values()):
         return [{role: aps[0] for role, aps in lowered.items()}]
     if len(operands) == 1:
@@ -146,7 +151,7 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
         return [{role: aps[0] for role, aps in lowered.items()}]
     matrix = op in MATRIX_AXES
     g = 1 if matrix else _granule(list(operands.values()))
-    ops = [_cut_operand(op, role, t, lowered[role], g) for role, t in operands.items()]
+    ops = [_cut_operand(where, role, t, lowered[role], g) for role, t in operands.items()]
     if matrix:
         ops = [_as_matrix(o, _matrix_rows(op, o.role, operands)) for o in ops]
 
@@ -154,11 +159,11 @@ def cut(op: str, operands: dict[str, Tensor], lowered: dict[str, list[AccessPatt
         return replace(o.aps[0], offset=offset, pattern=pattern, piece=None, box=None)
 
     if matrix:
-        pieces = cutting.cut_axes(op, ops, MATRIX_AXES[op], make)
+        pieces = cutting.cut_axes(where, ops, MATRIX_AXES[op], make)
     elif op in ELEMENTWISE or len({t.size for t in operands.values()}) == 1:
-        pieces = cutting.cut_flat(op, ops, make)
+        pieces = cutting.cut_flat(where, ops, make)
     else:
-        raise cutting.refuse(next(iter(operands)), "does not correspond element for "
+        raise cutting.refuse(where, next(iter(operands)), "does not correspond element for "
                              "element to the other operands")
     n = len(pieces)
     if n == 1:
@@ -208,7 +213,7 @@ def _granule(tensors: list[Tensor]) -> int:
 def _cut_operand(op: str, role: str, t: Tensor, aps: list[AccessPattern], g: int = 1) -> Any:
     from . import cutting
     if not t.layout.static:
-        raise cutting.refuse(role, f"{t.name} has runtime strides or counts (registers), "
+        raise cutting.refuse(op, role, f"{t.name} has runtime strides or counts (registers), "
                              "so its elements' places are not known before it executes")
     layout, inner = t.layout, None
     if g > 1:  # block starts: the last dimension stepped by g

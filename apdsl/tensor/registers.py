@@ -1,8 +1,16 @@
-"""Virtual registers: runtime integers usable as `.ap` strides, counts and offsets."""
+"""Virtual registers: runtime integers usable as `.ap` strides, counts and offsets.
+
+`resolve(x, role, label)` is the one place a stride, count, offset or index that may come from
+a register becomes an int: a plain int, a `VirtualRegister`, or a `RegisterSum` (an offset that
+is a register plus a static part, possibly nested).
+"""
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
+
+import numpy as np
 
 from ..errors import ApdslRuntimeError
 
@@ -25,10 +33,12 @@ class VirtualRegister:
         self.name = name or f"r{self.id}"
         self.value = None if value is None else int(value)
 
-    def resolve(self, role: str = "register") -> int:
+    def resolve(self, role: str = "register", label: str = "") -> int:
+        """The value, read as `role` by instruction `label` (APK410 before any was loaded)."""
         if self.value is None:
+            where = f"{label}: " if label else ""
             raise ApdslRuntimeError(
-                f"register {self.name} is read as {role} before any value was loaded",
+                f"{where}register {self.name} is read as {role} before any value was loaded",
                 code="APK410", help="give register_alloc an initial value or call register_load "
                 "before the instruction that uses it", register=self.name)
         return self.value
@@ -37,5 +47,33 @@ class VirtualRegister:
         return self.name if self.value is None else f"{self.name}={self.value}"
 
 
-def resolve(x: object, role: str) -> int:
-    return x.resolve(role) if isinstance(x, VirtualRegister) else int(x)  # type: ignore[arg-type]
+class RegisterSum:
+    """A base offset that is a register plus a static part; resolved at execution."""
+
+    __slots__ = ("static", "reg")
+
+    def __init__(self, static: Any, reg: Any) -> None:
+        self.static, self.reg = static, reg
+
+    def resolve(self, role: str = "offset", label: str = "") -> int:
+        return resolve(self.static, role, label) + resolve(self.reg, role, label)
+
+    def __add__(self, other: Any) -> RegisterSum:
+        return RegisterSum(self.static + other, self.reg) \
+            if isinstance(other, (int, np.integer)) else NotImplemented
+
+    __radd__ = __add__
+
+    @property
+    def name(self) -> str:
+        return f"{self.static}+{getattr(self.reg, 'name', self.reg)}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def resolve(x: object, role: str, label: str = "") -> int:
+    """`x` as an int now: registers read (APK410 names `label` and `role` when one is empty)."""
+    if isinstance(x, (VirtualRegister, RegisterSum)):
+        return x.resolve(role, label)
+    return int(x)  # type: ignore[call-overload]

@@ -10,8 +10,9 @@ when all of its bytes (nibbles) are.  The record collapses to a flag once everyt
 written, so the common case (inputs fully loaded, outputs fully written) costs nothing to
 check.
 
-Capacity is accounted per buffer when storage is allocated; on-chip buffers count bytes per
-partition.  Every storage, HBM and GM included, also reserves its bytes in the memory budget
+Capacity is accounted per buffer when storage is allocated, on the current machine
+(`apdsl.tensor.machine`: one program run, one test), so tensors left alive elsewhere do not
+count against its capacity; on-chip buffers count bytes per partition.  Every storage, HBM and GM included, also reserves its bytes in the memory budget
 (`budget`).  Storage is freed explicitly (block scopes in the language) or when
 garbage-collected.
 """
@@ -19,8 +20,6 @@ garbage-collected.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from math import prod
 
 import numpy as np
@@ -28,55 +27,9 @@ import numpy as np
 from ..errors import Span, TargetError
 from . import budget, targets
 from .dtypes import DType
+from .machine import Accounting, Memory, current
 
 _ids = itertools.count()
-
-
-class _Accounting:
-    """Live bytes per (target family, buffer); on-chip: bytes per partition, with addresses so
-    PSUM bank placement can be checked."""
-
-    def __init__(self) -> None:
-        self.live: dict[str, list[tuple[int, int, int]]] = {}  # buffer -> [(id, start, size)]
-
-    def used(self, buffer: str) -> int:
-        return sum(size for _, _, size in self.live.get(buffer, ()))
-
-    def place(self, sid: int, buffer: str, size: int, capacity: int | None,
-              bank: int | None) -> int:
-        blocks = sorted(self.live.setdefault(buffer, []), key=lambda b: b[1])
-        addr = 0
-        for _, start, length in blocks:
-            if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
-                addr = -(-addr // bank) * bank  # keep a small PSUM tile inside one bank
-            if addr + size <= start:
-                break
-            addr = max(addr, start + length)
-        if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
-            addr = -(-addr // bank) * bank
-        if capacity is not None and addr + size > capacity:
-            return -1
-        self.live[buffer].append((sid, addr, size))
-        return addr
-
-    def release(self, sid: int, buffer: str) -> None:
-        blocks = self.live.get(buffer, [])
-        blocks[:] = [b for b in blocks if b[0] != sid]
-
-
-ACCOUNTING = _Accounting()
-
-
-@contextmanager
-def fresh_accounting() -> Iterator[None]:
-    """Account allocations made inside the block separately (one program run, one test), so
-    tensors left alive elsewhere do not count against its capacity."""
-    global ACCOUNTING
-    saved, ACCOUNTING = ACCOUNTING, _Accounting()
-    try:
-        yield
-    finally:
-        ACCOUNTING = saved
 
 
 class Storage:
@@ -84,7 +37,7 @@ class Storage:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
-                 "unit_bits", "_reserved", "__weakref__")
+                 "unit_bits", "_reserved", "_memory", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
@@ -104,8 +57,9 @@ class Storage:
         self.freed = False
         self.unit_bits = dtype.bits  # written state is exact per unit of this many bits
         self._reserved = 0
+        self._memory: Memory | None = None  # the budget count the reservation came from
         self.target = targets.target_for(buffer)
-        self._accounting: _Accounting | None = None
+        self._accounting: Accounting | None = None
         self._reserve()
         try:
             self.address = self._account()
@@ -118,14 +72,14 @@ class Storage:
         """Reserve the data and one bookkeeping byte per written-state unit (the mask the
         storage needs while partly written) in the memory budget: APK430 past it."""
         need = self.nbytes + self.nbytes * 8 // self.unit_bits
-        budget.reserve(need, lambda: (
+        self._memory = budget.reserve(need, lambda: (
             f"allocating {self.describe()}", f"{budget.human(self.nbytes)} of data and "
             f"{budget.human(need - self.nbytes)} of written-state bookkeeping"))
         self._reserved = need
 
     def _unreserve(self) -> None:
-        if self._reserved:
-            budget.release(self._reserved)
+        if self._reserved and self._memory is not None:
+            budget.release(self._memory, self._reserved)
             self._reserved = 0
 
     def _account(self) -> int:
@@ -146,9 +100,10 @@ class Storage:
         else:
             size = self.nbytes
         bank = t.psum_bank_bytes if self.buffer == "psum" else None
-        addr = ACCOUNTING.place(self.id, self.buffer, size, cap, bank)
+        accounting = current().accounting
+        addr = accounting.place(self.id, self.buffer, size, cap, bank)
         if addr < 0:
-            used = ACCOUNTING.used(self.buffer)
+            used = accounting.used(self.buffer)
             unit = " per partition" if onchip else ""
             raise TargetError(
                 f"allocating {size} bytes{unit} in {self.buffer} exceeds its capacity "
@@ -157,7 +112,7 @@ class Storage:
                                       f"dtype = {self.dtype}"],
                 help="use smaller tiles, or free tensors by declaring them inside a loop body",
                 requested=size, capacity=cap, in_use=used)
-        self._accounting = ACCOUNTING
+        self._accounting = accounting
         return addr
 
     def free(self) -> None:
@@ -178,8 +133,8 @@ class Storage:
         try:
             if self._accounting is not None:
                 self._accounting.release(self.id, self.buffer)
-            if self._reserved:
-                budget.release(self._reserved)
+            if self._reserved and self._memory is not None:
+                budget.release(self._memory, self._reserved)
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to return
             pass
 
@@ -247,7 +202,7 @@ class Storage:
             budget.reserve(need - self._reserved, lambda: (
                 f"tracking written state per {bits}-bit unit of {self.describe()}",
                 "a write through a narrower view needs written state per byte (per nibble "
-                "for int4)"))
+                "for int4)"), memory=self._memory)
             self._reserved = need
         if self._mask is not None:
             try:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 from ..errors import ApdslNameError
 from ..records import record
+from .machine import current
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -79,9 +80,6 @@ TARGETS: dict[str, Target] = {
         "ub": 192 * KiB}),
 }
 
-_current = {"nki": "trn2", "ascend": "ascend-a2"}
-
-
 def get_target(name: str) -> Target:
     """The target named `name` (`trn1`, `trn2`, `trn3`, `ascend-a2`): partitions, capacities and
     limits.
@@ -101,13 +99,13 @@ def get_target(name: str) -> Target:
 
 
 def target_for(buffer: str) -> Target:
-    """The target generation in force for a buffer's family."""
-    return TARGETS[_current[family(buffer)]]
+    """The target generation in force for a buffer's family (on the current machine)."""
+    return TARGETS[current().targets[family(buffer)]]
 
 
 def set_target(name: str) -> Target:
-    """Make `name` the current target of its family (NKI or Ascend) and return it; `target(name)`
-    does the same for a `with` block only.
+    """Make `name` the current target of its family (NKI or Ascend) on the current machine and
+    return it; `target(name)` does the same for a `with` block only.
 
     >>> apdsl.set_target("trn3").has_indirect
     True
@@ -115,18 +113,8 @@ def set_target(name: str) -> Target:
     'trn2'
     """
     t = get_target(name)
-    _current[t.family] = t.name
+    current().targets[t.family] = t.name
     return t
-
-
-def snapshot() -> dict[str, str]:
-    """The generation in force for each family (for `restore`)."""
-    return dict(_current)
-
-
-def restore(saved: dict[str, str]) -> None:
-    _current.clear()
-    _current.update(saved)
 
 
 @contextmanager
@@ -139,10 +127,11 @@ def target(name: str) -> Iterator[Target]:
     ('trn1', 192)
     """
     t = get_target(name)
-    saved = dict(_current)
-    _current[t.family] = t.name
+    generations = current().targets
+    saved = dict(generations)
+    generations[t.family] = t.name
     try:
         yield t
     finally:
-        _current.clear()
-        _current.update(saved)
+        generations.clear()
+        generations.update(saved)

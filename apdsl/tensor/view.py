@@ -18,7 +18,7 @@ from . import targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Dim, Layout, is_static
-from .registers import VirtualRegister
+from .registers import RegisterSum, VirtualRegister
 from .regroup import blames_a_slice, check_ndim, rearranged, sliced_across
 from .storage import Storage
 
@@ -666,7 +666,7 @@ class Tensor:
             base = base * self.dtype.bits // new_dtype.bits
         if offset is not None:
             base = base + offset if not isinstance(offset, VirtualRegister) and \
-                isinstance(base, (int, np.integer)) else _RegSum(base, offset)
+                isinstance(base, (int, np.integer)) else RegisterSum(base, offset)
         if scalar_offset is not None and vector_offset is not None:
             raise _err("ap: give at most one of scalar_offset and vector_offset", "APK222")
         dynamic_regs = any(not is_static(x) for p in pairs for x in p)
@@ -738,32 +738,6 @@ class Tensor:
         """
         from .indexing import index_view
         return index_view(self, key)
-
-
-class _RegSum:
-    """A base offset that is a register plus a static part; resolved at execution."""
-
-    __slots__ = ("static", "reg")
-
-    def __init__(self, static: Any, reg: Any) -> None:
-        self.static, self.reg = static, reg
-
-    def resolve(self, role: str = "offset") -> int:
-        def value(x: Any) -> int:
-            return x.resolve(role) if hasattr(x, "resolve") else int(x)
-        return value(self.static) + value(self.reg)
-
-    def __add__(self, other: Any) -> _RegSum:
-        return _RegSum(self.static + other, self.reg) if is_static(other) else NotImplemented
-
-    __radd__ = __add__
-
-    @property
-    def name(self) -> str:
-        return f"{self.static}+{getattr(self.reg, 'name', self.reg)}"
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def _check_pattern(pattern: Any) -> list[list[Any]]:

@@ -1,0 +1,147 @@
+"""The simulated device: every piece of state that allocations, instructions and checks share.
+
+A `Machine` holds the current target of each family, the options, the capacity accounting of
+each buffer, the memory budget's live bytes, check (dry-run) mode, the instruction trace, the
+statement location and the warnings.  Nothing else in apdsl is mutable state that a program can
+change for its caller: code reads the *current* machine (`current()`), and a program run, a
+check or a test enters its own with `machine.active()`.  `child()` makes a fresh machine that
+starts from its parent's target and options; what the program inside sets stays in the child.
+
+The default machine belongs to the Python session (the `apdsl` API acts on it); it is the
+caller's, never a program's.  The module lives in the tensor layer because storage and the
+budget read it; the runtime builds its trace and warnings on the same object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
+
+Location = tuple[str, int]
+
+
+def physical_memory() -> int:
+    """The machine's physical memory in bytes (8 GiB when the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 8 << 30
+
+
+DEFAULT_MAX_MEMORY = physical_memory() // 2
+DEFAULT_MAX_STEPS = 100_000_000
+DEFAULT_TARGETS = {"nki": "trn2", "ascend": "ascend-a2"}
+
+
+@dataclass
+class Options:
+    """The options of SPEC section 9 (`apdsl.options(...)`)."""
+
+    # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
+    init_check: bool = True
+    # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
+    strict_padding: bool = False
+    # Bytes of live storage plus its written-state bookkeeping, every buffer included
+    # (apdsl.tensor.budget); an allocation past it is APK430.
+    max_memory: int = DEFAULT_MAX_MEMORY
+    # The step budget of one program run or check (apdsl.semantics.limits); APK801 past it.
+    max_steps: int = DEFAULT_MAX_STEPS
+
+
+class Accounting:
+    """Live bytes per buffer; on-chip: bytes per partition, with addresses so PSUM bank
+    placement can be checked."""
+
+    __slots__ = ("live",)
+
+    def __init__(self) -> None:
+        self.live: dict[str, list[tuple[int, int, int]]] = {}  # buffer -> [(id, start, size)]
+
+    def used(self, buffer: str) -> int:
+        return sum(size for _, _, size in self.live.get(buffer, ()))
+
+    def place(self, sid: int, buffer: str, size: int, capacity: int | None,
+              bank: int | None) -> int:
+        """The first address where `size` bytes fit (a small PSUM tile inside one bank), or -1
+        past `capacity`."""
+        blocks = sorted(self.live.setdefault(buffer, []), key=lambda b: b[1])
+        addr = 0
+        for _, start, length in blocks:
+            if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
+                addr = -(-addr // bank) * bank
+            if addr + size <= start:
+                break
+            addr = max(addr, start + length)
+        if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
+            addr = -(-addr // bank) * bank
+        if capacity is not None and addr + size > capacity:
+            return -1
+        self.live[buffer].append((sid, addr, size))
+        return addr
+
+    def release(self, sid: int, buffer: str) -> None:
+        blocks = self.live.get(buffer, [])
+        blocks[:] = [b for b in blocks if b[0] != sid]
+
+
+class Memory:
+    """Bytes the memory budget has reserved for live storage.  Shared by a machine and its
+    children: tensors a Python caller keeps alive use the same memory as the program it runs."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
+class Machine:
+    """All the state of one simulated device (see the module docstring)."""
+
+    __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
+                 "span", "warnings", "warned")
+
+    def __init__(self, *, targets: dict[str, str] | None = None, options: Options | None = None,
+                 memory: Memory | None = None, check: bool = False, trace: Any = None) -> None:
+        self.targets = dict(DEFAULT_TARGETS if targets is None else targets)
+        self.options = Options() if options is None else options
+        self.accounting = Accounting()
+        self.memory = Memory() if memory is None else memory
+        # Check mode (`apdsl check`): instructions validate and lower their operands but read
+        # no runtime values and move no data.
+        self.check = check
+        self.trace = trace  # the active `apdsl.runtime.trace.Trace`, or None
+        self.location: Location | None = None  # the statement under way (file, line)
+        self.span: Any = None  # ... and its span, given to the warnings it raises
+        self.warnings: list[Any] = []
+        self.warned: set[tuple[Any, ...]] = set()
+
+    def child(self, *, check: bool | None = None) -> Machine:
+        """A fresh machine for one program run or check: the parent's targets and options
+        (copies), trace and memory budget; its own accounting, warnings and location."""
+        m = Machine(targets=self.targets, options=replace(self.options), memory=self.memory,
+                    check=self.check if check is None else check, trace=self.trace)
+        m.location, m.span = self.location, self.span
+        return m
+
+    @contextmanager
+    def active(self) -> Iterator[Machine]:
+        """Make this the current machine inside the block."""
+        token = _current.set(self)
+        try:
+            yield self
+        finally:
+            _current.reset(token)
+
+    def __repr__(self) -> str:
+        mode = ", check" if self.check else ""
+        return f"Machine({self.targets['nki']}, {self.targets['ascend']}{mode})"
+
+
+# The Python session's machine: current wherever no other machine is active.
+SESSION = Machine()
+_current: ContextVar[Machine] = ContextVar("apdsl_machine", default=SESSION)
+current = _current.get

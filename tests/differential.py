@@ -137,6 +137,8 @@ def compare(source: str, file: str = "t.apk", base_dir: str | None = None) -> li
                 continue
             except ApdslError as e:
                 clean = False
+                if e.span is None:
+                    problems.append(f"unlocated: run of {k} raised {e.code} {e.message!r}")
                 if not data_decided(e, program, tainted) and key(e) not in found:
                     problems.append(f"lost: run of {k} raised {key(e)} {e.message!r}; check "
                                     f"reported {sorted(found, key=str)}")
@@ -164,6 +166,9 @@ def compare(source: str, file: str = "t.apk", base_dir: str | None = None) -> li
 # -- mutations --------------------------------------------------------------------------------
 
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+SUFFIXES = (".T", "[0]", "[1:]", "[:, 0]", ".permute((1, 0))", ".reshape((-1,))",
+            ".ap([[1, 2]])", ".slice(0, 0, 1)")
 SWAPS = (("sbuf", "hbm"), ("hbm", "sbuf"), ("psum", "sbuf"), ("sbuf", "psum"), ("f32", "bf16"),
          ("bf16", "f32"), ("i32", "f32"), ("f16", "f32"), ("dst=", "src="), ("l1", "ub"),
          ("gm", "l1"), ("l0a", "l0b"), ("ZZ", "ZN"), ("NZ", "ND"), ("slice", "select"))
@@ -175,8 +180,9 @@ def _indent(line: str) -> str:
 
 def mutants(source: str, seed: str, per_kind: int) -> list[tuple[str, str]]:
     """Small deterministic variants of a program: an int literal changed, a statement replaced
-    by `pass`, repeated or swapped with the next, a buffer, dtype, format or keyword swapped;
-    `per_kind` sites of each kind."""
+    by `pass`, repeated or swapped with the next, a name replaced by another of the program's
+    or followed by an attribute, index or view call, a buffer, dtype, format or keyword
+    swapped; `per_kind` sites of each kind."""
     rng = random.Random(seed)
     out = []
     ints = list(_INT.finditer(source))
@@ -197,6 +203,15 @@ def mutants(source: str, seed: str, per_kind: int) -> list[tuple[str, str]]:
         if j < len(lines) and j in simple and _indent(lines[i]) == _indent(lines[j]):
             out.append((f"lines {i + 1} and {j + 1} swapped",
                         "".join(lines[:i] + [lines[j], lines[i]] + lines[j + 1:])))
+    words = list(_WORD.finditer(source))
+    names = sorted({w.group() for w in words})
+    for w in rng.sample(words, min(len(words), per_kind)):
+        other = rng.choice(names)
+        out.append((f"{w.group()}->{other} at {w.start()}",
+                    source[:w.start()] + other + source[w.end():]))
+        suffix = rng.choice(SUFFIXES)
+        out.append((f"{suffix} after {w.group()} at {w.end()}",
+                    source[:w.end()] + suffix + source[w.end():]))
     for a, b in SWAPS:
         sites = [m.start() for m in re.finditer(re.escape(a), source)]
         for p in rng.sample(sites, min(len(sites), max(1, per_kind // 2))):

@@ -247,6 +247,8 @@ def test_cli_check_and_check_json_report_what_run_reports(tmp_path):
      "dma_copy(out, A.ap([[512, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))\n",
      ("APK407", 4, 1)),
     ("kernel k(A: f32[8, 8] @ hbm) -> f32[8, 8] @ hbm:\n    x = 1\n", ("APK133", 1, 33)),
+    # an unknown dtype in a kernel's result type: run located it nowhere
+    ("kernel k(x: f16[4, 4] @ hbm) -> f16.T[4, 4] @ hbm:\n    return x\n", ("APK104", 1, 33)),
 ])
 def test_check_reports_what_run_reports(src, expected, tmp_path):
     p = Program(src, str(tmp_path / "t.apk"), str(tmp_path))

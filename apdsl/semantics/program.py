@@ -325,7 +325,11 @@ def check_result(fn: Function, value: Any, interp: Any) -> None:
         raise ApdslTypeError(f"kernel {fn.name} must return a tensor, returned "
                              f"{type(value).__name__}", code="APK133", span=span)
     problems = []
-    if value.dtype != to_dtype(spec.dtype):
+    try:
+        declared = to_dtype(spec.dtype)
+    except ApdslError as e:  # an unknown dtype in the result type: point at it
+        raise e.with_span(getattr(spec, "dtype_span", None) or span) from None
+    if value.dtype != declared:
         problems.append(f"dtype {value.dtype} (declared {spec.dtype})")
     if value.buffer != spec.buffer:
         problems.append(f"buffer {value.buffer} (declared {spec.buffer})")

@@ -170,19 +170,26 @@ def program(rng: random.Random, corpus: list[str], tokens: list[str],
 
 
 def prelude(rng: random.Random) -> list[str]:
-    """Declarations of most of the generator's names, so statements reach the model rather than
-    stopping at an unknown name."""
+    """Declarations of most of the generator's names, mostly valid ones (a format its buffer
+    holds, a rank the format takes), so statements reach the model rather than stopping at an
+    unknown name or a bad declaration."""
     out = []
     for name in rng.sample(NAMES, rng.randint(3, len(NAMES))):
         if name == "i":
             continue
-        dims = [rng.choice([1, 4, 16, 32, 64, 128, 130, 512]) for _ in range(rng.randint(1, 3))]
         buffer = rng.choice(BUFFERS)
-        fmt = rng.choice(FORMATS) if buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub") else ""
+        fmt = rng.choice(BUFFER_FORMATS.get(buffer, [""]))
+        rank = 2 if fmt else rng.randint(1, 3)
+        dims = [rng.choice([1, 4, 16, 32, 64, 128, 130]) for _ in range(rank)]
         init = rng.choice(["", " = 0", " = arange", " = random(3)", " = ones"])
-        out.append(f"{name}: {rng.choice(DTYPES)}[{', '.join(map(str, dims))}] @ {buffer}"
-                   f"{fmt}{init}")
+        dtype = rng.choice(["f16", "f32", "bf16", "i8", "i32"] if fmt else DTYPES)
+        out.append(f"{name}: {dtype}[{', '.join(map(str, dims))}] @ {buffer}{fmt}{init}")
     return out
+
+
+BUFFER_FORMATS = {"gm": ["", "", " as NZ", " as ND_ALIGN", " as COLUMN_MAJOR", " as ZZ"],
+                  "l1": ["", " as NZ", " as ZZ", " as ZN"], "l0a": [" as ZZ"],
+                  "l0b": [" as ZN"], "l0c": [" as NZ"], "ub": ["", " as NZ"]}
 
 
 # -- bad .npy files ----------------------------------------------------------------------------

@@ -425,7 +425,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                      code="APK607")], {}, args.file)
         _write_output(value, args.output, program)
     if result.kernel is not None:
-        print(_summary(value, result.kernel))
+        try:
+            print(_summary(value, result.kernel))
+        except ApdslError as e:  # the result holds unwritten elements: reading it is the bug
+            raise fail([e], {program.file: program.source}, args.file) from None
     return 0
 
 
@@ -472,10 +475,7 @@ def _summary(value: Any, kernel: str) -> str:
     if isinstance(value, Tensor):
         head = (f"{kernel} -> {value.dtype}{list(value.shape)} @ {value.buffer}"
                 + (f" as {value.format}" if value.format != "ND" else ""))
-        try:
-            data = value.numpy()
-        except ApdslError as e:
-            return f"{head}\n  (contents not readable: {e.message})"
+        data = value.numpy()
         arr = np.asarray(data.astype(np.float32) if data.dtype.kind not in "iub" else data)
         with np.printoptions(threshold=24, edgeitems=3, precision=4, suppress=True):
             body = np.array2string(arr, prefix="  ")

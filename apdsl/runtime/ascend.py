@@ -336,7 +336,7 @@ def region_cached(t: Tensor, sizes: tuple[int, ...]) -> Tensor:
 def move_bytes(dacc: ex.Access, sacc: ex.Access) -> None:
     """Copy `sacc` to `dacc` (same dtype) as stored, written state included."""
     if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
-        ex._strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
+        ex.strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
     else:
         dacc.write(sacc.read().reshape(dacc.shape))
     ex.copy_written(dacc, sacc)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
 from ..tensor.dtypes import DTYPES, round_tfloat32
+from ..tensor.layout import pattern_bounds
 from ..tensor.machine import current
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
@@ -753,7 +754,7 @@ def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
     if isinstance(d, ex.Strided) and d.layout is not None and d.layout.dims[0].is_plain:
         layout = d.layout
         rest = [(c, s) for dim in layout.dims[1:] for s, c in dim.leaves()]
-        lo_f, hi_f = ex._pattern_bounds(0, tuple(c for c, _ in rest), tuple(s for _, s in rest))
+        lo_f, hi_f = pattern_bounds(0, tuple(c for c, _ in rest), tuple(s for _, s in rest))
         start = (layout.base * item) % per_part
         lo, hi = start + lo_f * item, start + hi_f * item + item - 1
     else:

@@ -74,7 +74,7 @@ def _covers_all(acc: Any, unique: bool) -> bool:
 def _views(acc: Any, arr: np.ndarray) -> list[np.ndarray]:
     """Writable views of `arr` (one byte per storage byte) over the bytes the access touches,
     or, for accesses that are not strided, one array of byte indices (`_indices`)."""
-    from .execute import Pieces, Strided
+    from .access import Pieces, Strided
     parts = [acc] if type(acc) is Strided else (
         [p for _, p in acc.parts] if type(acc) is Pieces else None)
     if parts is None or acc.dtype.bits < 8:

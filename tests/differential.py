@@ -7,12 +7,14 @@ errors, and when every kernel runs clean `check` reports nothing (a static error
 nothing calls excepted: `run` never reaches it).
 
 What `check` cannot know by contract is left out: an error whose statement uses a host value
-or a register (a name assigned from `host`, `load`, `allclose`, `equal` or `register_alloc`, or
-from such a name), an error that runtime index or register values decide (APK402, APK403, APK406, APK410, and a
-repeated runtime index on a line that indexes at run time), and an error that the written
-state of memory decides, which `check` does not track by design: reading unwritten memory
-(APK404) and the PSUM accumulation state of `nc_matmul` (APK330-APK332); and the values an
-instruction reads (`nc_matmul(is_transpose=True)` needs a 0/1 selection matrix, APK336).
+or a register `register_load` set (a name assigned from `host`, `load`, `allclose` or `equal`,
+or from such a name, or the register itself); an error that runtime index values decide
+(APK402, APK403, and a repeated runtime index on a line that indexes at run time); a register
+read before it holds a value (APK410: check mode cannot tell it from one register_load set);
+an error that the written state of memory decides, which `check` does not track by design:
+reading unwritten memory (APK404) and the PSUM accumulation state of `nc_matmul`
+(APK330-APK332); and the values an instruction reads (`nc_matmul(is_transpose=True)` needs a
+0/1 selection matrix, APK336).
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from apdsl.semantics.interpreter import Interpreter
 from apdsl.semantics.program import Program, UsageError
 from apdsl.syntax import ast
 
-DATA_CODES = frozenset({"APK402", "APK403", "APK406", "APK410",
+DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK404", "APK330", "APK331", "APK332"})
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"),)
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",
                            "scalar_offset"})
-RUNTIME_CALLS = frozenset({"host", "load", "allclose", "equal", "register_alloc"})
+RUNTIME_CALLS = frozenset({"host", "load", "allclose", "equal"})
 
 
 def key(e: ApdslError) -> tuple:
@@ -57,11 +59,16 @@ def _statements(body: list[Any]) -> list[Any]:
 
 
 def runtime_names(module: ast.Module) -> set[str]:
-    """Names that may hold a host value or a register (or a view sized by one): assigned from
-    an expression that calls `host`, `load`, `allclose`, `equal` or `register_alloc` or uses
+    """Names that may hold a host value, or a register `register_load` sets, or a view sized by
+    one: assigned from an expression that calls `host`, `load`, `allclose` or `equal` or uses
     such a name (a fixpoint; scopes are merged, which only widens the set)."""
     stmts = _statements(module.body)
     tainted = set(RUNTIME_CALLS)
+    for node in ast.walk(module):  # a register register_load sets holds a value from memory
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "register_load" and node.args and \
+                isinstance(node.args[0], ast.Name):
+            tainted.add(node.args[0].id)
     changed = True
     while changed:
         changed = False

@@ -50,6 +50,9 @@ SMALL = {
                    "    big = ndarray((128, 40000), f32, sbuf)\n    return A\n",
     "register_value": "t: i32[1, 1] @ sbuf = 5\nr = register_alloc(0)\nregister_load(r, t)\n"
                       "assert r.value == 5\n",
+    "register_views": "t: f32[128, 64] @ sbuf = 1.0\nr = register_alloc(3)\n"
+                      "u = t.ap([[64, 128], [1, r]])\ns: f32[128, 3] @ sbuf = 0.0\n"
+                      "tensor_copy(dst=u, src=s)\ntensor_copy(dst=s, src=u)\n",
     "kernel_loops": "kernel k(A: f32[256, 64] @ hbm) -> f32[256, 64] @ hbm:\n"
                     "    out = ndarray((256, 64), f32, hbm)\n"
                     "    for i in range(3):\n"

@@ -336,3 +336,32 @@ def test_a_register_loaded_from_memory_has_no_value_check_mode_can_know():
     e = run_error(src)
     assert e is not None and e.message == "known"
     assert [(where(x), x.message) for x in check(src)] == [(where(e), "known")]
+
+
+REGISTER_VIEWS = [
+    # a register count that runs past the storage
+    ("t: f32[128, 64] @ sbuf = 1.0\nr = register_alloc(100)\nu = t.ap([[64, 128], [1, r]])\n"
+     "s: f32[128, 100] @ sbuf\ntensor_copy(dst=s, src=u)\n", ("APK406", 5, 1)),
+    # a stride-0 destination sized by a register
+    ("t: f32[128, 64] @ sbuf = 1.0\nr = register_alloc(3)\nu = t.ap([[64, 128], [0, r]])\n"
+     "s: f32[128, 3] @ sbuf = 0.0\ntensor_copy(dst=u, src=s)\n", ("APK405", 5, 1)),
+    # shapes that disagree once the register's count is known
+    ("t: f32[128, 64] @ sbuf = 1.0\nr = register_alloc(3)\nu = t.ap([[64, 128], [1, r]])\n"
+     "s: f32[128, 4] @ sbuf\ntensor_copy(dst=s, src=u)\n", ("APK311", 5, 1)),
+]
+
+
+@pytest.mark.parametrize("src, expected", REGISTER_VIEWS)
+def test_a_register_with_a_known_value_is_checked_as_it_runs(src, expected):
+    e = run_error(src)
+    assert e is not None and where(e) == expected
+    assert [where(x) for x in check(src)] == [expected]
+
+
+def test_a_register_loaded_from_memory_sizes_nothing_check_mode_reports():
+    # the same view with its count loaded from memory: only run knows the count
+    src = ("t: f32[128, 64] @ sbuf = 1.0\nidx: i32[1, 1] @ sbuf = 100\nr = register_alloc(3)\n"
+           "register_load(r, idx)\nu = t.ap([[64, 128], [1, r]])\ns: f32[128, 3] @ sbuf\n"
+           "tensor_copy(dst=s, src=u)\n")
+    assert where(run_error(src)) == ("APK406", 7, 1)
+    assert check(src) == []

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError
-from ..tensor import targets
+from ..tensor import registers, targets
 from ..tensor.dtypes import DTYPES, round_tfloat32
 from ..tensor.layout import pattern_bounds
 from ..tensor.machine import current
@@ -58,9 +58,14 @@ def _free(shape: tuple[int, ...]) -> int:
 
 
 def _static_shape(t: Tensor) -> tuple[int, ...] | None:
-    """The view's shape when no register decides it."""
+    """The view's shape when no register decides it, or (check mode) when every register it
+    uses holds a value check mode knows."""
     shape = tuple(t.shape)
-    return shape if all(isinstance(n, (int, np.integer)) for n in shape) else None
+    if all(isinstance(n, (int, np.integer)) for n in shape):
+        return shape
+    if t.dynamic is None and ex.registers_known(t.layout):
+        return tuple(registers.resolve(n, "a count") for n in shape)
+    return None
 
 
 def _operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list[ex.Access] | None:
@@ -72,7 +77,7 @@ def _operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list[ex.Acc
             ex.warn_static(t, label, role)
     if current().check:
         for role, t in pairs:
-            if t.dynamic is None and t.layout.static:
+            if t.dynamic is None and (t.layout.static or ex.registers_known(t.layout)):
                 ex.resolve(t, label, role, group=group)
             else:
                 ex.check_dynamic(t, label, role, group=group)
@@ -821,3 +826,5 @@ def register_load(reg: VirtualRegister, t: Tensor, name: str | None = None) -> N
     trace.record("register_load", name, {"src": t})
     if accs is not None:
         reg.value = int(ex.read(accs[0], label, "src").reshape(-1)[0])
+    else:  # check mode reads no memory: the register's value is now unknown
+        reg.value = None

@@ -170,6 +170,20 @@ def _bounds_error(t: Any, offset: int, lshape: tuple[int, ...], lstrides: tuple[
                 "access pattern", tensor=t.name, offset=bad, storage_size=limit)
 
 
+def registers_known(layout: Layout) -> bool:
+    """Check mode: every register the layout's strides, counts and offset use holds a value
+    (set by register_alloc; check mode forgets what register_load set), so the layout resolves
+    without reading memory."""
+    def known(x: Any) -> bool:
+        if is_static(x):
+            return True
+        if isinstance(x, registers.RegisterSum):
+            return known(x.static) and known(x.reg)
+        return isinstance(x, VirtualRegister) and x.value is not None
+    return known(layout.base) and all(
+        known(d.size) and all(known(c) and known(s) for c, s in d.modes) for d in layout.dims)
+
+
 def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
     """Replace register strides, counts and offsets by their current values."""
     dims = []

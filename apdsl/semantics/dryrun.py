@@ -45,7 +45,9 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     except TypeError:
         return
     dst = bound.arguments.get("dst")
-    if type(dst) is not Tensor or dst.dynamic is not None or not dst.layout.static:
+    from ..runtime import execute as ex
+    if type(dst) is not Tensor or dst.dynamic is not None or not (
+            dst.layout.static or ex.registers_known(dst.layout)):
         return
     if targets.family(dst.buffer) != "nki":
         src = bound.arguments.get("src")
@@ -57,7 +59,6 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
         from ..runtime.ascend import LOAD_PATHS
         if type(src) is Tensor and (src.buffer, dst.buffer) in LOAD_PATHS:
             return  # Load2D and LoadData move the whole fractals under dst, not dst itself
-    from ..runtime import execute as ex
     from ..runtime.instructions import _label
     label = _label(op, bound.arguments.get("name"))
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")

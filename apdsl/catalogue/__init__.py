@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
-         "limits")
+         "limits", "nki")
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         "set_target": _set_target, "zeros_like": _no_host_alloc,
     }
     table.update(_walking(interp.budget))
+    table.update(_launch(interp))
+    from .tile_size import TILE_SIZE, ds
+    table["tile_size"], table["ds"] = TILE_SIZE, ds
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
     table.update(_hint_enums())
@@ -125,6 +128,41 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     for b in targets.BUFFERS:
         table[b] = b
     return table
+
+
+LAUNCH = ("program_id", "num_programs", "program_ndim")
+
+
+def _launch(interp: Any) -> dict[str, Callable[..., int]]:
+    """`nl.program_id(axis)`, `nl.num_programs(axes)`, `nl.program_ndim()`: they read the
+    launch the program runs under (`interp.launch`; none: one program, no grid)."""
+    from . import launch as ln
+
+    def current() -> ln.Launch:
+        return getattr(interp, "launch", ln.NO_GRID)
+
+    def program_id(axis: Any = 0) -> int:
+        return ln.program_id(current(), axis)
+
+    def num_programs(axes: Any = None) -> int:
+        return ln.num_programs(current(), axes)
+
+    def program_ndim() -> int:
+        return ln.program_ndim(current())
+
+    return {"program_id": program_id, "num_programs": num_programs,
+            "program_ndim": program_ndim}
+
+
+# Names that live in `nki.isa` besides the instructions (every other NKI name of this table is
+# `nki.language`'s): apdsl.nki sorts the table into its two namespaces with it.
+ISA_NAMES = frozenset({"engine", "dge_mode", "oob_mode", "matmul_perf_mode", "reduce_cmd",
+                       "nc_version", "get_nc_version", "get_nc_sub_version", "dma_engine"})
+
+# The `.apk` host helpers and Python's own builtins: not names of `nki.language`/`nki.isa`
+# (apdsl.nki builds those namespaces from this table without them).
+APK_ONLY = frozenset({"host", "allclose", "equal", "print", "load", "save", "cdiv", "prod",
+                      "set_target", "zeros_like", "True", "False", "None"})
 
 
 def _round(number: Any, ndigits: Any = None) -> Any:
@@ -246,5 +284,6 @@ def builtin_names() -> frozenset[str]:
              "int", "float", "bool", "str", "tuple", "list", "dict", "enumerate", "zip",
              "sorted", "round", "sum", "reversed", "prod", "set_target", "zeros_like",
              "True", "False", "None"}
-    names.update(INSTRUCTIONS, TLA, DTYPES, ALIASES, targets.BUFFERS)
+    names.update(("tile_size", "ds"))
+    names.update(INSTRUCTIONS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS)
     return frozenset(names)

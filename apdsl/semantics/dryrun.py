@@ -72,3 +72,20 @@ def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
     from ..tensor.registers import VirtualRegister
     reg = kwargs.get("reg", args[0] if args else None)
     return reg if isinstance(reg, VirtualRegister) else None
+
+
+def run_dry(program: Any, op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Check mode's call of instruction `op`: it validates and lowers its operands, moves no
+    data, and makes the checks executing it would make on its destination.  `program` (an
+    `.apk` interpreter or a Python kernel's host) keeps `known_values` (storage whose input
+    values are still known) and `loaded_registers` (registers whose value check mode cannot
+    know).  The program's machine is in check mode, so the instruction itself moves nothing."""
+    dst = kwargs.get("dst", args[0] if args else None)
+    if isinstance(dst, Tensor):  # its contents are no longer known without executing
+        program.known_values.discard(dst.storage)
+    result = fn(*args, **kwargs)
+    check_destination(op, fn, args, kwargs)
+    reg = loaded_register(op, args, kwargs)
+    if reg is not None:
+        program.loaded_registers[id(reg)] = reg
+    return result

@@ -403,16 +403,8 @@ class Interpreter:
             _trace.set_location(span.file, span.line, span)
         if not self.dry:
             return fn(*args, **kwargs)
-        dst = kwargs.get("dst", args[0] if args else None)
-        if isinstance(dst, Tensor):  # its contents are no longer known without executing
-            self.known_values.discard(dst.storage)
-        result = fn(*args, **kwargs)  # the machine is in check mode: nothing moves
-        from .dryrun import check_destination, loaded_register
-        check_destination(name, fn, args, kwargs)
-        reg = loaded_register(name, args, kwargs)
-        if reg is not None:
-            self.loaded_registers[id(reg)] = reg
-        return result
+        from .dryrun import run_dry
+        return run_dry(self, name, fn, args, kwargs)
 
     def print(self, *values: Any, sep: str = " ") -> None:
         if self.dry:

@@ -98,6 +98,27 @@ def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
                     help=f"a kernel input (repeatable); {what}")
 
 
+def grid_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--grid", metavar="N", type=step_count,
+                    help="launch a .py kernel on N logical NeuronCores, as kernel[N](...) "
+                    "(1 or 2; trn1: 1)")
+
+
+def launch_of(args: argparse.Namespace) -> dict[str, Any]:
+    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`)."""
+    n = getattr(args, "grid", None)
+    if n is None:
+        return {}
+    if not args.file.endswith(".py"):
+        raise usage("--grid launches NKI Python kernels (.py files); an .apk kernel runs "
+                    "as one program")
+    from ..nki.kernel import launch_grid
+    try:
+        return {"grid": launch_grid(n, args.kernel or "kernel")}
+    except ApdslError as e:
+        raise usage(f"--grid {n}: {e.message}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
                 "patterns and Ascend fractal formats, executed on NumPy.")
@@ -109,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(r, "missing inputs get seeded data")
     r.add_argument("-o", dest="output", metavar="OUT.npy", help="write the result (atomically)")
+    grid_option(r)
     program_options(r)
     r.add_argument("--no-init-check", action="store_true",
                    help="read unwritten memory as 0 instead of failing")
@@ -127,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     lw.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(lw, "missing inputs get seeded data")
     lw.add_argument("--json", action="store_true", help="one JSON object per instruction")
+    grid_option(lw)
     program_options(lw)
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")
@@ -268,12 +291,20 @@ def check_target_family(program: Any, name: str | None) -> None:
                     "targets: " + ", ".join(t for t, v in TARGETS.items() if v.family == other))
 
 
+def open_program(file: str) -> Any:
+    """An `.apk` program, or an NKI Python file (`.py`, SPEC section 12) run by apdsl.nki."""
+    if file.endswith(".py"):
+        from ..nki.program import PyProgram
+        return PyProgram.from_path(file)
+    from ..semantics.program import Program
+    return Program.from_path(file)
+
+
 def load_program(file: str, target: str | None = None) -> Any:
     """Parse FILE; with `target` (the --target given), also check it is of the program's
     family."""
-    from ..semantics.program import Program
     try:
-        program = Program.from_path(file)
+        program = open_program(file)
     except ApdslError as e:
         raise fail([e], {}, file) from None
     check_target_family(program, target)
@@ -304,14 +335,15 @@ def internal_error(e: Exception) -> Exit:
 # -- commands ---------------------------------------------------------------------------------
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..semantics.program import Program, UsageError
+    from ..semantics.program import UsageError
     apply_target(args.target)
     try:
-        program = Program.from_path(args.file)
+        program = open_program(args.file)
     except ApdslError as e:
         return _diagnose([e], {}, args.file, args.json)
     check_target_family(program, args.target)
-    inputs = _inputs(args, program, args.json)
+    # a Python kernel's check reads only the -i headers (SPEC section 12: no input values)
+    inputs = _inputs(args, program, args.json, header_only=args.file.endswith(".py"))
     try:
         errors = program.check(kernel=args.kernel, inputs=inputs)
     except UsageError as e:
@@ -364,9 +396,11 @@ def _parse_inputs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _inputs(args: argparse.Namespace, program: Any, as_json: bool = False) -> dict[str, Any]:
+def _inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
+            header_only: bool = False) -> dict[str, Any]:
     """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2); an
-    unreadable file is a diagnostic (a JSON line with `as_json`), exit 1."""
+    unreadable file is a diagnostic (a JSON line with `as_json`), exit 1.  `header_only`:
+    (shape, dtype) pairs, the data left unread."""
     from ..runtime.files import read_npy
     from ..semantics.program import UsageError
     paths = _parse_inputs(getattr(args, "inputs", []))
@@ -384,7 +418,7 @@ def _inputs(args: argparse.Namespace, program: Any, as_json: bool = False) -> di
     inputs = {}
     for name, path in paths.items():
         try:
-            inputs[name] = read_npy(path)
+            inputs[name] = read_npy(path, header_only=header_only)
         except ApdslError as e:
             raise Exit(_diagnose([e], {}, path, as_json)) from None
     return inputs
@@ -398,9 +432,10 @@ def _execute(args: argparse.Namespace, trace: bool, out: Any = None,
     apply_target(args.target)
     program = load_program(args.file, args.target)
     inputs = _inputs(args, program)
+    launch = launch_of(args)
     result = None
     try:  # (the options of the command line are set by `main`)
-        result = program.run(args.kernel, inputs, out=out, trace=trace)
+        result = program.run(args.kernel, inputs, out=out, trace=trace, **launch)
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:

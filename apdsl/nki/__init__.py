@@ -1,0 +1,22 @@
+"""`apdsl.nki`: the NKI Python frontend (SPEC section 12).  Real NKI kernels run unchanged on
+apdsl's model, with its checks and diagnostics:
+
+    import apdsl.nki as nki
+    import apdsl.nki.language as nl
+    import apdsl.nki.isa as nisa
+
+`nki.jit` kernels called with NumPy arrays (or through `nki.simulate(kernel)(...)`) return
+NumPy results; `install()` makes a plain `import nki` resolve here when the real package is
+absent, and `pytest -p apdsl.nki` does so for a test session.
+"""
+
+from __future__ import annotations
+
+from . import compiler, isa, language
+from .install import install, uninstall
+from .kernel import Kernel, baremetal, jit, simulate, simulate_kernel
+from .plugin import pytest_configure, pytest_load_initial_conftests
+
+__all__ = ["Kernel", "baremetal", "compiler", "install", "isa", "jit", "language",
+           "pytest_configure", "pytest_load_initial_conftests", "simulate", "simulate_kernel",
+           "uninstall"]

@@ -1,0 +1,78 @@
+"""A Python kernel's arguments and results: NumPy arrays in become HBM tensors, returned
+tensors (and tuples of them) come back as NumPy."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError
+from ..tensor import targets
+from ..tensor.view import Tensor
+
+
+def parameter_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
+    """The parameter each positional argument binds to (`arg0`... where the signature does
+    not say)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    out = []
+    for i in range(len(args)):
+        p = params[i] if i < len(params) else None
+        if p is None or p.kind is inspect.Parameter.VAR_POSITIONAL:
+            out.append(f"{p.name}[{i - len(params) + 1}]" if p is not None else f"arg{i}")
+        else:
+            out.append(p.name)
+    return out
+
+
+def to_tensor(value: Any, param: str, host: Any) -> Any:
+    """One argument as the kernel sees it: a NumPy array becomes an HBM tensor holding it
+    (check mode: of its shape and dtype, unwritten: no input value is read); anything else
+    (tensors, numbers, configs) passes as it is."""
+    if not isinstance(value, np.ndarray):
+        return value
+    if value.dtype == np.float64:
+        raise ApdslTypeError(
+            f"parameter {param} is given a float64 array {value.shape}; NKI tensors have no "
+            "float64", code="APK140", name=param,
+            help=f"cast it: {param}.astype(np.float32) (or another dtype the kernel expects)")
+    from ..tensor.view import from_numpy, ndarray
+    if host.dry:
+        from ..tensor.dtypes import dtype as to_dtype
+        try:
+            dt = to_dtype(value.dtype)
+        except ApdslTypeError:
+            dt = None
+        if dt is not None:
+            return ndarray(value.shape, dt, "hbm", name=param)
+    return from_numpy(value, "hbm", name=param)
+
+
+def check_outputs(value: Any, kernel: str) -> None:
+    """A kernel's returned tensors live in HBM, as NKI requires of its outputs."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            check_outputs(v, kernel)
+    elif isinstance(value, Tensor):
+        if targets.is_onchip(value.buffer):
+            raise ApdslTypeError(
+                f"kernel {kernel} returns a tensor in {value.buffer}; a kernel's outputs "
+                "live in HBM", code="APK143",
+                help="allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) "
+                "and dma_copy the result into it")
+
+
+def to_numpy(value: Any) -> Any:
+    """A kernel's result as NumPy: each returned tensor copied out; tuples and lists element
+    by element; other values as they are."""
+    if isinstance(value, Tensor):
+        return value.numpy()
+    if isinstance(value, (tuple, list)):
+        return tuple(to_numpy(v) for v in value)
+    return value

@@ -1,0 +1,97 @@
+"""What the shared builtins table (`apdsl.semantics.builtins`) asks of the program running it,
+for Python kernels: allocation, instruction calls (run or check mode, with the call's span in
+the user's file) and the launch under way.  The `.apk` interpreter offers the same services.
+
+The host of the kernel call under way is a context variable, so `nl`/`nisa` names resolve to
+that call's builtins (a dry run's, a launch's) and nothing a kernel does changes them for
+its caller."""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from ..errors import Span
+from ..runtime import trace as _trace
+from ..semantics import limits
+from ..semantics.launch import NO_GRID, Launch
+from ..tensor.view import Tensor
+from .locate import caller_span
+
+
+class Host:
+    """One kernel call's services: `launch` (grid and program id) and its `machine`, a child
+    of the caller's (in check mode for a dry run), which the caller enters around the call."""
+
+    def __init__(self, *, dry: bool = False, launch: Launch = NO_GRID, out: Any = None) -> None:
+        from ..semantics.builtins import make_builtins
+        from ..tensor.machine import current as current_machine
+        self.machine = current_machine().child(check=dry)
+        self.launch = launch
+        self.out = out
+        self.budget = limits.Budget(self.machine.options.max_steps)
+        self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.loaded_registers: dict[int, Any] = {}
+        self.builtins = make_builtins(self)
+
+    @property
+    def dry(self) -> bool:
+        """Check mode: the machine's flag."""
+        return self.machine.check
+
+    @property
+    def call_span(self) -> Span | None:
+        """The user's call under way (builtins attach it to what they allocate)."""
+        return caller_span(2)
+
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
+                 span: Span | None = None) -> Tensor:
+        from ..tensor.view import ndarray
+        return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+
+    def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        span = caller_span(2)
+        if span is not None:  # `lower` records the user's line; warnings get the span
+            _trace.set_location(span.file, span.line, span)
+        try:
+            if not self.dry:
+                return fn(*args, **kwargs)
+            from ..semantics.dryrun import run_dry
+            return run_dry(self, name, fn, args, kwargs)
+        except Exception as e:  # noqa: BLE001 - located where the user called it
+            from ..errors import ApdslError
+            if isinstance(e, ApdslError):
+                e.with_span(span)
+            raise
+
+    def print(self, *values: Any, sep: str = " ") -> None:
+        if not self.dry:
+            print(*values, sep=sep, file=self.out or sys.stdout)
+
+
+_CURRENT: ContextVar[Host | None] = ContextVar("apdsl_nki_host", default=None)
+_EAGER: list[Host] = []  # the host of calls made outside any kernel (created on first use)
+
+
+def current() -> Host:
+    """The host of the kernel call under way; outside one, an eager (run mode) host."""
+    host = _CURRENT.get()
+    if host is not None:
+        return host
+    if not _EAGER:
+        _EAGER.append(Host())
+    return _EAGER[0]
+
+
+@contextmanager
+def hosting(host: Host) -> Any:
+    """Make `host` the one `nl`/`nisa` names resolve to inside the block."""
+    token = _CURRENT.set(host)
+    try:
+        yield host
+    finally:
+        _CURRENT.reset(token)

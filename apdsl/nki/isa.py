@@ -1,0 +1,16 @@
+"""`nki.isa` (`nisa`): the NKI instructions and their enums, from the builtins table `.apk`
+programs use (see `apdsl.nki.namespace`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .namespace import lookup, names
+
+
+def __getattr__(name: str) -> Any:
+    return lookup("isa", name)
+
+
+def __dir__() -> list[str]:
+    return names("isa")

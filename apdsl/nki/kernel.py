@@ -1,0 +1,180 @@
+"""`@nki.jit` kernels: calling one with NumPy arrays runs it on apdsl (once per program id of
+a `kernel[n]` launch) and returns NumPy results; `simulate` and `simulate_kernel` are the
+NKI simulator's spellings of the same call."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ApdslError, ApdslTypeError
+from ..semantics.launch import Launch
+from ..tensor import targets
+from .arguments import check_outputs, parameter_names, to_numpy, to_tensor
+from .host import _CURRENT, Host, hosting
+from .locate import caller_span, is_user_file, traceback_span
+
+
+class Kernel:
+    """A jitted kernel: `kernel(*arrays)` runs it without a grid, `kernel[n](*arrays)` on n
+    logical cores.  `options` are the decorator's keywords (mode=..., platform_target=...)."""
+
+    def __init__(self, fn: Callable[..., Any], options: dict[str, Any] | None = None) -> None:
+        self.fn = fn
+        self.options = dict(options or {})
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _CURRENT.get() is not None:  # called from a kernel under way: a plain call
+            return self.fn(*args, **kwargs)
+        return call(self.fn, args, kwargs)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return Launched(self.fn, launch_grid(grid, self.fn.__name__))
+
+    def __repr__(self) -> str:
+        return f"<nki kernel {self.fn.__name__}>"
+
+
+class Launched:
+    """`kernel[n]`: the kernel on a launch grid, called with its arguments."""
+
+    def __init__(self, fn: Callable[..., Any], grid: tuple[int, ...]) -> None:
+        self.fn, self.grid = fn, grid
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return call(self.fn, args, kwargs, self.grid)
+
+
+def _decorator(func: Callable[..., Any] | None, options: dict[str, Any]) -> Any:
+    if func is None:
+        return lambda f: Kernel(f.fn if isinstance(f, Kernel) else f, options)
+    return Kernel(func.fn if isinstance(func, Kernel) else func, options)
+
+
+def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
+    """`@nki.jit`, `@nki.jit()` or `@nki.jit(mode=...)`: the kernel runs on apdsl."""
+    return _decorator(func, {"mode": mode, **kwargs})
+
+
+def baremetal(func: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
+    """`@nki.baremetal(...)`: as `jit` (apdsl has no device, so no artifacts to save)."""
+    return _decorator(func, kwargs)
+
+
+def simulate(kernel: Any) -> Callable[..., Any]:
+    """`nki.simulate(kernel)(*arrays)`: NumPy arrays in, NumPy results out."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, Launched):
+        return kernel
+    return Kernel(kernel)
+
+
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """The older spelling: `nki.simulate_kernel(kernel, *arrays)`."""
+    return simulate(kernel)(*args, **kwargs)
+
+
+def launch_grid(grid: Any, name: str) -> tuple[int, ...]:
+    """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1)."""
+    if isinstance(grid, tuple) and len(grid) == 1:
+        grid = grid[0]
+    tgt = targets.target_for("sbuf").name
+    most = 1 if tgt == "trn1" else 2
+    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= most:
+        raise ApdslTypeError(
+            f"{name}[{grid!r}]: a kernel launches on 1 or 2 logical NeuronCores"
+            + (" (trn1: 1)" if tgt != "trn1" else f"; {tgt} has 1"), code="APK141",
+            notes=[f"target: {tgt}"], span=_here(),
+            help=f"launch with {name}[1](...)" + ("" if most == 1 else f" or {name}[2](...)"))
+    return (grid,)
+
+
+def _here() -> Any:
+    from .locate import caller_span
+    return caller_span(2)
+
+
+def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...] = (),
+         dry: bool = False, out: Any = None, raw: bool = False) -> Any:
+    """Run `fn` once per program id of `grid` (once without a grid) with its NumPy arguments
+    as HBM tensors; its result as NumPy (`raw`, check mode: the tensors themselves)."""
+    names = parameter_names(fn, args, kwargs)
+    shared: list[Any] = []  # shared_hbm allocations, the same tensors in every program
+    result: Any = None
+    from ..tensor.machine import current as current_machine
+    caller = current_machine()
+    try:
+        ids = range(grid[0]) if grid else (0,)
+        converted: list[Any] | None = None
+        for pid in ids:
+            host = SpmdHost(shared, dry=dry, out=out,
+                            launch=Launch(grid, (pid,) if grid else ()))
+            if converted is None:
+                converted = [to_tensor(a, n, host) for a, n in zip(args, names)]
+                kw = {k: to_tensor(v, k, host) for k, v in kwargs.items()}
+            # each program on its own machine (its own SBUF and PSUM accounting); what it
+            # warns of goes to the caller's machine, where the command line collects it
+            try:
+                with host.machine.active(), hosting(host):
+                    value = fn(*converted, **kw)
+            finally:
+                caller.warnings.extend(host.machine.warnings)
+            if grid and pid > 0 and not _same(value, result):
+                raise ApdslTypeError(
+                    f"kernel {fn.__name__}: program {pid} returns other tensors than program "
+                    "0", code="APK146", help="allocate outputs in nl.shared_hbm: every "
+                    "program of a launch writes the same shared HBM tensors")
+            result = value
+        check_outputs(result, fn.__name__)
+        return result if dry or raw else to_numpy(result)
+    except ApdslError as e:
+        raise locate(e, caller_span(2)) from None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a is b or (not hasattr(a, "storage") and a == b)
+
+
+def locate(e: ApdslError, caller: Any = None) -> ApdslError:
+    """Point `e` at the user's code: the innermost user frame of where it was raised (else
+    the user's call of the kernel, `caller`), unless it already points into a user file."""
+    if e.span is None or not is_user_file(e.span.file):
+        span = traceback_span(e.__traceback__) or caller
+        if span is not None:
+            if e.span is not None:
+                e.add_label(e.span, "apdsl's own source")
+            e.span = span
+    return e
+
+
+class SpmdHost(Host):
+    """A host of one program of a launch: its `nl.shared_hbm` allocations are those of program
+    0 (SPMD programs share the kernel's shared HBM outputs), in allocation order."""
+
+    def __init__(self, shared: list[Any], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.shared = shared
+        self.n_shared = 0
+
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
+                 span: Any = None) -> Any:
+        t = super().allocate(shape, dtype, buffer, format, name, span)
+        if t.buffer != "shared_hbm" or not self.launch.grid:
+            return t
+        i, self.n_shared = self.n_shared, self.n_shared + 1
+        if i == len(self.shared):
+            self.shared.append(t)
+            return t
+        first = self.shared[i]
+        if tuple(first.shape) != tuple(t.shape) or first.dtype != t.dtype:
+            raise ApdslTypeError(
+                f"program {self.launch.ids[0]} allocates shared HBM tensor {i} as "
+                f"{t.dtype}{list(t.shape)}, program 0 as {first.dtype}{list(first.shape)}",
+                code="APK145", help="every program of a launch allocates the same shared "
+                "HBM tensors, in the same order")
+        return first

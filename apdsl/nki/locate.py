@@ -1,0 +1,60 @@
+"""Where in the user's Python a call was made: the innermost frame outside apdsl, with the
+column range Python 3.11+ records for each instruction (`co_positions`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import CodeType, FrameType, TracebackType
+
+from ..errors import Span
+
+# apdsl's own source folder: frames whose file is under it are apdsl's, not the user's
+PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def is_user_file(filename: str) -> bool:
+    """A frame of the user's code (not apdsl's, not Python's own `<frozen ...>` machinery)."""
+    if filename.startswith("<"):
+        return False
+    try:
+        path = str(Path(filename).resolve())
+    except OSError:
+        return False
+    return not (path == PACKAGE or path.startswith(PACKAGE + "/"))
+
+
+def _span(code: CodeType, lasti: int, line: int | None) -> Span:
+    file = code.co_filename
+    positions = getattr(code, "co_positions", None)
+    if positions is not None and lasti >= 0:
+        try:
+            start, end, col, end_col = list(positions())[lasti // 2]
+        except (IndexError, ValueError):
+            start = None
+        if start is not None and col is not None:
+            return Span(file, start, col + 1, end or start, (end_col or col) + 1)
+    line = line or code.co_firstlineno
+    return Span(file, line, 1, line, 1)
+
+
+def caller_span(depth: int = 1) -> Span | None:
+    """The span of the innermost call in user code on the current stack."""
+    frame: FrameType | None = sys._getframe(depth)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return _span(frame.f_code, frame.f_lasti, frame.f_lineno)
+
+
+def traceback_span(tb: TracebackType | None) -> Span | None:
+    """The span of the innermost user-code frame of a traceback (where a mistake surfaced)."""
+    found = None
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    return _span(found.tb_frame.f_code, found.tb_lasti, found.tb_lineno)

@@ -1,0 +1,215 @@
+"""An NKI Python file as the command line runs it (`apdsl run|check|lower kernel.py`): the
+same queries and operations as an `.apk` `Program` (kernels, check, run), its kernels being
+the file's `@nki.jit` functions.
+
+The file is imported as a module named after it (so `if __name__ == "__main__":` does not
+run), with its folder first on sys.path (its helper modules import) and `nki` installed as
+apdsl when the real package is absent."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslError, Span
+from ..semantics.program import RunResult, UsageError, read_source
+from .kernel import Kernel, call
+from .usercode import from_exception
+
+
+class _Sources:
+    """What the command line reads of a run's interpreter: the sources spans point into."""
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.sources = sources
+
+
+class PyProgram:
+    def __init__(self, path: str) -> None:
+        self.file = path
+        self.source = read_source(path)
+        self.resolved = str(Path(path).resolve())
+        try:
+            self.module = _import(path, self.source)
+        except ApdslError as e:
+            raise self._shown(e) from None
+
+    @classmethod
+    def from_path(cls, path: str) -> PyProgram:
+        return cls(path)
+
+    # -- queries ------------------------------------------------------------------------------
+    def _kernels(self) -> dict[str, Kernel]:
+        name = self.module.__name__
+        return {k: v for k, v in vars(self.module).items()
+                if isinstance(v, Kernel) and getattr(v.fn, "__module__", None) == name}
+
+    def kernels(self) -> list[Any]:
+        return list(self._kernels().values())
+
+    def kernel_params(self, name: str) -> list[str]:
+        k = self._kernels().get(name)
+        return [] if k is None else list(inspect.signature(k.fn).parameters)
+
+    def select_kernel(self, name: str | None) -> str | None:
+        names = list(self._kernels())
+        if name is None:
+            if len(names) > 1:
+                raise UsageError(f"{self.file} has {len(names)} kernels ({', '.join(names)}); "
+                                 "name the one to run")
+            return names[0] if names else None
+        if name not in names:
+            from difflib import get_close_matches
+            close = get_close_matches(name, names, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else (
+                f"; kernels: {', '.join(names)}" if names else "; it has no @nki.jit kernel")
+            raise UsageError(f"{self.file} has no kernel '{name}'{hint}")
+        return name
+
+    def buffers(self) -> set[str]:
+        return {"sbuf"}  # an NKI file: only NKI targets apply
+
+    # -- operations ---------------------------------------------------------------------------
+    def _arguments(self, name: str, inputs: dict[str, Any]) -> list[Any]:
+        """The kernel's positional arguments: each parameter without a default needs `-i`."""
+        sig = inspect.signature(self._kernels()[name].fn)
+        args: list[Any] = []
+        missing = []
+        for p in sig.parameters.values():
+            if p.name in inputs:
+                args.append(inputs[p.name])
+            elif p.default is inspect.Parameter.empty:
+                missing.append(p.name)
+            else:
+                break  # the rest take their defaults
+        for key in inputs:
+            if key not in sig.parameters:
+                raise UsageError(f"-i {key}: kernel {name} has no parameter '{key}' "
+                                 f"(parameters: {', '.join(sig.parameters) or 'none'})")
+        if missing:
+            raise UsageError(f"kernel {name} needs its inputs: " + " ".join(
+                f"-i {m}=FILE.npy" for m in missing) + " (a Python kernel declares no shapes)")
+        return args
+
+    def run(self, kernel: str | None = None, inputs: dict[str, np.ndarray] | None = None, *,
+            out: Any = None, trace: bool = False, grid: tuple[int, ...] = ()) -> RunResult:
+        """Run `kernel` (once per program id of `grid`) on the `-i` arrays."""
+        from contextlib import nullcontext
+
+        from ..runtime.trace import collect_warnings, tracing
+        from ..tensor.machine import current as current_machine
+        name = self.select_kernel(kernel)
+        if name is None:
+            if inputs:
+                raise UsageError(f"-i given but {self.file} has no kernel")
+            return RunResult(None, None, _Sources(self._sources()))
+        args = self._arguments(name, dict(inputs or {}))
+        # the run's own machine: targets and options the kernel sets stay in it
+        with current_machine().child().active(), collect_warnings() as warnings, \
+                (tracing() if trace else nullcontext()) as tr:
+            try:
+                value = _user(call, self._kernels()[name].fn, tuple(args), {}, grid, raw=True)
+            except ApdslError as e:
+                self._shown(e)
+                e.sources = self._sources()  # type: ignore[attr-defined]
+                e.trace = tr  # type: ignore[attr-defined]
+                raise
+        return RunResult(value, name, _Sources(self._sources()), tr, list(warnings))
+
+    def check(self, out: Any = None, kernel: str | None = None,
+              inputs: dict[str, Any] | None = None) -> list[ApdslError]:
+        """A dry run of the selected kernel (the only one, or `kernel`) on inputs of the `-i`
+        shapes and dtypes: it validates and lowers every instruction and moves no data.
+        `inputs` may hold (shape, dtype) pairs, as read from the `.npy` headers."""
+        from ..runtime.trace import collect_warnings
+        from ..tensor.machine import current as current_machine
+        name = self.select_kernel(kernel)
+        if name is None:
+            return []
+        given = {k: _placeholder(v) for k, v in (inputs or {}).items()}
+        args = self._arguments(name, given)
+        errors: list[ApdslError] = []
+        with current_machine().child(check=True).active(), collect_warnings() as warnings:
+            try:
+                _user(call, self._kernels()[name].fn, tuple(args), {}, dry=True)
+            except ApdslError as e:
+                errors.append(self._shown(e))
+        return [*errors, *warnings]
+
+    def _shown(self, e: ApdslError) -> ApdslError:
+        """Spans in the file name it as the command line gave it (SPEC section 7)."""
+        def named(span: Span | None) -> Span | None:
+            if span is not None and span.file == self.resolved:
+                return Span(self.file, span.line, span.column, span.end_line, span.end_column)
+            return span
+        e.span = named(e.span)
+        for lab in e.labels:
+            lab.span = named(lab.span)
+        return e
+
+    def _sources(self) -> dict[str, str]:
+        return {self.file: self.source}
+
+
+def _placeholder(value: Any) -> Any:
+    """A check-mode input: an array of the `.npy` header's shape and dtype, of zero-stride
+    (nothing of it is read, nothing allocated)."""
+    if isinstance(value, tuple) and len(value) == 2:
+        shape, dtype = value
+        return np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype), shape=shape,
+                                               strides=(0,) * len(shape))
+    return value
+
+
+def _user(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call into the user's code: their own exceptions become a UserCodeError (their frames
+    only); apdsl's errors pass as they are."""
+    try:
+        return fn(*args, **kwargs)
+    except ApdslError:
+        raise
+    except RecursionError as e:
+        raise from_exception(e) from None
+    except Exception as e:  # noqa: BLE001 - the user's Python, reported as theirs
+        raise from_exception(e) from None
+
+
+def _import(path: str, source: str) -> Any:
+    """Run the file as module `<stem>` (its `__main__` block does not run).  It is compiled
+    under the path as given, so frames, spans and `lower` name the file as the command line
+    did."""
+    import types
+
+    from .install import install
+    install()
+    p = Path(path).resolve()
+    folder = str(p.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = types.ModuleType(p.stem)
+    module.__file__ = path
+    try:
+        code = compile(source, path, "exec")
+    except SyntaxError as e:  # the user's file does not parse: located like theirs
+        raise _syntax(e, path) from None
+    sys.modules[p.stem] = module
+    try:
+        exec(code, module.__dict__)
+    except ApdslError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's Python, reported as theirs
+        raise from_exception(e) from None
+    return module
+
+
+def _syntax(e: SyntaxError, path: str) -> ApdslError:
+    from ..errors import ApdslSyntaxError
+    line = e.lineno or 1
+    col = e.offset or 1
+    return ApdslSyntaxError(f"Python syntax error: {e.msg}", code="APK149",
+                            span=Span(path, line, col, e.end_lineno or line,
+                                      max(e.end_offset or col + 1, col + 1)))

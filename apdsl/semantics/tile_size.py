@@ -1,0 +1,83 @@
+"""`nl.tile_size`: the hardware tile limits of the target in force (SPEC section 11), read
+when asked, so `set_target` changes them.  Values from the NKI tiling overview and the
+architecture guides: 128 partitions, PSUM banks of 2 KiB (512 float32) per partition, 8
+banks, a stationary free size of 128 and a moving free size of 512 (the tiling overview
+gives 512 without a per-target caveat), bn_stats over at most 512 elements; the usable SBUF
+size per partition is not published, so sbuf_fmax_bytes is the physical per-partition size
+(192, 224, 256 KiB on trn1, trn2, trn3), as SPEC section 4 has it."""
+
+from __future__ import annotations
+
+from ..tensor import targets
+
+
+class TileSize:
+    """`nl.tile_size.pmax` and friends, for the current NKI target."""
+
+    __slots__ = ()
+
+    @property
+    def _target(self) -> targets.Target:
+        return targets.target_for("sbuf")
+
+    @property
+    def pmax(self) -> int:
+        return self._target.partitions
+
+    @property
+    def psum_bank_fmax(self) -> int:
+        return self._target.psum_bank_bytes // 4
+
+    psum_fmax = psum_bank_fmax  # the deprecated name
+
+    @property
+    def psum_bank_fmax_bytes(self) -> int:
+        return self._target.psum_bank_bytes
+
+    @property
+    def psum_num_banks(self) -> int:
+        return self._target.psum_banks
+
+    @property
+    def gemm_stationary_fmax(self) -> int:
+        return 128
+
+    @property
+    def gemm_moving_fmax(self) -> int:
+        return 512
+
+    @property
+    def bn_stats_fmax(self) -> int:
+        return 512
+
+    @property
+    def sbuf_fmax_bytes(self) -> int:
+        return int(self._target.capacity_of("sbuf") or 0)
+
+    @property
+    def sbuf_fmax(self) -> int:
+        return self.sbuf_fmax_bytes // 4
+
+    @property
+    def sbuf_size_bytes(self) -> int:
+        return self.pmax * self.sbuf_fmax_bytes
+
+    def __repr__(self) -> str:
+        return (f"tile_size({self._target.name}: pmax={self.pmax}, psum_bank_fmax="
+                f"{self.psum_bank_fmax}, gemm_stationary_fmax={self.gemm_stationary_fmax}, "
+                f"gemm_moving_fmax={self.gemm_moving_fmax})")
+
+
+TILE_SIZE = TileSize()
+
+
+def ds(start: int, size: int) -> slice:
+    """`nl.ds(start, size)`: the index of `size` elements from `start` (a slice)."""
+    from ..errors import ApdslTypeError
+    for what, v in (("start", start), ("size", size)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ApdslTypeError(f"ds: {what} must be an int, not {type(v).__name__}",
+                                 code="APK147")
+    if size < 1:
+        raise ApdslTypeError(f"ds: size must be at least 1, got {size}", code="APK147")
+    return slice(start, start + size)

@@ -1,0 +1,462 @@
+"""apdsl.nki (SPEC section 12): public NKI kernels, re-typed in tests/nki_kernels/ (each file
+cites its source), run unchanged in-process, as Python files through the command line, and
+through pytest with the plugin, checked against NumPy."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import apdsl
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+
+KERNELS = Path(__file__).parent / "nki_kernels"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _matmul(k, m, n):
+    def make(rng):
+        return {"lhsT": _f32(rng, k, m), "rhs": _f32(rng, k, n)}
+    return make
+
+
+def _mm_oracle(x):
+    return x["lhsT"].T.astype(np.float64) @ x["rhs"]
+
+
+def _transpose_in(rng):
+    return {"in_tensor": rng.integers(-100, 100, (5, 12)).astype(np.int8)}
+
+
+def _gather_in(rng):
+    return {"data": _f32(rng, 16, 8),
+            "indices": rng.integers(0, 16, (4, 1)).astype(np.uint32)}
+
+
+def _spmd_in(rng):
+    return {"A_T": _f32(rng, 128, 128), "B": _f32(rng, 128, 1024)}
+
+
+# file, kernel, inputs, NumPy oracle, launch grid
+CASES = [
+    ("matmul_basic.py", "nki_matmul_basic_", _matmul(128, 64, 512), _mm_oracle, None),
+    ("matmul_tiled.py", "nki_matmul_tiled_", _matmul(256, 256, 1024), _mm_oracle, None),
+    ("matmul_hoist.py", "nki_matmul_hoist_load_", _matmul(256, 256, 1024), _mm_oracle, None),
+    ("matmul_block_free.py", "nki_matmul_block_free_dimension_", _matmul(256, 256, 1024),
+     _mm_oracle, None),
+    ("matmul_accumulate.py", "nc_matmul_accumulate_kernel", _matmul(512, 64, 128),
+     _mm_oracle, None),
+    ("transpose2d.py", "transpose_3x4", _transpose_in,
+     lambda x: np.transpose(x["in_tensor"].reshape(5, 3, 4), (0, 2, 1)).reshape(5, 12), None),
+    ("indirect_gather.py", "indirect_gather_kernel", _gather_in,
+     lambda x: x["data"][x["indices"][:, 0]], None),
+    ("matmul_spmd.py", "matmul_128x128x512_spmd", _spmd_in,
+     lambda x: x["A_T"].T.astype(np.float64) @ x["B"], 2),
+    ("tile_config.py", "matmul_with_config", _matmul(256, 128, 1024), _mm_oracle, None),
+    ("matmul_helper.py", "matmul_hoisted_helper", _matmul(256, 256, 1024), _mm_oracle, None),
+]
+IDS = [c[1] for c in CASES]
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.fixture
+def nki_installed(monkeypatch):
+    """`import nki` resolves to apdsl.nki for the test (undone afterwards)."""
+    monkeypatch.syspath_prepend(str(KERNELS))
+    for name in [m for m in sys.modules if m == "nki" or m.startswith("nki.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert nki.install()
+    yield
+    nki.uninstall()
+
+
+def _load(file):
+    spec = importlib.util.spec_from_file_location(f"_nki_case_{Path(file).stem}",
+                                                  KERNELS / file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("file,kernel,make,oracle,grid", CASES, ids=IDS)
+def test_public_kernel_in_process(nki_installed, file, kernel, make, oracle, grid):
+    x = make(np.random.default_rng(7))
+    k = getattr(_load(file), kernel)
+    got = (k[grid] if grid else k)(*x.values())
+    assert isinstance(got, np.ndarray)
+    _close(got, oracle(x))
+    # the NKI simulator's spellings give the same numbers
+    _close(nki.simulate(k[grid] if grid else k)(*x.values()), oracle(x))
+    if not grid:
+        _close(nki.simulate_kernel(k, *x.values()), oracle(x))
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "apdsl", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("file,kernel,make,oracle,grid", CASES, ids=IDS)
+def test_public_kernel_through_the_command_line(tmp_path, file, kernel, make, oracle, grid):
+    for f in KERNELS.glob("*.py"):
+        shutil.copy(f, tmp_path)
+    x = make(np.random.default_rng(11))
+    flags = []
+    for name, arr in x.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        flags += ["-i", f"{name}={name}.npy"]
+    launch = ["--grid", grid] if grid else []
+    proc = _cli("run", file, kernel, *flags, *launch, "-o", "out.npy", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{kernel} -> ")
+    _close(np.load(tmp_path / "out.npy"), oracle(x))
+    check = _cli("check", file, kernel, *flags, cwd=tmp_path)
+    assert check.returncode == 0 and f"{file}: ok" in check.stdout, check.stderr
+    lower = _cli("lower", file, kernel, *flags, *launch, "--json", cwd=tmp_path)
+    assert lower.returncode == 0, lower.stderr
+    assert f'"file": "{file}"' in lower.stdout  # each instruction at its line of the file
+
+
+TEST_TEMPLATE = '''\
+import numpy as np
+{imports}
+from {module} import {kernel}
+
+
+def test_{kernel}():
+    rng = np.random.default_rng(3)
+    x = {{name: np.load(name + ".npy") for name in {names!r}}}
+    got = {call}(*x.values())
+    want = np.load("want.npy")
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-4, atol=1e-3)
+'''
+
+
+def test_public_kernels_under_pytest_with_the_plugin(tmp_path):
+    """One pytest session (`pytest -p apdsl.nki`) runs a test file per kernel, each written as
+    a user would: `import nki` unchanged, the kernel imported from its file."""
+    for f in KERNELS.glob("*.py"):
+        shutil.copy(f, tmp_path)
+    for file, kernel, make, oracle, grid in CASES:
+        folder = tmp_path / kernel
+        folder.mkdir()
+        x = make(np.random.default_rng(5))
+        for name, arr in x.items():
+            np.save(folder / f"{name}.npy", arr)
+        np.save(folder / "want.npy", oracle(x))
+        call = f"{kernel}[{grid}]" if grid else kernel
+        (folder / f"test_{kernel}.py").write_text(TEST_TEMPLATE.format(
+            imports="import nki", module=Path(file).stem, kernel=kernel, names=list(x),
+            call=call).replace('np.load(name + ".npy")', f'np.load("{folder}/" + name + ".npy")')
+            .replace('np.load("want.npy")', f'np.load("{folder}/want.npy")'))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "apdsl.nki", "-p", "no:cacheprovider", "-q",
+         "--rootdir", str(tmp_path), "--import-mode=append", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"})
+    assert f"{len(CASES)} passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_without_the_plugin_import_nki_fails(tmp_path):
+    """The oracle of the plugin test: without `-p apdsl.nki` the same imports fail."""
+    (tmp_path / "test_k.py").write_text("import nki\n\ndef test_k():\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0 and "No module named 'nki'" in proc.stdout
+
+
+# -- diagnostics in the user's file ------------------------------------------------------------
+
+BAD = '''\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def helper(t):
+    return undefined_name + t
+
+
+@nki.jit
+def bad_slice(a):
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[0:128, 0:65])
+    return t
+
+
+@nki.jit
+def too_tall(a):
+    t = nl.ndarray((256, 64), dtype=a.dtype, buffer=nl.sbuf)
+    out = nl.ndarray((256, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    return out
+
+
+@nki.jit
+def user_bug(a):
+    return helper(1)
+
+
+if __name__ == "__main__":
+    raise SystemExit("the __main__ block must not run")
+'''
+
+
+def test_diagnostic_points_at_the_line_and_column_of_the_user_file(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    np.save(tmp_path / "a.npy", np.zeros((128, 64), np.float32))
+    proc = _cli("run", "bad.py", "bad_slice", "-i", "a=a.npy", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    # the slice a[0:128, 0:65] starts at column 30 of line 13 and is 14 characters long
+    assert lines[0] == ("bad.py:13:30: error[APK215]: index 65 is out of range for dim 1 "
+                        "(size 64)")
+    caret = next(ln for ln in lines if "^" in ln)
+    assert caret.index("^") - caret.index("|") - 2 == 29 and caret.count("^") == 14
+    assert "Traceback" not in proc.stderr and "apdsl/" not in proc.stderr
+    proc = _cli("check", "bad.py", "too_tall", "-i", "a=a.npy", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.startswith("bad.py:19:9: error[APK301]")
+
+
+def test_diagnostic_span_in_process(nki_installed, tmp_path):
+    (tmp_path / "bad_mod.py").write_text(BAD.replace('if __name__ == "__main__"', "if False"))
+    spec = importlib.util.spec_from_file_location("bad_mod", tmp_path / "bad_mod.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(apdsl.ApdslError) as info:
+        module.bad_slice(np.zeros((128, 64), np.float32))
+    span = info.value.span
+    assert (Path(span.file).name, span.line, span.column, span.end_column) == \
+        ("bad_mod.py", 13, 30, 44)
+
+
+def test_user_python_error_shows_only_the_users_frames(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    np.save(tmp_path / "a.npy", np.zeros((128, 64), np.float32))
+    proc = _cli("run", "bad.py", "user_bug", "-i", "a=a.npy", cwd=tmp_path)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert err.startswith("bad.py:7:12: error[APK148]: your Python code raised NameError")
+    assert 'File "bad.py", line 26, in user_bug' in err
+    assert 'File "bad.py", line 7, in helper' in err
+    assert "apdsl/" not in err and "must not run" not in err
+
+
+# -- arguments, results, launch ------------------------------------------------------------------
+
+@nki.jit
+def _copy(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out, out[0:1]
+
+
+def test_float64_input_names_the_parameter_and_the_dtype():
+    with pytest.raises(apdsl.ApdslError) as info:
+        _copy(np.zeros((4, 4)))
+    e = info.value
+    assert e.code == "APK140" and "parameter a" in e.message and "float32" in e.help
+    assert Path(e.span.file).name == "test_nki_frontend.py"  # the user's call
+
+
+def test_tuple_results_come_back_as_numpy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    full, first = _copy(a)
+    assert isinstance(full, np.ndarray) and isinstance(first, np.ndarray)
+    np.testing.assert_array_equal(full, a)
+    np.testing.assert_array_equal(first, a[0:1])
+
+
+@nki.jit
+def _ids():
+    out = nl.ndarray((nl.num_programs(), 3), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 3), dtype=nl.int32, buffer=nl.sbuf)
+    p = nl.program_id(0)
+    nisa.memset(dst=t[0:1, 0:1], value=p)
+    nisa.memset(dst=t[0:1, 1:2], value=nl.num_programs())
+    nisa.memset(dst=t[0:1, 2:3], value=nl.program_ndim())
+    nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+    return out
+
+
+def test_launch_runs_once_per_program_id():
+    np.testing.assert_array_equal(_ids[2](), [[0, 2, 1], [1, 2, 1]])
+    np.testing.assert_array_equal(_ids[1](), [[0, 1, 1]])
+    np.testing.assert_array_equal(_ids(), [[0, 1, 0]])  # no grid: no grid dimensions
+
+
+def test_launch_grid_rules():
+    for bad in (0, 3, 8, (2, 2), 1.5):
+        with pytest.raises(apdsl.ApdslError) as info:
+            _ids[bad]
+        assert info.value.code == "APK141"
+    with apdsl.target("trn1"):
+        with pytest.raises(apdsl.ApdslError) as info:
+            _ids[2]
+        assert info.value.code == "APK141" and "trn1" in info.value.message
+
+
+def test_returned_on_chip_tile_is_refused():
+    @nki.jit
+    def k():
+        t = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0)
+        return t
+    with pytest.raises(apdsl.ApdslError) as info:
+        k()
+    assert info.value.code == "APK143"
+
+
+def test_python_tiles_are_freed_when_unreferenced():
+    """224 KiB of SBUF per partition on trn2: 40 tiles of 32 KiB each fit only if the tiles
+    no Python object refers to any more are freed."""
+    def loop(keep):
+        kept = []
+        for _ in range(40):
+            t = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=t, value=0.0)
+            if keep:
+                kept.append(t)
+        out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t[0:1, 0:1])
+        return out
+    assert nki.jit(loop)(False)[0, 0] == 0.0
+    with pytest.raises(apdsl.ApdslError) as info:
+        nki.jit(loop)(True)
+    assert info.value.code.startswith("APK4") or info.value.code.startswith("APK3")
+
+
+def test_decorators_kernels_use():
+    @nki.compiler.skip_middle_end_transformations
+    @nki.baremetal(artifacts_dir="x")
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.ones((2, 2), np.float16)
+    np.testing.assert_array_equal(k(a), a)
+    np.testing.assert_array_equal(nki.jit()(k.fn)(a), a)
+    np.testing.assert_array_equal(nki.jit(mode="simulation")(k)(a), a)
+
+
+# -- namespaces: the one builtins table --------------------------------------------------------
+
+def test_namespaces_come_from_the_builtins_table():
+    from apdsl.runtime import instructions as ins
+    from apdsl.semantics.builtins import INSTRUCTIONS, builtin_names
+    from apdsl.tensor.targets import NKI_HBM, NKI_ONCHIP
+    isa_names, lang = set(dir(nisa)), set(dir(nl))
+    assert {n for n in INSTRUCTIONS if hasattr(ins, n)} <= isa_names
+    assert {"program_id", "num_programs", "program_ndim", "ndarray", "tile_size", "ds",
+            "float32", "bfloat16", *NKI_ONCHIP, *NKI_HBM} <= lang
+    assert not isa_names & lang
+    assert "mmad" not in isa_names and "make_layout" not in lang and "host" not in lang
+    # every builtin that is not an .apk host helper, a Python builtin or Ascend's is in one
+    from apdsl.nki.namespace import PYTHON
+    from apdsl.semantics.builtins import APK_ONLY, TLA
+    from apdsl.tensor.targets import ASCEND
+    nki_names = builtin_names() - APK_ONLY - PYTHON - set(TLA) - set(ASCEND) - {"mmad"}
+    assert nki_names and nki_names <= isa_names | lang, nki_names - isa_names - lang
+    # the same objects as the model: nl.ndarray allocates apdsl tensors
+    t = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.sbuf)
+    assert isinstance(t, apdsl.Tensor)
+
+
+def test_unknown_name_is_located_and_still_an_attribute_error():
+    assert not hasattr(nisa, "dma_cpy")
+    with pytest.raises(apdsl.ApdslError) as info:
+        nisa.dma_cpy  # noqa: B018
+    assert info.value.code == "APK144" and "nisa.dma_copy" in info.value.help
+    with pytest.raises(AttributeError, match="nki.isa, not nki.language"):
+        nl.dma_copy  # noqa: B018
+
+
+def test_tile_size_follows_the_target():
+    assert (nl.tile_size.pmax, nl.tile_size.psum_bank_fmax, nl.tile_size.gemm_moving_fmax,
+            nl.tile_size.psum_num_banks, nl.tile_size.sbuf_fmax_bytes) == (
+        128, 512, 512, 8, 224 * 1024)
+    with apdsl.target("trn1"):
+        assert nl.tile_size.sbuf_fmax_bytes == 192 * 1024
+
+
+def test_check_reads_no_input_values(tmp_path):
+    """Indices out of range: `run` (which reads them) fails, `check` (which does not) passes."""
+    shutil.copy(KERNELS / "indirect_gather.py", tmp_path)
+    np.save(tmp_path / "data.npy", np.zeros((16, 8), np.float32))
+    np.save(tmp_path / "indices.npy", np.full((4, 1), 99, np.uint32))
+    flags = ["-i", "data=data.npy", "-i", "indices=indices.npy"]
+    assert _cli("run", "indirect_gather.py", *flags, cwd=tmp_path).returncode == 1
+    proc = _cli("check", "indirect_gather.py", *flags, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_command_line_usage_errors(tmp_path):
+    shutil.copy(KERNELS / "matmul_basic.py", tmp_path)
+    proc = _cli("run", "matmul_basic.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "-i lhsT=FILE.npy -i rhs=FILE.npy" in proc.stderr
+    proc = _cli("run", "matmul_basic.py", "nope", cwd=tmp_path)
+    assert proc.returncode == 2 and "has no kernel 'nope'" in proc.stderr
+    np.save(tmp_path / "a.npy", np.zeros((128, 64), np.float32))
+    proc = _cli("run", "matmul_basic.py", "--grid", "3", "-i", "lhsT=a.npy", cwd=tmp_path)
+    assert proc.returncode == 2
+
+
+# -- install(): never shadow a real nki ------------------------------------------------------------
+
+def _stub_nki(folder):
+    pkg = folder / "nki"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("REAL = True\n")
+    (pkg / "language.py").write_text("REAL = True\n")
+
+
+def test_a_real_nki_is_not_shadowed(tmp_path):
+    _stub_nki(tmp_path)
+    code = ("import warnings, apdsl.nki\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    ok = apdsl.nki.install()\n"
+            "import nki, nki.language\n"
+            "print(ok, nki.REAL, nki.language.REAL, [str(x.message)[:26] for x in w])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"})
+    assert proc.stdout.strip() == "False True True ['a real nki package is inst']", proc.stderr
+
+
+def test_the_plugin_does_not_shadow_a_real_nki(tmp_path):
+    _stub_nki(tmp_path)
+    (tmp_path / "test_real.py").write_text(
+        "import nki\n\ndef test_real():\n    assert nki.REAL\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "apdsl.nki", "-p", "no:cacheprovider", "-q",
+         "-W", "always", str(tmp_path / "test_real.py")], cwd=tmp_path,
+        capture_output=True, text=True,
+        env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"})
+    assert "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert "does not shadow it" in proc.stdout + proc.stderr
+
+
+def test_pyproject_declares_the_pytest_entry_point():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '[project.entry-points.pytest11]' in text and '"apdsl.nki.entry"' in text

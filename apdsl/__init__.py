@@ -30,6 +30,7 @@ _LAZY = {
     "make_tensor_like": "apdsl.tensor.tla",
     # language
     "run": "apdsl.semantics.api", "check": "apdsl.semantics.api",
+    "profile": "apdsl.profile",
 }
 _MODULES = {"formats": "apdsl.formats", "errors": "apdsl.errors"}
 

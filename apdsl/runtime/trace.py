@@ -37,6 +37,7 @@ class Record:
     operands: dict[str, list[AccessPattern]]
     pieces: list[dict[str, AccessPattern]]
     engine: str | None = None  # the NKI engine or Ascend pipe (scheduling, the profile)
+    storages: dict[str, int] | None = None  # each role's storage id (the profile's dependencies)
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
@@ -131,7 +132,8 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
         return
     lowered = {role: lower(t, role=role, label=where) for role, t in operands.items()}
     pieces = cut(op, operands, lowered, label=where)
-    trace.records.append(Record(op, name, m.location, lowered, pieces, engine))
+    storages = {role: t.storage.id for role, t in operands.items()}
+    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages))
 
 
 # Free entries of each view's uncoalesced pattern (None: not one pattern), per view.

@@ -1,0 +1,135 @@
+"""The cost model of each target, as data (SPEC section 14).
+
+Every number is a `Figure`: its value, its unit and where it comes from -- a public source
+(the NKI architecture guides and DMA guides in aws-neuron/aws-neuron-sdk, CATLASS's docs in
+hicann/catlass, the AscendC docs) or, where no public number exists, the words "assumption: ..."
+saying what was assumed and why.  `apdsl.profile.model` turns these figures into instruction
+durations; nothing else in the profile holds a hardware number.
+
+Source tags (paths in aws-neuron/aws-neuron-sdk unless noted):
+  ARCH1/2/3  nki/guides/architecture/trainium_inferentia2_arch.rst, trainium2_arch.rst,
+             trainium3_arch.rst (engine clocks, Tensor Engine cost model, VectorE cost model)
+  DMAINTRO   nki/get-started/about/nki-dma-overview.rst (DMA engines, queues, per-engine rate)
+  DMABW      nki/deep-dives/nki-dma-bandwidth-guide.rst (fixed DMA cost, size vs efficiency)
+  SHARED     nki/api/nki.api.shared.rst (minimum instruction initiation interval)
+  PERF       nki/deep-dives/nki_perf_guide.rst
+  CMM        hicann/catlass docs/en/2_Design/01_kernel_design/04_matmul_summary.md
+  CBOT       hicann/catlass docs/en/1_Practice/evaluation/bottleneck_analysis_and_optimization.md
+  TBE        Huawei TBE guide, "compute units" (cube: a 16x16x16 fp16 product per execution)
+  COPYAPI    AscendC Copy API (a vector repeat reads 256 contiguous bytes)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import record
+
+
+@record
+class Figure:
+    """One number of the model and its source ("assumption: ..." when none is public)."""
+
+    value: float
+    unit: str
+    source: str
+
+    @property
+    def assumed(self) -> bool:
+        return self.source.startswith("assumption")
+
+
+def _f(value: float, unit: str, source: str) -> Figure:
+    return Figure(float(value), unit, source)
+
+
+# The 512-byte rule of SPEC section 14.  On Trainium no public Neuron source states it: DMABW
+# only says transfers under 256 B are overhead-bound and >= 2 KiB approach peak, so the 512-B
+# floor below is apdsl's assumption on NKI targets.  On Ascend, CMM states that GM accesses whose
+# row stride is not 512-byte aligned lose bandwidth "significantly" (no number).
+_RUN_NKI = ("assumption: a contiguous run under 512 B costs as 512 B (SPEC section 14); no "
+            "public Neuron source gives a 512-byte rule -- DMABW: runs < 256 B are "
+            "overhead-bound, >= 2 KiB approach peak")
+_RUN_ASCEND = ("CMM: GM reads/writes whose row stride is not 512-byte aligned lose bandwidth "
+               "significantly (no number published); assumption: a GM run under 512 B costs "
+               "as 512 B")
+
+
+def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
+         gpsimd_ghz: float, dma_gbps: float, arch: str, fixed_src: str) -> dict[str, Figure]:
+    later = name != "trn1"
+    return {
+        "tensor_clock": _f(tensor_ghz, "GHz", f"{arch} engine table"),
+        "vector_clock": _f(vector_ghz, "GHz", f"{arch} engine table"),
+        "scalar_clock": _f(scalar_ghz, "GHz", f"{arch} engine table"),
+        "gpsimd_clock": _f(gpsimd_ghz, "GHz", f"{arch} engine table"),
+        # nc_matmul: one moving column per cycle, at least MM_INIT_LATENCY cycles (ARCH1 cost
+        # model: II = max(N, 64) for bf16/fp16/tf32/fp8); fp32 inputs 4x (ARCH1; the 23/92 and
+        # 20/79 TFLOPS ratios of ARCH1-3)
+        "matmul_min_cycles": _f(64, "cycles", "ARCH1 cost model (MM_INIT_LATENCY, NeuronCore-v2)"
+                                + ("; assumption: the same on later NeuronCores" if later else "")),
+        "matmul_fp32_factor": _f(4, "x", f"ARCH1 (fp32 4x the bf16 cost); {arch} TFLOPS table"),
+        # compute engines: N cycles for N free elements per partition and one input, 2N for
+        # two (ARCH1 VectorE cost model), never under MIN_II (SHARED engine-selection note)
+        "compute_min_cycles": _f(64, "cycles", "SHARED engine-selection note (MIN_II)"
+                                 + ("; assumption: the same on later NeuronCores" if later
+                                    else "")),
+        "compute_elements_per_cycle": _f(1, "elements/cycle/partition",
+                                         "ARCH1 VectorE cost model (N cycles for N elements)"),
+        "strided_factor": _f(2, "x", "ARCH1 access pattern: an innermost stride over 16 bytes "
+                             "halves the SBUF/PSUM bandwidth"),
+        "dma_engines": _f(16, "engines", "DMAINTRO; ARCH1 (16 DMA engines per NeuronCore)"),
+        "dma_partitions_per_engine": _f(8, "partitions", "DMAINTRO (an engine typically serves "
+                                        "8 SBUF partitions, 128/16)"),
+        "dma_engine_bandwidth": _f(dma_gbps, "GB/s", "DMAINTRO; DMABW per-engine peak table"),
+        "dma_fixed": _f(1300, "ns", fixed_src),
+        "dma_min_run": _f(512, "bytes", _RUN_NKI),
+        "dma_queues": _f(4, "queues", "assumption: 4 DMA queues in flight (DMAINTRO: 16 queue ids "
+                         "per engine, round-robin; how many a kernel uses is the compiler's)"),
+        "register_cycles": _f(64, "cycles", "assumption: a register load costs MIN_II on the "
+                              "engine sequencer"),
+    }
+
+
+_TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
+
+_ASCEND_CLOCK = ("assumption: 1.8 GHz (no official clock; CBOT's 11.06 TOPS vector peak = "
+                 "48 AIV x 128 fp16 x 1.8 GHz)")
+
+TABLE: dict[str, dict[str, Figure]] = {
+    "trn1": _nki("trn1", 2.8, 1.12, 1.4, 1.4, 17, "ARCH1", _TRN_FIXED),
+    "trn2": _nki("trn2", 2.4, 0.96, 1.2, 1.2, 23, "ARCH2", _TRN_FIXED),
+    "trn3": _nki("trn3", 2.4, 1.2, 1.2, 1.2, 33, "ARCH3",
+                 _TRN_FIXED + "; assumption: the same on trn3"),
+    "ascend-a2": {
+        "clock": _f(1.8, "GHz", _ASCEND_CLOCK),
+        "issue_cycles": _f(16, "cycles", "assumption: 16 cycles to issue any pipe instruction "
+                           "(no public number)"),
+        "gm_bytes_per_cycle": _f(128, "B/cycle", "assumption: one core alone reaches 128 B/cycle "
+                                 "(230 GB/s) of the chip's ~1.8 TB/s GM bandwidth (CBOT), which "
+                                 "MTE2, MTE3 and FIX share"),
+        "mte1_bytes_per_cycle": _f(256, "B/cycle", "assumption: L1 -> L0A/L0B moves a 512-byte "
+                                   "fractal every 2 cycles (no public number)"),
+        "l0c_l1_bytes_per_cycle": _f(128, "B/cycle", "assumption: FIX L0C -> L1 (no public "
+                                     "number)"),
+        "vector_bytes_per_cycle": _f(256, "B/cycle", "COPYAPI (a repeat is 256 bytes); "
+                                     "assumption: one repeat per cycle"),
+        "cube_fp16_macs": _f(4096, "MAC/cycle", "TBE (16x16x16 fp16 per execution); Huawei "
+                             "HotChips 2019 via a third-party article: 4096 MAC/cycle"),
+        "cube_int8_factor": _f(2, "x", "TBE (int8 cube: 16x32x16 per execution)"),
+        "cube_fp32_factor": _f(0.5, "x", "assumption: half the fp16 rate (the 16x8 fp32 "
+                               "fractal); no public number"),
+        "cube_int4_factor": _f(4, "x", "assumption: twice the int8 rate (no public number)"),
+        "dma_min_run": _f(512, "bytes", _RUN_ASCEND),
+    },
+}
+
+
+def table(target: str) -> dict[str, Figure]:
+    """The figures of `target` (a name of `apdsl.tensor.targets`)."""
+    return TABLE[target]
+
+
+def as_json(target: str) -> dict[str, Any]:
+    return {k: {"value": f.value, "unit": f.unit, "source": f.source}
+            for k, f in TABLE[target].items()}

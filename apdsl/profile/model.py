@@ -1,0 +1,206 @@
+"""Durations: one executed hardware instruction (a trace record's piece, every operand one
+lowered access pattern) -> where it runs and how long it takes, from `apdsl.profile.costs`.
+
+Simple and monotone on purpose (SPEC section 14): time = fixed + bytes or work / throughput.
+DMA: a descriptor per contiguous run (the union of both sides' run boundaries on NKI, the GM
+side's on Ascend, where MTE2 and FIX reformat on chip), each run costing at least the 512-byte
+floor, spread over the DMA engines the SBUF side's partitions use.
+"""
+
+from __future__ import annotations
+
+from math import ceil, gcd, prod
+from typing import Any
+
+from ..records import record
+from ..tensor import dtypes
+from ..tensor.lowering import AccessPattern
+from .costs import Figure, table
+
+# NKI engine of each instruction (SPEC section 11 names).  tensor_copy and memset may run on
+# several engines and the NKI docs give no default for engine=unknown: apdsl assumes Vector.
+NKI_ENGINE = {
+    "nc_matmul": "Tensor", "nc_transpose": "Tensor",
+    "activation": "Scalar", "activation_reduce": "Scalar", "activate2": "Scalar",
+    "iota": "GpSimd", "affine_select": "GpSimd", "local_gather": "GpSimd",
+    "tensor_partition_reduce": "GpSimd",
+    "register_load": "Sync", "register_store": "Sync",
+}
+ENGINE_NAMES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd",
+                "sync": "Sync"}
+ASCEND_PIPES = ("MTE2", "MTE1", "M", "FIX", "MTE3", "V", "S")
+_ASCEND_PATH_PIPE = {
+    ("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): "MTE2", ("gm", "l0b"): "MTE2",
+    ("l1", "l0a"): "MTE1", ("l1", "l0b"): "MTE1", ("l0c", "gm"): "FIX", ("l0c", "l1"): "FIX",
+    ("ub", "gm"): "MTE3", ("ub", "ub"): "V",
+}
+
+
+@record
+class Cost:
+    """Where one instruction runs and for how long (ns); for a DMA its bytes, descriptors
+    (contiguous runs) and run length, and how many DMA engines it spreads over."""
+
+    engine: str
+    ns: float
+    bytes: int = 0
+    descriptors: int = 0
+    run_bytes: int = 0
+    dma_engines: int = 0
+    fixed_ns: float = 0.0
+
+
+def _int(x: Any) -> int:
+    """A pattern value as an int; a register gives its (last) value."""
+    v = getattr(x, "value", x)
+    if hasattr(x, "static") and hasattr(x, "reg"):  # RegisterSum
+        return _int(x.static) + _int(x.reg)
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return 1
+
+
+def _bits(ap: AccessPattern) -> int:
+    return dtypes.dtype(ap.dtype).bits
+
+
+def elements(ap: AccessPattern) -> int:
+    return prod(_int(c) for _, c in ap.pattern)
+
+
+def _onchip(ap: AccessPattern) -> bool:
+    return ap.buffer in ("sbuf", "psum")
+
+
+def partitions(ap: AccessPattern) -> int:
+    return _int(ap.pattern[0][1]) if _onchip(ap) and ap.pattern else 1
+
+
+def run_elements(ap: AccessPattern) -> int:
+    """Elements of one contiguous run: the innermost entry when its stride is 1 (the pattern
+    is coalesced, so that is the longest), else one element.  An indirect operand's rows are
+    runs of the innermost entry too."""
+    pat = ap.pattern[1:] if _onchip(ap) else ap.pattern
+    if not pat:
+        return 1
+    stride, count = pat[-1]
+    return _int(count) if _int(stride) == 1 else 1
+
+
+def _descriptors(aps: list[AccessPattern], n: int) -> int:
+    """Runs of a copy of `n` elements: a descriptor ends where either side's run ends."""
+    runs = [max(1, run_elements(ap)) for ap in aps]
+    if len(runs) == 1:
+        return max(1, n // runs[0])
+    a, b = runs[0], runs[1]
+    lcm = a * b // gcd(a, b)
+    return max(1, n // a + n // b - n // lcm)
+
+
+class Model:
+    """The cost model of one target."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.family = "ascend" if target.startswith("ascend") else "nki"
+        self.f: dict[str, Figure] = table(target)
+
+    def v(self, key: str) -> float:
+        return self.f[key].value
+
+    def engine_of(self, op: str, piece: dict[str, AccessPattern], hint: str | None) -> str:
+        if self.family == "ascend":
+            if hint in ASCEND_PIPES:
+                return hint
+            if op == "mmad":
+                return "M"
+            if op == "dma_copy":
+                return _ASCEND_PATH_PIPE.get((piece["src"].buffer, piece["dst"].buffer), "MTE2")
+            if op == "memset":
+                dst = piece.get("dst")
+                # UB: Duplicate (V); L1/L0A/L0B: InitConstValue, assumed on MTE2
+                return "V" if dst is not None and dst.buffer == "ub" else "MTE2"
+            return "S"
+        if op.startswith("dma"):
+            return "DMA"
+        if hint in ENGINE_NAMES:
+            return ENGINE_NAMES[hint]
+        return NKI_ENGINE.get(op, "Vector")
+
+    def cost(self, op: str, piece: dict[str, AccessPattern], hint: str | None = None) -> Cost:
+        engine = self.engine_of(op, piece, hint)
+        if self.family == "ascend":
+            return self._ascend(op, piece, engine)
+        if engine == "DMA":
+            return self._nki_dma(piece)
+        return self._nki_compute(op, piece, engine)
+
+    # -- NKI --------------------------------------------------------------------------------
+    def _nki_dma(self, piece: dict[str, AccessPattern]) -> Cost:
+        aps = [ap for role, ap in piece.items() if role in ("dst", "src")] or list(piece.values())
+        n = max(elements(ap) for ap in aps)
+        nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
+        desc = _descriptors(aps, n)
+        run = max(1, nbytes // desc)
+        sbuf = [partitions(ap) for ap in aps if _onchip(ap)]
+        per = int(self.v("dma_partitions_per_engine"))
+        total = int(self.v("dma_engines"))
+        engines = min(total, ceil(max(sbuf) / per)) if sbuf else total
+        engines = max(1, min(engines, desc))
+        per_run = max(run, self.v("dma_min_run")) / self.v("dma_engine_bandwidth")  # B / GB/s = ns
+        fixed = self.v("dma_fixed")
+        return Cost("DMA", fixed + ceil(desc / engines) * per_run, nbytes, desc, run, engines,
+                    fixed)
+
+    def _nki_compute(self, op: str, piece: dict[str, AccessPattern], engine: str) -> Cost:
+        if engine == "Sync":
+            return Cost(engine, self.v("register_cycles") / self.v("scalar_clock"))
+        if op == "nc_matmul" and "moving" in piece:
+            mv = piece["moving"]
+            n = elements(mv) // max(1, partitions(mv))
+            factor = self.v("matmul_fp32_factor") if mv.dtype == "float32" else 1.0
+            cycles = max(float(n), self.v("matmul_min_cycles")) * factor
+            return Cost(engine, cycles / self.v("tensor_clock"))
+        dst = piece.get("dst") or next(iter(piece.values()))
+        free = elements(dst) // max(1, partitions(dst))
+        inputs = max(1, sum(1 for r in piece if r != "dst"))
+        strided = any(_onchip(ap) and len(ap.pattern) > 1 and
+                      abs(_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
+        cycles = inputs * free / self.v("compute_elements_per_cycle")
+        if strided:
+            cycles *= self.v("strided_factor")
+        cycles = max(cycles, self.v("compute_min_cycles"))
+        clock = self.v(f"{engine.lower()}_clock") if engine != "Tensor" else \
+            self.v("tensor_clock")
+        return Cost(engine, cycles / clock)
+
+    # -- Ascend -----------------------------------------------------------------------------
+    def _ascend(self, op: str, piece: dict[str, AccessPattern], pipe: str) -> Cost:
+        clock = self.v("clock")
+        issue = self.v("issue_cycles")
+        if op == "mmad":
+            a, b, c = piece.get("a"), piece.get("b"), piece.get("dst")
+            if a is None or b is None or c is None:
+                return Cost(pipe, issue / clock)
+            macs = (elements(a) * elements(b) * elements(c)) ** 0.5
+            rate = self.v("cube_fp16_macs") * {
+                "int8": self.v("cube_int8_factor"), "int4": self.v("cube_int4_factor"),
+                "float32": self.v("cube_fp32_factor")}.get(a.dtype, 1.0)
+            return Cost(pipe, (issue + macs / rate) / clock)
+        aps = list(piece.values())
+        nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
+        if op != "dma_copy":  # memset: the vector unit or InitConstValue, 256 B a cycle
+            return Cost(pipe, (issue + nbytes / self.v("vector_bytes_per_cycle")) / clock,
+                        nbytes)
+        gm = [ap for ap in aps if ap.buffer == "gm"]
+        if gm:
+            side = gm[0]
+            desc = _descriptors([side], elements(side))
+            run = max(1, elements(side) * _bits(side) // 8 // desc)
+            cycles = desc * max(run, self.v("dma_min_run")) / self.v("gm_bytes_per_cycle")
+            return Cost(pipe, (issue + cycles) / clock, nbytes, desc, run, 1, issue / clock)
+        rate = {"MTE1": "mte1_bytes_per_cycle", "FIX": "l0c_l1_bytes_per_cycle"}.get(
+            pipe, "vector_bytes_per_cycle")
+        return Cost(pipe, (issue + nbytes / self.v(rate)) / clock, nbytes, 1, nbytes, 1,
+                    issue / clock)

@@ -1,0 +1,160 @@
+"""The outcome of a profile: the schedule and what it says, as numbers, text and JSON.
+
+Every figure is an estimate of the target's cost model (`apdsl.profile.costs`), labelled so
+wherever it is shown.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .costs import as_json
+from .schedule import Slot, critical_path
+
+SHORT_RUN = 512  # bytes: the run length under which a DMA is reported (SPEC section 14)
+
+
+def _where(slot: Slot) -> str:
+    loc = slot.location
+    return f"{loc[0]}:{loc[1]}" if loc else "?"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.3f} us"
+
+
+class ProfileResult:
+    """An estimated timeline of one program run (`apdsl.profile(...)`).
+
+    `total_ns`: the estimated end of the last instruction; `busy_ns`: per engine, DMA queue or
+    pipe, the sum of its instructions' durations; `slots`: every scheduled hardware instruction
+    (start, end, track, cost, operands); `critical_path`: the chain of instructions, each
+    waiting for the one before, that ends last; `dmas`: per DMA its bytes, descriptors and
+    contiguous-run length; `to_json()`, `text()`.
+    """
+
+    def __init__(self, target: str, slots: list[Slot], tracks: list[str],
+                 kernel: str | None = None, notes: list[str] | None = None) -> None:
+        self.target = target
+        self.kernel = kernel
+        self.slots = slots
+        self.total_ns = max((s.end for s in slots), default=0.0)
+        busy: dict[str, float] = {t: 0.0 for t in tracks}
+        for s in slots:
+            busy[s.track] = busy.get(s.track, 0.0) + (s.end - s.start)
+        self.busy_ns = {t: v for t, v in busy.items() if v > 0 or t in tracks}
+        self.critical_path = critical_path(slots)
+        self.notes = list(notes or [])
+
+    # -- derived views ------------------------------------------------------------------------
+    def utilisation(self, track: str) -> float:
+        return self.busy_ns.get(track, 0.0) / self.total_ns if self.total_ns else 0.0
+
+    def top(self, n: int = 10) -> list[dict[str, Any]]:
+        """The source lines whose instructions take the most time (summed over executions)."""
+        by: dict[tuple, list[Any]] = defaultdict(lambda: [0.0, 0, set()])
+        for s in self.slots:
+            e = by[(s.op, _where(s), s.name)]
+            e[0] += s.end - s.start
+            e[1] += 1
+            e[2].add(s.track)
+        rows = sorted(by.items(), key=lambda kv: -kv[1][0])[:n]
+        return [{"op": op, "where": where, "name": name, "time_ns": t, "count": c,
+                 "tracks": sorted(tr)} for (op, where, name), (t, c, tr) in rows]
+
+    def dmas(self) -> list[dict[str, Any]]:
+        """Per DMA source line: bytes, descriptors and run length (summed over executions;
+        the run is the shortest seen), with `short` when runs are under 512 bytes."""
+        by: dict[tuple, dict[str, Any]] = {}
+        for s in self.slots:
+            c = s.cost
+            if not c.descriptors:
+                continue
+            key = (s.op, _where(s), s.name)
+            e = by.get(key)
+            if e is None:
+                e = by[key] = {"op": s.op, "where": _where(s), "name": s.name, "count": 0,
+                               "bytes": 0, "descriptors": 0, "run_bytes": c.run_bytes,
+                               "time_ns": 0.0}
+            e["count"] += 1
+            e["bytes"] += c.bytes
+            e["descriptors"] += c.descriptors
+            e["run_bytes"] = min(e["run_bytes"], c.run_bytes)
+            e["time_ns"] += s.end - s.start
+        out = sorted(by.values(), key=lambda e: -e["time_ns"])
+        for e in out:
+            e["short"] = e["run_bytes"] < SHORT_RUN
+        return out
+
+    def path_summary(self) -> dict[str, Any]:
+        per: dict[str, float] = defaultdict(float)
+        for s in self.critical_path:
+            per[s.track] += s.end - s.start
+        return {"instructions": len(self.critical_path),
+                "time_ns": sum(per.values()),
+                "per_track_ns": dict(sorted(per.items(), key=lambda kv: -kv[1])),
+                "first": [_slot_brief(s) for s in self.critical_path[:5]],
+                "last": [_slot_brief(s) for s in self.critical_path[-5:]]}
+
+    # -- output -------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "estimate": True,
+            "target": self.target,
+            "kernel": self.kernel,
+            "total_ns": self.total_ns,
+            "instructions": len(self.slots),
+            "engines": {t: {"busy_ns": b, "utilisation": self.utilisation(t)}
+                        for t, b in self.busy_ns.items()},
+            "critical_path": self.path_summary(),
+            "top": self.top(),
+            "dmas": self.dmas(),
+            "notes": self.notes,
+            "cost_model": as_json(self.target),
+        }
+
+    def text(self) -> str:
+        lines = [f"estimated time on {self.target} (cost model estimate, not a measurement): "
+                 f"{_us(self.total_ns)} for {len(self.slots)} instructions"]
+        lines.append("")
+        lines.append("estimated busy time per engine:")
+        for t, b in self.busy_ns.items():
+            lines.append(f"  {t:<8} {_us(b):>14}  {100 * self.utilisation(t):5.1f}%")
+        p = self.path_summary()
+        lines.append("")
+        lines.append(f"estimated critical path: {p['instructions']} instructions, "
+                     f"{_us(p['time_ns'])} busy ("
+                     + ", ".join(f"{t} {_us(v)}" for t, v in p["per_track_ns"].items()) + ")")
+        for s in p["first"]:
+            lines.append(f"  {s}")
+        if p["instructions"] > 10:
+            lines.append("  ...")
+            for s in p["last"]:
+                lines.append(f"  {s}")
+        elif p["instructions"] > 5:
+            for s in p["last"][5 - (p["instructions"] - 5):]:
+                lines.append(f"  {s}")
+        lines.append("")
+        lines.append("estimated costliest instructions (summed over executions):")
+        for r in self.top():
+            label = f" {r['name']!r}" if r["name"] else ""
+            lines.append(f"  {_us(r['time_ns']):>14}  {r['count']:>6}x  {r['op']}{label}  "
+                         f"{r['where']}  [{', '.join(r['tracks'])}]")
+        dmas = self.dmas()
+        if dmas:
+            lines.append("")
+            lines.append("DMA (per source line; bytes and descriptors summed, shortest run):")
+            for d in dmas:
+                warn = "  warning: runs under 512 B lose DMA efficiency" if d["short"] else ""
+                lines.append(f"  {d['where']}  {d['count']}x  {d['bytes']} B in "
+                             f"{d['descriptors']} descriptors, run {d['run_bytes']} B{warn}")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        return "\n".join(lines)
+
+
+def _slot_brief(s: Slot) -> str:
+    label = f" {s.name!r}" if s.name else ""
+    return (f"{s.op}{label} {_where(s)} on {s.track}: {s.start / 1000:.3f}-"
+            f"{s.end / 1000:.3f} us")

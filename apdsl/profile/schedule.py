@@ -1,0 +1,212 @@
+"""Scheduling: every executed instruction on its engine, DMA queue or Ascend pipe.
+
+List scheduling in program order.  An instruction starts when (1) every earlier instruction it
+depends on has ended -- a read after a write, a write after a read or a write, of overlapping
+storage bytes (RAW/WAR/WAW) -- and (2) its engine or pipe is free: each runs its instructions in
+program order.  NKI DMAs go to the least-loaded of the DMA queues, and a transfer also waits
+for the DMA engines it spreads over (the 16 engines are shared by all queues), so concurrent
+DMAs share bandwidth.  Ascend pipes are ordered across pipes by the same data dependencies: the
+events of `set_flag`/`wait_flag` are not used (a kernel whose events are right orders exactly
+those dependencies; one that orders more than it needs is estimated faster than it runs).
+
+Storage bytes are compared as intervals: per storage, the partitions an on-chip operand covers
+and, within a partition (or in HBM/GM), the byte interval from its lowest to its highest
+element -- conservative for strided views.  An operand with a runtime index (scalar_offset,
+vector_offset) may touch any byte of its storage.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from math import inf
+from typing import Any
+
+from ..records import record
+from .model import Cost, Model, _int
+
+_WRITES = ("dst",)
+
+
+@record
+class Slot:
+    """One scheduled hardware instruction: a trace record's piece."""
+
+    index: int          # position in program order (over pieces)
+    record: int         # the trace record it belongs to
+    piece: tuple[int, int]
+    op: str
+    name: str | None
+    location: Any
+    track: str          # the engine, DMA queue or pipe it ran on
+    start: float        # ns
+    end: float
+    cost: Cost
+    operands: dict[str, Any]
+    pred: int           # the slot whose end fixed this start (-1: none): the critical path
+
+
+def footprint(ap: Any) -> tuple[float, float, float, float]:
+    """(first partition, last partition + 1, first byte, last byte + 1) an operand touches."""
+    bits = _bits_of(ap)
+    if ap.scalar_offset is not None or ap.vector_offset is not None:
+        return (0, inf, -inf, inf)
+    try:
+        offset = int(ap.offset)
+    except (TypeError, ValueError):  # a register offset: anywhere
+        return (0, inf, -inf, inf)
+    pattern = ap.pattern
+    p0, p1 = 0, 1
+    if ap.buffer in ("sbuf", "psum") and pattern:
+        pstride, pcount = _int(pattern[0][0]), _int(pattern[0][1])
+        p0 = offset // pstride if pstride > 0 else 0
+        offset -= p0 * pstride
+        p1 = p0 + pcount
+        pattern = pattern[1:]
+    lo = hi = offset
+    for s, c in pattern:
+        span = (_int(c) - 1) * _int(s)
+        if span < 0:
+            lo += span
+        else:
+            hi += span
+    return (p0, p1, lo * bits // 8, ((hi + 1) * bits + 7) // 8)
+
+
+_BITS: dict[str, int] = {}
+
+
+def _bits_of(ap: Any) -> int:
+    b = _BITS.get(ap.dtype)
+    if b is None:
+        from ..tensor.dtypes import dtype
+        b = _BITS[ap.dtype] = dtype(ap.dtype).bits
+    return b
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
+def _covers(a: tuple, b: tuple) -> bool:
+    return a[0] <= b[0] and b[1] <= a[1] and a[2] <= b[2] and b[3] <= a[3]
+
+
+class Scheduler:
+    """Schedules pieces one at a time, in program order."""
+
+    def __init__(self, model: Model, serial_order: bool = False) -> None:
+        self.model = model
+        self.serial_order = serial_order
+        self.last_end: tuple[float, int] = (0.0, -1)
+        self.slots: list[Slot] = []
+        self.free: dict[str, tuple[float, int]] = {}        # track -> (free at, last slot)
+        nq = int(model.f["dma_queues"].value) if "dma_queues" in model.f else 0
+        self.queues = [f"DMA q{i}" for i in range(nq)]
+        ne = int(model.f["dma_engines"].value) if "dma_engines" in model.f else 0
+        self.dma_engines: list[list[tuple[float, float, int]]] = [[] for _ in range(ne)]
+        # storage key -> ([(footprint, end, slot)] writes, [...] reads)
+        self.accesses: dict[Any, tuple[list, list]] = {}
+
+    def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
+        """The earliest time >= t when k DMA engines are free for `dur`; which ones; and the
+        transfer waited for (-1: none)."""
+        waited, first = -1, t
+        while True:
+            cands = sorted((*_gap(b, t, dur), e) for e, b in enumerate(self.dma_engines))
+            tk, w, _ = cands[k - 1]
+            chosen = [e for _, _, e in cands[:k]]
+            if all(_gap(self.dma_engines[e], tk, dur)[0] == tk for e in chosen):
+                if tk > first:
+                    waited = w
+                return tk, chosen, waited
+            t = tk
+
+    def add(self, rec_index: int, rec: Any) -> None:
+        pieces = rec.pieces or [{}]
+        n = len(pieces)
+        keys = getattr(rec, "storages", None) or {}
+        for i, piece in enumerate(pieces):
+            self._add(rec_index, rec, (i, n), piece, keys)
+
+    def _add(self, rec_index: int, rec: Any, piece_no: tuple[int, int],
+             piece: dict[str, Any], keys: dict[str, Any]) -> None:
+        cost = self.model.cost(rec.op, piece, rec.engine)
+        index = len(self.slots)
+        ready, pred = 0.0, -1
+        touched = []
+        for role, ap in piece.items():
+            key = keys.get(role, (ap.tensor, ap.buffer))
+            fp = footprint(ap)
+            write = role in _WRITES
+            writes, reads = self.accesses.setdefault(key, ([], []))
+            for other in (writes, reads) if write else (writes,):
+                for ofp, end, slot in other:
+                    if end > ready and _overlap(fp, ofp):
+                        ready, pred = end, slot
+            touched.append((writes, reads, fp, write))
+        if self.serial_order and self.last_end[0] > ready:
+            ready, pred = self.last_end
+        track = cost.engine
+        if track == "DMA" and self.queues:
+            track = min(self.queues, key=lambda q: self.free.get(q, (0.0, -1))[0])
+        free_at, last = self.free.get(track, (0.0, -1))
+        if free_at > ready:
+            ready, pred = free_at, last
+        start = ready
+        end = start + cost.ns
+        if cost.engine == "DMA" and self.dma_engines:
+            # the transfer waits for the DMA engines it spreads over (shared by the queues);
+            # an engine idle between earlier-issued transfers takes it in the gap
+            k = max(1, min(cost.dma_engines, len(self.dma_engines)))
+            t0, chosen, waited = self._engines(start + cost.fixed_ns, cost.ns - cost.fixed_ns, k)
+            if waited >= 0:
+                pred = waited
+            end = t0 + cost.ns - cost.fixed_ns
+            for e in chosen:
+                insort(self.dma_engines[e], (t0, end, index))
+        self.free[track] = (end, index)
+        if end > self.last_end[0]:
+            self.last_end = (end, index)
+        for writes, reads, fp, write in touched:
+            if write:  # accesses this write covers are ordered before it: forget them
+                writes[:] = [w for w in writes if not _covers(fp, w[0])]
+                reads[:] = [r for r in reads if not _covers(fp, r[0])]
+                writes.append((fp, end, index))
+            else:
+                reads.append((fp, end, index))
+        self.slots.append(Slot(index, rec_index, piece_no, rec.op, rec.name, rec.location,
+                               track, start, end, cost, piece, pred))
+
+
+def _gap(busy: list[tuple[float, float, int]], t: float, dur: float) -> tuple[float, int]:
+    """The earliest time >= t at which `busy` (sorted intervals) leaves `dur` free, and the
+    interval whose end it waited for (-1: none)."""
+    i = max(0, bisect_left(busy, (t,)) - 1)
+    waited = -1
+    for s, e, slot in busy[i:]:
+        if s >= t + dur:
+            break
+        if e > t:
+            t, waited = e, slot
+    return t, waited
+
+
+def schedule(records: list[Any], model: Model, *, serial_order: bool = False) -> list[Slot]:
+    """Every piece of every record, scheduled; with `serial_order` each waits for all earlier
+    ones."""
+    s = Scheduler(model, serial_order)
+    for i, rec in enumerate(records):
+        s.add(i, rec)
+    return s.slots
+
+
+def critical_path(slots: list[Slot]) -> list[Slot]:
+    """The chain of slots, each waiting for the previous one, that ends last."""
+    if not slots:
+        return []
+    cur = max(slots, key=lambda s: s.end)
+    path = [cur]
+    while cur.pred >= 0:
+        cur = slots[cur.pred]
+        path.append(cur)
+    return path[::-1]

@@ -460,3 +460,33 @@ def test_the_plugin_does_not_shadow_a_real_nki(tmp_path):
 def test_pyproject_declares_the_pytest_entry_point():
     text = (ROOT / "pyproject.toml").read_text()
     assert '[project.entry-points.pytest11]' in text and '"apdsl.nki.entry"' in text
+
+
+# -- the worked example and pytest reports ----------------------------------------------------------
+
+def _pytest(folder, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "apdsl.nki", "-p", "no:cacheprovider", "-q",
+         *args], cwd=folder, capture_output=True, text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_worked_example_runs_under_the_plugin(tmp_path):
+    for f in (ROOT / "examples" / "nki_python").glob("*.py"):
+        shutil.copy(f, tmp_path)
+    proc = _pytest(tmp_path)
+    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_failing_kernel_test_reports_the_diagnostic_in_the_users_source(tmp_path):
+    shutil.copy(ROOT / "examples" / "nki_python" / "transpose_kernel.py", tmp_path)
+    (tmp_path / "test_wide.py").write_text(
+        "import numpy as np\nfrom transpose_kernel import transpose_kernel\n\n\n"
+        "def test_wide():\n    transpose_kernel(np.zeros((128, 256), np.float32),\n"
+        "                     np.eye(128, dtype=np.float32))\n")
+    proc = _pytest(tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 1
+    assert "transpose_kernel.py:22:14: error[APK301]: psum tensor has 256 partitions" in out
+    assert 'test_wide.py", line 6, in test_wide' in out
+    assert "apdsl/" not in out.split("short test summary")[0]  # no frame of apdsl's

@@ -15,8 +15,8 @@ from __future__ import annotations
 from . import compiler, isa, language
 from .install import install, uninstall
 from .kernel import Kernel, baremetal, jit, simulate, simulate_kernel
-from .plugin import pytest_configure, pytest_load_initial_conftests
+from .plugin import pytest_configure, pytest_load_initial_conftests, pytest_runtest_makereport
 
 __all__ = ["Kernel", "baremetal", "compiler", "install", "isa", "jit", "language",
-           "pytest_configure", "pytest_load_initial_conftests", "simulate", "simulate_kernel",
-           "uninstall"]
+           "pytest_configure", "pytest_load_initial_conftests", "pytest_runtest_makereport",
+           "simulate", "simulate_kernel", "uninstall"]

@@ -178,3 +178,84 @@ def test_inputs_are_used(tmp_path):
 def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
                           text=True, cwd=cwd)
+
+
+def test_path_time_equals_the_total():
+    p = profile(_pipeline(True, 4))
+    assert p.path_summary()["time_ns"] == pytest.approx(p.total_ns)
+    assert p.critical_path[-1].end == p.total_ns
+
+
+REQUIRED_X = {"name", "ph", "ts", "dur", "pid", "tid"}  # trace-event format, complete events
+REQUIRED_M = {"name", "ph", "pid", "tid", "args"}
+
+
+def _validate_trace(doc: dict) -> list[dict]:
+    assert isinstance(doc["traceEvents"], list)
+    names = {}
+    slices = []
+    for ev in doc["traceEvents"]:
+        assert ev["ph"] in ("X", "M")
+        if ev["ph"] == "M":
+            assert REQUIRED_M <= set(ev)
+            if ev["name"] == "thread_name":
+                names[ev["tid"]] = ev["args"]["name"]
+        else:
+            assert REQUIRED_X <= set(ev)
+            assert isinstance(ev["ts"], (int, float)) and ev["dur"] >= 0
+            slices.append(ev)
+    for ev in slices:  # every slice is on a named track
+        assert ev["tid"] in names
+    by = {}
+    for ev in slices:
+        by.setdefault(ev["tid"], []).append(ev)
+    for tid, evs in by.items():  # slices on one track never overlap
+        evs.sort(key=lambda e: e["ts"])
+        for a, b in zip(evs, evs[1:]):
+            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6, names[tid]
+    return slices
+
+
+def test_cli_profile_trace_and_json(tmp_path):
+    out = tmp_path / "t.json"
+    src = str(ROOT / "examples" / "ascend_gemm.apk")
+    r = _cli("profile", src, "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "estimate" in r.stdout and "critical path" in r.stdout and "MTE2" in r.stdout
+    doc = json.loads(out.read_text())
+    slices = _validate_trace(doc)
+    lowered = _cli("lower", src, "--json")
+    assert lowered.returncode == 0
+    assert len(slices) == len(lowered.stdout.splitlines())  # one slice per lowered instruction
+    tracks = {ev["args"]["name"] for ev in doc["traceEvents"] if ev["name"] == "thread_name"}
+    assert {"MTE2", "MTE1", "M", "FIX"} <= tracks
+    assert all(ev["name"].split()[1].startswith("<stdlib>/gemm.apk:") for ev in slices)
+    assert all("dst" in ev["args"] for ev in slices)
+    j = _cli("profile", src, "--json")
+    assert j.returncode == 0, j.stderr
+    (line,) = j.stdout.splitlines()  # one JSON object, nothing else on stdout
+    obj = json.loads(line)
+    assert obj["estimate"] is True and obj["target"] == "ascend-a2"
+    assert obj["total_ns"] == pytest.approx(doc["otherData"]["total_ns"])
+    assert set(obj) >= {"engines", "critical_path", "top", "dmas"}
+    for e in obj["engines"].values():
+        assert e["busy_ns"] <= obj["total_ns"] + 1e-6
+
+
+def test_cli_profile_usage_and_file_errors(tmp_path):
+    r = _cli("profile", str(tmp_path / "missing.apk"))
+    assert r.returncode == 1 and "APK601" in r.stderr and "Traceback" not in r.stderr
+    f = tmp_path / "k.apk"
+    f.write_text(_dma_kernel(16, 64))
+    r = _cli("profile", str(f), "nosuch")
+    assert r.returncode == 2
+    r = _cli("profile", str(f), "--target", "ascend-a2")
+    assert r.returncode == 2
+    (tmp_path / "d").mkdir()
+    r = _cli("profile", str(f), "--trace", str(tmp_path / "d"))
+    assert r.returncode == 1 and "error[APK" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("profile", str(f), "--target", "trn1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["target"] == "trn1"
+    np.save(tmp_path / "a.npy", np.zeros((16, 64), np.float32))
+    r = _cli("profile", str(f), "-i", f"A={tmp_path / 'a.npy'}", "--max-steps", "1000")
+    assert r.returncode == 0, r.stderr

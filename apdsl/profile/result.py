@@ -88,9 +88,14 @@ class ProfileResult:
         return out
 
     def path_summary(self) -> dict[str, Any]:
+        """The critical path: its instructions, and per track the time it adds to the path
+        (the part of each instruction after the previous one on the path ended: they sum to
+        the path's length, which is the total)."""
         per: dict[str, float] = defaultdict(float)
+        prev = 0.0
         for s in self.critical_path:
-            per[s.track] += s.end - s.start
+            per[s.track] += max(0.0, s.end - max(s.start, prev))
+            prev = max(prev, s.end)
         return {"instructions": len(self.critical_path),
                 "time_ns": sum(per.values()),
                 "per_track_ns": dict(sorted(per.items(), key=lambda kv: -kv[1])),
@@ -124,7 +129,7 @@ class ProfileResult:
         p = self.path_summary()
         lines.append("")
         lines.append(f"estimated critical path: {p['instructions']} instructions, "
-                     f"{_us(p['time_ns'])} busy ("
+                     f"{_us(p['time_ns'])} ("
                      + ", ".join(f"{t} {_us(v)}" for t, v in p["per_track_ns"].items()) + ")")
         for s in p["first"]:
             lines.append(f"  {s}")

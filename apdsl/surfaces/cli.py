@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     grid_option(lw)
     program_options(lw)
 
+    from ..profile.command import add_parser as add_profile
+    add_profile(sub, program_options, inputs_option)
+
     sh = sub.add_parser("show", help="draw which storage elements a view touches")
     sh.add_argument("file", metavar="FILE")
     sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
@@ -560,6 +563,11 @@ def format_lowered(records: list[Any]) -> str:
     return "\n".join(lines)
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from ..profile.command import command
+    return command(args)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from . import show
     return show.command(args)
@@ -591,7 +599,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "show": cmd_show,
+COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "profile": cmd_profile,
+            "show": cmd_show,
             "repl": cmd_repl, "explain": cmd_explain}
 
 

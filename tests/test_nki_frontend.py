@@ -490,3 +490,25 @@ def test_a_failing_kernel_test_reports_the_diagnostic_in_the_users_source(tmp_pa
     assert "transpose_kernel.py:22:14: error[APK301]: psum tensor has 256 partitions" in out
     assert 'test_wide.py", line 6, in test_wide' in out
     assert "apdsl/" not in out.split("short test summary")[0]  # no frame of apdsl's
+
+
+def test_show_draws_a_view_a_python_kernel_binds(tmp_path):
+    shutil.copy(KERNELS / "matmul_basic.py", tmp_path)
+    (tmp_path / "top.py").write_text(
+        "import nki.language as nl\n\nt = nl.ndarray((4, 8), dtype=nl.float32, "
+        "buffer=nl.sbuf)\nv = t[:, 2:6]\n")
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", _f32(rng, 128, 64))
+    np.save(tmp_path / "b.npy", _f32(rng, 128, 512))
+    flags = ["-i", "lhsT=a.npy", "-i", "rhs=b.npy"]
+    proc = _cli("show", "matmul_basic.py", "nki_matmul_basic_.result_sbuf", *flags,
+                cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    head = proc.stdout.splitlines()
+    assert head[0] == "nki_matmul_basic_.result_sbuf" and "float32[64, 512] @ sbuf" in head[1]
+    proc = _cli("show", "matmul_basic.py", "nki_matmul_basic_.K", *flags, cwd=tmp_path)
+    assert proc.returncode == 1 and "error[APK110]" in proc.stderr
+    proc = _cli("show", "matmul_basic.py", "nki_matmul_basic_.zz", *flags, cwd=tmp_path)
+    assert proc.returncode == 1 and "error[APK101]" in proc.stderr
+    proc = _cli("show", "top.py", "v", cwd=tmp_path)
+    assert proc.returncode == 0 and "float32[4, 8] @ sbuf" in proc.stdout, proc.stderr

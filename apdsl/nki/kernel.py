@@ -33,6 +33,10 @@ class Kernel:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return Launched(self.fn, launch_grid(grid, self.fn.__name__))
 
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
     def __repr__(self) -> str:
         return f"<nki kernel {self.fn.__name__}>"
 

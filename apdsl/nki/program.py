@@ -51,6 +51,10 @@ class PyProgram:
     def kernels(self) -> list[Any]:
         return list(self._kernels().values())
 
+    def kernel_function(self, name: str) -> Any:
+        """The Python function of kernel `name`."""
+        return self._kernels()[name].fn
+
     def kernel_params(self, name: str) -> list[str]:
         k = self._kernels().get(name)
         return [] if k is None else list(inspect.signature(k.fn).parameters)

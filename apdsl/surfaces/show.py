@@ -52,6 +52,8 @@ def _command(args: Any) -> int:
     program = load_program(args.file, getattr(args, "target", None))
     kernel, name = _split_name(program, args)
     inputs = _kernel_inputs(program, args, kernel)
+    if args.file.endswith(".py"):
+        return _draw_python(program, kernel, name, inputs, args)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
     with interp.machine.active(), collect_warnings() as warnings:
@@ -81,15 +83,45 @@ def _command(args: Any) -> int:
             raise fail([e], interp.sources) from None
         except Exception as e:  # noqa: BLE001
             raise internal_error(e) from None
+    return _emit(pictures, args, interp.sources)
+
+
+def _emit(pictures: list[Picture], args: Any, sources: dict[str, str]) -> int:
+    """Print the pictures, or write them to `--svg`."""
     if getattr(args, "svg", None):
         try:
             write_svg(pictures, args.svg)
         except ApdslError as e:
-            raise fail([e], interp.sources) from None
+            raise fail([e], sources) from None
         print(f"wrote {args.svg}")
         return 0
     _print_pictures(pictures)
     return 0
+
+
+def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, Any],
+                 args: Any) -> int:
+    """An NKI Python file's view (`apdsl.nki.show`), drawn as an `.apk` one is."""
+    from ..nki.show import bound_view
+    from ..semantics.program import UsageError
+    from .cli import usage
+    if getattr(args, "steps", False):
+        raise usage("--steps follows the view chains of .apk programs; name a view of a .py "
+                    "file as NAME or KERNEL.NAME")
+    sources = {program.file: program.source}
+    try:
+        tensor = bound_view(program, kernel, name, inputs)
+        title = f"{kernel}.{name}" if kernel else name
+        pictures = [_framed(Picture.of(tensor, title), args)]
+    except UsageError as e:
+        raise usage(str(e)) from None
+    except ApdslError as e:
+        if e.span is None:
+            e.facts["file"] = COMMAND_LINE
+        raise fail([e], {**getattr(e, "sources", {}), **sources}, args.file) from None
+    except Exception as e:  # noqa: BLE001 - never a traceback for the user
+        raise internal_error(e) from None
+    return _emit(pictures, args, sources)
 
 
 def _split_name(program: Any, args: Any) -> tuple[str | None, str]:

@@ -22,7 +22,8 @@ _LAZY = {
     "dma_copy": "apdsl.runtime.instructions", "tensor_copy": "apdsl.runtime.instructions",
     "memset": "apdsl.runtime.instructions", "iota": "apdsl.runtime.instructions",
     "nc_matmul": "apdsl.runtime.instructions", "register_alloc": "apdsl.runtime.instructions",
-    "register_load": "apdsl.runtime.instructions", "mmad": "apdsl.runtime.ascend",
+    "register_load": "apdsl.runtime.instructions", "mmad": "apdsl.runtime.mmad",
+    "reciprocal": "apdsl.runtime.instructions",
     "options": "apdsl.runtime.options",
     # Ascend TLA
     "make_layout": "apdsl.tensor.tla", "make_tensor": "apdsl.tensor.tla",

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from apdsl.runtime import execute
-from apdsl.runtime.ascend import mmad
+from apdsl.runtime.mmad import mmad
 from apdsl.semantics.program import Program
 from apdsl.tensor.machine import current
 from apdsl.tensor.view import ndarray

@@ -30,7 +30,7 @@ from apdsl.semantics.program import Program, UsageError
 from apdsl.syntax import ast
 
 DATA_CODES = frozenset({"APK402", "APK403", "APK410",
-                        "APK404", "APK330", "APK331", "APK332"})
+                        "APK404", "APK330", "APK331", "APK332", "APK463"})
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"),)
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",

@@ -18,7 +18,7 @@ from support import raises_code
 
 import apdsl
 from apdsl.runtime import execute
-from apdsl.runtime.ascend import mmad
+from apdsl.runtime.mmad import mmad
 from apdsl.runtime.options import options
 from apdsl.semantics.program import Program
 from apdsl.tensor.tla import make_tensor_like, tile_view

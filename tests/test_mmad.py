@@ -13,7 +13,7 @@ from support import raises_code
 
 import apdsl
 from apdsl.runtime import execute
-from apdsl.runtime.ascend import mmad
+from apdsl.runtime.mmad import mmad
 from apdsl.runtime.options import options
 from apdsl.tensor import formats
 from apdsl.tensor.tla import get_tile, make_tensor_like, tile_view

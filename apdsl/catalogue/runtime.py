@@ -169,4 +169,41 @@ iota(idx, [[1, 1]], 0, 2)
 out: f32[64, 512] @ sbuf
 dma_copy(out, A.ap([[1024, 64], [1, 512]], 0, vector_offset=idx, indirect_dim=0))
 """),
+    entry("APK460", "element-wise operands differ in partitions", """
+An element-wise compute instruction (`reciprocal` and the others the instruction table runs
+generically) works within each partition: every operand needs the same partition count and the
+same number of elements per partition as `dst` (their free shapes may differ).
+""", """
+a: f32[128, 64] @ sbuf = 2.0
+b: f32[64, 128] @ sbuf
+reciprocal(b, a)
+"""),
+    entry("APK461", "dtype the instruction does not take", """
+The compute engines compute in float32 on the NKI tile dtypes: float32, float16, bfloat16,
+float8_e4m3, float8_e5m2, the 8-, 16- and 32-bit integers, and float8_e4m3fn from trn3 on.
+`tfloat32` is a Tensor Engine input format and `int4`/`int64` are not NKI tile dtypes, so an
+element-wise instruction refuses them; view or copy the data as a supported dtype first.
+""", """
+a: i64[4, 8] @ sbuf = 1
+b: f32[4, 8] @ sbuf
+reciprocal(b, a)
+"""),
+    entry("APK462", "instruction of the other target family", """
+An NKI compute instruction such as `reciprocal` has no operand in an Ascend buffer (GM, L1, L0A,
+L0B, L0C, UB); a kernel targets one accelerator family.
+""", """
+a: f32[16, 16] @ ub = 1.0
+b: f32[16, 16] @ ub
+reciprocal(b, a)
+"""),
+    entry("APK463", "input outside the instruction's domain", """
+The NKI documentation says that out-of-range inputs of `reciprocal` (and of the functions
+sqrt, rsqrt, log, ...) give invalid output. apdsl does not guess what hardware returns: an
+element outside the domain (for `reciprocal`, an element equal to 0) is an error naming the
+first one. Keep the input inside the domain, for example by adding a small epsilon.
+""", """
+a: f32[4, 8] @ sbuf = 0.0
+b: f32[4, 8] @ sbuf
+reciprocal(b, a)
+"""),
 ]

@@ -24,6 +24,7 @@ from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
+from .table import engine_of
 
 
 @record
@@ -112,7 +113,7 @@ def is_tracing() -> bool:
     return current().trace is not None
 
 
-def label(op: str, name: Any) -> str:
+def instruction_label(op: str, name: Any) -> str:
     """How messages name an instruction: `dma_copy`, or `dma_copy 'load'` with `name=`."""
     return f"{op} {str(name)!r}" if name is not None else op
 
@@ -124,7 +125,7 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     NKI engine or Ascend pipe that runs it (from the instruction table)."""
     m = current()
     trace = m.trace
-    where = label(op, name)
+    where = instruction_label(op, name)
     if trace is None:
         for role, t in operands.items():
             if t.onchip and _may_exceed_entries(t):
@@ -133,6 +134,8 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     lowered = {role: lower(t, role=role, label=where) for role, t in operands.items()}
     pieces = cut(op, operands, lowered, label=where)
     storages = {role: t.storage.id for role, t in operands.items()}
+    if engine is None:
+        engine = engine_of(op, operands)
     trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages))
 
 

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslAssertionError, ApdslTypeError
+from ..runtime.table import NAMES, TABLE, implementation
 from ..tensor import targets
 from ..tensor.dtypes import ALIASES, DTYPES, DType
 from ..tensor.view import Tensor
 from . import limits
 from .values import UNKNOWN, Module, Unknown
 
-INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad",
-                "register_alloc", "register_load")
+INSTRUCTIONS = NAMES  # every instruction of the table (apdsl.runtime.table)
 TLA = ("make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like")
 
 
@@ -44,7 +44,6 @@ def _pair(x: Any, y: Any, interp: Any) -> tuple[Any, Any]:
 
 def make_builtins(interp: Any) -> dict[str, Any]:
     """Builtins bound to one interpreter (host() and friends need its mode)."""
-    from ..runtime import instructions as ins
 
     def host(t: Any) -> Any:
         return host_value(t, interp)
@@ -84,21 +83,20 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         return -(-a // b)
 
     def instruction(name: str) -> Callable[..., Any]:
-        if hasattr(ins, name):
-            fn = getattr(ins, name)
+        if set(TABLE[name].engines) == {"ascend"}:  # Ascend-only executors load on first use
+            loaded: list[Callable[..., Any]] = []
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if not loaded:
+                    loaded.append(implementation(name))
+                return interp.instruction(name, loaded[0], args, kwargs)
+        else:
+            fn = implementation(name)
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 return interp.instruction(name, fn, args, kwargs)
 
             call.__wrapped__ = fn  # type: ignore[attr-defined]  # inspect.signature follows it
-        else:  # Ascend instructions load on first use
-
-            loaded: list[Callable[..., Any]] = []
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                if not loaded:
-                    loaded.append(_ascend(name))
-                return interp.instruction(name, loaded[0], args, kwargs)
         call.__name__ = name
         return call
 
@@ -256,11 +254,6 @@ def _set_target(name: str) -> None:
 def _no_host_alloc(*_: Any) -> None:
     raise ApdslTypeError("zeros_like is not available: declare a tensor with '= zeros'",
                          code="APK110")
-
-
-def _ascend(name: str) -> Callable[..., Any]:
-    from ..runtime import ascend
-    return getattr(ascend, name)
 
 
 def _tla(name: str) -> Callable[..., Any]:

@@ -14,14 +14,16 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from ..runtime.table import TABLE
 from ..tensor import targets
 from ..tensor.view import Tensor
 
-# The instructions that write their `dst` operand whole, through `dst` itself.  On Ascend,
+# The instructions that write their `dst` operand whole, through `dst` itself (the table says
+# which).  On Ascend,
 # `mmad` and a copy between TLA tiles write only the valid extent (nothing when it is empty),
 # and a memset of a formatted tensor or a load into L0A/L0B writes the fractals around it:
 # those are left to `run` rather than checked on a view they would not write.
-WRITERS = frozenset({"dma_copy", "tensor_copy", "memset", "iota", "nc_matmul"})
+WRITERS = frozenset(name for name, entry in TABLE.items() if entry.writes_dst)
 ASCEND_WRITERS = frozenset({"dma_copy", "memset"})
 
 
@@ -59,8 +61,9 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
         from ..runtime.ascend import LOAD_PATHS
         if type(src) is Tensor and (src.buffer, dst.buffer) in LOAD_PATHS:
             return  # Load2D and LoadData move the whole fractals under dst, not dst itself
-    from ..runtime.instructions import _label
-    label = _label(op, bound.arguments.get("name"))
+    from ..runtime import execute as ex
+    from ..runtime.trace import instruction_label
+    label = instruction_label(op, bound.arguments.get("name"))
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 
 

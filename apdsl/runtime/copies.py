@@ -1,0 +1,264 @@
+"""The data-movement instructions of SPEC section 4: `dma_copy`, `tensor_copy`, `memset` and
+`iota` (their declarations: `apdsl.runtime.table`)."""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslRuntimeError, TargetError
+from ..tensor import targets
+from ..tensor.view import Tensor
+from . import execute as ex
+from . import hints, trace
+from .operands import (
+    arg_error,
+    check_start_partitions,
+    check_ti_partitions,
+    free_size,
+    instruction_label,
+    int_arg,
+    is_ti,
+    operand_shapes,
+    require_onchip,
+    resolve_operands,
+    tensor_arg,
+)
+
+ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
+                          ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
+                          ("ub", "gm"), ("ub", "ub")})
+MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
+
+
+
+# -- dma_copy ---------------------------------------------------------------------------------
+
+def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = "error",
+             dge_mode: Any = "unknown", engine: Any = "unknown", name: str | None = None) -> None:
+    """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
+    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`); with
+    `oob_mode="skip"` an out-of-range index is still reported, not skipped.
+
+    >>> src = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4))
+    >>> dst = apdsl.ndarray((4, 2), "float32", "sbuf")
+    >>> apdsl.dma_copy(dst, src.permute((1, 0)))
+    >>> dst.numpy()[:, 1]
+    array([4., 5., 6., 7.], dtype=float32)
+    """
+    label = instruction_label("dma_copy", name)
+    dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
+    fam_d, fam_s = targets.family(dst.buffer), targets.family(src.buffer)
+    if fam_d != fam_s:
+        raise TargetError(f"{label}: cannot copy between an {fam_s.upper()} buffer ({src.buffer}) "
+                          f"and an {fam_d.upper()} buffer ({dst.buffer})", code="APK305",
+                          notes=["NKI buffers: sbuf, psum, hbm, private_hbm, shared_hbm; Ascend "
+                                 "buffers: gm, l1, l0a, l0b, l0c, ub"],
+                          help="a kernel targets one accelerator family; keep both operands in it")
+    for role, t in (("dst", dst), ("src", src)):
+        if is_ti(t):
+            raise TargetError(f"{label}: {role} {t.name} is a Tensor Indirection view "
+                              "(indirect()); DMA cannot use it", code="APK307",
+                              help="use vector_select or .ap(vector_offset=) for a DMA gather, "
+                              "or a compute instruction such as tensor_copy for indirect()")
+    for role, t in (("dst", dst), ("src", src)):
+        if t.buffer == "psum":
+            raise TargetError(f"{label}: {role} {t.name} is in PSUM; DMA moves data between "
+                              "SBUF and HBM only", code="APK342",
+                              notes=["NKI dma_copy: both src and dst are in HBM or SBUF"],
+                              help="tensor_copy the PSUM tile into SBUF first, then dma_copy "
+                              "the SBUF tile" if role == "src" else "dma_copy into SBUF, then "
+                              "tensor_copy into PSUM", buffer=t.buffer, role=role)
+    oob = "error"
+    if fam_d == "nki":
+        _, oob = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)
+    if fam_d == "ascend":
+        _ascend_dma_copy(dst, src, name, label)
+        return
+    try:
+        nki_dma(dst, src, name, label)
+    except ApdslRuntimeError as err:
+        if oob == "skip" and err.code in ("APK402", "APK403"):
+            err.notes = [*err.notes, "oob_mode=skip is not modelled: apdsl reports an "
+                         "out-of-range index instead of skipping its row"]
+        raise
+
+
+def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+    accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
+    ss, ds = operand_shapes(accs, src, dst)
+    if ss is not None and ds is not None and prod(ss) != prod(ds):
+        raise TargetError(f"{label}: dst has {prod(ds)} elements {ds}, src has {prod(ss)} "
+                          f"{ss}", code="APK306",
+                          notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ {src.buffer}"],
+                          help="a DMA moves elements in row-major order; both sides must hold "
+                          "the same number of elements", dst_shape=ds, src_shape=ss)
+    trace.record("dma_copy", name, {"dst": dst, "src": src})
+    if accs is not None:
+        ex.copy(accs[1], accs[0], label)
+
+
+def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
+    """The Ascend DMA path rule (alignment and TLA rules: `apdsl.runtime.ascend`)."""
+    path = (src.buffer, dst.buffer)
+    if path not in ASCEND_PATHS:
+        allowed = sorted(b for a, b in ASCEND_PATHS if a == src.buffer)
+        raise TargetError(
+            f"{label}: no DMA path from {src.buffer.upper()} to {dst.buffer.upper()} on Ascend",
+            code="APK308",
+            notes=["paths: GM->L1, GM->UB, GM->L0A, GM->L0B (Load2D), L1->L0A, L1->L0B "
+                   "(LoadData), L0C->GM, L0C->L1 (Fixpipe), UB->GM, UB->UB"],
+            help=(f"from {src.buffer.upper()} a copy can go to "
+                  f"{', '.join(b.upper() for b in allowed)}" if allowed
+                  else f"nothing is copied out of {src.buffer.upper()} by DMA"),
+            src=src.buffer, dst=dst.buffer)
+
+
+def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+    """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma_copy` (alignment, TLA
+    valid extents, the row-major copy and the GM -> fractal row-tail zero-fill)."""
+    ascend_copy_rules(dst, src, label)
+    from . import ascend
+    ascend.dma_copy(dst, src, name, label)
+
+
+# -- tensor_copy ------------------------------------------------------------------------------
+
+def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
+                name: str | None = None) -> None:
+    """Copy on chip: each partition's elements stay in that partition.
+
+    >>> x = apdsl.ndarray((2, 3), "float32", "sbuf")
+    >>> apdsl.memset(x, 1.5)
+    >>> y = apdsl.ndarray((2, 3), "float32", "psum")
+    >>> apdsl.tensor_copy(y, x)
+    >>> y.numpy()[1]
+    array([1.5, 1.5, 1.5], dtype=float32)
+    """
+    label = instruction_label("tensor_copy", name)
+    dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
+    require_onchip(src, label, "src")
+    require_onchip(dst, label, "dst")
+    hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
+                             is_ti(src) or is_ti(dst))
+    check_start_partitions(label, (("src", src), ("dst", dst)))
+    check_ti_partitions(label, {"src": "src", "dst": "src"}, ("src", src), ("dst", dst))
+    accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
+    ss, ds = operand_shapes(accs, src, dst)
+    if ss is not None and ds is not None and (ss[0] != ds[0] or free_size(ss) != free_size(ds)):
+        raise TargetError(f"{label}: dst has {ds[0]} partitions of {free_size(ds)} elements, src "
+                          f"{ss[0]} of {free_size(ss)}", code="APK311",
+                          notes=[f"dst shape {ds}, src shape {ss}"],
+                          help="tensor_copy keeps data in its partition: use the same partition "
+                          "count and elements per partition (dma_copy can move across "
+                          "partitions)", dst_shape=ds, src_shape=ss)
+    trace.record("tensor_copy", name, {"dst": dst, "src": src})
+    if accs is not None:
+        ex.copy(accs[1], accs[0], label)
+
+
+# -- memset -----------------------------------------------------------------------------------
+
+def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = None) -> None:
+    """Set every element of `dst` to `value` (cast to dst's dtype).
+
+    >>> t = apdsl.ndarray((2, 3), "int32", "sbuf")
+    >>> apdsl.memset(t, 7)
+    >>> t.numpy()
+    array([[7, 7, 7],
+           [7, 7, 7]], dtype=int32)
+    """
+    label = instruction_label("memset", name)
+    dst = tensor_arg(dst, label, "dst")
+    if targets.family(dst.buffer) == "ascend":
+        from . import ascend
+        dst = ascend.memset_target(dst, label)  # buffers, dtypes, alignment, whole fractals
+    if dst.buffer not in MEMSET_BUFFERS:
+        raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; memset writes "
+                          f"{', '.join(MEMSET_BUFFERS)} only", code="APK312",
+                          help="memset an on-chip tile and dma_copy it out", buffer=dst.buffer)
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        value = value.item()
+    if not isinstance(value, (int, float, bool)):
+        raise arg_error(label, f"value must be a number, got {value!r}")
+    v = ex.cast(np.asarray(value), dst.dtype)
+    if targets.family(dst.buffer) == "nki":
+        hints.compute_engine(label, engine, ("vector", "gpsimd"), (("dst", dst),), is_ti(dst))
+    check_start_partitions(label, (("dst", dst),))
+    accs = resolve_operands(label, ex.TI_GROUP, ("dst", dst))
+    trace.record("memset", name, {"dst": dst})
+    if accs is not None:
+        ex.prepare_write(accs[0], label, "dst")
+        ex.fill(accs[0], v[()])
+
+
+# -- iota -------------------------------------------------------------------------------------
+
+def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0,
+         name: str | None = None) -> None:
+    """`dst[p, i...] = offset + p * channel_multiplier + sum(i_k * step_k)`, in int32, then
+    cast to dst's dtype.
+
+    >>> offsets = apdsl.ndarray((4, 1), "int32", "sbuf")
+    >>> apdsl.iota(offsets, [[1, 1]], 0, 2)          # offsets[p] = 2 * p
+    >>> offsets.numpy().ravel()
+    array([0, 2, 4, 6], dtype=int32)
+    """
+    label = instruction_label("iota", name)
+    dst = tensor_arg(dst, label, "dst")
+    require_onchip(dst, label, "dst")
+    if dst.buffer != "sbuf":
+        raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; iota (GpSimd Engine) "
+                          "writes SBUF only", code="APK339",
+                          notes=["GpSimd cannot access PSUM"],
+                          help="iota into an SBUF tile, then tensor_copy it into PSUM",
+                          buffer=dst.buffer)
+    offset = int_arg(offset, label, "offset")
+    cm = int_arg(channel_multiplier, label, "channel_multiplier")
+    if not isinstance(pattern, (list, tuple)) or not pattern or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in pattern):
+        raise arg_error(label, f"pattern must be a list of [step, count] pairs, got "
+                         f"{pattern!r}", help="for example [[1, 64]] counts 0..63")
+    steps = [int_arg(s, label, "a pattern step") for s, _ in pattern]
+    counts = [int_arg(c, label, "a pattern count") for _, c in pattern]
+    if any(c < 1 for c in counts):
+        raise arg_error(label, f"pattern counts must be >= 1, got {counts}")
+    if len(pattern) > 4:
+        raise TargetError(f"{label}: the pattern has {len(pattern)} [step, count] entries; iota "
+                          "takes at most 4", code="APK340", notes=[f"pattern {list(pattern)}"],
+                          help="merge entries whose steps chain (step_outer == step_inner * "
+                          "count_inner), or split the tile and issue several iotas",
+                          entries=len(pattern))
+    check_start_partitions(label, (("dst", dst),))
+    accs = resolve_operands(label, ex.TI_GROUP, ("dst", dst))
+    (shape,) = operand_shapes(accs, dst)
+    if shape is not None and prod(counts) != free_size(shape):
+        free = free_size(shape)
+        raise TargetError(f"{label}: the pattern's counts {counts} give {prod(counts)} elements "
+                          f"per partition; dst {dst.name} has {free}", code="APK313",
+                          notes=[f"dst shape {shape}"],
+                          help=f"make the counts multiply to {free}", counts=counts,
+                          elements=free)
+    trace.record("iota", name, {"dst": dst})
+    if accs is None:
+        return
+    d = accs[0]
+    parts = d.shape[0]
+    n = len(counts)
+    # int32 arithmetic wraps, so reducing every operand to int32 first changes nothing and
+    # keeps any Python int (even past int64) off NumPy's overflow path
+    offset, cm = _wrap32(offset), _wrap32(cm)
+    steps = [_wrap32(s) for s in steps]
+    vals = np.full((), offset, np.int64) + (np.arange(parts, dtype=np.int64) * cm).reshape(
+        (parts,) + (1,) * n)
+    for k, (s, c) in enumerate(zip(steps, counts)):
+        vals = vals + (np.arange(c, dtype=np.int64) * s).reshape((c,) + (1,) * (n - k - 1))
+    vals = vals.astype(np.int32)  # int32 arithmetic wraps
+    ex.prepare_write(d, label, "dst")
+    ex.store(d, vals.reshape(d.shape))
+
+
+def _wrap32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31

@@ -1,0 +1,197 @@
+"""`mmad` (SPEC section 4): the Ascend cube unit's `dst (+)= a @ b` over fractal tiles, with
+its dtype, format, padding and accumulation rules, on one BLAS thread."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError
+from ..tensor import formats
+from ..tensor.machine import current
+from ..tensor.tla import region, valid_shape
+from ..tensor.view import Tensor
+from . import execute as ex
+from . import trace
+from .ascend import check_alignment, shape_text
+from .operands import arg_error, instruction_label, resolve_operands, tensor_arg
+
+# Operand roles with their buffer and format, and the accumulator of each input dtype.
+OPERANDS = (("a", "l0a", "ZZ"), ("b", "l0b", "ZN"), ("dst", "l0c", "NZ"))
+ACCUMULATOR = {"float16": "float32", "bfloat16": "float32", "float32": "float32",
+               "int8": "int32", "int4": "int32"}
+
+
+def _err(code: str, message: str, **kw: Any) -> FormatError:
+    return FormatError(message, code=code, **kw)
+
+
+def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
+         name: str | None = None) -> None:
+    """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
+    `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 and int4
+    in int32.
+    Computes the valid extent; with `strict_padding` K is read in whole fractals.
+
+    >>> g = apdsl.from_numpy(np.ones((16, 16), np.float16), "gm")
+    >>> l1a = apdsl.ndarray((16, 16), "float16", "l1", "NZ")
+    >>> l1b = apdsl.ndarray((16, 16), "float16", "l1", "ZN")
+    >>> apdsl.dma_copy(l1a, g)
+    >>> apdsl.dma_copy(l1b, g)
+    >>> a = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+    >>> b = apdsl.ndarray((16, 16), "float16", "l0b", "ZN")
+    >>> apdsl.dma_copy(a, l1a)
+    >>> apdsl.dma_copy(b, l1b)
+    >>> c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+    >>> apdsl.mmad(c, a, b)
+    >>> c.numpy()[0, :4]
+    array([16., 16., 16., 16.], dtype=float32)
+    """
+    label = instruction_label("mmad", name)
+    ops = {"dst": tensor_arg(dst, label, "dst"), "a": tensor_arg(a, label, "a"),
+           "b": tensor_arg(b, label, "b")}
+    if not isinstance(accumulate, (bool, np.bool_)):
+        raise arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
+    for role, buffer, fmt in OPERANDS:
+        t = ops[role]
+        if t.buffer != buffer or t.format != fmt or t.ndim != 2:
+            where = f"{t.buffer}" + (f" as {t.format}" if t.format != "ND" else "")
+            raise _err("APK520", f"{label}: {role} {t.name} is a {t.ndim}-d {where} tensor; "
+                       f"mmad takes {role} as a matrix in {buffer} as {fmt}",
+                       notes=["mmad operands: a (M, K) in l0a as ZZ, b (K, N) in l0b as ZN, "
+                              "dst (M, N) in l0c as NZ"],
+                       help=f"dma_copy {role} into a {buffer} tile declared `as {fmt}` (for "
+                       f"example make_tensor_like({buffer}, tile, \"{fmt}\"))",
+                       role=role, buffer=t.buffer, format=t.format)
+    a, b, dst = ops["a"], ops["b"], ops["dst"]
+    acc_name = ACCUMULATOR.get(a.dtype.name)
+    if a.dtype != b.dtype or acc_name is None or dst.dtype.name != acc_name:
+        pairs = ", ".join(f"{k} -> {v}" for k, v in ACCUMULATOR.items())
+        raise _err("APK521", f"{label}: a is {a.dtype}, b is {b.dtype}, dst is {dst.dtype}; "
+                   "the cube unit multiplies two inputs of one dtype into its accumulator",
+                   notes=[f"input -> accumulator: {pairs}"],
+                   help=(f"declare dst as {acc_name}" if acc_name and a.dtype == b.dtype
+                         else "give a and b the same dtype: float16, bfloat16, float32, "
+                         "int8 or int4"), a=str(a.dtype), b=str(b.dtype), dst=str(dst.dtype))
+    for role in ("a", "b", "dst"):
+        check_alignment(ops[role], label, role)
+    (m, k), (k2, n), (m2, n2) = valid_shape(a), valid_shape(b), valid_shape(dst)
+    if k != k2 or m != m2 or n != n2:
+        raise _err("APK522", f"{label}: shapes do not fit dst (M, N) = a (M, K) @ b (K, N): "
+                   f"a {shape_text((m, k))}, b {shape_text((k2, n))}, dst "
+                   f"{shape_text((m2, n2))}",
+                   notes=["valid extents (a TLA tile's origin_shape, else its shape)",
+                          f"M: a {m}, dst {m2}; K: a {k}, b {k2}; N: b {n}, dst {n2}"],
+                   help="tiles made with make_tensor_like from one GM tiling agree by "
+                   "construction", m=(m, m2), k=(k, k2), n=(n, n2))
+    if m == 0 or n == 0:
+        return
+    c0 = formats.c0_for(a.dtype)
+    kr = -(-k // c0) * c0 if current().options.strict_padding else k
+    dv = region(dst, (m, n), op=label, role="dst")
+    if kr == 0:  # no K at all: the product is zero
+        accs = resolve_operands(label, ex.TI_GROUP, ("dst", dv))
+        trace.record("mmad", name, {"dst": dv})
+        if accs is not None:
+            _finish(accs[0], np.zeros((m, n), np.float64), accumulate, label, dst.dtype.np)
+        return
+    av = region(a, (m, kr), op=label, role="a")
+    bv = region(b, (kr, n), op=label, role="b")
+    accs = resolve_operands(label, ex.TI_GROUP, ("a", av), ("b", bv), ("dst", dv))
+    trace.record("mmad", name, {"dst": dv, "a": av, "b": bv})
+    if accs is None:
+        return
+    acc_a, acc_b, acc_d = accs
+    work = np.float32 if a.dtype.kind == "f" else np.float64  # float64 holds int8 sums exactly
+    left, right = _load(acc_a, label, "a", work), _load(acc_b, label, "b", work)
+    fns = _blas_threads()
+    saved = fns[0]() if fns is not None else 1
+    if saved != 1:
+        fns[1](1)  # see _blas_threads
+    try:
+        product = left @ right
+    finally:
+        if saved != 1:
+            fns[1](saved)
+    _finish(acc_d, product, accumulate, label, dst.dtype.np)
+
+
+# -- BLAS threads -----------------------------------------------------------------------------
+# A tile product is small: a multi-threaded BLAS spends more time waking (and, on a busy
+# machine, waiting for) its worker threads than computing, and its spinning workers slow the
+# interpreter in between.  mmad runs its product on one thread, scoped to the call.
+
+_BLAS_NAMES = ("scipy_openblas", "openblas")  # numpy's bundled OpenBLAS, a system OpenBLAS
+_BLAS_SUFFIXES = ("64_", "")
+
+
+@lru_cache(maxsize=1)
+def _blas_threads() -> tuple[Any, Any] | None:
+    """OpenBLAS's (get, set) number-of-threads functions, when NumPy uses OpenBLAS."""
+    libs: list[Any] = []
+    folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    try:
+        libs.append(ctypes.CDLL(None))
+    except OSError:
+        pass
+    for lib in libs:
+        for prefix in _BLAS_NAMES:
+            for suffix in _BLAS_SUFFIXES:
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    return get, put
+    return None
+
+
+# float16 -> float32 by table: every float16 bit pattern's float32 value.  A gather from the
+# table is exact and about twice as fast as NumPy's float16 cast.
+_F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
+    """An operand's logical matrix in the working dtype, gathered from its fractal storage in
+    one strided cast-and-copy (init-checked)."""
+    if current().options.init_check and not acc.storage.all_written:
+        return ex.read(acc, label, role).astype(work)
+    if type(acc) is not ex.Strided:
+        return acc.read().astype(work)
+    out = np.empty(acc.shape, work)
+    src = acc.array()
+    if src.dtype == np.float16 and work is np.float32:
+        _F16_TO_F32.take(src.view(np.uint16), out=out.reshape(acc.lshape), mode="clip")
+    else:
+        np.copyto(out.reshape(acc.lshape), src, casting="unsafe")
+    return out
+
+
+def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,
+            out: np.dtype) -> None:
+    if accumulate and out.kind == "f" and type(acc_d) is ex.Strided \
+            and acc_d.storage.all_written and acc_d.injective():
+        # add in place through the fractal view: nothing to check, nothing newly written.
+        # Walk both in the destination's memory order: NumPy's add otherwise follows the
+        # logical order and runs 2.5x slower over the fractal strides.
+        dst = acc_d.array()
+        order = sorted(range(dst.ndim), key=lambda i: -abs(dst.strides[i]))
+        d, p = dst.transpose(order), product.reshape(acc_d.lshape).transpose(order)
+        np.add(d, p, out=d, casting="unsafe")
+        return
+    if accumulate:
+        product = product + ex.read(acc_d, label, "dst").reshape(product.shape)
+    if out.kind == "i":  # the int32 accumulator wraps
+        product = np.rint(product).astype(np.int64).astype(out)
+    ex.prepare_write(acc_d, label, "dst")
+    ex.store(acc_d, product)

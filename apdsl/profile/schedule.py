@@ -106,6 +106,8 @@ class Scheduler:
         self.dma_engines: list[list[tuple[float, float, int]]] = [[] for _ in range(ne)]
         # storage key -> ([(footprint, end, slot)] writes, [...] reads)
         self.accesses: dict[Any, tuple[list, list]] = {}
+        self._costs: dict[tuple, Cost] = {}
+        self._footprints: dict[int, tuple] = {}
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
         """The earliest time >= t when k DMA engines are free for `dur`; which ones; and the
@@ -130,13 +132,21 @@ class Scheduler:
 
     def _add(self, rec_index: int, rec: Any, piece_no: tuple[int, int],
              piece: dict[str, Any], keys: dict[str, Any]) -> None:
-        cost = self.model.cost(rec.op, piece, rec.engine)
+        # the trace shares lowered operands between the executions of a loop's instruction:
+        # costs and footprints are computed once per distinct operand (the objects are kept
+        # alive by the trace, so their ids are stable)
+        ckey = (rec.op, rec.engine, *map(id, piece.values()))
+        cost = self._costs.get(ckey)
+        if cost is None:
+            cost = self._costs[ckey] = self.model.cost(rec.op, piece, rec.engine)
         index = len(self.slots)
         ready, pred = 0.0, -1
         touched = []
         for role, ap in piece.items():
             key = keys.get(role, (ap.tensor, ap.buffer))
-            fp = footprint(ap)
+            fp = self._footprints.get(id(ap))
+            if fp is None:
+                fp = self._footprints[id(ap)] = footprint(ap)
             write = role in _WRITES
             writes, reads = self.accesses.setdefault(key, ([], []))
             for other in (writes, reads) if write else (writes,):

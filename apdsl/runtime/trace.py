@@ -62,6 +62,9 @@ class Record:
 @dataclass
 class Trace:
     records: list[Record] = field(default_factory=list)
+    # lowered operands by (layout, dtype, buffer, format, name, role, target): a loop's
+    # instructions lower the same views again and again (the profile traces whole GEMMs)
+    lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
     machine: Any = None  # the machine it records (whose statement location `before_error` reads)
 
     def __iter__(self) -> Iterator[Record]:
@@ -131,7 +134,18 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
             if t.onchip and _may_exceed_entries(t):
                 lower(t, role=role, label=where)
         return
-    lowered = {role: lower(t, role=role, label=where) for role, t in operands.items()}
+    cache = trace.lowered
+    lowered = {}
+    for role, t in operands.items():
+        if t.dynamic is not None:
+            lowered[role] = lower(t, role=role, label=where)
+            continue
+        key = (t.layout, t.dtype, t.buffer, t.format, t.name, role,
+               m.targets[targets.family(t.buffer)])
+        aps = cache.get(key)
+        if aps is None:
+            aps = cache[key] = lower(t, role=role, label=where)
+        lowered[role] = aps
     pieces = cut(op, operands, lowered, label=where)
     storages = {role: t.storage.id for role, t in operands.items()}
     if engine is None:

@@ -128,8 +128,8 @@ def test_start_partition_rule_leaves_dma_alone():
 
 # -- register_load --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape,buffer", [((1,), "hbm"), ((1, 1), "hbm"), ((1, 1), "sbuf"),
-                                          ((1, 1), "shared_hbm")])
+@pytest.mark.parametrize("shape,buffer", [((1,), "hbm"), ((1, 1), "hbm"), ((1,), "sbuf"),
+                                          ((1, 1), "sbuf"), ((1, 1), "shared_hbm")])
 def test_register_load_from_one_element(shape, buffer):
     t = from_numpy(np.full(shape, 37, np.int32), buffer)
     r = register_alloc()
@@ -146,6 +146,16 @@ def test_register_load_from_one_element_view_steers_an_access():
     out = ndarray((1, 8), "float32", "sbuf")
     dma_copy(out, src.ap([[8, 1], [1, 8]], offset=0, scalar_offset=r, indirect_dim=0))
     np.testing.assert_array_equal(out.numpy(), data[5:6])
+
+
+def test_a_one_element_sbuf_tile_is_the_only_1d_on_chip_shape():
+    """The NKI docs load registers from a (1,) SBUF tile; other 1-D on-chip shapes leave the
+    partition/free split unsaid and stay refused."""
+    one = ndarray((1,), "int32", "sbuf")
+    memset(one, 9)
+    assert one.get_pattern() == [[1, 1]] and one.numpy().tolist() == [9]
+    with raises_code("APK202"):
+        ndarray((4,), "int32", "sbuf")
 
 
 def test_register_load_refusals():

@@ -814,7 +814,9 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
     check_ndim(len(shape), "ndarray")
     if any(n < 1 for n in shape) or not shape:
         raise _err(f"ndarray: every dimension must be >= 1, got {shape}", "APK225")
-    if targets.is_onchip(buf) and len(shape) < 2:
+    # A one-element (1,) tile is the one 1-D on-chip shape the NKI docs use (register_load's
+    # source); any other 1-D on-chip shape leaves its partition/free split unsaid.
+    if targets.is_onchip(buf) and len(shape) < 2 and shape != (1,):
         raise _err(f"ndarray: an on-chip tensor needs a partition and a free dimension, got "
                    f"{shape}", "APK202", help=f"use ({shape[0]}, 1) or (1, {shape[0]})")
     fmt = "ND"

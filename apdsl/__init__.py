@@ -54,6 +54,10 @@ _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn"
 _BUFFER_NAMES = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b",
                  "l0c", "ub")
 
+# The composition root: the tensor layer reads and writes views through the device interface
+# it defines (apdsl.tensor.machine.Device); the runtime installs its NumPy device (cheaply).
+from .runtime import device as _device  # noqa: E402, F401
+
 # Buffer constants are their names; dtype constants resolve to DType objects on first use.
 for _b in _BUFFER_NAMES:
     globals()[_b] = _b

@@ -100,3 +100,46 @@ def test_register_error_names_the_instruction_when_raised():
     with raises_code("APK410") as err:
         apdsl.dma_copy(dst, src.ap([[r, 4], [1, 4]]), name="load")
     assert err.value.message.startswith("dma_copy 'load': register ")
+
+
+def _imports(path):
+    import ast
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            yield node.level, node.module or "", [a.name for a in node.names], \
+                {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            yield 0, "", [a.name for a in node.names], {a.asname or a.name for a in node.names}
+
+
+def test_the_tensor_layer_never_imports_the_runtime():
+    from pathlib import Path
+    root = Path(apdsl.__file__).parent
+    upward = []
+    for path in sorted((root / "tensor").glob("*.py")):
+        for level, module, names, _ in _imports(path):
+            full = module if level == 0 else ("." * level) + module
+            if "runtime" in full.split(".") or any("runtime" in n for n in names if level == 0):
+                upward.append(f"{path.name}: {full}")
+    assert upward == []
+    assert current().device is not None  # the runtime installed itself behind the interface
+
+
+def test_runtime_modules_use_no_private_name_of_another_module():
+    import re
+    from pathlib import Path
+    root = Path(apdsl.__file__).parent / "runtime"
+    found = []
+    for path in sorted(root.glob("*.py")):
+        text = path.read_text()
+        aliases = set()
+        for level, _module, names, bound in _imports(path):
+            found += [f"{path.name}: imports {n}" for n in names if level and n.startswith("_")
+                      and not n.startswith("__")]
+            aliases |= bound
+        for alias in aliases:
+            found += [f"{path.name}: {m}" for m in
+                      re.findall(rf"(?<![\w.]){re.escape(alias)}\._[a-z]\w*", text)]
+    assert found == []
+    assert max(len(p.read_text().splitlines()) for p in root.glob("*.py")) <= 500

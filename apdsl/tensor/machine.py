@@ -19,9 +19,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 Location = tuple[str, int]
+
+
+class Device(Protocol):
+    """What the tensor layer asks of the executing runtime (installed by `apdsl.runtime.device`
+    when `apdsl` is imported): the tensor layer never imports the runtime."""
+
+    def read_view(self, t: Any) -> Any:
+        """The logical contents of view `t` as a new NumPy array (init-checked)."""
+
+    def write_view(self, t: Any, values: Any) -> None:
+        """Write `values` through view `t`, marking its elements written."""
+
+    def forget(self, t: Any) -> None:
+        """Mark every element of view `t` unwritten (a TLA tile bound to a reused buffer)."""
 
 
 def physical_memory() -> int:
@@ -100,6 +114,10 @@ class Memory:
 
 class Machine:
     """All the state of one simulated device (see the module docstring)."""
+
+    # How views are read and written: the runtime, the same for every machine (set once by
+    # `apdsl.runtime.device.install`; not state a program can change).
+    device: Device | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
                  "span", "warnings", "warned")

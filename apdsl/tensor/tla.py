@@ -33,6 +33,7 @@ from .ascend import fractal_c0
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Layout
+from .machine import current
 from .view import Tensor, ndarray
 
 Shape = tuple[int, ...]
@@ -429,7 +430,7 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
         base_key = _base_key(layout_base)
         tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
                          lambda: _bind(target, origin, fmt, dt, layout_base))
-        _runtime().forget(tile)
+        current().device.forget(tile)
         return tile
     buffer = targets.buffer_name(target)
     formats.check_buffer(fmt, buffer)
@@ -465,13 +466,6 @@ def _base_key(layout_base: Any) -> Any:
     if isinstance(layout_base, TlaLayout):
         return layout_base
     return _key(layout_base)
-
-
-@lru_cache(maxsize=1)
-def _runtime() -> Any:
-    """The Ascend runtime, imported on first use (it imports this module)."""
-    from ..runtime import ascend
-    return ascend
 
 
 def _l1_only(buffer: str) -> None:

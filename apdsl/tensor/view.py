@@ -18,6 +18,7 @@ from . import targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Dim, Layout, is_static
+from .machine import current
 from .registers import RegisterSum, VirtualRegister
 from .regroup import blames_a_slice, check_ndim, rearranged, sliced_across
 from .storage import Storage
@@ -185,7 +186,7 @@ class Tensor:
                [1., 4.],
                [2., 5.]], dtype=float32)
         """
-        from ..runtime.execute import read_view
+        read_view = current().device.read_view
         if self.origin_shape is None:
             return read_view(self)
         if 0 in self.origin_shape:
@@ -854,6 +855,5 @@ def from_numpy(array: Any, buffer: str = "hbm", dtype: Any = None, *, name: str 
     if arr.ndim == 0:
         arr = arr.reshape(1)
     t = ndarray(arr.shape, dt, buffer, name=name)
-    from ..runtime.execute import write_view
-    write_view(t, arr)
+    current().device.write_view(t, arr)
     return t

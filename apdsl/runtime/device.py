@@ -1,0 +1,36 @@
+"""The runtime's side of `apdsl.tensor.machine.Device`: how the tensor layer reads and writes
+views (`Tensor.numpy()`, `from_numpy`, binding a TLA tile) without importing the runtime.
+
+Importing this module is cheap (the executing modules load on first use); `apdsl/__init__.py`
+imports it, so the device is installed before any tensor exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor.machine import Machine
+
+
+class NumpyDevice:
+    """Views executed on NumPy (`apdsl.runtime.move`, `apdsl.runtime.ascend`)."""
+
+    def read_view(self, t: Any) -> Any:
+        from .move import read_view
+        return read_view(t)
+
+    def write_view(self, t: Any, values: Any) -> None:
+        from .move import write_view
+        write_view(t, values)
+
+    def forget(self, t: Any) -> None:
+        from .ascend import forget
+        forget(t)
+
+
+def install() -> None:
+    """Make NumPy execution the device of every machine."""
+    Machine.device = NumpyDevice()
+
+
+install()

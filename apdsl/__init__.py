@@ -25,6 +25,9 @@ _LAZY = {
     "register_load": "apdsl.runtime.instructions", "mmad": "apdsl.runtime.mmad",
     "reciprocal": "apdsl.runtime.instructions",
     "options": "apdsl.runtime.options",
+    # Ascend synchronisation (SPEC section 13)
+    "set_flag": "apdsl.runtime.sync", "wait_flag": "apdsl.runtime.sync",
+    "pipe_barrier": "apdsl.runtime.sync", "pipes": "apdsl.runtime.sync",
     # Ascend TLA
     "make_layout": "apdsl.tensor.tla", "make_tensor": "apdsl.tensor.tla",
     "get_tile": "apdsl.tensor.tla", "tile_view": "apdsl.tensor.tla",

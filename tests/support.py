@@ -47,3 +47,6 @@ class raises_code:  # noqa: N801 - used like pytest.raises
         assert value.code == self.code, f"expected {self.code}, got {value.code}: {value}"
         self.value = value
         return True
+
+# Examples that show an error on purpose: file name -> the code `run` and `check` must report.
+EXPECTED_TO_FAIL = {"ascend_race.apk": "APK570"}

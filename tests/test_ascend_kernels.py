@@ -245,7 +245,10 @@ def test_the_tail_bug_is_caught_with_strict_padding():
     where."""
     lines = GEMM.splitlines()
     i = next(i for i, line in enumerate(lines) if "% kb != 0" in line)
-    buggy = "\n".join(lines[:i] + lines[i + 3:])
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    j = next(j for j in range(i + 1, len(lines))
+             if lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) <= indent)
+    buggy = "\n".join(lines[:i] + lines[j:])  # the whole if block (memset and its event)
     assert "memset(" in GEMM and "memset(" not in buggy
     rng = np.random.default_rng(4)
     a = rng.standard_normal((40, 50)).astype(np.float16)
@@ -264,7 +267,7 @@ def test_the_tail_bug_is_caught_with_strict_padding():
 def test_gemm_tiles_beyond_the_buffers_are_refused():
     a = np.zeros((64, 64), np.float16)
     with raises_code("APK302") as err:
-        run_gemm(a, a, tiles=(128, 256, 256, 256))        # L0B 256x256 float16 = 128 KiB
+        run_gemm(a, a, tiles=(64, 256, 256, 256))         # L0B 256x256 float16 = 128 KiB
     assert "l0b" in err.value.message
 
 

@@ -257,26 +257,45 @@ def basic_matmul(A, Bt, C, TM, TN, TK, TK1):
     l0_a = ndarray((TM, TK), A.dtype, l0a, "ZZ")
     l0_b = ndarray((TK, TN), A.dtype, l0b, "ZN")
     l0_c = ndarray((TM, TN), C.dtype, l0c, "NZ")
+    # single-buffered, with CATLASS's events (SPEC 13): the "free" flags start set
+    set_flag("MTE1_MTE2", 0)
+    set_flag("M_MTE1", 0)
+    set_flag("FIX_M", 0)
     for m in range(cdiv(M, TM)):
         for n in range(cdiv(N, TN)):
             c_tile = tile_view(C, (m, n), (TM, TN))
             acc = make_tensor_like(l0_c, c_tile, "NZ")
+            wait_flag("FIX_M", 0)
             for k1 in range(cdiv(K, TK1)):
                 a_tile = tile_view(A, (m, k1), (TM, TK1))
                 b_tile = tile_view(B, (k1, n), (TK1, TN))
                 a1 = make_tensor_like(l1_a, a_tile, "NZ", layout_base=l1_a)
                 b1 = make_tensor_like(l1_b, b_tile, "ZN", layout_base=l1_b)
+                wait_flag("MTE1_MTE2", 0)
                 dma_copy(a1, a_tile)
                 dma_copy(b1, b_tile)
+                set_flag("MTE2_MTE1", 0)
+                wait_flag("MTE2_MTE1", 0)
                 for k0 in range(cdiv(a1.origin_shape[1], TK)):
                     a_sub = tile_view(a1, (0, k0), (TM, TK))
                     b_sub = tile_view(b1, (k0, 0), (TK, TN))
                     a0 = make_tensor_like(l0_a, a_sub, "ZZ")
                     b0 = make_tensor_like(l0_b, b_sub, "ZN")
+                    wait_flag("M_MTE1", 0)
                     dma_copy(a0, a_sub)
                     dma_copy(b0, b_sub)
+                    set_flag("MTE1_M", 0)
+                    wait_flag("MTE1_M", 0)
                     mmad(acc, a0, b0, accumulate=k1 > 0 or k0 > 0)
+                    set_flag("M_MTE1", 0)
+                set_flag("MTE1_MTE2", 0)
+            set_flag("M_FIX", 0)
+            wait_flag("M_FIX", 0)
             dma_copy(c_tile, acc)
+            set_flag("FIX_M", 0)
+    wait_flag("MTE1_MTE2", 0)
+    wait_flag("M_MTE1", 0)
+    wait_flag("FIX_M", 0)
     return C
 
 

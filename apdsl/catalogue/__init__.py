@@ -1,7 +1,7 @@
 """Catalogue of every error code: a title, an explanation and an example that triggers it.
 
 Each layer keeps its entries in its own module here (`syntax`, `language`, `views`, `targets`,
-`runtime`, `formats`, `io`, `patterns`, `limits`); `apdsl explain` and the tests read the merged table.
+`runtime`, `formats`, `io`, `patterns`, `limits`, `sync`); `apdsl explain` and the tests read the merged table.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
-         "limits", "nki")
+         "limits", "nki", "sync")
 
 
 @dataclass(frozen=True)

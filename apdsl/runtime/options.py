@@ -34,7 +34,7 @@ __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_STEPS", "current_values", "options
 
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
-                           "max_memory": int, "max_steps": int}
+                           "max_memory": int, "max_steps": int, "sync": bool}
 assert {f.name for f in fields(Options)} | {"execute"} == set(_TYPES)
 
 

@@ -37,8 +37,9 @@ ASCEND_COPY_PIPES = {("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): 
                      ("gm", "l0b"): "MTE2", ("l1", "l0a"): "MTE1", ("l1", "l0b"): "MTE1",
                      ("l0c", "gm"): "FIX", ("l0c", "l1"): "FIX", ("ub", "gm"): "MTE3",
                      ("ub", "ub"): "V"}
-# memset on Ascend: Duplicate (vector pipe) on UB, InitConstValue (MTE2) on L1/L0A/L0B.
-ASCEND_MEMSET_PIPES = {"ub": "V", "l1": "MTE2", "l0a": "MTE2", "l0b": "MTE2"}
+# memset on Ascend: Duplicate (vector pipe) on UB, InitConstValue on L1/L0A/L0B, which runs on
+# MTE1 (its CCE intrinsics set_l1_2d/set_l0a_2d/set_l0b_2d list PIPE_MTE1).
+ASCEND_MEMSET_PIPES = {"ub": "V", "l1": "MTE1", "l0a": "MTE1", "l0b": "MTE1"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
     Instruction(
         "memset", "copies",
         (Operand("dst", True, _nki_ascend(NKI_ONCHIP, ("ub", "l1", "l0a", "l0b"))),),
-        {"nki": ("vector", "gpsimd"), "ascend": ("V", "MTE2")}, semantics.fill,
+        {"nki": ("vector", "gpsimd"), "ascend": ("V", "MTE1")}, semantics.fill,
         writes_dst=True, summary="set every element to one value"),
     Instruction(
         "iota", "copies", (Operand("dst", True, {"nki": ("sbuf",)}),),

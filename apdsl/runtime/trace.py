@@ -24,6 +24,7 @@ from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
+from .pipes import PIPES
 from .table import engine_of
 
 
@@ -53,6 +54,8 @@ class Record:
                 "name": self.name,
                 "operands": {role: ap.to_json() for role, ap in operands.items()},
             }
+            if self.engine in PIPES:  # an Ascend instruction: the pipe that runs it
+                obj["pipe"] = self.engine
             if n > 1:
                 obj["piece"] = [i, n]
             out.append(obj)
@@ -127,6 +130,10 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     when a trace is active.  Raises APK304 (or APK320) before any data moves.  `engine`: the
     NKI engine or Ascend pipe that runs it (from the instruction table)."""
     m = current()
+    sync = m.sync
+    if sync is not None or m.options.sync:  # Ascend pipes and events (SPEC 13)
+        from .sync import active
+        active().access(op, name, operands, m.span, m.location)  # type: ignore[union-attr]
     trace = m.trace
     where = instruction_label(op, name)
     if trace is None:

@@ -20,6 +20,7 @@ from . import limits
 from .values import UNKNOWN, Module, Unknown
 
 INSTRUCTIONS = NAMES  # every instruction of the table (apdsl.runtime.table)
+EVENTS = ("set_flag", "wait_flag", "pipe_barrier")  # Ascend synchronisation (SPEC 13)
 TLA = ("make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like")
 
 
@@ -115,6 +116,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table["tile_size"], table["ds"] = TILE_SIZE, ds
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
+    table.update(_events(interp))
     table.update(_hint_enums())
     for name in TLA:
         table[name] = _tla(name)
@@ -161,6 +163,23 @@ ISA_NAMES = frozenset({"engine", "dge_mode", "oob_mode", "matmul_perf_mode", "re
 # (apdsl.nki builds those namespaces from this table without them).
 APK_ONLY = frozenset({"host", "allclose", "equal", "print", "load", "save", "cdiv", "prod",
                       "set_target", "zeros_like", "True", "False", "None"})
+
+
+def _events(interp: Any) -> dict[str, Any]:
+    """set_flag, wait_flag, pipe_barrier: located like instructions (their spans label races
+    and leftover flags)."""
+    from ..runtime import sync
+
+    def bind(name: str) -> Callable[..., Any]:
+        fn = getattr(sync, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return interp.instruction(name, fn, args, kwargs)
+        call.__name__ = name
+        call.__wrapped__ = fn  # type: ignore[attr-defined]
+        return call
+
+    return {name: bind(name) for name in EVENTS}
 
 
 def _round(number: Any, ndigits: Any = None) -> Any:
@@ -279,4 +298,7 @@ def builtin_names() -> frozenset[str]:
              "True", "False", "None"}
     names.update(("tile_size", "ds"))
     names.update(INSTRUCTIONS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS)
+
+
+    names.update(INSTRUCTIONS, EVENTS, TLA, DTYPES, ALIASES, targets.BUFFERS)
     return frozenset(names)

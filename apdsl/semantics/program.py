@@ -234,7 +234,9 @@ def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
         args, dims = bind_inputs(fn, inputs, interp, namespace)
     except ApdslError as e:
         raise e.with_span(fn.span) from None
-    value = interp.call_function(fn, tuple(args), {}, dims)
+    from ..runtime.sync import checking
+    with checking():  # Ascend pipes and events are checked inside a kernel (SPEC 13)
+        value = interp.call_function(fn, tuple(args), {}, dims)
     check_result(fn, value, interp)
     return value
 

@@ -64,6 +64,9 @@ class Options:
     max_memory: int = DEFAULT_MAX_MEMORY
     # The step budget of one program run or check (apdsl.semantics.limits); APK801 past it.
     max_steps: int = DEFAULT_MAX_STEPS
+    # Ascend synchronisation checking (SPEC section 13): None checks inside kernels, True
+    # everywhere (the Python API and top level too), False nowhere (`--sync off`).
+    sync: bool | None = None
 
 
 class Accounting:
@@ -120,7 +123,7 @@ class Machine:
     device: Device | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
-                 "span", "warnings", "warned")
+                 "span", "warnings", "warned", "sync")
 
     def __init__(self, *, targets: dict[str, str] | None = None, options: Options | None = None,
                  memory: Memory | None = None, check: bool = False, trace: Any = None) -> None:
@@ -136,6 +139,7 @@ class Machine:
         self.span: Any = None  # ... and its span, given to the warnings it raises
         self.warnings: list[Any] = []
         self.warned: set[tuple[Any, ...]] = set()
+        self.sync: Any = None  # the active `apdsl.runtime.sync.Sync` checker, or None
 
     def child(self, *, check: bool | None = None) -> Machine:
         """A fresh machine for one program run or check: the parent's targets and options

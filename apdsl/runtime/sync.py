@@ -1,0 +1,418 @@
+"""The Ascend synchronisation checker (SPEC section 13): events, barriers and data races.
+
+The pipes of one AI Core run concurrently; `set_flag`/`wait_flag` and `pipe_barrier` order
+them.  The order is a happens-before relation over executed instructions, computed as the
+program runs with one vector clock per pipe: `clock[p][q]` is the number of instructions of
+pipe q known complete before pipe p's next instruction starts.
+
+- An instruction on pipe p (not V) follows every earlier one of p (program order).  On V two
+  instructions are ordered only by `pipe_barrier("V")`/`"ALL"` or a `V_V` event, as the
+  AscendC PipeBarrier docs say dependent vector instructions need.
+- `set_flag(E, id)` on E's source pipe snapshots what that pipe knows, its own instructions
+  issued so far included; `wait_flag(E, id)` joins the snapshot into the destination pipe's
+  clock and clears the flag (a flag is one bit).
+- `pipe_barrier("ALL")` and the end of a kernel order everything.
+
+Accesses are kept per storage region (the physical address range of an on-chip buffer, one GM
+tensor's storage), a short list of earlier reads and writes; an access that is ordered after
+an earlier one and covers its bytes replaces it, so a loop that reuses its buffers keeps the
+list short.  A new access checks each earlier access of another pipe that it is not ordered
+after: a read and a write, or two writes, of overlapping bytes are a race (APK570; APK571 on
+V without a barrier).  Bounding byte ranges decide first; exact byte sets only when those
+overlap.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from difflib import get_close_matches
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslRuntimeError, Span, Warning_
+from ..tensor.layout import pattern_bounds, plain_leaves
+from ..tensor.machine import current
+from .pipes import (
+    BARRIER_PIPES,
+    EVENT_IDS,
+    HARD_EVENTS,
+    PIPE_INDEX,
+    PIPES,
+    pipe_of,
+    split_event,
+)
+
+_N = len(PIPES)
+_V = PIPE_INDEX["V"]
+
+
+class SyncError(ApdslRuntimeError):
+    """A synchronisation error: a race, a deadlock, an invalid event (APK570-APK579)."""
+
+    default_code = "APK570"
+
+
+class _Access:
+    """One operand access of one executed instruction."""
+
+    __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "op", "span",
+                 "location", "base")
+
+    def __init__(self, pipe: int, seq: int, write: bool, lo: int, hi: int, dense: bool,
+                 view: Any, op: str, span: Span | None, location: Any, base: int) -> None:
+        self.pipe, self.seq, self.write = pipe, seq, write
+        self.lo, self.hi, self.dense = lo, hi, dense  # bytes [lo, hi] of the region
+        # the view's layout, not the view: the checker must not keep freed storage alive
+        static = view.dynamic is None and view.layout.static
+        self.layout, self.bits = (view.layout if static else None), view.dtype.bits
+        self.op, self.span, self.location = op, span, location
+        self.base = base  # the region byte where the view's storage starts
+
+    def exact(self) -> np.ndarray:
+        """The sorted region bytes the access touches."""
+        if self.layout is None:
+            return np.arange(self.lo, self.hi + 1, dtype=np.int64)
+        offs = np.unique(np.asarray(self.layout.offsets(), dtype=np.int64).ravel())
+        bits = self.bits
+        if bits < 8:
+            out = np.unique(offs * bits // 8)
+        else:
+            size = bits // 8
+            out = (offs[:, None] * size + np.arange(size, dtype=np.int64)).ravel()
+        return np.unique(out) + self.base
+
+
+def _region(t: Any) -> tuple[Any, int]:
+    """The key of the region a view's storage lies in, and where the storage starts in it:
+    on-chip Ascend buffers are one address space each (a freed tile's bytes are the next
+    allocation's), GM is one region per storage."""
+    s = t.storage
+    address = getattr(s, "address", None)
+    if s.buffer != "gm" and isinstance(address, int):
+        return s.buffer, address
+    return s.id, 0  # the id, not the storage: a freed tensor must be freed
+
+
+# (first byte, last byte, dense) per view: a loop's tiles come back (apdsl.runtime.ascend
+# caches them), so most instructions find their operands here.
+_spans: weakref.WeakKeyDictionary[Any, tuple[int, int, bool]] = weakref.WeakKeyDictionary()
+
+
+def _span_of(t: Any) -> tuple[int, int, bool]:
+    """(first byte, last byte, dense) of a view inside its storage; the whole storage when the
+    view is not static (a runtime offset), conservatively."""
+    try:
+        return _spans[t]
+    except (KeyError, TypeError):
+        pass
+    out = _measure(t)
+    if t.dynamic is None:
+        try:
+            _spans[t] = out
+        except TypeError:
+            pass
+    return out
+
+
+def _measure(t: Any) -> tuple[int, int, bool]:
+    fast = plain_leaves(t.layout) if t.dynamic is None else None
+    if fast is not None:
+        counts, strides = fast
+        if 0 in counts:
+            return 0, -1, True
+        lo, hi = pattern_bounds(t.layout.base, counts, strides)
+        bits = t.dtype.bits
+        return lo * bits // 8, ((hi + 1) * bits - 1) // 8, prod(counts) == hi - lo + 1
+    if t.dynamic is None and t.layout.static:
+        lo, hi = t.layout.span()
+        if hi < lo:
+            return 0, -1, True
+        bits = t.dtype.bits
+        dense = prod(t.shape) == hi - lo + 1
+        return lo * bits // 8, ((hi + 1) * bits - 1) // 8, dense
+    return 0, t.storage.nbytes - 1, False
+
+
+def _where(a: _Access) -> str:
+    if a.location is None:
+        return a.op
+    return f"{a.op} (line {a.location[1]})"
+
+
+class Sync:
+    """The synchronisation state of one kernel (or one `apdsl.pipes()` block)."""
+
+    def __init__(self, target: str = "ascend-a2") -> None:
+        self.ids = EVENT_IDS.get(target, 8)
+        self.count = [0] * _N
+        self.clock = [[0] * _N for _ in range(_N)]
+        self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
+        self.regions: dict[Any, list[_Access]] = {}
+        # a race was reported (check mode goes on): leftover flags are then its consequence
+        self.failed = False
+
+    # -- instructions -------------------------------------------------------------------------
+    def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
+               location: Any) -> None:
+        """Check and record the accesses of one instruction before it moves data."""
+        pipe = pipe_of(op, operands)
+        if pipe is None:
+            return
+        p = PIPE_INDEX[pipe]
+        self.count[p] += 1
+        seq = self.count[p]
+        clk = self.clock[p]
+        if p != _V:
+            clk[p] = seq - 1  # program order within the pipe
+        label = f"{op} {name!r}" if name is not None else op
+        new: list[tuple[Any, _Access]] = []
+        for role, t in operands.items():
+            key, base = _region(t)
+            lo, hi, dense = _span_of(t)
+            if hi < lo:
+                continue
+            acc = _Access(p, seq, role == "dst", lo + base, hi + base, dense, t, label, span,
+                          location, base)
+            earlier = self.regions.get(key)
+            if earlier:
+                self._check(acc, earlier, clk, t)
+            new.append((key, acc))
+        for key, acc in new:
+            lst = self.regions.setdefault(key, [])
+            if acc.dense:
+                lst[:] = [e for e in lst if not (
+                    (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
+                    and acc.lo <= e.lo and e.hi <= acc.hi and (acc.write or not e.write))]
+            lst.append(acc)
+
+    def _check(self, acc: _Access, earlier: list[_Access], clk: list[int], t: Any) -> None:
+        p = acc.pipe
+        for e in earlier:
+            if e.pipe == p and p != _V:
+                continue
+            if e.seq <= clk[e.pipe]:
+                continue
+            if not (acc.write or e.write):
+                continue
+            if e.hi < acc.lo or acc.hi < e.lo:
+                continue
+            both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)
+            if both.size:
+                self.failed = True
+                raise self._race(acc, e, t, both)
+
+    def _race(self, acc: _Access, e: _Access, t: Any, both: np.ndarray) -> SyncError:
+        kind = ("write-after-write" if acc.write and e.write else
+                "write-after-read" if acc.write else "read-after-write")
+        p, q = PIPES[acc.pipe], PIPES[e.pipe]
+        verb = {True: "writes", False: "reads"}
+        lo, hi = int(both[0]) - acc.base, int(both[-1]) - acc.base
+        nbytes = int(both.size)
+        where = f"bytes {lo}-{hi}" if nbytes == hi - lo + 1 else \
+            f"{nbytes} bytes in {lo}-{hi}"
+        message = (f"data race ({kind}): {acc.op} on pipe {p} {verb[acc.write]} {t.name} "
+                   f"@ {t.buffer} {where} while {_where(e)} on pipe {q} may still "
+                   f"{'write' if e.write else 'read'} them")
+        notes = [f"{_where(e)} runs on pipe {q}, {_where(acc)} on pipe {p}: the pipes run "
+                 "concurrently, and no event orders the two"]
+        if p == q:  # both on V
+            notes = [f"{_where(e)} and {_where(acc)} both run on pipe V, where instructions "
+                     "may overlap: no barrier orders the two"]
+            code = "APK571"
+            fix = (f"put pipe_barrier(\"V\") between {_where(e)} and {_where(acc)}: dependent "
+                   "vector instructions need a barrier")
+        else:
+            code = "APK570"
+            event = f"{q}_{p}"
+            pending = [i for (ev, i), (snap, _, _) in self.flags.items()
+                       if ev == event and snap[e.pipe] >= e.seq]
+            if pending:  # the set is there, its wait is missing
+                i = pending[0]
+                loc = self.flags[(event, i)][2]
+                where = f" (line {loc[1]})" if loc else ""
+                fix = (f"wait_flag(\"{event}\", {i}) before {_where(acc)}: set_flag(\"{event}\", "
+                       f"{i}){where} orders {_where(e)}, but nothing waits for it")
+            elif event in HARD_EVENTS:
+                free = next((i for i in range(self.ids) if (event, i) not in self.flags), 0)
+                fix = (f"order them with an event: set_flag(\"{event}\", {free}) after "
+                       f"{_where(e)}, and wait_flag(\"{event}\", {free}) before {_where(acc)}")
+            else:
+                fix = (f"there is no {q}_{p} event: order them through a third pipe with two "
+                       "events, or with pipe_barrier(\"ALL\") between them")
+        err = SyncError(message, code=code, notes=notes, help=fix, pipes=(q, p),
+                        tensor=t.name, bytes=(lo, hi))
+        return err.add_label(e.span, f"{'written' if e.write else 'read'} here on pipe {q}")
+
+    # -- events -------------------------------------------------------------------------------
+    def set_flag(self, event: str, i: int, span: Span | None, location: Any) -> None:
+        if (event, i) in self.flags:
+            _, sspan, sloc = self.flags[(event, i)]
+            where = f" (set at line {sloc[1]})" if sloc else ""
+            err = SyncError(f"set_flag(\"{event}\", {i}): the flag is already set{where}; "
+                            "a flag is one bit", code="APK574",
+                            help=f"wait_flag(\"{event}\", {i}) before setting it again, or use "
+                            "another event id (ping-pong buffers use ids 0 and 1)",
+                            event=event, id=i)
+            raise err.add_label(sspan, "set here, not waited for since")
+        src = PIPE_INDEX[split_event(event)[0]]
+        snap = list(self.clock[src])
+        snap[src] = self.count[src]
+        self.flags[(event, i)] = (snap, span, location)
+
+    def wait_flag(self, event: str, i: int) -> None:
+        got = self.flags.pop((event, i), None)
+        if got is None:
+            raise SyncError(f"deadlock: wait_flag(\"{event}\", {i}) waits for a flag that no "
+                            "set_flag has set", code="APK575",
+                            notes=["a wait consumes its flag; the pipe would wait forever"],
+                            help=f"set_flag(\"{event}\", {i}) on pipe {split_event(event)[0]} "
+                            "before this wait (CATLASS pre-sets the 'buffer free' flags before "
+                            "its loops)", event=event, id=i)
+        dst = self.clock[PIPE_INDEX[split_event(event)[1]]]
+        for k, v in enumerate(got[0]):
+            if v > dst[k]:
+                dst[k] = v
+
+    def barrier(self, pipe: str) -> None:
+        if pipe == "ALL":
+            for row in self.clock:
+                row[:] = self.count
+            self.regions.clear()  # everything before is ordered before everything after
+        elif pipe == "V":
+            self.clock[_V][_V] = self.count[_V]
+        # other pipes already run in program order
+
+    def finish(self) -> list[Warning_]:
+        """The end of the kernel: it orders everything; a flag still set is a warning."""
+        out = []
+        for (event, i), (_, span, _loc) in ({} if self.failed else self.flags).items():
+            out.append(Warning_(f"set_flag(\"{event}\", {i}) is never waited for before the "
+                                "end of the kernel", code="APK578", span=span,
+                                help=f"wait_flag(\"{event}\", {i}) on pipe "
+                                f"{split_event(event)[1]} before the kernel ends (CATLASS waits "
+                                "its pre-set flags at the end)", event=event, id=i))
+        self.flags.clear()
+        self.regions.clear()
+        return out
+
+
+# -- the builtins ------------------------------------------------------------------------------
+
+def _event(event: Any, i: Any, what: str) -> tuple[str, int]:
+    """Validate an event name and id: APK572, APK573."""
+    if not isinstance(event, str) or event not in HARD_EVENTS:
+        text = event if isinstance(event, str) else repr(event)
+        close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \
+            else []
+        raise SyncError(f"{what}: unknown event {text!r}", code="APK572",
+                        notes=["events are AscendC's HardEvent names, SRC_DST: the source pipe "
+                               "sets the flag and the destination pipe waits for it"],
+                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                              else "for example \"MTE2_MTE1\", \"MTE1_M\", \"M_FIX\", "
+                              "\"FIX_M\", \"M_MTE1\", \"MTE1_MTE2\", \"MTE2_V\", \"V_MTE3\""),
+                        event=text)
+    ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < ids:
+        raise SyncError(f"{what}(\"{event}\", {i!r}): event id must be an int 0-{ids - 1} on "
+                        f"{current().targets.get('ascend', 'ascend-a2')}", code="APK573",
+                        help="ping-pong buffers use ids 0 and 1 (CATLASS: 0/1 for A, 2/3 for B)",
+                        event=event, id=i)
+    return event, int(i)
+
+
+def active() -> Sync | None:
+    """The checker of the current machine: the kernel's, or one `apdsl.options(sync=True)`
+    asks for outside kernels (made on first use)."""
+    m = current()
+    s = m.sync
+    if s is None and m.options.sync is True:
+        s = m.sync = Sync(m.targets.get("ascend", "ascend-a2"))
+    return s
+
+
+def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter name
+    """Set flag `id` of hard event `event` (`"SRC_DST"`): the destination pipe's instructions
+    after the matching `wait_flag` follow the source pipe's instructions before this set.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.set_flag("MTE2_MTE1", 0)
+    ...     apdsl.wait_flag("MTE2_MTE1", 0)
+    """
+    ev, i = _event(event, id, "set_flag")
+    s = active()
+    if s is not None:
+        m = current()
+        s.set_flag(ev, i, m.span, m.location)
+
+
+def wait_flag(event: str, id: int) -> None:  # noqa: A002
+    """Wait on the destination pipe of `event` until flag `id` is set, and clear it.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.set_flag("MTE1_M", 1)
+    ...     apdsl.wait_flag("MTE1_M", 1)
+    """
+    ev, i = _event(event, id, "wait_flag")
+    s = active()
+    if s is not None:
+        s.wait_flag(ev, i)
+
+
+def pipe_barrier(pipe: str) -> None:
+    """Order the pipe's later instructions after its earlier ones (`"V"`), or everything
+    (`"ALL"`); `"S"` is an error, as on hardware.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.pipe_barrier("ALL")
+    """
+    if pipe == "S":
+        raise SyncError("pipe_barrier(\"S\") faults the hardware", code="APK577",
+                        notes=["the AscendC PipeBarrier docs: the scalar pipe's order is "
+                               "guaranteed by hardware, and a PIPE_S barrier raises a "
+                               "hardware error"],
+                        help="remove it; scalar instructions are already in order")
+    if not isinstance(pipe, str) or pipe not in BARRIER_PIPES:
+        text = pipe if isinstance(pipe, str) else repr(pipe)
+        close = get_close_matches(text.upper(), BARRIER_PIPES, n=2) if isinstance(pipe, str) \
+            else []
+        raise SyncError(f"pipe_barrier: unknown pipe {text!r}", code="APK576",
+                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                              else "pipes: " + ", ".join(f'"{p}"' for p in BARRIER_PIPES
+                                                         if p != "S")), pipe=text)
+    s = active()
+    if s is not None:
+        s.barrier(pipe)
+
+
+@contextmanager
+def checking(force: bool = False) -> Iterator[Sync | None]:
+    """Check synchronisation inside the block (a kernel: unless `sync` is off; `force`:
+    `apdsl.pipes()`), ending it as a kernel ends: leftover flags warn."""
+    from .trace import warn
+    m = current()
+    if m.sync is not None or (m.options.sync is False and not force):
+        yield m.sync
+        return
+    s = m.sync = Sync(m.targets.get("ascend", "ascend-a2"))
+    ok = False
+    try:
+        yield s
+        ok = True
+    finally:
+        m.sync = None
+        if ok:
+            for w in s.finish():
+                warn(w)
+
+
+def pipes() -> Any:
+    """Check Ascend synchronisation for Python-API code inside the block, as inside a kernel.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.pipe_barrier("ALL")
+    """
+    return checking(force=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import EXPECTED_TO_FAIL
 
 import apdsl
 from apdsl.profile import costs, profile
@@ -16,7 +17,8 @@ from apdsl.profile.schedule import footprint
 from apdsl.semantics.program import Program
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.apk"))
+# (an example that shows an error on purpose has no complete run to schedule)
+EXAMPLES = [p for p in sorted((ROOT / "examples").glob("*.apk")) if p.name not in EXPECTED_TO_FAIL]
 
 
 def _dma_kernel(rows: int, cols: int, step: int = 1) -> str:

@@ -545,3 +545,18 @@ def test_the_entry_point_plugin_is_inert_unless_asked(tmp_path):
             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert "1 passed" in run("--apdsl-nki").stdout
     assert "No module named 'nki'" in run().stdout
+
+
+def test_programs_returning_different_values_are_refused():
+    @nki.jit
+    def k():
+        out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0)
+        nisa.dma_copy(dst=out, src=t)
+        return out, np.full(2, nl.program_id(0))
+    with pytest.raises(apdsl.ApdslError) as info:
+        k[2]()
+    assert info.value.code == "APK146"
+    got, host = k[1]()
+    assert got[0, 0] == 1.0 and list(host) == [0, 0]

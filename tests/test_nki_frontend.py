@@ -560,3 +560,19 @@ def test_programs_returning_different_values_are_refused():
     assert info.value.code == "APK146"
     got, host = k[1]()
     assert got[0, 0] == 1.0 and list(host) == [0, 0]
+
+
+def test_lower_names_tensors_after_the_users_variables(tmp_path):
+    shutil.copy(KERNELS / "matmul_basic.py", tmp_path)
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", _f32(rng, 128, 64))
+    np.save(tmp_path / "b.npy", _f32(rng, 128, 512))
+    proc = _cli("lower", "matmul_basic.py", "-i", "lhsT=a.npy", "-i", "rhs=b.npy", "--json",
+                cwd=tmp_path)
+    import json
+    ops = [json.loads(line) for line in proc.stdout.splitlines()]
+    matmul = next(o for o in ops if o["op"] == "nc_matmul")
+    assert (matmul["line"], matmul["operands"]["dst"]["tensor"],
+            matmul["operands"]["stationary"]["tensor"],
+            matmul["operands"]["moving"]["tensor"]) == (26, "result_psum", "lhs_tile",
+                                                         "rhs_tile")

@@ -20,7 +20,7 @@ from ..runtime import trace as _trace
 from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
 from ..tensor.view import Tensor
-from .locate import caller_span
+from .locate import assigned_name, caller_span
 
 
 class Host:
@@ -51,7 +51,9 @@ class Host:
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Span | None = None) -> Tensor:
         from ..tensor.view import ndarray
-        return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+        # unnamed, a tensor is called after the variable the user assigns it to
+        return ndarray(shape, dtype, buffer, format or "ND", name=name or assigned_name(),
+                       span=span)
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         span = caller_span(2)

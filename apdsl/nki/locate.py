@@ -3,7 +3,9 @@ column range Python 3.11+ records for each instruction (`co_positions`)."""
 
 from __future__ import annotations
 
+import dis
 import sys
+from functools import cache
 from pathlib import Path
 from types import CodeType, FrameType, TracebackType
 
@@ -58,3 +60,31 @@ def traceback_span(tb: TracebackType | None) -> Span | None:
     if found is None:
         return None
     return _span(found.tb_frame.f_code, found.tb_lasti, found.tb_lineno)
+
+
+@cache
+def _stores(code: CodeType) -> dict[int, str]:
+    """Offsets of the calls whose result `code` stores straight into a variable, and the
+    variable's name (`t = nl.ndarray(...)`)."""
+    out: dict[int, str] = {}
+    instrs = list(dis.get_instructions(code))
+    for here, after in zip(instrs, instrs[1:]):
+        if here.opname.startswith("CALL") and after.opname in (
+                "STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"):
+            # a frame inside the call reports the CALL or one of its cache entries as its
+            # last instruction (which one depends on the Python version): every code unit
+            # from the call to the store names the variable
+            for offset in range(here.offset, after.offset, 2):
+                out[offset] = str(after.argval)
+    return out
+
+
+def assigned_name() -> str:
+    """The variable the user's innermost call on the stack is assigned to ("" if none): what
+    `lower` and the diagnostics call a tensor `nl.ndarray` allocates there."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    return _stores(frame.f_code).get(frame.f_lasti, "")

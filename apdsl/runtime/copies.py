@@ -80,10 +80,14 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     try:
         nki_dma(dst, src, name, label)
     except ApdslRuntimeError as err:
-        if oob == "skip" and err.code in ("APK402", "APK403"):
-            err.notes = [*err.notes, "oob_mode=skip is not modelled: apdsl reports an "
-                         "out-of-range index instead of skipping its row"]
-        raise
+        if oob != "skip" or err.code not in ("APK402", "APK403"):
+            raise
+        # a new error, the index error plus what the hint changes (the original is not edited)
+        raise ApdslRuntimeError(
+            err.message, code=err.code, notes=[*err.notes, "oob_mode=skip is not modelled: "
+                                               "apdsl reports an out-of-range index instead of "
+                                               "skipping its row"],
+            help=err.help, span=err.span, labels=err.labels, **err.facts) from None
 
 
 def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:

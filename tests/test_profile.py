@@ -261,3 +261,18 @@ def test_cli_profile_usage_and_file_errors(tmp_path):
     np.save(tmp_path / "a.npy", np.zeros((16, 64), np.float32))
     r = _cli("profile", str(f), "-i", f"A={tmp_path / 'a.npy'}", "--max-steps", "1000")
     assert r.returncode == 0, r.stderr
+
+
+def test_engine_hints_place_instructions():
+    src = """
+kernel k(A: f32[128, 512] @ hbm) -> f32[128, 512] @ sbuf:
+    t = ndarray((128, 512), f32, sbuf)
+    u = ndarray((128, 512), f32, sbuf)
+    dma_copy(t, A)
+    tensor_copy(u, t, engine=nisa.engine.gpsimd)
+    memset(t, 0, engine=nisa.engine.gpsimd)
+    tensor_copy(t, u)
+    return u
+"""
+    p = profile(src)
+    assert [s.track for s in p.slots[1:]] == ["GpSimd", "GpSimd", "Vector"]

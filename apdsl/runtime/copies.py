@@ -145,8 +145,8 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
     require_onchip(src, label, "src")
     require_onchip(dst, label, "dst")
-    hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
-                             is_ti(src) or is_ti(dst))
+    chosen = hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
+                                      is_ti(src) or is_ti(dst))
     check_start_partitions(label, (("src", src), ("dst", dst)))
     check_ti_partitions(label, {"src": "src", "dst": "src"}, ("src", src), ("dst", dst))
     accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
@@ -158,7 +158,8 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
                           help="tensor_copy keeps data in its partition: use the same partition "
                           "count and elements per partition (dma_copy can move across "
                           "partitions)", dst_shape=ds, src_shape=ss)
-    trace.record("tensor_copy", name, {"dst": dst, "src": src})
+    trace.record("tensor_copy", name, {"dst": dst, "src": src},
+                 engine=None if chosen == "unknown" else chosen)  # the engine= hint
     if accs is not None:
         ex.copy(accs[1], accs[0], label)
 
@@ -188,11 +189,14 @@ def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = 
     if not isinstance(value, (int, float, bool)):
         raise arg_error(label, f"value must be a number, got {value!r}")
     v = ex.cast(np.asarray(value), dst.dtype)
+    chosen = "unknown"
     if targets.family(dst.buffer) == "nki":
-        hints.compute_engine(label, engine, ("vector", "gpsimd"), (("dst", dst),), is_ti(dst))
+        chosen = hints.compute_engine(label, engine, ("vector", "gpsimd"), (("dst", dst),),
+                                      is_ti(dst))
     check_start_partitions(label, (("dst", dst),))
     accs = resolve_operands(label, ex.TI_GROUP, ("dst", dst))
-    trace.record("memset", name, {"dst": dst})
+    trace.record("memset", name, {"dst": dst},
+                 engine=None if chosen == "unknown" else chosen)  # the engine= hint
     if accs is not None:
         ex.prepare_write(accs[0], label, "dst")
         ex.fill(accs[0], v[()])

@@ -188,6 +188,8 @@ def test_python_api_and_top_level_are_unchecked_unless_asked(tmp_path):
         apdsl.dma_copy(a, g)
         with raises_code("APK570"):
             apdsl.dma_copy(a0, a)
+    apdsl.dma_copy(a, g)
+    apdsl.dma_copy(a0, a)  # unchecked again once the option is restored
     top = HEAD.replace("kernel k(A: f16[16, 16] @ gm, B: f16[16, 16] @ gm) -> f32[16, 16] @ gm:",
                        "if True:").replace("C = ndarray((16, 16), f32, gm)",
                                            "A = ndarray((16, 16), f16, gm) = 1")

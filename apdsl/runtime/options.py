@@ -7,8 +7,10 @@ the previous values when the block ends, so the one call serves both as a setter
 Options: `init_check` (default True), `strict_padding` (default False; read by the Ascend
 `mmad`), `max_memory` (bytes of live storage and its written-state bookkeeping, SPEC section
 15; default half of the machine's physical memory), `max_steps` (the step budget of SPEC
-section 15, default 100,000,000; read when an interpreter starts a program) and `execute`
-(default True; False is check mode, held as the machine's `check` flag).
+section 15, default 100,000,000; read when an interpreter starts a program), `sync` (Ascend
+pipe synchronisation, SPEC section 13: unset checks inside kernels, True everywhere, the Python
+API included, False nowhere, as `--sync off`) and `execute` (default True; False is check
+mode, held as the machine's `check` flag).
 
 A program cannot change these for its caller: it runs on a child machine
 (`Machine.child()`), whose options are a copy.
@@ -49,13 +51,16 @@ def _set(key: str, value: Any) -> None:
         m.check = not value
     else:
         setattr(m.options, key, value)
+        if key == "sync" and value is not True and m.sync is not None and m.sync.session:
+            m.sync = None  # the checker `sync=True` started ends with it
 
 
 class options:  # noqa: N801 - used like a function: apdsl.options(init_check=False)
     """Set options now; as a context manager, restore the previous values on exit.
 
     `init_check=False` makes unwritten memory read as 0; `strict_padding=True` makes `mmad` read
-    K in whole fractals; `max_steps=N` and `max_memory=BYTES` set the limits of SPEC 15.
+    K in whole fractals; `max_steps=N` and `max_memory=BYTES` set the limits of SPEC 15;
+    `sync=True` checks Ascend pipe synchronisation outside kernels too, `sync=False` nowhere.
 
     >>> with apdsl.options(init_check=False):
     ...     apdsl.ndarray((2, 2), "float32", "hbm").numpy()

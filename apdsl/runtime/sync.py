@@ -154,6 +154,7 @@ class Sync:
         self.regions: dict[Any, list[_Access]] = {}
         # a race was reported (check mode goes on): leftover flags are then its consequence
         self.failed = False
+        self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
@@ -331,6 +332,7 @@ def active() -> Sync | None:
     s = m.sync
     if s is None and m.options.sync is True:
         s = m.sync = Sync(m.targets.get("ascend", "ascend-a2"))
+        s.session = True  # ends when the option does (apdsl.runtime.options)
     return s
 
 

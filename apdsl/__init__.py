@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 _LAZY = {
     # tensor model

@@ -1040,7 +1040,7 @@ class Interpreter:
                                help="put the module next to the importing file or in stdlib/")
         if dotted in self.importing:
             raise ApdslIOError(f"circular import of '{dotted}'", code="APK604")
-        from .program import read_source
+        from ..syntax.source_files import read_source
         tree = parse(read_source(path, shown), shown)
         namespace: dict[str, Any] = {}
         module = Module(dotted, shown, namespace)

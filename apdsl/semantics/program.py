@@ -14,27 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslError, ApdslIOError, ApdslTypeError, LimitError, Span
+from ..errors import ApdslError, ApdslTypeError, LimitError, Span
 from ..gcpause import paused_gc
 from ..syntax import ast
+from ..syntax.source_files import read_source
 from .limits import deep_stack
 from .values import Function
-
-
-def read_source(path: str | Path, shown: str | None = None) -> str:
-    """The text of an `.apk` file; a missing, unreadable or non-UTF-8 file is an ApdslIOError
-    that names it as `shown` (default: the path)."""
-    p, shown = Path(path), shown or str(path)
-    if not p.is_file():
-        what = "it is a folder" if p.is_dir() else "no such file"
-        raise ApdslIOError(f"cannot read '{shown}': {what}", code="APK601", path=shown)
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ApdslIOError(f"'{shown}' is not UTF-8 text", code="APK605", path=shown) from None
-    except OSError as e:
-        raise ApdslIOError(f"cannot read '{shown}': {e.strerror}", code="APK601",
-                           path=shown) from None
 
 
 class UsageError(Exception):

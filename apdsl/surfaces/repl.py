@@ -527,7 +527,7 @@ def make_prompt(session: Session, *, input: Any = None, output: Any = None,
 
 def run_interactive(session: Session, *, input: Any = None, output: Any = None,
                     history: Any = None, banner: bool = True) -> int:
-    from .. import __version__
+    from ..version import __version__
     session.interactive = True
     prompt = make_prompt(session, input=input, output=output, history=history)
     if banner:

@@ -307,7 +307,7 @@ class Session:
         from ..runtime.trace import collect_warnings, tracing
         from ..semantics.program import call_kernel
         from ..tensor.machine import current
-        from .cli import format_lowered
+        from .plumbing import format_lowered
         with current().child().active(), collect_warnings() as warnings, tracing() as trace:
             call_kernel(fn, {}, self.interp, self.namespace)
         for w in warnings:
@@ -328,8 +328,8 @@ class Session:
             print(drawing, file=self.out)
 
     def _load(self, arg: str) -> None:
-        from ..semantics.program import read_source
         from ..syntax.parser import parse
+        from ..syntax.source_files import read_source
         if not arg:
             self._usage(":load needs a file name, e.g. :load kernels/matmul.apk")
             return

@@ -22,8 +22,8 @@ from typing import Any
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
-from .cli import Exit, apply_target, fail, internal_error, load_program, report
 from .picture import Picture
+from .plumbing import Exit, apply_target, fail, internal_error, load_program, report
 
 __all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
 
@@ -104,7 +104,7 @@ def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, 
     """An NKI Python file's view (`apdsl.nki.show`), drawn as an `.apk` one is."""
     from ..nki.show import bound_view
     from ..semantics.program import UsageError
-    from .cli import usage
+    from .plumbing import usage
     if getattr(args, "steps", False):
         raise usage("--steps follows the view chains of .apk programs; name a view of a .py "
                     "file as NAME or KERNEL.NAME")
@@ -127,7 +127,7 @@ def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, 
 def _split_name(program: Any, args: Any) -> tuple[str | None, str]:
     """(KERNEL, NAME) of `KERNEL.NAME`, or (None, NAME); a KERNEL that is not one is a
     command-line mistake (exit 2), as for `run`."""
-    from .cli import usage
+    from .plumbing import usage
     kernel, dot, name = args.name.partition(".")
     if not dot:
         if getattr(args, "inputs", None):
@@ -150,9 +150,9 @@ def _split_name(program: Any, args: Any) -> tuple[str | None, str]:
 def _kernel_inputs(program: Any, args: Any, kernel: str | None) -> dict[str, Any]:
     if kernel is None:
         return {}
-    from .cli import _inputs
+    from .plumbing import read_inputs
     args.kernel = kernel
-    return _inputs(args, program)
+    return read_inputs(args, program)
 
 
 class _Watched(dict):
@@ -252,7 +252,7 @@ def _framed(pic: Picture, args: Any) -> Picture:
         if rows or cols:
             pic = pic.window(rows, cols)
     except ValueError as e:
-        from .cli import usage
+        from .plumbing import usage
         raise usage(f"--rows/--cols: {e}") from None
     if not (rows or cols or getattr(args, "zoom", False)) and \
             pic.cells(MAX_ROWS, MAX_COLS).summarised:

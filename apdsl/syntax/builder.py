@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 from lark import Token, Transformer
 
 from ..errors import ApdslSyntaxError, Span
-from ..semantics.limits import int_literal
 from . import ast as A
+from .limits import int_literal
 from .strings import BadEscape, decode, position
 
 # Dotted prefixes that name NKI's own modules; `nl.X` means the apk builtin `X`.

@@ -13,7 +13,7 @@ from lark import Token
 from lark.indenter import Indenter
 
 from ..errors import ApdslSyntaxError, Span
-from ..semantics.limits import MAX_NESTING
+from .limits import MAX_NESTING
 
 _CLOSING = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 

@@ -48,10 +48,6 @@ def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
 
 
 def index_view(t: Tensor, key: Any) -> Tensor:
-    from .view import Tensor
-    if isinstance(key, Tensor):
-        raise ApdslTypeError("a tensor index needs select(dim, idx) or vector_select(0, idx)",
-                             code="APK111")
     items = _expand(key, t.ndim)
     onchip = t.onchip
     # Which dims are removed by an integer index; on-chip keep partition + one free dim.

@@ -191,7 +191,7 @@ class Tensor:
             return read_view(self)
         if 0 in self.origin_shape:
             return np.empty(self.origin_shape, self.dtype.np)
-        from .tla import valid_view
+        from .tiles import valid_view
         return read_view(valid_view(self))
 
     def __repr__(self) -> str:
@@ -218,7 +218,7 @@ class Tensor:
         plain view."""
         if self.origin_shape is None:
             return {}
-        from .tla import sub_view_fields
+        from .tiles import sub_view_fields
         return sub_view_fields(self, op, *args)
 
     def _dim(self, dim: Any, method: str, *, allow_end: bool = False) -> int:
@@ -737,6 +737,9 @@ class Tensor:
         >>> t[0:16, 8:16].shape, t[3].shape, t[:, ::2].strides
         ((16, 8), (64,), (64, 2))
         """
+        if isinstance(key, Tensor):
+            raise ApdslTypeError("a tensor index needs select(dim, idx) or vector_select(0, "
+                                 "idx)", code="APK111")
         from .indexing import index_view
         return index_view(self, key)
 

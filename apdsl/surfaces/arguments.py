@@ -1,0 +1,158 @@
+"""The `apdsl` command line's arguments (SPEC section 2): the parser and the option types."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"apdsl: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def program_options(sp: argparse.ArgumentParser) -> None:
+    """The options of every command that runs a program (run, check, lower, show, repl): the
+    one place they are declared.  (SPEC section 2: --target, --sync, --max-steps, --max-memory.)
+    `option_settings` turns them into the `apdsl.options` values `main` holds for the whole
+    command."""
+    sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
+                    "trn3, ascend-a2 (default for Ascend buffers); it must be of the family "
+                    "of the program's buffers")
+    sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
+                    help="bound on live tensor storage plus its bookkeeping, all buffers "
+                    "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+    sp.add_argument("--max-steps", metavar="N", type=step_count,
+                    help="stop a program after N steps: statements, tests, loop iterations, "
+                    "calls (default 100,000,000)")
+
+
+def step_count(text: str) -> int:
+    """`--max-steps` values: a positive integer (`_` separators allowed)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def byte_count(text: str) -> int:
+    """`--max-memory` values: `1000000`, `512M`, `4G`, `4GiB` (K, M, G, T are powers of 1024)."""
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*(?:([KMGT])(?:i?B)?|B)?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes such as 4000000000 or "
+                                         f"4G, got '{text}'")
+    value = int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got '{text}'")
+    return value
+
+
+def option_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The `apdsl.options` values a command line asks for (options it does not give keep
+    their defaults)."""
+    settings: dict[str, Any] = {}
+    if getattr(args, "no_init_check", False):
+        settings["init_check"] = False
+    if getattr(args, "strict_padding", False):
+        settings["strict_padding"] = True
+    if getattr(args, "max_memory", None) is not None:
+        settings["max_memory"] = args.max_memory
+    if getattr(args, "max_steps", None) is not None:
+        settings["max_steps"] = args.max_steps
+    return settings
+
+
+def grid_range(text: str) -> tuple[int, int]:
+    """`--rows`/`--cols` values: `A:B` (B excluded), `A:` or `:B`; A defaults to 0."""
+    start, colon, end = text.partition(":")
+    try:
+        a = int(start) if start.strip() else 0
+        b = int(end) if end.strip() else 1 << 62
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B (rows or columns A to B-1), got "
+                                         f"'{text}'") from None
+    if not colon or a < 0 or b <= a:
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B, got '{text}'")
+    return a, b
+
+
+def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument("-i", dest="inputs", metavar="NAME=PATH.npy", action="append", default=[],
+                    help=f"a kernel input (repeatable); {what}")
+
+
+def grid_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--grid", metavar="N", type=step_count,
+                    help="launch a .py kernel on N logical NeuronCores, as kernel[N](...) "
+                    "(1 or 2; trn1: 1)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
+                "patterns and Ascend fractal formats, executed on NumPy.")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run the top level, then a kernel")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(r, "missing inputs get seeded data")
+    r.add_argument("-o", dest="output", metavar="OUT.npy", help="write the result (atomically)")
+    grid_option(r)
+    program_options(r)
+    r.add_argument("--no-init-check", action="store_true",
+                   help="read unwritten memory as 0 instead of failing")
+    r.add_argument("--strict-padding", action="store_true",
+                   help="mmad reads K in whole fractals, as hardware does")
+
+    c = sub.add_parser("check", help="parse and check without moving data")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(c, "its shape, dtype and values are used to check KERNEL")
+    c.add_argument("--json", action="store_true", help="one JSON object per diagnostic")
+    program_options(c)
+
+    lw = sub.add_parser("lower", help="print every executed instruction's access patterns")
+    lw.add_argument("file", metavar="FILE")
+    lw.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(lw, "missing inputs get seeded data")
+    lw.add_argument("--json", action="store_true", help="one JSON object per instruction")
+    grid_option(lw)
+    program_options(lw)
+
+    from ..profile.command import add_parser as add_profile
+    add_profile(sub, program_options, inputs_option)
+
+    sh = sub.add_parser("show", help="draw which storage elements a view touches")
+    sh.add_argument("file", metavar="FILE")
+    sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
+                    "view bound to NAME while KERNEL runs")
+    inputs_option(sh, "with KERNEL.NAME; missing inputs get seeded data")
+    sh.add_argument("--svg", metavar="OUT.svg", help="write the picture as an SVG file instead")
+    sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
+    sh.add_argument("--rows", metavar="A:B", type=grid_range,
+                    help="draw only storage-grid rows A to B-1 (partitions on chip)")
+    sh.add_argument("--cols", metavar="C:D", type=grid_range,
+                    help="draw only storage-grid columns C to D-1")
+    sh.add_argument("--zoom", action="store_true",
+                    help="draw only the rows and columns the view touches")
+    program_options(sh)
+
+    program_options(sub.add_parser("repl", help="interactive session"))
+
+    e = sub.add_parser("explain", help="explain an error code")
+    e.add_argument("code", metavar="CODE", nargs="?")
+    e.add_argument("--list", action="store_true", help="list every code")
+    return p
+
+
+def _version() -> str:
+    from ..version import __version__
+    return f"apdsl {__version__}"

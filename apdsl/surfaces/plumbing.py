@@ -1,0 +1,234 @@
+"""The plumbing every command shares (`show` and the REPL use it too): exit statuses, reporting
+diagnostics, `--target`, loading the program, `-i` inputs and the `lower` table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import ApdslError
+
+
+class Exit(Exception):
+    """Ends a command with an exit status; what the user needs to know is already printed."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+def usage(message: str) -> Exit:
+    print(f"apdsl: error: {message}", file=sys.stderr)
+    return Exit(2)
+
+
+def report(errors: list[ApdslError], sources: dict[str, str]) -> None:
+    """Render diagnostics to stderr; stdlib files that spans point into are read as needed."""
+    if not errors:
+        return
+    from .diagnostics import render, use_color
+    color = use_color(sys.stderr)
+    sources = with_module_sources(sources, errors)
+    for err in errors:
+        text = render(err, sources, color=color)
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+def with_module_sources(sources: dict[str, str], errors: list[ApdslError]) -> dict[str, str]:
+    from ..resources import stdlib_path
+    out = dict(sources)
+    for e in errors:
+        for span in [e.span, *[lab.span for lab in e.labels]]:
+            if span is None or span.file in out:
+                continue
+            path = span.file
+            if path.startswith("<stdlib>/"):
+                path = str(stdlib_path() / path[len("<stdlib>/"):])
+            try:
+                with open(path, encoding="utf-8") as f:
+                    out[span.file] = f.read()
+            except (OSError, UnicodeDecodeError):
+                pass
+    return out
+
+
+def fail(errors: list[ApdslError], sources: dict[str, str], file: str | None = None) -> Exit:
+    """Report errors (an error without a span is headed by `file`) and exit with status 1."""
+    for err in errors:
+        if err.span is None and file is not None:
+            err.facts.setdefault("file", file)
+    report(errors, sources)
+    return Exit(1)
+
+
+def apply_target(name: str | None) -> None:
+    """Set `--target` (an unknown target is a usage error)."""
+    if name:
+        from ..tensor.targets import get_target, set_target
+        try:
+            get_target(name)
+        except ApdslError as e:
+            raise usage(f"--target: {e.message}" + (f" ({e.help})" if e.help else "")) from None
+        set_target(name)
+
+
+def check_target_family(program: Any, name: str | None) -> None:
+    """SPEC section 2: a buffer's name says its family and `--target` picks the generation, so
+    a target of a family none of the program's buffers belongs to would be ignored: a usage
+    error.  (A program that names no buffer at all gives nothing to compare with.)"""
+    if not name:
+        return
+    from ..tensor.targets import TARGETS, family, get_target
+    try:
+        fam = get_target(name).family
+    except ApdslError:
+        return  # apply_target reports it
+    buffers = program.buffers()
+    families = {family(b) for b in buffers}
+    if families and fam not in families:
+        label = {"nki": "NKI", "ascend": "Ascend"}
+        other = sorted(families)[0]
+        raise usage(f"--target {name} is an {label[fam]} target, but {program.file} uses only "
+                    f"{label[other]} buffers ({', '.join(sorted(buffers))}); {label[other]} "
+                    "targets: " + ", ".join(t for t, v in TARGETS.items() if v.family == other))
+
+
+def open_program(file: str) -> Any:
+    """An `.apk` program, or an NKI Python file (`.py`, SPEC section 12) run by apdsl.nki."""
+    if file.endswith(".py"):
+        from ..nki.program import PyProgram
+        return PyProgram.from_path(file)
+    from ..semantics.program import Program
+    return Program.from_path(file)
+
+
+def load_program(file: str, target: str | None = None) -> Any:
+    """Parse FILE; with `target` (the --target given), also check it is of the program's
+    family."""
+    try:
+        program = open_program(file)
+    except ApdslError as e:
+        raise fail([e], {}, file) from None
+    check_target_family(program, target)
+    return program
+
+
+def launch_of(args: argparse.Namespace) -> dict[str, Any]:
+    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`)."""
+    n = getattr(args, "grid", None)
+    if n is None:
+        return {}
+    if not args.file.endswith(".py"):
+        raise usage("--grid launches NKI Python kernels (.py files); an .apk kernel runs "
+                    "as one program")
+    from ..nki.kernel import launch_grid
+    try:
+        return {"grid": launch_grid(n, args.kernel or "kernel")}
+    except ApdslError as e:
+        raise usage(f"--grid {n}: {e.message}") from None
+
+
+def internal_error(e: Exception) -> Exit:
+    """A failure that is not the user's mistake; MemoryError and RecursionError are limits of
+    the machine and become their coded diagnostics (SPEC section 15)."""
+    import traceback
+    if isinstance(e, (MemoryError, RecursionError)):
+        from ..semantics.limits import nested_too_deeply
+        from ..tensor.budget import out_of_memory
+        limit = (out_of_memory("the command needs more memory than the machine could give")
+                 if isinstance(e, MemoryError) else nested_too_deeply())
+        print(f"apdsl: error[{limit.code}]: {limit.message}\n  = help: {limit.help}",
+              file=sys.stderr)
+        return Exit(1)
+    print(f"apdsl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    if os.environ.get("APDSL_DEBUG"):
+        traceback.print_exc()
+    else:
+        print("this is a bug in apdsl, not in your program; set APDSL_DEBUG=1 for details",
+              file=sys.stderr)
+    return Exit(1)
+
+
+def diagnose(errors: list[ApdslError], sources: dict[str, str], file: str,
+              as_json: bool) -> int:
+    """Diagnostics as JSON lines on stdout (`--json`) or rendered on stderr; the exit status
+    they make (1 when one is an error)."""
+    for e in errors:
+        if e.span is None:
+            e.facts.setdefault("file", file)
+    if as_json:
+        from .diagnostics import to_json
+        for e in errors:
+            obj = to_json(e)
+            if obj.get("file") is None:
+                obj["file"] = file
+            print(json.dumps(obj))
+    else:
+        report(errors, sources)
+    return 1 if any(e.severity == "error" for e in errors) else 0
+
+
+def parse_inputs(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in pairs:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise usage(f"-i expects NAME=PATH.npy, got '{item}'")
+        if name in out:
+            raise usage(f"-i {name} given twice")
+        out[name] = path
+    return out
+
+
+def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
+            header_only: bool = False) -> dict[str, Any]:
+    """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2); an
+    unreadable file is a diagnostic (a JSON line with `as_json`), exit 1.  `header_only`:
+    (shape, dtype) pairs, the data left unread."""
+    from ..runtime.files import read_npy
+    from ..semantics.program import UsageError
+    paths = parse_inputs(getattr(args, "inputs", []))
+    try:
+        kernel = program.select_kernel(args.kernel)
+        if paths and kernel is None:
+            raise UsageError(f"-i given but {program.file} has no kernel")
+        params = program.kernel_params(kernel or "")
+        for name in paths:
+            if name not in params:
+                raise UsageError(f"-i {name}: no kernel parameter is called '{name}' "
+                                 f"(parameters: {', '.join(params) or 'none'})")
+    except UsageError as e:
+        raise usage(str(e)) from None
+    inputs = {}
+    for name, path in paths.items():
+        try:
+            inputs[name] = read_npy(path, header_only=header_only)
+        except ApdslError as e:
+            raise Exit(diagnose([e], {}, path, as_json)) from None
+    return inputs
+
+
+def format_lowered(records: list[Any]) -> str:
+    """The human table of `apdsl lower`: one block per executed instruction."""
+    lines: list[str] = []
+    for rec in records:
+        for obj in rec.to_json():
+            label = f" {obj['name']}" if obj.get("name") else ""
+            piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
+            lines.append(f"{obj['file']}:{obj['line']}  {obj['op']}{label}{piece}")
+            width = max((len(r) for r in obj["operands"]), default=3)
+            for role, op in obj["operands"].items():
+                fmt = f" as {op['format']}" if op.get("format") not in (None, "ND") else ""
+                dyn = ""
+                if op.get("scalar_offset") is not None:
+                    dyn = f"  + {op['scalar_offset']} * {op['indirect_scale']}"
+                elif op.get("vector_offset") is not None:
+                    dyn = f"  + {op['vector_offset']}[p] * {op['indirect_scale']}"
+                lines.append(f"    {role:<{width}}  {op['tensor']:<10} {op['buffer']:<10} "
+                             f"{op['dtype']:<9}{fmt} offset={op['offset']:<6} "
+                             f"{op['pattern']}{dyn}")
+    if not lines:
+        return "(no instructions executed)"
+    return "\n".join(lines)

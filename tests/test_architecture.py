@@ -1,0 +1,215 @@
+"""The package's structure: layers import downward only, no import cycles, no private names
+across modules, no module over 500 lines.
+
+Every `import` and `from ... import` of every module is read from its syntax tree, including
+the ones inside functions (deferred for start-up time, but dependencies all the same).  The
+allow-lists below are explicit and may only shrink."""
+
+import ast
+from pathlib import Path
+
+import apdsl
+
+PACKAGE = Path(apdsl.__file__).resolve().parent
+MAX_LINES = 500
+
+# Bottom to top.  A module may import its own layer and the layers below it.
+LAYERS = [
+    ("foundation", ("apdsl.errors", "apdsl.records", "apdsl.resources", "apdsl.version",
+                    "apdsl.gcpause", "apdsl.catalogue")),
+    ("model", ("apdsl.syntax", "apdsl.tensor")),
+    ("runtime", ("apdsl.runtime",)),
+    ("semantics", ("apdsl.semantics",)),
+    ("surfaces", ("apdsl.surfaces",)),
+    ("facade", ("apdsl.__init__", "apdsl.__main__", "apdsl.formats")),
+]
+
+# Modules being split on another branch (issue 10's runtime part); the list only shrinks.
+OVERSIZE_ALLOWED = {
+    "apdsl.runtime.ascend", "apdsl.runtime.execute", "apdsl.runtime.instructions",
+    # this branch's own modules still to be split (issue 10); the list only shrinks
+    "apdsl.semantics.interpreter", "apdsl.surfaces.diagnostics", "apdsl.surfaces.repl",
+    "apdsl.tensor.formats", "apdsl.tensor.view",
+}
+
+# Upward imports still to be removed, each with why it is there.  The tensor model reads and
+# writes a view's data through the runtime (`Tensor.numpy`, `from_numpy`, a TLA tile's
+# `forget`) and the memory budget reads the runtime's options; they go when the runtime's
+# device state (issue 10's `Machine`) gives the tensor model a way in that is not an import.
+UPWARD_ALLOWED = {
+    ("apdsl.tensor.view", "apdsl.runtime.execute"),
+    ("apdsl.tensor.tla", "apdsl.runtime.ascend"),
+    ("apdsl.tensor.budget", "apdsl.runtime.options"),
+}
+
+
+# Import cycles inside the runtime, which another branch is splitting; the list only shrinks.
+CYCLES_ALLOWED = [
+    ["apdsl.runtime.ascend", "apdsl.runtime.instructions"],
+    ["apdsl.runtime.execute", "apdsl.runtime.psum"],
+]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__" and len(parts) > 1 and parts[:-1] != ["apdsl"]:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = all_modules()
+
+
+def imports(name: str) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every apdsl import of a module."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if path.name == "__init__.py":
+        package = name.removesuffix(".__init__")
+    else:
+        package = name.rsplit(".", 1)[0]
+    # Imports under `if TYPE_CHECKING:` name types for annotations and never run: skip them.
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", None) == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            out.extend((a.name, None, node.lineno) for a in node.names
+                       if a.name.split(".")[0] == "apdsl")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "apdsl":
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                if sub in MODULES:
+                    out.append((sub, None, node.lineno))
+                else:
+                    out.append((target, a.name, node.lineno))
+    return out
+
+
+def canonical(target: str) -> str:
+    if target == "apdsl":
+        return "apdsl.__init__"
+    return target if target in MODULES else target
+
+
+def layer_of(name: str) -> int:
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return rank
+    raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
+
+
+def edges() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name in MODULES:
+        out[name] = {canonical(t) for t, _, _ in imports(name)} - {name}
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_layers_import_downward_only():
+    upward = sorted((m, t) for m, ts in edges().items() for t in ts
+                    if t in MODULES and layer_of(t) > layer_of(m))
+    assert [e for e in upward if e not in UPWARD_ALLOWED] == []
+    # the allow-list shrinks: an entry that is no longer needed must be removed
+    assert [e for e in UPWARD_ALLOWED if e not in upward] == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iteratively (no recursion limit to worry about)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+    return found
+
+
+def test_strongly_connected_finds_a_cycle():
+    """The cycle finder itself, on a graph with one three-module cycle and a tail."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    graph = edges()
+    # An allowed upward import is still a wrong edge; leave it out so that the cycles it
+    # closes are reported once, by the layer test, and any other cycle fails here.
+    for m, t in UPWARD_ALLOWED:
+        graph[m].discard(t)
+    cycles = strongly_connected(graph)
+    assert [c for c in cycles if c not in CYCLES_ALLOWED] == []
+    assert [c for c in CYCLES_ALLOWED if c not in cycles] == []  # the list only shrinks
+
+
+def test_no_private_names_across_modules():
+    crossing = []
+    for name in MODULES:
+        for target, imported, line in imports(name):
+            if imported and imported.startswith("_") and not imported.startswith("__"):
+                crossing.append(f"{name}:{line} imports {target}.{imported}")
+    assert crossing == []
+
+
+def test_no_module_over_500_lines():
+    sizes = {name: len(p.read_text(encoding="utf-8").splitlines())
+             for name, p in MODULES.items()}
+    over = sorted(n for n, k in sizes.items() if k > MAX_LINES)
+    assert [n for n in over if n not in OVERSIZE_ALLOWED] == []
+    assert [n for n in OVERSIZE_ALLOWED if n not in over] == []  # the list only shrinks

@@ -20,6 +20,8 @@ LAYERS = [
     ("model", ("apdsl.syntax", "apdsl.tensor")),
     ("runtime", ("apdsl.runtime",)),
     ("semantics", ("apdsl.semantics",)),
+    # the NKI Python frontend and the profiler run programs through the semantics
+    ("frontends", ("apdsl.nki", "apdsl.profile")),
     ("surfaces", ("apdsl.surfaces",)),
     ("facade", ("apdsl.__init__", "apdsl.__main__", "apdsl.formats")),
 ]
@@ -45,7 +47,17 @@ UPWARD_ALLOWED = {
 # Import cycles inside the runtime, which another branch is splitting; the list only shrinks.
 CYCLES_ALLOWED = [
     ["apdsl.runtime.ascend", "apdsl.runtime.instructions"],
+    # landed with the NKI Python frontend (issue 12) while this test was written
+    ["apdsl.nki", "apdsl.nki.install", "apdsl.nki.plugin"],
 ]
+
+# Private names imported across modules, landed with the NKI frontend and the profiler while
+# this test was written: (importing module, imported module, name).  The list only shrinks.
+PRIVATE_ALLOWED = {
+    ("apdsl.nki.kernel", "apdsl.nki.host", "_CURRENT"),
+    ("apdsl.profile", "apdsl.semantics.api", "_program"),
+    ("apdsl.profile.schedule", "apdsl.profile.model", "_int"),
+}
 
 
 def module_name(path: Path) -> str:
@@ -199,10 +211,11 @@ def test_no_import_cycles():
 def test_no_private_names_across_modules():
     crossing = []
     for name in MODULES:
-        for target, imported, line in imports(name):
+        for target, imported, _line in imports(name):
             if imported and imported.startswith("_") and not imported.startswith("__"):
-                crossing.append(f"{name}:{line} imports {target}.{imported}")
-    assert crossing == []
+                crossing.append((name, target, imported))
+    assert [c for c in crossing if c not in PRIVATE_ALLOWED] == []
+    assert [c for c in PRIVATE_ALLOWED if c not in crossing] == []  # the list only shrinks
 
 
 def test_no_module_over_500_lines():

@@ -25,6 +25,9 @@ def program_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
                     help="bound on live tensor storage plus its bookkeeping, all buffers "
                     "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+    sp.add_argument("--sync", choices=("on", "off"),
+                    help="check Ascend pipe synchronisation inside kernels (on, the default) "
+                    "or run as if every instruction waited for all earlier ones (off)")
     sp.add_argument("--max-steps", metavar="N", type=step_count,
                     help="stop a program after N steps: statements, tests, loop iterations, "
                     "calls (default 100,000,000)")
@@ -64,6 +67,8 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["strict_padding"] = True
     if getattr(args, "max_memory", None) is not None:
         settings["max_memory"] = args.max_memory
+    if getattr(args, "sync", None) == "off":
+        settings["sync"] = False
     if getattr(args, "max_steps", None) is not None:
         settings["max_steps"] = args.max_steps
     return settings

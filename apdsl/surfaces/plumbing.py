@@ -217,7 +217,8 @@ def format_lowered(records: list[Any]) -> str:
         for obj in rec.to_json():
             label = f" {obj['name']}" if obj.get("name") else ""
             piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
-            lines.append(f"{obj['file']}:{obj['line']}  {obj['op']}{label}{piece}")
+            pipe = f"  [pipe {obj['pipe']}]" if obj.get("pipe") else ""
+            lines.append(f"{obj['file']}:{obj['line']}  {obj['op']}{label}{piece}{pipe}")
             width = max((len(r) for r in obj["operands"]), default=3)
             for role, op in obj["operands"].items():
                 fmt = f" as {op['format']}" if op.get("format") not in (None, "ND") else ""

@@ -29,6 +29,7 @@ from .plumbing import (
     read_inputs,
     report,
     usage,
+    with_module_sources,  # noqa: F401 - the NKI pytest plugin imports it here
 )
 
 

@@ -276,3 +276,14 @@ kernel k(A: f32[128, 512] @ hbm) -> f32[128, 512] @ sbuf:
 """
     p = profile(src)
     assert [s.track for s in p.slots[1:]] == ["GpSimd", "GpSimd", "Vector"]
+
+
+def test_text_timeline_rows_are_the_busy_tracks():
+    p = profile(_pipeline(True, 4))
+    rows = p.timeline(width=40)
+    assert rows[0].startswith("estimated timeline")
+    tracks = [r.split("|")[0].strip() for r in rows[1:]]
+    assert set(tracks) == {t for t, b in p.busy_ns.items() if b > 0}
+    assert all(len(r.split("|")[1]) == 40 and "#" in r for r in rows[1:])
+    assert "estimated timeline" in p.text()
+    assert "estimated timeline" not in profile(_pipeline(True, 60)).text()  # > 200 slots

@@ -12,6 +12,7 @@ from typing import Any
 from .costs import as_json
 from .schedule import Slot, critical_path
 
+GANTT_MAX = 200  # instructions: above this the text timeline is left out
 SHORT_RUN = 512  # bytes: the run length under which a DMA is reported (SPEC section 14)
 
 
@@ -154,9 +155,27 @@ class ProfileResult:
                 warn = "  warning: runs under 512 B lose DMA efficiency" if d["short"] else ""
                 lines.append(f"  {d['where']}  {d['count']}x  {d['bytes']} B in "
                              f"{d['descriptors']} descriptors, run {d['run_bytes']} B{warn}")
+        if 0 < len(self.slots) <= GANTT_MAX:
+            lines.append("")
+            lines.extend(self.timeline())
         for n in self.notes:
             lines.append(f"note: {n}")
         return "\n".join(lines)
+
+    def timeline(self, width: int = 64) -> list[str]:
+        """A text Gantt chart: a row per busy track, `#` where an instruction runs."""
+        total = self.total_ns or 1.0
+        rows: dict[str, list[str]] = {t: [" "] * width for t, b in self.busy_ns.items() if b > 0}
+        for s in self.slots:
+            row = rows.setdefault(s.track, [" "] * width)
+            a = min(width - 1, int(s.start / total * width))
+            b = max(a + 1, min(width, -int(-s.end / total * width // 1)))
+            for i in range(a, b):
+                row[i] = "#"
+        out = [f"estimated timeline (0 to {_us(self.total_ns)}, a column is "
+               f"{_us(total / width)}):"]
+        out.extend(f"  {t:<8} |{''.join(r)}|" for t, r in rows.items())
+        return out
 
 
 def _slot_brief(s: Slot) -> str:

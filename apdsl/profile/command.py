@@ -1,22 +1,13 @@
-"""`apdsl profile FILE [KERNEL] [-i ...] [--trace OUT.json] [--json]` (SPEC sections 2, 14)."""
+"""`apdsl profile FILE [KERNEL] [-i ...] [--trace OUT.json] [--json]` (SPEC sections 2, 14).
+
+Its options are declared with the other commands' in `surfaces/arguments.py`, so that
+building the command line imports nothing of the profiler."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-
-
-def add_parser(sub: argparse._SubParsersAction, program_options: object,
-               inputs_option: object) -> None:
-    pf = sub.add_parser("profile", help="estimate where a kernel's time goes on the target")
-    pf.add_argument("file", metavar="FILE")
-    pf.add_argument("kernel", metavar="KERNEL", nargs="?")
-    inputs_option(pf, "missing inputs get seeded data")  # type: ignore[operator]
-    pf.add_argument("--json", action="store_true", help="the profile as one JSON object")
-    pf.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file "
-                    "(Perfetto, chrome://tracing) of the estimated timeline (atomically)")
-    program_options(pf)  # type: ignore[operator]
 
 
 def command(args: argparse.Namespace) -> int:

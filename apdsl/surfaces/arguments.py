@@ -132,8 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     grid_option(lw)
     program_options(lw)
 
-    from ..profile.command import add_parser as add_profile
-    add_profile(sub, program_options, inputs_option)
+    pf = sub.add_parser("profile", help="estimate where a kernel's time goes on the target")
+    pf.add_argument("file", metavar="FILE")
+    pf.add_argument("kernel", metavar="KERNEL", nargs="?")
+    inputs_option(pf, "missing inputs get seeded data")
+    pf.add_argument("--json", action="store_true", help="the profile as one JSON object")
+    pf.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file "
+                    "(Perfetto, chrome://tracing) of the estimated timeline (atomically)")
+    program_options(pf)
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")
     sh.add_argument("file", metavar="FILE")

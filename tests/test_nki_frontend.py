@@ -535,14 +535,16 @@ def test_show_draws_a_view_a_python_kernel_binds(tmp_path):
 
 def test_the_entry_point_plugin_is_inert_unless_asked(tmp_path):
     """`apdsl.nki.entry` is what the pytest11 entry point loads in every session: it installs
-    only with --apdsl-nki (loaded here with -p, as the entry point would load it)."""
+    only with --apdsl-nki (loaded here with -p, as the entry point would load it; autoloading is
+    off so that an installed entry point does not register it a second time)."""
     (tmp_path / "test_k.py").write_text(
         "import nki.isa as nisa\n\ndef test_k():\n    assert 'dma_copy' in dir(nisa)\n")
     def run(*flags):
         return subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "apdsl.nki.entry", "-p", "no:cacheprovider",
              "-q", *flags, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "1 passed" in run("--apdsl-nki").stdout
     assert "No module named 'nki'" in run().stdout
 

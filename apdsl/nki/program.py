@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslError, Span
-from ..semantics.program import RunResult, UsageError, read_source
+from ..semantics.program import RunResult, UsageError, pick_kernel, read_source
 from .kernel import Kernel, call
 from .usercode import from_exception
 
@@ -60,19 +60,7 @@ class PyProgram:
         return [] if k is None else list(inspect.signature(k.fn).parameters)
 
     def select_kernel(self, name: str | None) -> str | None:
-        names = list(self._kernels())
-        if name is None:
-            if len(names) > 1:
-                raise UsageError(f"{self.file} has {len(names)} kernels ({', '.join(names)}); "
-                                 "name the one to run")
-            return names[0] if names else None
-        if name not in names:
-            from difflib import get_close_matches
-            close = get_close_matches(name, names, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else (
-                f"; kernels: {', '.join(names)}" if names else "; it has no @nki.jit kernel")
-            raise UsageError(f"{self.file} has no kernel '{name}'{hint}")
-        return name
+        return pick_kernel(self.file, list(self._kernels()), name, "@nki.jit kernel")
 
     def buffers(self) -> set[str]:
         return {"sbuf"}  # an NKI file: only NKI targets apply

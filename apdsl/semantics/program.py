@@ -27,6 +27,23 @@ class UsageError(Exception):
     parameter, several kernels and none named."""
 
 
+def pick_kernel(file: str, names: list[str], name: str | None, what: str) -> str | None:
+    """The kernel a command line names, or the only one there is; a usage error otherwise.
+    `what` says what kind of kernel the file lacks when it has none ("@nki.jit kernel")."""
+    if name is None:
+        if len(names) > 1:
+            raise UsageError(f"{file} has {len(names)} kernels ({', '.join(names)}); "
+                             "name the one to run")
+        return names[0] if names else None
+    if name not in names:
+        from difflib import get_close_matches
+        close = get_close_matches(name, names, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else (
+            f"; kernels: {', '.join(names)}" if names else f"; it has no {what}")
+        raise UsageError(f"{file} has no kernel '{name}'{hint}")
+    return name
+
+
 @dataclass
 class RunResult:
     value: Any
@@ -59,19 +76,7 @@ class Program:
         return []
 
     def select_kernel(self, name: str | None) -> str | None:
-        names = [k.name for k in self.kernels()]
-        if name is None:
-            if len(names) > 1:
-                raise UsageError(f"{self.file} has {len(names)} kernels ({', '.join(names)}); "
-                                 "name the one to run")
-            return names[0] if names else None
-        if name not in names:
-            from difflib import get_close_matches
-            close = get_close_matches(name, names, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else (
-                f"; kernels: {', '.join(names)}" if names else "; it has no kernel")
-            raise UsageError(f"{self.file} has no kernel '{name}'{hint}")
-        return name
+        return pick_kernel(self.file, [k.name for k in self.kernels()], name, "kernel")
 
     def buffers(self) -> set[str]:
         """The buffer names the program mentions (declarations, parameters, `sbuf`/`nl.sbuf`

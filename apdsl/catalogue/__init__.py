@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from importlib import import_module
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
-         "limits", "nki", "sync")
+         "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
+         "speed", "architecture")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from .operands import (
     resolve_operands,
     tensor_arg,
 )
-from .table import TABLE, TRN3_DTYPES, Instruction
+from .spec import TRN3_DTYPES, Instruction
+from .table import TABLE
 
 
 def _check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslAssertionError, ApdslTypeError
+from ..runtime.operators import OPERATORS
 from ..runtime.table import NAMES, TABLE, implementation
 from ..tensor import targets
 from ..tensor.dtypes import ALIASES, DTYPES, DType
@@ -127,6 +128,10 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table["float"] = FLOAT
     for b in targets.BUFFERS:
         table[b] = b
+    # the NKI operators as values (nl.add, nl.exp, ...); where a name is already a builtin
+    # (equal, abs, reciprocal) that one stays, and `nl.X` picks the operator (namespace lane)
+    for op_name, op in OPERATORS.items():
+        table.setdefault(op_name, op)
     return table
 
 
@@ -300,5 +305,5 @@ def builtin_names() -> frozenset[str]:
     names.update(INSTRUCTIONS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS)
 
 
-    names.update(INSTRUCTIONS, EVENTS, TLA, DTYPES, ALIASES, targets.BUFFERS)
+    names.update(INSTRUCTIONS, EVENTS, TLA, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)
     return frozenset(names)

@@ -24,6 +24,9 @@ _LAZY = {
     "nc_matmul": "apdsl.runtime.instructions", "register_alloc": "apdsl.runtime.instructions",
     "register_load": "apdsl.runtime.instructions", "mmad": "apdsl.runtime.mmad",
     "reciprocal": "apdsl.runtime.instructions",
+    **dict.fromkeys(("bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8",
+                     "nc_match_replace8", "rand2", "rng", "set_rng_seed"),
+                    "apdsl.runtime.instructions"),
     "options": "apdsl.runtime.options",
     # Ascend synchronisation (SPEC section 13)
     "set_flag": "apdsl.runtime.sync", "wait_flag": "apdsl.runtime.sync",

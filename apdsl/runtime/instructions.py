@@ -3,7 +3,7 @@
 Each is declared once in the instruction table (`apdsl.runtime.table`) and executed by the
 module its entry names: `copies` (dma_copy, tensor_copy, memset, iota), `matmul` (nc_matmul),
 `register_ops` (register_alloc, register_load), `compute` (reciprocal and the other
-element-wise instructions) and, for Ascend, `ascend` and `mmad`.  Each checks its target rules
+element-wise instructions), `reduce` and `rng_ops` (statistics, top-8, random numbers) and, for Ascend, `ascend` and `mmad`.  Each checks its target rules
 (APK3xx) where the facts are known, resolves its operands (runtime indices and registers are
 read and bounds-checked), records itself for `apdsl lower` (which also enforces the on-chip
 access-pattern entry limit), and only then moves data.  Messages start with the instruction and
@@ -15,7 +15,12 @@ from __future__ import annotations
 from .compute import reciprocal
 from .copies import dma_copy, iota, memset, tensor_copy
 from .matmul import nc_matmul
+from .reduce import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8
 from .register_ops import register_alloc, register_load
+from .rng_ops import dropout, rand2, rng, set_rng_seed
 
 __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
-           "register_load", "tensor_copy"]
+           "register_load", "tensor_copy",
+           # the reduce group
+           "bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8", "nc_match_replace8",
+           "rand2", "rng", "set_rng_seed"]

@@ -2,7 +2,8 @@
 
 A `Machine` holds the current target of each family, the options, the capacity accounting of
 each buffer, the memory budget's live bytes, check (dry-run) mode, the instruction trace, the
-statement location and the warnings.  Nothing else in apdsl is mutable state that a program can
+statement location, the warnings and the engines' persistent state (the Scalar Engine's
+`reduce_regs`, the random number generators).  Nothing else in apdsl is mutable state that a program can
 change for its caller: code reads the *current* machine (`current()`), and a program run, a
 check or a test enters its own with `machine.active()`.  `child()` makes a fresh machine that
 starts from its parent's target and options; what the program inside sets stays in the child.
@@ -123,7 +124,7 @@ class Machine:
     device: Device | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
-                 "span", "warnings", "warned", "sync")
+                 "span", "warnings", "warned", "sync", "engine_state")
 
     def __init__(self, *, targets: dict[str, str] | None = None, options: Options | None = None,
                  memory: Memory | None = None, check: bool = False, trace: Any = None) -> None:
@@ -140,10 +141,15 @@ class Machine:
         self.warnings: list[Any] = []
         self.warned: set[tuple[Any, ...]] = set()
         self.sync: Any = None  # the active `apdsl.runtime.sync.Sync` checker, or None
+        # State an engine keeps across instructions, by the runtime module that owns it (the
+        # Scalar Engine's reduce_regs: `apdsl.runtime.reduce_regs`; the PRNGs:
+        # `apdsl.runtime.rng_state`).  A child starts with none: a device of its own.
+        self.engine_state: dict[str, Any] = {}
 
     def child(self, *, check: bool | None = None) -> Machine:
         """A fresh machine for one program run or check: the parent's targets and options
-        (copies), trace and memory budget; its own accounting, warnings and location."""
+        (copies), trace and memory budget; its own accounting, warnings, location and engine
+        state."""
         m = Machine(targets=self.targets, options=replace(self.options), memory=self.memory,
                     check=self.check if check is None else check, trace=self.trace)
         m.location, m.span = self.location, self.span

@@ -1,0 +1,196 @@
+"""The executor of the reduce group's instructions (`apdsl.runtime.entries.reduce`): operands
+whose shapes differ from one another (a statistics tile of 6 elements a partition, a `[P, 1]`
+accumulator read-out, 8 maxima), so `compute.run_elementwise`'s "same shape everywhere" does
+not apply.
+
+`begin(op, name, operands)` does what every such instruction does before its own shape rules:
+each operand a tensor in a buffer and of a dtype its table entry allows, the trn1
+start-partition rule, the `engine=` hint, and the operands resolved (sources before
+destinations; check mode: validated only).  The instruction then checks its shapes against
+`Call.shapes` (static in check mode), calls `Call.record()` for the trace (`apdsl lower`), and,
+unless in check mode (`Call.accs is None`), reads its inputs and hands every output to
+`Call.write`, which checks all destinations before it writes any (nothing half-written).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslRuntimeError, TargetError
+from ..tensor import targets
+from ..tensor.view import Tensor
+from . import execute as ex
+from . import hints, trace
+from .operands import (
+    arg_error,
+    check_start_partitions,
+    free_size,
+    instruction_label,
+    operand_shapes,
+    resolve_operands,
+    tensor_arg,
+)
+from .spec import TRN3_DTYPES, Instruction
+from .table import TABLE
+
+Shape = tuple[int, ...]
+
+
+def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
+    """The buffers and dtypes the entry allows operand `role` (APK309, APK462, APK461)."""
+    spec = entry.operand(role)
+    fam = targets.family(t.buffer)
+    allowed = spec.memory.get(fam, ())
+    if t.buffer not in allowed:
+        where = " or ".join(b.upper() for b in allowed) if allowed else "no buffer of " + fam
+        raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; {entry.name} takes it "
+                          f"in {where} only", code="APK309" if allowed else "APK462",
+                          notes=[f"{role}: shape {tuple(t.shape)} @ {t.buffer}"],
+                          help=("tensor_copy it into SBUF first" if t.buffer == "psum" else
+                                "dma_copy the data on chip first") if allowed
+                          else f"{entry.name} is an instruction of the other target family",
+                          buffer=t.buffer, role=role)
+    dtypes = spec.dtypes
+    name = t.dtype.name
+    if dtypes is not None and (name not in dtypes or (
+            name in TRN3_DTYPES and targets.target_for(t.buffer).name != "trn3")):
+        extra = [d for d in dtypes if d in TRN3_DTYPES]
+        raise TargetError(f"{label}: {role} {t.name} is {name}; {entry.name} takes "
+                          f"{', '.join(d for d in dtypes if d not in TRN3_DTYPES)}"
+                          + (f" (and {', '.join(extra)} on trn3)" if extra else ""),
+                          code="APK461", help="view or copy the data as one of those dtypes "
+                          "first", dtype=name, role=role)
+
+
+class Call:
+    """One instruction under way (see the module docstring)."""
+
+    __slots__ = ("op", "name", "label", "pairs", "tensors", "shapes", "accs", "engine")
+
+    def __init__(self, op: str, name: str | None, label: str, pairs: list[tuple[str, Tensor]],
+                 shapes: dict[str, Shape | None], accs: dict[str, ex.Access] | None,
+                 engine: str | None) -> None:
+        self.op, self.name, self.label, self.pairs = op, name, label, pairs
+        self.tensors = dict(pairs)
+        self.shapes, self.accs, self.engine = shapes, accs, engine
+
+    def parts(self, role: str) -> int | None:
+        s = self.shapes[role]
+        return None if s is None else s[0]
+
+    def free(self, role: str) -> int | None:
+        s = self.shapes[role]
+        return None if s is None else free_size(s)
+
+    def record(self) -> None:
+        trace.record(self.op, self.name, self.tensors, engine=self.engine)
+
+    def read_f32(self, role: str) -> np.ndarray:
+        """The operand's elements as float32, in its (resolved) shape."""
+        assert self.accs is not None
+        return ex.read_float32(self.accs[role], self.label, role)
+
+    def read(self, role: str) -> np.ndarray:
+        """The operand's elements in their own dtype (bit-vector operators)."""
+        assert self.accs is not None
+        return ex.read(self.accs[role], self.label, role)
+
+    def write(self, outputs: dict[str, np.ndarray]) -> None:
+        """Cast each output to its destination and write it; every destination is checked
+        (APK405) before any is written."""
+        assert self.accs is not None
+        for role in outputs:
+            ex.prepare_write(self.accs[role], self.label, role)
+        for role, values in outputs.items():
+            acc = self.accs[role]
+            ex.store(acc, ex.cast(np.asarray(values).reshape(acc.shape), acc.dtype))
+
+
+def begin(op: str, name: str | None, operands: dict[str, Any], *, engine: Any = "unknown",
+          engines: tuple[str, ...] | None = None) -> Call:
+    """Check and resolve the operands of instruction `op` (absent optional ones are None)."""
+    entry = TABLE[op]
+    label = instruction_label(op, name)
+    pairs = [(role, tensor_arg(t, label, role)) for role, t in operands.items() if t is not None]
+    for role, t in pairs:
+        check_operand(entry, label, role, t)
+    check_start_partitions(label, pairs)
+    chosen = hints.compute_engine(label, engine, engines or entry.engines["nki"], pairs)
+    writes = {o.role for o in entry.operands if o.writes}
+    order = [p for p in pairs if p[0] not in writes] + [p for p in pairs if p[0] in writes]
+    accs = resolve_operands(label, ex.TI_GROUP, *order)
+    shapes = operand_shapes(accs, *(t for _, t in order))
+    by_role = {role: s for (role, _), s in zip(order, shapes)}
+    acc_map = None if accs is None else {role: a for (role, _), a in zip(order, accs)}
+    return Call(op, name, label, pairs, by_role, acc_map,
+                TABLE[op].engine("nki", dict(pairs), chosen))
+
+
+# -- the shape rules the instructions share ---------------------------------------------------
+
+def shape_error(call: Call, message: str, code: str, help: str, **facts: Any) -> TargetError:
+    shown = [f"{role} {call.tensors[role].name}: shape {s}" for role, s in call.shapes.items()
+             if s is not None]
+    return TargetError(f"{call.label}: {message}", code=code, notes=shown, help=help, **facts)
+
+
+def same_partitions(call: Call, *roles: str) -> None:
+    """Every operand in `roles` covers the same number of partitions (APK370)."""
+    known = [(r, call.parts(r)) for r in roles if r in call.shapes and call.parts(r) is not None]
+    for role, n in known[1:]:
+        first, m = known[0]
+        if n != m:
+            raise shape_error(call, f"{first} has {m} partitions, {role} {n}; {call.op} works "
+                              "partition by partition", "APK370",
+                              f"give {first} and {role} the same partition count",
+                              role=role, partitions=n, expected=m)
+
+
+def elements(call: Call, role: str, expected: int, what: str) -> None:
+    """Operand `role` has exactly `expected` elements a partition (APK371)."""
+    n = call.free(role)
+    if n is not None and n != expected:
+        raise shape_error(call, f"{role} {call.tensors[role].name} has {n} elements a "
+                          f"partition; {call.op} {what}", "APK371",
+                          f"give {role} {expected} element{'s' * (expected != 1)} a partition, "
+                          f"e.g. shape ({call.parts(role)}, {expected})", role=role,
+                          elements=n, expected=expected)
+
+
+def element_range(call: Call, role: str, low: int, high: int | None, why: str) -> None:
+    """Operand `role` has between `low` and `high` elements a partition (APK372)."""
+    n = call.free(role)
+    if n is not None and (n < low or (high is not None and n > high)):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise shape_error(call, f"{role} {call.tensors[role].name} has {n} elements a "
+                          f"partition; {call.op} reads {bound} ({why})", "APK372",
+                          "split the data into tiles the instruction takes"
+                          if high is not None and n > high else
+                          f"give {role} at least {low} elements a partition", role=role,
+                          elements=n, low=low, high=high)
+
+
+def max_dims(call: Call, role: str, dims: int) -> None:
+    """Operand `role` has at most `dims` dimensions, the partition dimension included
+    (APK372)."""
+    s = call.shapes[role]
+    if s is not None and len(s) > dims:
+        raise shape_error(call, f"{role} {call.tensors[role].name} has {len(s)} dimensions; "
+                          f"{call.op} takes at most {dims} (partition dimension included)",
+                          "APK372", f"reshape {role} to at most {dims} dimensions first",
+                          role=role, dims=len(s))
+
+
+def scalar_arg(value: Any, label: str, role: str) -> float:
+    """A compile-time float operand (a Python or NumPy number, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise arg_error(label, f"{role} must be a number or a tensor, got {value!r}",
+                        help=f"pass a float or a [partitions, 1] tile as {role}")
+    return float(value)
+
+
+def runtime_error(call: Call, message: str, code: str, help: str,
+                  **facts: Any) -> ApdslRuntimeError:
+    return ApdslRuntimeError(f"{call.label}: {message}", code=code, help=help, **facts)

@@ -30,9 +30,10 @@ from apdsl.semantics.program import Program, UsageError
 from apdsl.syntax import ast
 
 DATA_CODES = frozenset({"APK402", "APK403", "APK410",
-                        "APK404", "APK330", "APK331", "APK332", "APK463"})
+                        "APK404", "APK330", "APK331", "APK332", "APK463",
+                        "APK377"})  # nc_match_replace8: a value the data do not hold
 # errors whose message says the data decided them
-DATA_MESSAGES = (("APK336", "selection matrix"),)
+DATA_MESSAGES = (("APK336", "selection matrix"), ("APK380", "in the tiles' values"))
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",
                            "scalar_offset"})
 RUNTIME_CALLS = frozenset({"host", "load", "allclose", "equal"})

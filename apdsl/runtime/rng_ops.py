@@ -152,9 +152,11 @@ def rand2(dst: Tensor, min: Any, max: Any, name: str | None = None) -> None:  # 
     bad = ~(np.broadcast_to(low, (parts, 1)) < np.broadcast_to(high, (parts, 1)))
     if bad.any():
         p = int(np.argwhere(bad)[0][0])
-        raise rr.runtime_error(call, f"partition {p}: min is not below max; rand2 needs "
-                               "min < max", "APK380", "pass ranges of positive width",
-                               partition=p)
+        lo_p = float(np.broadcast_to(low, (parts, 1))[p, 0])
+        hi_p = float(np.broadcast_to(high, (parts, 1))[p, 0])
+        raise rr.runtime_error(call, f"partition {p}: min {lo_p!r} is not below max {hi_p!r} "
+                               "in the tiles' values; rand2 needs min < max", "APK380",
+                               "pass ranges of positive width", partition=p)
     u = rng_state.uniform("vector", int(np.prod(acc.shape))).reshape(parts, -1)
     call.write({"dst": low + (high - low) * u})
 

@@ -199,6 +199,22 @@ def test_fractal_grid_is_the_fractal_storage(fmt, shape, dtype, buffer) -> None:
     assert grid[i * r0 + r, j * c0_ + c] == ((i * geo.per_band + j) * r0 + r) * c0_ + c
 
 
+def test_fractal_grid_uses_the_c0_the_tensor_was_made_with() -> None:
+    """A tensor made with a C0 that is not its dtype's (c0=32 for float16: 16 x 32 fractals) is
+    drawn on its own fractal storage: the storage records the C0, nothing is guessed from the
+    storage size (which once fell back to the dtype's 16 x 16 fractals)."""
+    shape = (20, 40)
+    t = ndarray(shape, "float16", "gm", "NZ", name="t", c0=32)
+    pic = Picture.of(t)
+    storage = formats.storage_shape("NZ", shape, "float16", 32)
+    assert storage == (2, 2, 16, 32)
+    assert pic.geometry.storage_shape == storage and pic.geometry.fractal == (16, 32)
+    offsets = formats.offsets(formats.dim_modes("NZ", shape, "float16", 32), shape)
+    order, count = _expected(offsets, pic.geometry.elements)
+    np.testing.assert_array_equal(pic.geometry.grid(order), pic.order)
+    np.testing.assert_array_equal(pic.geometry.grid(count), pic.count)
+
+
 def test_summary_blocks_take_earliest_access_and_mark_partial() -> None:
     t = ndarray((64, 256), "float32", "hbm", name="t")
     v = t[0:40:3, 5:200:7]

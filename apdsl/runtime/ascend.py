@@ -42,7 +42,6 @@ import numpy as np
 
 from ..errors import FormatError
 from ..tensor import formats
-from ..tensor.ascend import fractal_c0
 from ..tensor.layout import is_static
 from ..tensor.machine import current
 from ..tensor.tla import reach, region, valid_shape, valid_view
@@ -61,7 +60,7 @@ LOAD_PATHS = frozenset({("gm", "l0a"), ("gm", "l0b"), ("l1", "l0a"), ("l1", "l0b
 FIXPIPE_PATHS = frozenset({("l0c", "gm"), ("l0c", "l1")})
 FIXPIPE_DTYPES = (("float32", "float16"), ("float32", "bfloat16"), ("float32", "float32"),
                   ("int32", "int32"))
-FRACTAL_ROWS = 16
+FRACTAL_ROWS = formats.FRACTAL_ROWS
 
 def _err(code: str, message: str, **kw: Any) -> FormatError:
     return FormatError(message, code=code, **kw)
@@ -77,8 +76,7 @@ def shape_text(shape: Any) -> str:
 
 def fractal_elements(t: Tensor) -> int:
     """Elements in one fractal of `t`'s format and buffer (16 x C0; 16 x 16 in L0C)."""
-    c0 = fractal_c0(t.format, t.buffer, None) or formats.c0_for(t.dtype)
-    return FRACTAL_ROWS * c0
+    return FRACTAL_ROWS * formats.c0_for(t.dtype, formats.buffer_c0(t.format, t.buffer))
 
 
 @lru_cache(maxsize=64)
@@ -91,8 +89,7 @@ def _line_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str,
                axis: int) -> tuple[int, int]:
     """(fractal width, stride) of the inner mode of logical axis `axis` of a matrix fractal
     storage."""
-    c0 = fractal_c0(fmt, buffer, None)
-    return formats.dim_modes(fmt, shape, dtype, c0)[axis][0]
+    return formats.stored(fmt, shape, dtype, buffer).modes[axis][0]
 
 
 # Views that passed the alignment rules (a rule of the view alone; loops reuse their tiles).
@@ -297,7 +294,7 @@ def fractal_extent(*ts: Tensor, extent: tuple[int, ...] | None = None) -> tuple[
 
 @lru_cache(maxsize=256)
 def _blocks_of(fmt: str, rank: int, dtype: Any, buffer: str) -> tuple[int, ...]:
-    return formats.block_shape(fmt, rank, dtype, fractal_c0(fmt, buffer, None))
+    return formats.block_shape(fmt, rank, dtype, formats.buffer_c0(fmt, buffer))
 
 
 def _blocks(t: Tensor) -> tuple[int, ...]:

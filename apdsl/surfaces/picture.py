@@ -63,22 +63,13 @@ class Geometry:
 
 def _format_storage_shape(t: Tensor) -> tuple[int, ...]:
     """The row-major storage shape of a tensor declared `as FORMAT` (its `storage.shape` is the
-    logical shape).  The C0 the tensor was made with is not recorded, so it is recovered from
-    the storage size."""
+    logical shape), from the C0 its storage was made with."""
     from ..tensor import formats
-    from ..tensor.ascend import fractal_c0
     st = t.storage
-    total = st.elements_total
-    shape: tuple[int, ...] | None = None
-    for c0 in (fractal_c0(st.format, st.buffer, None), None, 16):
-        try:
-            candidate = formats.storage_shape(st.format, st.shape, st.dtype, c0)
-        except ApdslError:
-            continue
-        shape = shape or candidate
-        if -(-prod(candidate) * st.dtype.bits // 8) * 8 // st.dtype.bits == total:
-            return candidate
-    return shape or (total,)
+    try:
+        return formats.stored(st.format, st.shape, st.dtype, st.buffer, st.c0).storage
+    except ApdslError:
+        return (st.elements_total,)
 
 
 def geometry(t: Tensor) -> Geometry:

@@ -35,19 +35,20 @@ _ids = itertools.count()
 class Storage:
     """The bytes behind a tensor.  `shape` and `dtype` are those it was declared with."""
 
-    __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "nbytes", "span",
+    __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "c0", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
                  "unit_bits", "_reserved", "_memory", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
-                 span: Span | None = None) -> None:
+                 span: Span | None = None, c0: int | None = None) -> None:
         self.id = next(_ids)
         self.name = name or f"%{self.id}"
         self.buffer = buffer
         self.dtype = dtype
         self.shape = tuple(shape)
         self.format = format
+        self.c0 = c0  # the C0 a fractal format was made with when not the default (`formats`)
         elements = prod(shape) if storage_elements is None else storage_elements
         self.nbytes = -(-elements * dtype.bits // 8)
         self.span = span

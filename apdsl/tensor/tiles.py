@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FormatError
 from ..records import replace
 from . import formats
-from .ascend import fractal_c0
 from .layout import Layout
 
 if TYPE_CHECKING:
@@ -33,9 +32,10 @@ def root_layout(t: Tensor, padded: bool) -> Layout:
     s = t.storage
     if s.format == "ND":
         return Layout.row_major(s.shape)
-    c0 = fractal_c0(s.format, s.buffer, None)
-    shape = formats.padded_shape(s.format, s.shape, s.dtype, c0) if padded else s.shape
-    return Layout.from_modes(shape, formats.dim_modes(s.format, shape, s.dtype, c0))
+    whole = formats.stored(s.format, s.shape, s.dtype, s.buffer, s.c0)
+    if not padded:
+        return whole.layout()
+    return formats.stored(s.format, whole.padded, s.dtype, s.buffer, s.c0).layout()
 
 
 # Per view: its reach (loops ask again for the same tiles).

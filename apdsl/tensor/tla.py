@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from functools import lru_cache
 from math import prod
 from typing import Any
 
@@ -29,7 +28,6 @@ import numpy as np
 from ..errors import ApdslTypeError, FormatError
 from ..records import record, replace
 from . import formats, targets
-from .ascend import fractal_c0
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Layout
@@ -301,22 +299,13 @@ def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
 
 # -- make_tensor_like -------------------------------------------------------------------------
 
-# Tiles of a loop share a few shapes: the layouts are immutable, so they are made once.
-@lru_cache(maxsize=512)
 def _padded(fmt: str, origin: Shape, dt: DType, buffer: str) -> Shape:
     """`origin` rounded up to whole fractals of `fmt` (at least one element a dimension)."""
-    shape = tuple(max(n, 1) for n in origin)
-    if fmt == "ND":
-        return shape
-    return formats.padded_shape(fmt, shape, dt, fractal_c0(fmt, buffer, None))
+    return formats.stored(fmt, tuple(max(n, 1) for n in origin), dt, buffer).padded
 
 
-@lru_cache(maxsize=512)
 def _format_layout(fmt: str, shape: Shape, dt: DType, buffer: str, offset: int) -> Layout:
-    if fmt == "ND":
-        return Layout.row_major(shape, offset)
-    modes = formats.dim_modes(fmt, shape, dt, fractal_c0(fmt, buffer, None))
-    return Layout.from_modes(shape, modes, offset)
+    return formats.stored(fmt, shape, dt, buffer).layout(offset)
 
 
 def _base_layout(layout_base: Any, fmt: str, dt: DType, buffer: str) -> Layout:

@@ -828,11 +828,11 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
         from . import formats as fm
         fmt = fm.canonical(format)
     if fmt != "ND":
-        from .ascend import fractal_layout
-        layout, elements = fractal_layout(fmt, shape, dt, buf, c0)
-        storage = Storage(shape, dt, buf, name=name, format=fmt, storage_elements=elements,
-                          span=span)
-        return Tensor(storage, dt, layout)
+        from .formats import stored
+        placed = stored(fmt, shape, dt, buf, c0)
+        storage = Storage(shape, dt, buf, name=name, format=fmt,
+                          storage_elements=placed.elements, span=span, c0=c0)
+        return Tensor(storage, dt, placed.layout())
     storage = Storage(shape, dt, buf, name=name, span=span)
     return Tensor(storage, dt, Layout.row_major(shape))
 

@@ -27,6 +27,8 @@ _LAZY = {
     **dict.fromkeys(("bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8",
                      "nc_match_replace8", "rand2", "rng", "set_rng_seed"),
                     "apdsl.runtime.instructions"),
+    **dict.fromkeys(("nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
+                     "register_move", "register_store"), "apdsl.runtime.instructions"),
     "options": "apdsl.runtime.options",
     # Ascend synchronisation (SPEC section 13)
     "set_flag": "apdsl.runtime.sync", "wait_flag": "apdsl.runtime.sync",

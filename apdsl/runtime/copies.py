@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslRuntimeError, TargetError
+from ..errors import TargetError
 from ..tensor import targets
+from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import execute as ex
-from . import hints, trace
+from . import hints, oob, trace
 from .operands import (
     arg_error,
     check_start_partitions,
@@ -39,8 +40,9 @@ MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = "error",
              dge_mode: Any = "unknown", engine: Any = "unknown", name: str | None = None) -> None:
     """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
-    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`); with
-    `oob_mode="skip"` an out-of-range index is still reported, not skipped.
+    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`) and
+    recorded for `apdsl lower`; with `oob_mode="skip"` the rows of an indirect operand whose
+    index is out of range are not moved (`apdsl.runtime.oob`).
 
     >>> src = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4))
     >>> dst = apdsl.ndarray((4, 2), "float32", "sbuf")
@@ -71,26 +73,19 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
                               help="tensor_copy the PSUM tile into SBUF first, then dma_copy "
                               "the SBUF tile" if role == "src" else "dma_copy into SBUF, then "
                               "tensor_copy into PSUM", buffer=t.buffer, role=role)
-    oob = "error"
-    if fam_d == "nki":
-        _, oob = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
         return
-    try:
-        nki_dma(dst, src, name, label)
-    except ApdslRuntimeError as err:
-        if oob != "skip" or err.code not in ("APK402", "APK403"):
-            raise
-        # a new error, the index error plus what the hint changes (the original is not edited)
-        raise ApdslRuntimeError(
-            err.message, code=err.code, notes=[*err.notes, "oob_mode=skip is not modelled: "
-                                               "apdsl reports an out-of-range index instead of "
-                                               "skipping its row"],
-            help=err.help, span=err.span, labels=err.labels, **err.facts) from None
+    _, oob_name = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)
+    given = hints.given(priority=priority, oob_mode=oob_mode, dge_mode=dge_mode, engine=engine)
+    if oob_name == "skip" and not current().check and (oob.indirect(src) or oob.indirect(dst)):
+        oob.copy_skipping(dst, src, name, label, given)  # out-of-range rows are not moved
+        return
+    nki_dma(dst, src, name, label, given)
 
 
-def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str,
+            given: dict[str, Any] | None = None) -> None:
     accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
     ss, ds = operand_shapes(accs, src, dst)
     if ss is not None and ds is not None and prod(ss) != prod(ds):
@@ -99,7 +94,7 @@ def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
                           notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ {src.buffer}"],
                           help="a DMA moves elements in row-major order; both sides must hold "
                           "the same number of elements", dst_shape=ds, src_shape=ss)
-    trace.record("dma_copy", name, {"dst": dst, "src": src})
+    trace.record("dma_copy", name, {"dst": dst, "src": src}, hints=given)
     if accs is not None:
         ex.copy(accs[1], accs[0], label)
 
@@ -159,7 +154,8 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
                           "count and elements per partition (dma_copy can move across "
                           "partitions)", dst_shape=ds, src_shape=ss)
     trace.record("tensor_copy", name, {"dst": dst, "src": src},
-                 engine=None if chosen == "unknown" else chosen)  # the engine= hint
+                 engine=None if chosen == "unknown" else chosen,  # the engine= hint
+                 hints=hints.given(engine=chosen))
     if accs is not None:
         ex.copy(accs[1], accs[0], label)
 
@@ -196,7 +192,8 @@ def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = 
     check_start_partitions(label, (("dst", dst),))
     accs = resolve_operands(label, ex.TI_GROUP, ("dst", dst))
     trace.record("memset", name, {"dst": dst},
-                 engine=None if chosen == "unknown" else chosen)  # the engine= hint
+                 engine=None if chosen == "unknown" else chosen,  # the engine= hint
+                 hints=hints.given(engine=chosen))
     if accs is not None:
         ex.prepare_write(accs[0], label, "dst")
         ex.fill(accs[0], v[()])

@@ -102,3 +102,21 @@ def dma(label: str, dst: Any, src: Any, priority: Any, oob_mode: Any, dge_mode: 
             raise TargetError(f"{label}: priority is not supported with dge_mode=none",
                               code="APK347", help="drop priority= or use a DGE mode")
     return dge, oob
+
+
+# The value each hint keyword has when a program leaves it out: a hint equal to it says nothing.
+DEFAULTS: dict[str, Any] = {"engine": "unknown", "dge_mode": "unknown", "oob_mode": "error",
+                            "priority": None}
+
+
+def given(**hints: Any) -> dict[str, Any] | None:
+    """The hint keywords worth recording for `apdsl lower` (SPEC 4: hints are recorded in the
+    lowered output): each by its enum name (`nisa.engine.vector` -> "vector"), priority as its
+    int, in the order given; those left at their default are omitted (None when none is left).
+    The values must be checked already."""
+    out = {}
+    for key, value in hints.items():
+        value = getattr(value, "name", value)
+        if value is not None and value != DEFAULTS.get(key):
+            out[key] = value
+    return out or None

@@ -2,12 +2,14 @@
 
 Each is declared once in the instruction table (`apdsl.runtime.table`) and executed by the
 module its entry names: `copies` (dma_copy, tensor_copy, memset, iota), `matmul` (nc_matmul),
-`register_ops` (register_alloc, register_load), `compute` (reciprocal and the other
-element-wise instructions), `reduce` and `rng_ops` (statistics, top-8, random numbers) and, for Ascend, `ascend` and `mmad`.  Each checks its target rules
-(APK3xx) where the facts are known, resolves its operands (runtime indices and registers are
-read and bounds-checked), records itself for `apdsl lower` (which also enforces the on-chip
-access-pattern entry limit), and only then moves data.  Messages start with the instruction and
-its `name=` label.
+`register_ops` (register_alloc, register_load, register_move, register_store), `compute`
+(reciprocal and the other element-wise instructions), `reduce` and `rng_ops` (statistics,
+top-8, random numbers), `movement` (nc_transpose, dma_transpose), `shuffle`
+(nc_stream_shuffle, local_gather) and, for Ascend, `ascend` and `mmad`.  Each checks its
+target rules (APK3xx) where the facts are known, resolves its operands (runtime indices and
+registers are read and bounds-checked), records itself for `apdsl lower` (which also enforces
+the on-chip access-pattern entry limit), and only then moves data.  Messages start with the
+instruction and its `name=` label.
 """
 
 from __future__ import annotations
@@ -15,12 +17,17 @@ from __future__ import annotations
 from .compute import reciprocal
 from .copies import dma_copy, iota, memset, tensor_copy
 from .matmul import nc_matmul
+from .movement import dma_transpose, nc_transpose
 from .reduce import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8
-from .register_ops import register_alloc, register_load
+from .register_ops import register_alloc, register_load, register_move, register_store
 from .rng_ops import dropout, rand2, rng, set_rng_seed
+from .shuffle import local_gather, nc_stream_shuffle
 
 __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
            "register_load", "tensor_copy",
            # the reduce group
            "bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8", "nc_match_replace8",
-           "rand2", "rng", "set_rng_seed"]
+           "rand2", "rng", "set_rng_seed",
+           # the movement group
+           "dma_transpose", "local_gather", "nc_stream_shuffle", "nc_transpose",
+           "register_move", "register_store"]

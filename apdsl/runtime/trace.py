@@ -40,6 +40,7 @@ class Record:
     pieces: list[dict[str, AccessPattern]]
     engine: str | None = None  # the NKI engine or Ascend pipe (scheduling, the profile)
     storages: dict[str, int] | None = None  # each role's storage id (the profile's dependencies)
+    hints: dict[str, Any] | None = None  # the NKI hint keywords given (`apdsl.runtime.hints`)
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
@@ -56,6 +57,8 @@ class Record:
             }
             if self.engine in PIPES:  # an Ascend instruction: the pipe that runs it
                 obj["pipe"] = self.engine
+            if self.hints:  # engine=, dge_mode=, oob_mode=, priority= as the program gave them
+                obj["hints"] = dict(self.hints)
             if n > 1:
                 obj["piece"] = [i, n]
             out.append(obj)
@@ -125,10 +128,11 @@ def instruction_label(op: str, name: Any) -> str:
 
 
 def record(op: str, name: str | None, operands: dict[str, Any], *,
-           engine: str | None = None) -> None:
+           engine: str | None = None, hints: dict[str, Any] | None = None) -> None:
     """Lower the instruction's operands: always enough to enforce the on-chip entry limit, fully
     when a trace is active.  Raises APK304 (or APK320) before any data moves.  `engine`: the
-    NKI engine or Ascend pipe that runs it (from the instruction table)."""
+    NKI engine or Ascend pipe that runs it (from the instruction table); `hints`: the NKI hint
+    keywords the program gave (`apdsl.runtime.hints.given`), shown by `apdsl lower`."""
     m = current()
     sync = m.sync
     if sync is not None or m.options.sync:  # Ascend pipes and events (SPEC 13)
@@ -157,7 +161,8 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     storages = {role: t.storage.id for role, t in operands.items()}
     if engine is None:
         engine = engine_of(op, operands)
-    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages))
+    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages,
+                                hints or None))
 
 
 # Free entries of each view's uncoalesced pattern (None: not one pattern), per view.

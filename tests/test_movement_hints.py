@@ -1,0 +1,68 @@
+"""The NKI hint keywords are recorded (SPEC 4) and shown by `apdsl lower` and `lower --json`
+(SPEC 8): each given hint by its enum name, defaults omitted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from apdsl.runtime import hints
+
+PROGRAM = """\
+kernel k(A: f16[16, 64] @ hbm) -> f16[64, 16] @ hbm:
+    a: f16[16, 64] @ sbuf
+    dma_copy(a, A, dge_mode=nisa.dge_mode.hwdge, engine=nisa.engine.scalar)
+    t: f16[64, 16] @ sbuf
+    dma_transpose(t, A, dge_mode=nisa.dge_mode.hwdge, name="tr")
+    p: f16[64, 16] @ psum
+    nisa.nc_transpose(dst=p, data=a, engine=nisa.engine.tensor)
+    s: f16[64, 16] @ sbuf
+    tensor_copy(s, p, engine="vector")
+    memset(a, 0.0, engine=nisa.engine.gpsimd)
+    out: f16[64, 16] @ hbm
+    dma_copy(out, s, oob_mode=nisa.oob_mode.error)
+    return out
+"""
+
+
+def lower(tmp_path, *extra):
+    path = tmp_path / "h.apk"
+    path.write_text(PROGRAM)
+    return subprocess.run([sys.executable, "-m", "apdsl", "lower", str(path), *extra],
+                          capture_output=True, text=True)
+
+
+def test_lower_json_records_the_hints(tmp_path):
+    r = lower(tmp_path, "--json")
+    assert r.returncode == 0, r.stderr
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    got = [(o["op"], o.get("hints")) for o in objs]
+    assert got == [("dma_copy", {"dge_mode": "hwdge", "engine": "scalar"}),
+                   ("dma_transpose", {"dge_mode": "hwdge"}),
+                   ("nc_transpose", {"engine": "tensor"}),
+                   ("tensor_copy", {"engine": "vector"}),
+                   ("memset", {"engine": "gpsimd"}),
+                   ("dma_copy", None)]  # oob_mode=error is the default: nothing to record
+    assert objs[1]["name"] == "tr"
+    assert set(objs[1]["operands"]) == {"dst", "src"}
+    assert set(objs[2]["operands"]) == {"dst", "data"}
+
+
+def test_lower_table_shows_the_hints(tmp_path):
+    r = lower(tmp_path)
+    assert r.returncode == 0, r.stderr
+    heads = [line.split("  ", 1)[1] for line in r.stdout.splitlines()
+             if not line.startswith(" ")]
+    assert heads == ["dma_copy  dge_mode=hwdge  engine=scalar", "dma_transpose tr  dge_mode=hwdge",
+                     "nc_transpose  engine=tensor", "tensor_copy  engine=vector",
+                     "memset  engine=gpsimd", "dma_copy"]
+
+
+def test_given_names_enum_members_and_drops_defaults():
+    class Member:
+        name = "swdge"
+    assert hints.given(dge_mode=Member(), oob_mode="error", priority=None,
+                       engine="unknown") == {"dge_mode": "swdge"}
+    assert hints.given(priority=0, oob_mode="skip") == {"priority": 0, "oob_mode": "skip"}
+    assert hints.given(engine="unknown") is None

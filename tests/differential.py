@@ -9,7 +9,8 @@ nothing calls excepted: `run` never reaches it).
 What `check` cannot know by contract is left out: an error whose statement uses a host value
 or a register `register_load` set (a name assigned from `host`, `load`, `allclose` or `equal`,
 or from such a name, or the register itself); an error that runtime index values decide
-(APK402, APK403, and a repeated runtime index on a line that indexes at run time); a register
+(APK402, APK403, a local_gather index outside its partition APK491, and a repeated runtime
+index on a line that indexes at run time); a register
 read before it holds a value (APK410: check mode cannot tell it from one register_load set);
 an error that the written state of memory decides, which `check` does not track by design:
 reading unwritten memory (APK404) and the PSUM accumulation state of `nc_matmul`
@@ -31,7 +32,8 @@ from apdsl.syntax import ast
 
 DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK404", "APK330", "APK331", "APK332", "APK463",
-                        "APK377"})  # nc_match_replace8: a value the data do not hold
+                        "APK377",  # nc_match_replace8: a value the data do not hold
+                        "APK491"})  # local_gather: an index outside its partition
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"), ("APK380", "in the tiles' values"))
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",

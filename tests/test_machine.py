@@ -143,16 +143,3 @@ def test_runtime_modules_use_no_private_name_of_another_module():
                       re.findall(rf"(?<![\w.]){re.escape(alias)}\._[a-z]\w*", text)]
     assert found == []
     assert max(len(p.read_text().splitlines()) for p in root.glob("*.py")) <= 500
-
-
-def test_oob_skip_note_is_a_new_error_not_an_edited_one():
-    a = apdsl.from_numpy(np.zeros((8, 4), np.float32))
-    idx = apdsl.from_numpy(np.array([[1], [9]], np.int32), "sbuf")
-    out = apdsl.ndarray((2, 4), "float32", "sbuf")
-    with raises_code("APK402") as plain:
-        apdsl.dma_copy(out, a.vector_select(0, idx))
-    with raises_code("APK402") as skip:
-        apdsl.dma_copy(out, a.vector_select(0, idx), oob_mode="skip")
-    assert not any("oob_mode" in n for n in plain.value.notes)
-    assert skip.value.notes[:-1] == plain.value.notes and "oob_mode=skip" in skip.value.notes[-1]
-    assert skip.value.message == plain.value.message and skip.value.facts == plain.value.facts

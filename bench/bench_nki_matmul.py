@@ -1,27 +1,26 @@
-"""Benchmark: the NKI tiled-matmul tutorial kernel on NumPy (SPEC section 10).
+"""The NKI tutorial row of SPEC section 10.
 
 The kernel `nki_matmul_tiled_` of the NKI "Matrix multiplication" tutorial (aws-neuron-sdk,
 nki/examples/matrix_multiplication/matrix_multiplication_nki_kernels.py), written in `.apk`
-and run by `apdsl.run` on an already parsed program, at 2048 x 2048 x 2048 bfloat16, against
-the same tile loop in plain NumPy (the same tiles, bf16 -> f32 casts included).
-Target: <= 1.5x.
+and run on an already parsed program, at 2048 x 2048 x 2048 bfloat16, against the same tile
+loop in plain NumPy (the same tiles, bf16 -> f32 casts included).  Target: <= 1.5x.
 
-Prints best-of-N times and the ratio; exits 1 when the target is missed.
-Usage: python bench/bench_nki_matmul.py [SIZE]   (default 2048)
+    python bench/bench_nki_matmul.py [--size N] [--repeats N] [--attempts N]
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-from apdsl.semantics.program import Program
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TARGET = 1.5
+from harness import Case, Side, main  # noqa: E402
+
+from apdsl.semantics.program import Program  # noqa: E402
 
 SOURCE = """
 kernel nki_matmul_tiled_(lhsT: bf16[K, M] @ hbm, rhs: bf16[K, N] @ hbm) -> f32[M, N] @ shared_hbm:
@@ -48,15 +47,6 @@ kernel nki_matmul_tiled_(lhsT: bf16[K, M] @ hbm, rhs: bf16[K, N] @ hbm) -> f32[M
 """
 
 
-def best(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def numpy_tiles(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """The tutorial's tile loop in plain NumPy: copy each bf16 tile, cast it to float32,
     multiply, accumulate, store."""
@@ -78,30 +68,26 @@ def numpy_tiles(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return out
 
 
-def main(size: int) -> int:
+def _tutorial(size: int) -> tuple[Side, Side]:
     rng = np.random.default_rng(0)
     lhsT = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
     rhs = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
     program = Program(SOURCE, "<bench>")
     inputs = {"lhsT": lhsT, "rhs": rhs}
+    got = program.run("nki_matmul_tiled_", inputs).value.numpy()
+    assert np.allclose(got, numpy_tiles(lhsT, rhs), rtol=1e-4, atol=1e-2), "kernel vs NumPy"
+    return (lambda: program.run("nki_matmul_tiled_", inputs)), (lambda: numpy_tiles(lhsT, rhs))
 
-    def ours() -> np.ndarray:
-        return program.run("nki_matmul_tiled_", inputs).value.numpy()
 
-    got, want = ours(), numpy_tiles(lhsT, rhs)
-    if not np.allclose(got, want, rtol=1e-4, atol=1e-2):
-        print("the kernel and NumPy disagree", file=sys.stderr)
-        return 1
-    t_ours = t_np = float("inf")
-    for _ in range(3):  # interleaved, best of each
-        t_ours = min(t_ours, best(ours, 1))
-        t_np = min(t_np, best(lambda: numpy_tiles(lhsT, rhs), 1))
-    ratio = t_ours / t_np
-    status = "ok" if ratio <= TARGET else "MISS"
-    print(f"NKI tiled matmul {size}^3 bf16: apdsl {t_ours * 1e3:.0f} ms, NumPy tile loop "
-          f"{t_np * 1e3:.0f} ms, ratio {ratio:.2f} (target <= {TARGET}) {status}")
-    return 0 if status == "ok" else 1
+def cases(args: object = None) -> list[Case]:
+    size = getattr(args, "size", 2048)
+    return [Case(f"NKI tiled-matmul tutorial {size}^3 bf16", "its NumPy tile loop", 1.5,
+                 lambda: _tutorial(size))]
+
+
+def add_arguments(ap: object) -> None:
+    ap.add_argument("--size", type=int, default=2048, help="the matrices' size (default 2048)")
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2048))
+    raise SystemExit(main(cases, __doc__.splitlines()[0], add_arguments=add_arguments))

@@ -1,23 +1,24 @@
-"""Benchmark: `apdsl profile` of the stdlib GEMM vs `apdsl run` of it (SPEC section 10).
+"""The profile row of SPEC section 10: `apdsl profile` of the stdlib GEMM vs `apdsl run` of it.
 
 The stdlib tiled GEMM (stdlib/gemm.apk, default tiles) at SIZE^3 float16 on ascend-a2, the
 program parsed once: profiling (the run with the instruction trace on, then the schedule) against
-a plain run.  Method of SPEC section 10: the two sides interleaved, each timed over a loop of
-at least 20 ms, best of 7 per side; a miss is reported only after three consecutive misses.
-Target: <= 1.3x.  Prints the ratio, the target and ok/MISS; exits 1 on a miss.
-Usage: python bench/bench_profile.py [SIZE]   (default 2048)
+a plain run.  Target: <= 1.3x.
+
+    python bench/bench_profile.py [--size N] [--repeats N] [--attempts N]
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
+from pathlib import Path
 
-from apdsl.profile import profile_run
-from apdsl.semantics.program import Program
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TARGET = 1.3
+from harness import Case, Side, main  # noqa: E402
+
+from apdsl.profile import profile_run  # noqa: E402
+from apdsl.semantics.program import Program  # noqa: E402
+
 SOURCE = """
 from gemm import gemm
 
@@ -27,50 +28,24 @@ kernel matmul(A: f16[{n}, {n}] @ gm, B: f16[{n}, {n}] @ gm) -> f32[{n}, {n}] @ g
 """
 
 
-def _loop_time(fn: Callable[[], object]) -> float:
-    """Seconds per call, over a loop of at least 20 ms."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= 0.02:
-            return elapsed / calls
-
-
-def measure(program: Program, repeats: int = 7) -> tuple[float, float, int]:
-    instructions = 0
-
-    def run() -> None:
-        program.run()
-
-    def prof() -> None:
-        nonlocal instructions
-        instructions = len(profile_run(program.run(trace=True)).slots)
-
-    plain, profiled = [], []
-    for _ in range(repeats):  # interleaved
-        plain.append(_loop_time(run))
-        profiled.append(_loop_time(prof))
-    return min(plain), min(profiled), instructions
-
-
-def main(argv: list[str]) -> int:
-    n = int(argv[1]) if len(argv) > 1 else 2048
+def _profile(n: int, notes: list[str]) -> tuple[Side, Side]:
     program = Program(SOURCE.format(n=n), "<bench>")
-    misses = 0
-    for _ in range(3):
-        plain, profiled, count = measure(program)
-        ratio = profiled / plain
-        ok = ratio <= TARGET
-        print(f"profile vs run, stdlib GEMM {n}^3 float16 ({count} instructions): run "
-              f"{plain * 1e3:.1f} ms, profile {profiled * 1e3:.1f} ms, ratio {ratio:.2f}x "
-              f"(target <= {TARGET}x) {'ok' if ok else 'MISS'}")
-        if ok:
-            return 0
-        misses += 1
-    return 1 if misses == 3 else 0
+    program.run()
+    count = len(profile_run(program.run(trace=True)).slots)
+    notes.append(f"{count} instructions scheduled")
+    return (lambda: profile_run(program.run(trace=True))), (lambda: program.run())
+
+
+def cases(args: object = None) -> list[Case]:
+    n = getattr(args, "size", 2048)
+    notes: list[str] = []
+    return [Case(f"apdsl profile of the stdlib GEMM {n}^3 f16", "apdsl run of it", 1.3,
+                 lambda: _profile(n, notes), notes=notes)]
+
+
+def add_arguments(ap: object) -> None:
+    ap.add_argument("--size", type=int, default=2048, help="the GEMM's size (default 2048)")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main(cases, __doc__.splitlines()[0], add_arguments=add_arguments))

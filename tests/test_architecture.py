@@ -29,7 +29,6 @@ LAYERS = [
 # Modules over the limit; the list only shrinks (the runtime's are split already).
 OVERSIZE_ALLOWED = {
     # this branch's own modules still to be split (issue 10); the list only shrinks
-    "apdsl.semantics.interpreter",
     "apdsl.tensor.view",
 }
 

@@ -1,0 +1,150 @@
+"""Calls: compiling a call expression (a step each, errors located at the argument or keyword
+they name, the view a failing method was called on labelled), and calling a `def` or kernel
+(arguments bound, helper recursion limited)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ApdslError, ApdslTypeError, LimitError, PatternError
+from ..syntax import ast
+from ..tensor.view import Tensor
+from . import limits
+from .arith import absorbs
+from .frames import Closure, Frame, ReturnSignal
+from .pyerrors import PY_ERRORS, argument_span, call_error, inside, python_error
+from .values import POISON, Absorbing, Function, type_name
+
+
+class CallCompiler:
+    """Call compilation and function calls of the interpreter (a mixin of `Interpreter`)."""
+
+    def call_function(self, fn: Function, args: tuple, kwargs: dict,
+                      bound: dict[str, Any] | None = None) -> Any:
+        """Call a def or kernel; `bound` adds locals (a kernel's named dimensions)."""
+        params = fn.params
+        if len(args) > len(params):
+            raise ApdslTypeError(f"{fn.name}() takes {len(params)} arguments, got {len(args)}",
+                                 code="APK102")
+        local: dict[str, Any] = dict(bound or {})
+        for p, a in zip(params, args):
+            local[p.name] = a
+        for k, v in kwargs.items():
+            if k not in {p.name for p in params}:
+                raise ApdslTypeError(f"{fn.name}() has no parameter '{k}'", code="APK102",
+                                     keyword=(k, "name"))
+            if k in local:
+                raise ApdslTypeError(f"{fn.name}() got '{k}' twice", code="APK102",
+                                     keyword=(k, "argument"))
+            local[k] = v
+        for p in params:
+            if p.name not in local:
+                if p.name in fn.defaults:
+                    local[p.name] = fn.defaults[p.name]
+                else:
+                    raise ApdslTypeError(f"{fn.name}() is missing argument '{p.name}'",
+                                         code="APK102")
+        frame = Frame(local, fn.globals)
+        failures = self.failures
+        if self.depth >= limits.MAX_CALL_DEPTH:
+            raise limits.recursion_too_deep(fn.name)
+        self.depth += 1
+        try:
+            fn.body(frame)
+            value = None
+        except ReturnSignal as r:
+            value = r.value
+        finally:
+            self.depth -= 1
+        # Check mode goes on past a failing statement; a call that did so has no value to
+        # give (run mode would have stopped), so its caller sees POISON, not a made-up None.
+        return POISON if self.failures != failures else value
+
+    # -- compilation: statements --------------------------------------------------------------
+
+    def _expr_Call(self, node: Any) -> Closure:
+        func = self.compile_expr(node.func)
+        args = [self.compile_expr(a) for a in node.args]
+        kwargs = [(k.name, self.compile_expr(k.value)) for k in node.keywords]
+        span = node.span
+        interp = self
+        pattern_node = _pattern_literal(node)
+        receiver_text = (node.func.value.id if isinstance(node.func, ast.Attribute)
+                         and isinstance(node.func.value, ast.Name) else "the view")
+        arg_spans = [a.span for a in node.args]
+        kw_spans = {k.name: k.span for k in node.keywords}
+        # where a keyword error points (as the static checker does): a keyword the callee
+        # does not have at its name, one given twice at the whole argument
+        kw_where = {**{(k.name, "name"): k.name_span for k in node.keywords},
+                    **{(k.name, "argument"): k.span for k in node.keywords}}
+        budget = self.budget
+
+        def run(frame: Frame) -> Any:
+            budget.left -= 1
+            if budget.left < 0:
+                budget.left += 1
+                raise budget.exhausted().with_span(span)
+            fn = func(frame)
+            a = [x(frame) for x in args]
+            kw = {k: v(frame) for k, v in kwargs}
+            if isinstance(fn, Absorbing):
+                return fn
+            # Check mode: a builtin given a value it cannot know (a host value, or a name
+            # whose definition failed), even inside a tuple or list, is skipped: its checks
+            # would only report the unknown.  A helper is still entered, so its body is
+            # checked as far as the known arguments allow.
+            if interp.dry and type(fn) is not Function and (
+                    absorbs(a) or absorbs(list(kw.values()))):
+                return POISON
+            if not callable(fn):
+                raise ApdslTypeError(f"{type_name(fn)} is not callable",
+                                     code="APK109").with_span(span)
+            interp.call_span = span
+            helper = interp.dry and type(fn) is Function
+            if helper:
+                interp.calls.append((fn.name, span))
+            try:
+                result = fn(*a, **kw)
+            except PatternError as e:
+                if pattern_node is not None and e.start is not None and e.span is None:
+                    e.span = pattern_node.char_span(e.start, e.end)
+                raise e.with_span(span) from None
+            except ApdslError as e:
+                if type(fn) is Function and e.span is not None and not inside(e.span, span):
+                    e.add_label(span, f"in this call of {fn.name}")  # the caller's view
+                if e.span is None:
+                    e.span = kw_where.get(e.facts.get("keyword")) or argument_span(
+                        e.facts.get("param"), arg_spans, kw_spans)
+                receiver = getattr(fn, "__self__", None)
+                if type(receiver) is Tensor and not e.labels:
+                    made = interp.origins.get(receiver)
+                    if made is not None and made != span:
+                        how = "declared" if made == receiver.storage.span else "made"
+                        e.add_label(made, f"{receiver_text} {how} here")
+                raise e.with_span(span) from None
+            except LimitError as e:
+                if type(fn) is Function and e.span is not None and not inside(e.span, span):
+                    e.add_label(span, f"in this call of {fn.name}")
+                raise e.with_span(span) from None
+            except TypeError as e:
+                raise call_error(fn, e, span, kw_where) from None
+            except PY_ERRORS as e:
+                raise python_error(e, span) from None
+            finally:
+                if helper:
+                    interp.calls.pop()
+            if type(result) is Tensor:
+                interp.origins.setdefault(result, span)
+            return result
+        return run
+
+
+
+
+def _pattern_literal(node: Any) -> Any:
+    """The string literal holding an einops pattern in `x.rearrange("...")`, if any."""
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr == "rearrange" and node.args and \
+            isinstance(node.args[0], ast.Str):
+        return node.args[0]
+    return None

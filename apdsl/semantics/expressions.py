@@ -1,0 +1,226 @@
+"""Compiling expressions other than calls: literals, names, operators, comparisons,
+conditional expressions, attributes and subscripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ApdslError, ApdslNameError, LimitError, Span
+from ..syntax import ast
+from ..tensor.view import Tensor
+from . import limits
+from .arith import (
+    BINOPS,
+    COMPARE,
+    FAST_BINOPS,
+    UNARY,
+    absorbs,
+    compare,
+    not_,
+    truth,
+    truth_or_absorb,
+)
+from .frames import Closure, Frame
+from .pyerrors import PY_ERRORS, python_error
+from .values import POISON, UNKNOWN, Absorbing, get_attribute
+
+
+class ExpressionCompiler:
+    """Expression compilers of the interpreter (a mixin of `Interpreter`); `compile_expr`
+    dispatches to the `_expr_<Node>` method of any mixin."""
+
+    def compile_expr(self, node: Any) -> Closure:
+        return getattr(self, "_expr_" + type(node).__name__)(node)
+
+    def _expr_Const(self, node: Any) -> Closure:
+        value = node.value
+        return lambda frame: value
+
+    def _expr_Str(self, node: Any) -> Closure:
+        value = node.value
+        return lambda frame: value
+
+    def _expr_EllipsisLit(self, node: Any) -> Closure:
+        return lambda frame: Ellipsis
+
+    def _expr_Name(self, node: Any) -> Closure:
+        name = node.id
+        builtins = self.builtins
+        span = node.span
+        interp = self
+
+        def load(frame: Frame) -> Any:
+            try:
+                return frame.vars[name]
+            except KeyError:
+                pass
+            try:
+                return frame.glob[name]
+            except KeyError:
+                pass
+            try:
+                return builtins[name]
+            except KeyError:
+                raise interp.unknown_name(name, frame, span) from None
+        return load
+
+    def unknown_name(self, name: str, frame: Frame | None, span: Span | None) -> ApdslError:
+        from difflib import get_close_matches
+        pool = set(self.builtins)
+        if frame is not None:
+            pool |= set(frame.vars) | set(frame.glob)
+        close = get_close_matches(name, sorted(pool), n=3)
+        return ApdslNameError(f"unknown name '{name}'", code="APK101", span=span,
+                              help=f"did you mean {' or '.join(map(repr, close))}?" if close
+                              else None, name=name)
+
+    def _expr_TupleExpr(self, node: Any) -> Closure:
+        items = [self.compile_expr(i) for i in node.items]
+        return lambda frame: tuple(i(frame) for i in items)
+
+    def _expr_ListExpr(self, node: Any) -> Closure:
+        items = [self.compile_expr(i) for i in node.items]
+        return lambda frame: [i(frame) for i in items]
+
+    def _expr_DictExpr(self, node: Any) -> Closure:
+        keys = [self.compile_expr(k) for k in node.keys]
+        values = [self.compile_expr(v) for v in node.values]
+        return lambda frame: {k(frame): v(frame) for k, v in zip(keys, values)}
+
+    def _expr_BinOp(self, node: Any) -> Closure:
+        left, right = self.compile_expr(node.left), self.compile_expr(node.right)
+        span = node.span
+        if node.op in FAST_BINOPS:
+            is_const = isinstance(node.right, ast.Const)
+            return FAST_BINOPS[node.op](left, right, span, node.right.value if is_const else None,
+                                  is_const, self.budget)
+        # `**`, `<<` and `*` of sequences could build something huge: checked before they run
+        op = limits.CHECKED.get(node.op) or BINOPS[node.op]
+        if isinstance(node.right, ast.Const):
+            const = node.right.value
+
+            def run_const(frame: Frame) -> Any:
+                try:
+                    return op(left(frame), const)
+                except LimitError as e:
+                    raise e.with_span(span) from None
+                except PY_ERRORS as e:
+                    raise python_error(e, span) from None
+            return run_const
+
+        def run(frame: Frame) -> Any:
+            a, b = left(frame), right(frame)
+            try:
+                return op(a, b)
+            except LimitError as e:
+                raise e.with_span(span) from None
+            except PY_ERRORS as e:
+                raise python_error(e, span) from None
+        return run
+
+    def _expr_UnaryOp(self, node: Any) -> Closure:
+        op = limits.invert if node.op == "~" else UNARY[node.op]
+        ev = self.compile_expr(node.operand)
+        if node.op == "not":
+            return lambda frame: not_(truth_or_absorb(ev(frame)))
+        return lambda frame: op(ev(frame))
+
+    def _expr_BoolOp(self, node: Any) -> Closure:
+        values = [self.compile_expr(v) for v in node.values]
+        is_and = node.op == "and"
+
+        def run(frame: Frame) -> Any:
+            result: Any = None
+            for v in values:
+                result = v(frame)
+                if isinstance(result, Absorbing):
+                    return result
+                if truth(result) != is_and:
+                    return result
+            return result
+        return run
+
+    def _expr_Compare(self, node: Any) -> Closure:
+        left = self.compile_expr(node.left)
+        ops = [COMPARE[o] for o in node.ops]
+        rights = [self.compile_expr(c) for c in node.comparators]
+        span = node.span
+        if len(ops) == 1:
+            op, right = ops[0], rights[0]
+
+            def run1(frame: Frame) -> Any:
+                a, b = left(frame), right(frame)
+                try:
+                    return compare(op, a, b)
+                except PY_ERRORS as e:
+                    raise python_error(e, span) from None
+            return run1
+
+        def run(frame: Frame) -> Any:
+            a = left(frame)
+            for op, r in zip(ops, rights):
+                b = r(frame)
+                res = compare(op, a, b)
+                if isinstance(res, Absorbing) or not truth(res):
+                    return res
+                a = b
+            return True
+        return run
+
+    def _expr_IfExp(self, node: Any) -> Closure:
+        test, body, orelse = (self.compile_expr(node.test), self.compile_expr(node.body),
+                              self.compile_expr(node.orelse))
+
+        def run(frame: Frame) -> Any:
+            c = test(frame)
+            if isinstance(c, Absorbing):
+                return c
+            return body(frame) if truth(c) else orelse(frame)
+        return run
+
+    def _expr_Attribute(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value)
+        attr = node.attr
+        span = getattr(node, "attr_span", None) or node.span
+        loaded = self.loaded_registers
+        register_value = attr == "value" and self.dry
+
+        def run(frame: Frame) -> Any:
+            value = ev(frame)
+            if register_value and id(value) in loaded and loaded[id(value)] is value:
+                return UNKNOWN  # check mode: register_load read it from memory
+            try:
+                return get_attribute(value, attr)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+        return run
+
+    def _expr_Subscript(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.value)
+        parts = [self._compile_index(i) for i in node.index]
+        single = len(parts) == 1 and not isinstance(node.index[0], ast.Slice)
+        span = node.span
+        interp = self
+
+        def run(frame: Frame) -> Any:
+            value = ev(frame)
+            key = parts[0](frame) if single else tuple(p(frame) for p in parts)
+            if interp.dry and absorbs((key,)):
+                return POISON  # an index check mode cannot know
+            try:
+                result = value[key]
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except PY_ERRORS as e:
+                raise python_error(e, span) from None
+            if type(result) is Tensor:
+                interp.origins.setdefault(result, span)
+            return result
+        return run
+
+    def _compile_index(self, node: Any) -> Closure:
+        if isinstance(node, ast.Slice):
+            parts = [self.compile_expr(p) if p is not None else (lambda f: None)
+                     for p in (node.start, node.stop, node.step)]
+            return lambda frame: slice(*(p(frame) for p in parts))
+        return self.compile_expr(node)

@@ -1,0 +1,158 @@
+"""Compiling the statements that are neither assignments, loops nor imports: expression
+statements, `pass`, `break`/`continue`/`return`, `if`, `assert`, and `def`/`kernel`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ApdslAssertionError, ApdslError, ApdslNameError, Span
+from ..syntax import ast
+from .arith import COMPARE, compare, truth
+from .frames import BreakSignal, Closure, ContinueSignal, Frame, ReturnSignal
+from .pyerrors import PY_ERRORS, python_error
+from .values import Absorbing, Function, show
+
+
+class StatementCompiler:
+    """Statement compilers of the interpreter (a mixin of `Interpreter`); `compile_stmt`
+    dispatches to the `_stmt_<Node>` method of any mixin."""
+
+    def compile_stmt(self, node: Any) -> Closure:
+        return getattr(self, "_stmt_" + type(node).__name__)(node)
+
+    def _stmt_ExprStmt(self, node: Any) -> Closure:
+        ev = self.compile_expr(node.expr)
+
+        def run(frame: Frame) -> None:
+            ev(frame)
+        return run
+
+    def _stmt_Pass(self, node: Any) -> Closure:
+        return lambda frame: None
+
+    def _outside(self, what: str, where: str, span: Span) -> Closure:
+        def run(frame: Frame) -> None:
+            raise ApdslNameError(f"'{what}' outside {where}", code="APK124", span=span)
+        return run
+
+    def _stmt_Break(self, node: Any) -> Closure:
+        return self._jump("break", BreakSignal, node.span)
+
+    def _stmt_Continue(self, node: Any) -> Closure:
+        return self._jump("continue", ContinueSignal, node.span)
+
+    def _jump(self, what: str, signal: type[Exception], span: Span) -> Closure:
+        if not self._loops:
+            return self._outside(what, "a loop", span)
+
+        def run(frame: Frame) -> None:
+            raise signal
+        return run
+
+    def _stmt_Return(self, node: Any) -> Closure:
+        if not self._functions:
+            return self._outside("return", "a kernel or function", node.span)
+        ev = self.compile_expr(node.value) if node.value is not None else (lambda f: None)
+        span = node.span
+
+        def run(frame: Frame) -> None:
+            try:
+                value = ev(frame)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            raise ReturnSignal(value)
+        return run
+
+
+    def _stmt_If(self, node: Any) -> Closure:
+        test = self.compile_expr(node.test)
+        body = self.compile_block(node.body)
+        orelse = self.compile_block(node.orelse) if node.orelse else None
+        span = node.test.span
+
+        def run(frame: Frame) -> None:
+            try:
+                cond = test(frame)
+                if isinstance(cond, Absorbing):
+                    return
+                cond = truth(cond)
+            except ApdslError as e:
+                raise e.with_span(span) from None
+            except PY_ERRORS as e:
+                raise python_error(e, span) from None
+            if cond:
+                body(frame)
+            elif orelse is not None:
+                orelse(frame)
+        return run
+
+
+    def _stmt_Assert(self, node: Any) -> Closure:
+        msg = self.compile_expr(node.msg) if node.msg is not None else None
+        sides = self._assert_sides(node.test)
+        if sides is None:
+            test = self.compile_expr(node.test)
+
+            def evaluate(frame: Frame) -> tuple[Any, Any]:
+                return test(frame), None
+        else:
+            # `assert a == b` evaluates each side once and shows both when it fails (evaluating
+            # them again for the note would repeat a helper's effects)
+            left, op, right, span = sides
+
+            def evaluate(frame: Frame) -> tuple[Any, Any]:
+                a, b = left(frame), right(frame)
+                try:
+                    return compare(op, a, b), (a, b)
+                except PY_ERRORS as e:
+                    raise python_error(e, span) from None
+
+        def run(frame: Frame) -> None:
+            cond, both = evaluate(frame)
+            if isinstance(cond, Absorbing):
+                return
+            if not truth(cond):
+                text = show(msg(frame)) if msg is not None else "assertion failed"
+                notes = [] if both is None else [f"left:  {brief(both[0])}",
+                                                 f"right: {brief(both[1])}"]
+                raise ApdslAssertionError(text, code="APK901", notes=notes)
+        return run
+
+    def _assert_sides(self, test: Any) -> tuple[Closure, Any, Closure, Span] | None:
+        """The compiled sides and operator of a single comparison, else None."""
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            return None
+        return (self.compile_expr(test.left), COMPARE[test.ops[0]],
+                self.compile_expr(test.comparators[0]), test.span)
+
+    def _stmt_FunctionDef(self, node: Any) -> Closure:
+        return self._define(node, kernel=False)
+
+    def _stmt_Kernel(self, node: Any) -> Closure:
+        return self._define(node, kernel=True)
+
+    def _define(self, node: Any, kernel: bool) -> Closure:
+        saved, self._loops = self._loops, 0
+        self._functions += 1
+        try:
+            body = self.compile_block(node.body)
+        finally:
+            self._functions -= 1
+            self._loops = saved
+        defaults = [(p.name, self.compile_expr(p.default)) for p in node.params
+                    if p.default is not None]
+        interp = self
+
+        def run(frame: Frame) -> None:
+            fn = Function(node.name, list(node.params), body, frame.glob, node.span,
+                          is_kernel=kernel, returns=getattr(node, "returns", None),
+                          defaults={k: ev(frame) for k, ev in defaults}, interpreter=interp)
+            fn.node = node  # type: ignore[attr-defined]
+            frame.vars[node.name] = fn
+        return run
+
+
+
+def brief(v: Any) -> str:
+    text = show(v)
+    return text if len(text) < 200 else text[:200] + " ..."

@@ -203,11 +203,23 @@ def test_python_api_and_top_level_are_unchecked_unless_asked(tmp_path):
 def test_lower_names_the_pipe(tmp_path):
     r = run(kernel(SYNCED), tmp_path, "lower", "--json")
     assert r.returncode == 0, r.stderr
-    pipes = [(o["op"], o.get("pipe")) for o in map(json.loads, r.stdout.splitlines())]
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    pipes = [(o["op"], o.get("pipe")) for o in objs if "event" not in o]
     assert pipes == [("dma_copy", "MTE2"), ("dma_copy", "MTE2"), ("dma_copy", "MTE1"),
                      ("dma_copy", "MTE1"), ("mmad", "M"), ("dma_copy", "FIX")]
+    # the events, in program order, on the pipe that executes each (a set on the event's
+    # source pipe, a wait on its destination)
+    events = [(o["op"], o["event"], o["pipe"]) for o in objs if "event" in o]
+    assert events == [("set_flag", ["MTE2_MTE1", 0], "MTE2"),
+                      ("wait_flag", ["MTE2_MTE1", 0], "MTE1"),
+                      ("set_flag", ["MTE1_M", 0], "MTE1"), ("wait_flag", ["MTE1_M", 0], "M"),
+                      ("set_flag", ["M_FIX", 0], "M"), ("wait_flag", ["M_FIX", 0], "FIX")]
+    assert [o["op"] for o in objs] == [
+        "dma_copy", "dma_copy", "set_flag", "wait_flag", "dma_copy", "dma_copy", "set_flag",
+        "wait_flag", "mmad", "set_flag", "wait_flag", "dma_copy"]
     table = run(kernel(SYNCED), tmp_path, "lower").stdout
     assert "mmad  [pipe M]" in table and "dma_copy  [pipe FIX]" in table
+    assert 'set_flag("MTE1_M", 0)  [pipe MTE1]' in table
 
 
 GEMM = (Path(__file__).resolve().parent.parent / "stdlib" / "gemm.apk").read_text()

@@ -137,8 +137,10 @@ def test_the_examples_schedule_consistently(path, capsys):
     from apdsl.profile import profile_run
     p = profile_run(result)
     _check_invariants(p)
-    # one slot per lowered instruction (the objects `apdsl lower --json` prints)
-    assert len(p.slots) == sum(len(r.to_json()) for r in result.trace.records)
+    # one slot per lowered instruction (the objects `apdsl lower --json` prints; events take
+    # no slot)
+    assert len(p.slots) == sum(len(r.to_json()) for r in result.trace.records
+                               if r.event is None)
     assert p.total_ns > 0
     json.dumps(p.to_json())
 
@@ -196,9 +198,12 @@ def _validate_trace(doc: dict) -> list[dict]:
     assert isinstance(doc["traceEvents"], list)
     names = {}
     slices = []
+    flows: dict[int, list[dict]] = {}
     for ev in doc["traceEvents"]:
-        assert ev["ph"] in ("X", "M")
-        if ev["ph"] == "M":
+        assert ev["ph"] in ("X", "M", "s", "f")
+        if ev["ph"] in ("s", "f"):  # an event's arrow: a start and a finish with one id
+            flows.setdefault(ev["id"], []).append(ev)
+        elif ev["ph"] == "M":
             assert REQUIRED_M <= set(ev)
             if ev["name"] == "thread_name":
                 names[ev["tid"]] = ev["args"]["name"]
@@ -215,6 +220,14 @@ def _validate_trace(doc: dict) -> list[dict]:
         evs.sort(key=lambda e: e["ts"])
         for a, b in zip(evs, evs[1:]):
             assert b["ts"] >= a["ts"] + a["dur"] - 1e-6, names[tid]
+    for pair in flows.values():  # each arrow points forward in time, between named tracks
+        s, f = sorted(pair, key=lambda e: e["ph"] == "f")
+        assert (s["ph"], f["ph"]) == ("s", "f") and s["ts"] <= f["ts"] + 1e-9
+        assert s["tid"] in names and f["tid"] in names and s["tid"] != f["tid"]
+        assert any(abs(x["ts"] + x["dur"] - s["ts"]) < 1e-9 and x["tid"] == s["tid"]
+                   for x in slices)  # it leaves a slice's end
+        assert any(abs(x["ts"] - f["ts"]) < 1e-9 and x["tid"] == f["tid"] for x in slices)
+    doc["_flows"] = flows
     return slices
 
 
@@ -228,9 +241,11 @@ def test_cli_profile_trace_and_json(tmp_path):
     slices = _validate_trace(doc)
     lowered = _cli("lower", src, "--json")
     assert lowered.returncode == 0
-    assert len(slices) == len(lowered.stdout.splitlines())  # one slice per lowered instruction
+    # one slice per lowered instruction (events are instants, not slices)
+    assert len(slices) == sum("event" not in json.loads(x) for x in lowered.stdout.splitlines())
     tracks = {ev["args"]["name"] for ev in doc["traceEvents"] if ev["name"] == "thread_name"}
     assert {"MTE2", "MTE1", "M", "FIX"} <= tracks
+    assert len(doc["_flows"]) > 50  # the GEMM's events, drawn as arrows
     assert all(ev["name"].split()[1].startswith("<stdlib>/gemm.apk:") for ev in slices)
     assert all("dst" in ev["args"] for ev in slices)
     j = _cli("profile", src, "--json")

@@ -101,7 +101,8 @@ class PyProgram:
             return RunResult(None, None, _Sources(self._sources()))
         args = self._arguments(name, dict(inputs or {}))
         # the run's own machine: targets and options the kernel sets stay in it
-        with current_machine().child().active(), collect_warnings() as warnings, \
+        machine = current_machine().child()
+        with machine.active(), collect_warnings() as warnings, \
                 (tracing() if trace else nullcontext()) as tr:
             try:
                 value = _user(call, self._kernels()[name].fn, tuple(args), {}, grid, raw=True)
@@ -110,7 +111,7 @@ class PyProgram:
                 e.sources = self._sources()  # type: ignore[attr-defined]
                 e.trace = tr  # type: ignore[attr-defined]
                 raise
-        return RunResult(value, name, _Sources(self._sources()), tr, list(warnings))
+        return RunResult(value, name, _Sources(self._sources()), tr, list(warnings), machine)
 
     def check(self, out: Any = None, kernel: str | None = None,
               inputs: dict[str, Any] | None = None) -> list[ApdslError]:

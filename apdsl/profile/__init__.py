@@ -25,22 +25,22 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     from .schedule import schedule
     records = result.trace.records if result.trace is not None else []
     family = "nki"
-    for rec in records:
-        for aps in rec.operands.values():
-            for ap in aps:
-                if ap.buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
-                    family = "ascend"
-                break
+    for rec in records:  # the first instruction with operands says (events have none)
+        aps = next(iter(rec.operands.values()), None)
+        if aps:
+            if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
+                family = "ascend"
             break
-        break
-    machine = result.interpreter.machine
-    target = machine.targets[family]
+    target = result.machine.targets[family]
     model = Model(target)
     slots = schedule(records, model, serial_order=serial_order)
     if family == "ascend":
         tracks = list(ASCEND_PIPES)
-        notes = ["Ascend pipes are ordered across pipes by data dependencies (RAW/WAR/WAW), "
-                 "not by set_flag/wait_flag events"]
+        notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
+                 "events and barriers"]
+        if any(rec.order is None for rec in records):
+            notes.append("instructions the synchronisation checker did not see (--sync off, "
+                         "top-level statements) run one after another")
     else:
         tracks = [f"DMA q{i}" for i in range(int(model.v("dma_queues")))] + [
             "Tensor", "Vector", "Scalar", "GpSimd"]

@@ -1,7 +1,10 @@
 """The profile as a Chrome trace-event file (the JSON object format that Perfetto and
 chrome://tracing open): one thread per engine, DMA queue or pipe, named by metadata events,
 one complete ("X") event per instruction, named by its op and source line, with its operands'
-access patterns as arguments.  Times are microseconds, as the format wants."""
+access patterns as arguments.  An Ascend kernel's events are flow arrows: from the last
+instruction the set's pipe issued before `set_flag` to the first one the wait's pipe issues
+after `wait_flag` (the happens-before edges the schedule follows).  Times are microseconds, as
+the format wants."""
 
 from __future__ import annotations
 
@@ -42,5 +45,41 @@ def events(p: ProfileResult) -> dict[str, Any]:
         out.append({"name": f"{s.op}{label} {where}", "cat": s.track, "ph": "X",
                     "ts": s.start / 1000, "dur": (s.end - s.start) / 1000, "pid": PID,
                     "tid": tid[s.track], "args": args})
+    out.extend(_flows(p, tid))
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "otherData": {"estimate": True, "target": p.target, "total_ns": p.total_ns}}
+
+
+def _flows(p: ProfileResult, tid: dict[str, int]) -> list[dict[str, Any]]:
+    """Flow events ("s" at the source slot's end, "f" at the destination slot's start), one
+    per wait_flag that is followed by an instruction on its pipe."""
+    records = getattr(p, "_records", None) or []
+    by_record: dict[int, list[Any]] = {}
+    for s in p.slots:
+        by_record.setdefault(s.record, []).append(s)
+    last: dict[str, Any] = {}        # pipe -> its last slot so far
+    flags: dict[tuple[Any, ...], Any] = {}
+    waiting: dict[str, list[tuple[Any, str]]] = {}  # pipe -> (source slot, event) to draw
+    out: list[dict[str, Any]] = []
+    for i, rec in enumerate(records):
+        if rec.event is not None:
+            if rec.op == "set_flag":
+                flags[rec.event] = last.get(rec.engine)
+            elif rec.op == "wait_flag":
+                src = flags.pop(rec.event, None)
+                if src is not None:
+                    waiting.setdefault(rec.engine, []).append((src, f"{rec.event[0]} "
+                                                               f"{rec.event[1]}"))
+            continue
+        slots = by_record.get(i)
+        if not slots:
+            continue
+        first = min(slots, key=lambda s: s.start)
+        for src, name in waiting.pop(first.track, ()):
+            n = len(out) // 2
+            out.append({"ph": "s", "id": n, "name": name, "cat": "event", "pid": PID,
+                        "tid": tid[src.track], "ts": src.end / 1000})
+            out.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "event",
+                        "pid": PID, "tid": tid[first.track], "ts": first.start / 1000})
+        last[first.track] = max(slots, key=lambda s: s.end)
+    return out

@@ -17,23 +17,13 @@ from ..tensor import dtypes
 from ..tensor.lowering import AccessPattern
 from .costs import Figure, table
 
-# NKI engine of each instruction (SPEC section 11 names).  tensor_copy and memset may run on
-# several engines and the NKI docs give no default for engine=unknown: apdsl assumes Vector.
-NKI_ENGINE = {
-    "nc_matmul": "Tensor", "nc_transpose": "Tensor",
-    "activation": "Scalar", "activation_reduce": "Scalar", "activate2": "Scalar",
-    "iota": "GpSimd", "affine_select": "GpSimd", "local_gather": "GpSimd",
-    "tensor_partition_reduce": "GpSimd",
-    "register_load": "Sync", "register_store": "Sync",
-}
+# The engine or pipe of an instruction comes from the instruction table, through its trace
+# record (`Record.engine`: the default of its entry, or the engine= hint).  Register
+# instructions run on an engine's sequencer, not on a compute engine: the model puts them on
+# the Sync sequencer (an assumption; no public source times them).
 ENGINE_NAMES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd",
                 "sync": "Sync"}
 ASCEND_PIPES = ("MTE2", "MTE1", "M", "FIX", "MTE3", "V", "S")
-_ASCEND_PATH_PIPE = {
-    ("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): "MTE2", ("gm", "l0b"): "MTE2",
-    ("l1", "l0a"): "MTE1", ("l1", "l0b"): "MTE1", ("l0c", "gm"): "FIX", ("l0c", "l1"): "FIX",
-    ("ub", "gm"): "MTE3", ("ub", "ub"): "V",
-}
 
 
 @record
@@ -110,23 +100,17 @@ class Model:
         return self.f[key].value
 
     def engine_of(self, op: str, piece: dict[str, AccessPattern], hint: str | None) -> str:
+        """The track an instruction runs on: its record's engine or pipe (the instruction
+        table's), named as the profile shows it."""
         if self.family == "ascend":
-            if hint in ASCEND_PIPES:
-                return hint
-            if op == "mmad":
-                return "M"
-            if op == "dma_copy":
-                return _ASCEND_PATH_PIPE.get((piece["src"].buffer, piece["dst"].buffer), "MTE2")
-            if op == "memset":
-                dst = piece.get("dst")
-                # UB: Duplicate (V); L1/L0A/L0B: InitConstValue, assumed on MTE2
-                return "V" if dst is not None and dst.buffer == "ub" else "MTE2"
-            return "S"
-        if op.startswith("dma"):
+            return hint if hint in ASCEND_PIPES else "S"
+        if hint == "dma" or op.startswith("dma"):
             return "DMA"
         if hint in ENGINE_NAMES:
             return ENGINE_NAMES[hint]
-        return NKI_ENGINE.get(op, "Vector")
+        if op.startswith("register_"):
+            return "Sync"
+        return "Vector"
 
     def cost(self, op: str, piece: dict[str, AccessPattern], hint: str | None = None) -> Cost:
         engine = self.engine_of(op, piece, hint)

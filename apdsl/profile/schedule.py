@@ -5,9 +5,12 @@ depends on has ended -- a read after a write, a write after a read or a write, o
 storage bytes (RAW/WAR/WAW) -- and (2) its engine or pipe is free: each runs its instructions in
 program order.  NKI DMAs go to the least-loaded of the DMA queues, and a transfer also waits
 for the DMA engines it spreads over (the 16 engines are shared by all queues), so concurrent
-DMAs share bandwidth.  Ascend pipes are ordered across pipes by the same data dependencies: the
-events of `set_flag`/`wait_flag` are not used (a kernel whose events are right orders exactly
-those dependencies; one that orders more than it needs is estimated faster than it runs).
+DMAs share bandwidth.  Ascend pipes are ordered across pipes by the kernel's events: an
+instruction checked by the synchroniser (`apdsl.runtime.sync`) carries its place in the
+happens-before order, and it starts when every instruction that happens before it has ended
+(a kernel whose events order more than its data needs is estimated as slow as it runs).  Ascend
+instructions outside the checker (`--sync off`, top-level statements) run one after another,
+as SPEC section 13 says they behave.
 
 Storage bytes are compared as intervals: per storage, the partitions an on-chip operand covers
 and, within a partition (or in HBM/GM), the byte interval from its lowest to its highest
@@ -22,7 +25,10 @@ from math import inf
 from typing import Any
 
 from ..records import record
+from ..runtime.pipes import PIPES
 from .model import Cost, Model, _int
+
+EVENTS = ("set_flag", "wait_flag", "pipe_barrier")
 
 _WRITES = ("dst",)
 
@@ -108,6 +114,10 @@ class Scheduler:
         self.accesses: dict[Any, tuple[list, list]] = {}
         self._costs: dict[tuple, Cost] = {}
         self._footprints: dict[int, tuple] = {}
+        # Ascend: (checker, pipe) -> (end, last slot) of each of the pipe's instructions by
+        # sequence number; a new checker (the next kernel) starts after everything before it
+        self.pipe_ends: dict[tuple[Any, str], list[tuple[float, int]]] = {}
+        self.epoch: tuple[Any, tuple[float, int]] = (None, (0.0, -1))
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
         """The earliest time >= t when k DMA engines are free for `dur`; which ones; and the
@@ -124,14 +134,42 @@ class Scheduler:
             t = tk
 
     def add(self, rec_index: int, rec: Any) -> None:
+        if rec.op in EVENTS:  # an event takes no time on the model; its ordering is in `order`
+            return
         pieces = rec.pieces or [{}]
         n = len(pieces)
         keys = getattr(rec, "storages", None) or {}
+        first = len(self.slots)
+        order = getattr(rec, "order", None)
+        if order is not None:
+            after = self._after(order)
+        elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
+            after = self.last_end
+        else:
+            after = None
         for i, piece in enumerate(pieces):
-            self._add(rec_index, rec, (i, n), piece, keys)
+            self._add(rec_index, rec, (i, n), piece, keys, after)
+        if order is not None:
+            last = max(self.slots[first:], key=lambda slot: slot.end)
+            self.pipe_ends.setdefault((order.sync, order.pipe), []).append(
+                (last.end, last.index))
+
+    def _after(self, order: Any) -> tuple[float, int]:
+        """When an instruction may start by the events: the latest end of an instruction of
+        another pipe that happens before it (and of everything before its kernel)."""
+        if order.sync is not self.epoch[0]:
+            self.epoch = (order.sync, self.last_end)
+        ready = self.epoch[1]
+        for q, n in zip(PIPES, order.after):
+            if n and q != order.pipe:
+                ends = self.pipe_ends.get((order.sync, q), ())
+                if n <= len(ends) and ends[n - 1][0] > ready[0]:
+                    ready = ends[n - 1]
+        return ready
 
     def _add(self, rec_index: int, rec: Any, piece_no: tuple[int, int],
-             piece: dict[str, Any], keys: dict[str, Any]) -> None:
+             piece: dict[str, Any], keys: dict[str, Any],
+             after: tuple[float, int] | None) -> None:
         # the trace shares lowered operands between the executions of a loop's instruction:
         # costs and footprints are computed once per distinct operand (the objects are kept
         # alive by the trace, so their ids are stable)
@@ -154,6 +192,8 @@ class Scheduler:
                     if end > ready and _overlap(fp, ofp):
                         ready, pred = end, slot
             touched.append((writes, reads, fp, write))
+        if after is not None:  # the events order it, not the data it touches
+            ready, pred = after
         if self.serial_order and self.last_end[0] > ready:
             ready, pred = self.last_end
         track = cost.engine

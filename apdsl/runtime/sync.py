@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslRuntimeError, Span, Warning_
+from ..records import record
 from ..tensor.layout import pattern_bounds, plain_leaves
 from ..tensor.machine import current
 from .pipes import (
@@ -48,6 +49,19 @@ from .pipes import (
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
+
+
+@record
+class Order:
+    """An executed instruction's place in the happens-before order: it is instruction `seq`
+    (from 1) of `pipe` under checker `sync`, and every instruction of pipe q numbered up to
+    `after[q]` (in `PIPES` order) completes before it starts.  The profile schedules Ascend
+    pipes by it."""
+
+    pipe: str
+    seq: int
+    after: tuple[int, ...]
+    sync: Any  # the checker (one per kernel run): sequence numbers count within it
 
 
 class SyncError(ApdslRuntimeError):
@@ -158,11 +172,12 @@ class Sync:
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
-               location: Any) -> None:
-        """Check and record the accesses of one instruction before it moves data."""
+               location: Any) -> Order | None:
+        """Check and record the accesses of one instruction before it moves data; return its
+        place in the happens-before order (None: it runs on no pipe)."""
         pipe = pipe_of(op, operands)
         if pipe is None:
-            return
+            return None
         p = PIPE_INDEX[pipe]
         self.count[p] += 1
         seq = self.count[p]
@@ -189,6 +204,7 @@ class Sync:
                     (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
                     and acc.lo <= e.lo and e.hi <= acc.hi and (acc.write or not e.write))]
             lst.append(acc)
+        return Order(pipe, seq, tuple(clk), self)
 
     def _check(self, acc: _Access, earlier: list[_Access], clk: list[int], t: Any) -> None:
         p = acc.pipe

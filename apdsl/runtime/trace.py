@@ -41,13 +41,19 @@ class Record:
     engine: str | None = None  # the NKI engine or Ascend pipe (scheduling, the profile)
     storages: dict[str, int] | None = None  # each role's storage id (the profile's dependencies)
     hints: dict[str, Any] | None = None  # the NKI hint keywords given (`apdsl.runtime.hints`)
+    # an Ascend instruction's place in the happens-before order of its kernel's events
+    # (`apdsl.runtime.sync.Order`; None: not checked, as with `--sync off`)
+    order: Any = None
+    # an event (set_flag, wait_flag, pipe_barrier): its arguments; it has no operands
+    event: tuple[Any, ...] | None = None
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
         the instruction is several hardware instructions."""
         n = len(self.pieces)
         out = []
-        for i, operands in enumerate(self.pieces):
+        for i, operands in enumerate(self.pieces or [{}] if self.event is not None
+                                     else self.pieces):
             obj: dict[str, Any] = {
                 "op": self.op,
                 "file": self.location[0] if self.location else None,
@@ -59,6 +65,8 @@ class Record:
                 obj["pipe"] = self.engine
             if self.hints:  # engine=, dge_mode=, oob_mode=, priority= as the program gave them
                 obj["hints"] = dict(self.hints)
+            if self.event is not None:
+                obj["event"] = list(self.event)
             if n > 1:
                 obj["piece"] = [i, n]
             out.append(obj)
@@ -135,9 +143,11 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     keywords the program gave (`apdsl.runtime.hints.given`), shown by `apdsl lower`."""
     m = current()
     sync = m.sync
+    order = None
     if sync is not None or m.options.sync:  # Ascend pipes and events (SPEC 13)
         from .sync import active
-        active().access(op, name, operands, m.span, m.location)  # type: ignore[union-attr]
+        order = active().access(op, name, operands, m.span,  # type: ignore[union-attr]
+                                m.location)
     trace = m.trace
     where = instruction_label(op, name)
     if trace is None:
@@ -162,7 +172,22 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     if engine is None:
         engine = engine_of(op, operands)
     trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages,
-                                hints or None))
+                                hints or None, order))
+
+
+def record_event(op: str, args: tuple[Any, ...]) -> None:
+    """Put an Ascend event (`set_flag(E, id)`, `wait_flag(E, id)`, `pipe_barrier(P)`) in the
+    trace, on the pipe that executes it, so `apdsl lower` shows where a kernel synchronises."""
+    trace = current().trace
+    if trace is None:
+        return
+    if op == "pipe_barrier":
+        pipe = args[0]
+    else:
+        src, _, dst = str(args[0]).partition("_")
+        pipe = src if op == "set_flag" else dst
+    trace.records.append(Record(op, None, current().location, {}, [], pipe, None, None, None,
+                                tuple(args)))
 
 
 # Free entries of each view's uncoalesced pattern (None: not one pattern), per view.

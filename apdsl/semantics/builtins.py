@@ -174,12 +174,16 @@ def _events(interp: Any) -> dict[str, Any]:
     """set_flag, wait_flag, pipe_barrier: located like instructions (their spans label races
     and leftover flags)."""
     from ..runtime import sync
+    from ..runtime.trace import record_event
 
     def bind(name: str) -> Callable[..., Any]:
         fn = getattr(sync, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return interp.instruction(name, fn, args, kwargs)
+            out = interp.instruction(name, fn, args, kwargs)
+            # valid (it returned): `lower` shows it in program order
+            record_event(name, tuple(args) + tuple(kwargs.values()))
+            return out
         call.__name__ = name
         call.__wrapped__ = fn  # type: ignore[attr-defined]
         return call

@@ -51,6 +51,7 @@ class RunResult:
     interpreter: Any
     trace: Any = None
     warnings: list[ApdslError] = field(default_factory=list)
+    machine: Any = None  # the device the run used (its targets, for the profile)
 
 
 class Program:
@@ -197,7 +198,7 @@ class Program:
                 e.sources = dict(interp.sources)  # type: ignore[attr-defined]  # for rendering
                 e.trace = tr  # type: ignore[attr-defined]  # what executed before it (lower)
                 raise
-        return RunResult(value, name, interp, tr, list(warnings))
+        return RunResult(value, name, interp, tr, list(warnings), interp.machine)
 
 
 def _walk(node: Any) -> Any:

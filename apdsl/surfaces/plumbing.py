@@ -219,7 +219,10 @@ def format_lowered(records: list[Any]) -> str:
             piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
             pipe = f"  [pipe {obj['pipe']}]" if obj.get("pipe") else ""
             hints = "".join(f"  {k}={v}" for k, v in obj.get("hints", {}).items())
-            lines.append(f"{obj['file']}:{obj['line']}  {obj['op']}{label}{piece}{pipe}{hints}")
+            call = obj["op"]
+            if obj.get("event") is not None:  # an Ascend event: its arguments, no operands
+                call += "(" + ", ".join(json.dumps(a) for a in obj["event"]) + ")"
+            lines.append(f"{obj['file']}:{obj['line']}  {call}{label}{piece}{pipe}{hints}")
             width = max((len(r) for r in obj["operands"]), default=3)
             for role, op in obj["operands"].items():
                 fmt = f" as {op['format']}" if op.get("format") not in (None, "ND") else ""

@@ -29,6 +29,9 @@ _LAZY = {
                     "apdsl.runtime.instructions"),
     **dict.fromkeys(("nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
                      "register_move", "register_store"), "apdsl.runtime.instructions"),
+    "tensor_tensor": "apdsl.runtime.instructions", "tensor_scalar": "apdsl.runtime.instructions",
+    "scalar_tensor_tensor": "apdsl.runtime.instructions",
+    "operator": "apdsl.runtime.operators",
     "options": "apdsl.runtime.options",
     # Ascend synchronisation (SPEC section 13)
     "set_flag": "apdsl.runtime.sync", "wait_flag": "apdsl.runtime.sync",

@@ -1,15 +1,23 @@
-"""Element-wise compute instructions executed from their table entry alone.
+"""Element-wise compute instructions executed from their table entry.
 
-`run_elementwise(entry, ...)` is everything such an instruction does: each operand a tensor in
-a buffer and of a dtype its entry allows, the trn1 start-partition rule, the engine hint, the
-operands resolved (check mode: validated only), the same partition count and elements per
-partition everywhere, the trace record, then the entry's NumPy meaning applied to float32 inputs
-and cast to the destination.  Adding such an instruction is a table entry, its semantics
-function and a three-line function here.
+`prepare(op, operands, ...)` is what every such instruction does before it computes: each
+operand a tensor in a buffer and of a dtype its entry allows, the instruction's own operand
+rules, the trn1 start-partition rule, the engine (hint or default), the operands resolved
+(check mode: validated only), the same partition count and elements per partition as `dst`
+everywhere (a per-partition column operand: `dst`'s partitions, one element each), and the
+trace record.  The `Prepared` result reads each operand as float32 (the engines' arithmetic)
+or as its bits, and writes `dst` by the one cast rule.  `scalar_arg` takes an operand that may
+be a compile-time scalar or a per-partition `[P, 1]` tile.
+
+`run_elementwise` is the whole of an instruction that needs nothing more (reciprocal): adding
+one is a table entry, its semantics function and a three-line function here.  The instructions
+with operators (tensor_tensor, tensor_scalar, ...) live in `elementwise` and `selection`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,8 +38,11 @@ from .operands import (
 from .spec import TRN3_DTYPES, Instruction
 from .table import TABLE
 
+Pairs = list[tuple[str, Tensor]]
 
-def _check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
+
+def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
+    """The buffers and dtypes the entry allows operand `role` (APK309, APK462, APK461)."""
     spec = entry.operand(role)
     fam = targets.family(t.buffer)
     allowed = spec.memory.get(fam, ())
@@ -47,65 +58,153 @@ def _check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None
     name = t.dtype.name
     if dtypes is not None and (name not in dtypes or (
             name in TRN3_DTYPES and targets.target_for(t.buffer).name != "trn3")):
+        trn3 = [d for d in TRN3_DTYPES if d in dtypes]
         raise TargetError(f"{label}: {role} {t.name} is {name}; {entry.name} takes "
-                          f"{', '.join(d for d in dtypes if d not in TRN3_DTYPES)} (and "
-                          f"{', '.join(TRN3_DTYPES)} on trn3)", code="APK461",
-                          help="view or copy the data as one of those dtypes first",
-                          dtype=name, role=role)
+                          f"{', '.join(d for d in dtypes if d not in TRN3_DTYPES)}"
+                          + (f" (and {', '.join(trn3)} on trn3)" if trn3 else ""),
+                          code="APK461", help="view or copy the data as one of those dtypes "
+                          "first", dtype=name, role=role)
 
 
-def run_elementwise(op: str, dst: Any, inputs: dict[str, Any], *, engine: Any = "unknown",
-                    name: str | None = None) -> None:
-    """Execute the element-wise instruction `op` of the table (see the module docstring)."""
+def not_both_psum(label: str, pairs: Pairs, a: str, b: str) -> None:
+    """APK353: the docs' "cannot both reside in PSUM" rule for inputs `a` and `b`."""
+    views = dict(pairs)
+    if a in views and b in views and views[a].buffer == views[b].buffer == "psum":
+        raise TargetError(f"{label}: {a} {views[a].name} and {b} {views[b].name} are both in "
+                          "PSUM; at most one of them may be", code="APK353",
+                          help="tensor_copy one of them into SBUF first", roles=(a, b))
+
+
+@dataclass
+class Prepared:
+    """An instruction instance after its checks: its label, entry, operands, the engine that
+    runs it and (executing, not checking) the resolved accesses."""
+
+    label: str
+    entry: Instruction
+    tensors: dict[str, Tensor]
+    accs: dict[str, ex.Access] | None
+    engine: str
+
+    @property
+    def executing(self) -> bool:
+        return self.accs is not None
+
+    def parts(self) -> int:
+        return self.accs["dst"].shape[0] if self.accs is not None else 0
+
+    def f32(self, role: str) -> np.ndarray:
+        """Operand `role` as float32, shaped (partitions, elements per partition)."""
+        acc = self.accs[role]  # type: ignore[index]
+        return ex.read_float32(acc, self.label, role).reshape(acc.shape[0], -1)
+
+    def raw(self, role: str) -> np.ndarray:
+        """Operand `role` as its own dtype's values (its bits), shaped like `f32`."""
+        acc = self.accs[role]  # type: ignore[index]
+        return ex.read(acc, self.label, role).reshape(acc.shape[0], -1)
+
+    def write(self, values: np.ndarray, role: str = "dst") -> None:
+        """Write `values` to operand `role` by the one cast rule (bit-exact when they already
+        have its dtype)."""
+        acc = self.accs[role]  # type: ignore[index]
+        ex.prepare_write(acc, self.label, role)
+        ex.store(acc, np.asarray(values).reshape(acc.shape))
+
+    def dtype(self, role: str) -> str:
+        return self.tensors[role].dtype.name
+
+
+def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any = "unknown",
+            columns: tuple[str, ...] = (), check: Callable[[str, Pairs], None] | None = None,
+            choose: Callable[[str, Pairs], str] | None = None) -> Prepared:
+    """Check, resolve and record instruction `op` (see the module docstring).  `operands`
+    maps each role to its tensor, `dst` first (None: absent); `columns` are the roles that
+    are per-partition `[P, 1]` operands; `check(label, pairs)` runs the instruction's own
+    operand rules; `choose(label, pairs)` picks the engine (default: the hint, checked against
+    the entry's engines)."""
     entry = TABLE[op]
     label = instruction_label(op, name)
-    pairs = [("dst", tensor_arg(dst, label, "dst"))]
-    pairs += [(role, tensor_arg(t, label, role)) for role, t in inputs.items()]
+    pairs: Pairs = [(role, tensor_arg(t, label, role)) for role, t in operands.items()
+                    if t is not None]
     for role, t in pairs:
-        _check_operand(entry, label, role, t)
+        check_operand(entry, label, role, t)
+    if check is not None:
+        check(label, pairs)
     check_start_partitions(label, pairs)
-    chosen = hints.compute_engine(label, engine, entry.engines["nki"], pairs)
+    if choose is not None:
+        chosen = choose(label, pairs)
+    else:
+        chosen = hints.compute_engine(label, engine, entry.engines["nki"], pairs)
     reads = pairs[1:] + pairs[:1]  # sources resolve before the destination, as elsewhere
     accs = resolve_operands(label, ex.TI_GROUP, *reads)
     shapes = operand_shapes(accs, *(t for _, t in reads))
     ds = shapes[-1]
     for (role, _), ss in zip(reads[:-1], shapes):
-        if ss is not None and ds is not None and (ss[0] != ds[0] or
-                                                  free_size(ss) != free_size(ds)):
+        if ss is None or ds is None:
+            continue
+        want = 1 if role in columns else free_size(ds)
+        if ss[0] != ds[0] or free_size(ss) != want:
+            what = "one element" if role in columns else f"{free_size(ds)} elements"
             raise TargetError(
-                f"{label}: dst has {ds[0]} partitions of {free_size(ds)} elements, {role} "
-                f"{ss[0]} of {free_size(ss)}", code="APK460",
-                notes=[f"dst shape {ds}, {role} shape {ss}"],
-                help=f"{op} works element by element within each partition: give every operand "
-                "the same partition count and elements per partition", dst_shape=ds,
-                src_shape=ss, role=role)
-    trace.record(op, name, dict(pairs), engine=entry.engine("nki", dict(pairs), chosen))
-    if accs is None:
+                f"{label}: dst has {ds[0]} partitions of {free_size(ds)} elements, so {role} "
+                f"needs {ds[0]} partitions of {what}; it has {ss[0]} of {free_size(ss)}",
+                code="APK460", notes=[f"dst shape {ds}, {role} shape {ss}"],
+                help=f"give {role} the shape ({ds[0]}, 1): one value per partition"
+                if role in columns else f"{op} works element by element within each "
+                "partition: give every operand the same partition count and elements per "
+                "partition", dst_shape=ds, src_shape=ss, role=role)
+    tensors = dict(pairs)
+    trace.record(op, name, tensors, engine=entry.engine("nki", tensors, chosen))
+    acc_map = None if accs is None else {role: a for (role, _), a in zip(reads, accs)}
+    return Prepared(label, entry, tensors, acc_map,
+                    entry.engine("nki", tensors, chosen) or "unknown")
+
+
+def scalar_arg(value: Any, label: str, role: str) -> tuple[Tensor | None, Any]:
+    """An operand that is a compile-time scalar or a per-partition `[P, 1]` tile: (the tile,
+    None) or (None, the number).  APK359 for anything else."""
+    if isinstance(value, Tensor):
+        return value, None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise ApdslRuntimeError(
+            f"{label}: {role} must be a number or a [P, 1] tile, got {type(value).__name__}",
+            code="APK359", help=f"pass a compile-time constant (for example {role}=1.0) or a "
+            "tile with one element per partition", role=role)
+    return None, value
+
+
+def run_elementwise(op: str, dst: Any, inputs: dict[str, Any], *, engine: Any = "unknown",
+                    name: str | None = None) -> None:
+    """Execute the one-input element-wise instruction `op` of the table: its semantics on the
+    float32 inputs, cast to dst (see the module docstring)."""
+    p = prepare(op, {"dst": dst, **inputs}, name=name, engine=engine)
+    if not p.executing:
         return
-    d = accs[-1]
-    values = [ex.read_float32(acc, label, role).reshape(d.shape[0], -1)
-              for acc, (role, _) in zip(accs[:-1], reads[:-1])]
-    domain = entry.limits.get("inside")
+    values = {role: p.f32(role) for role in inputs}
+    domain = p.entry.limits.get("inside")
     if domain is not None:
-        for v, (role, t), acc in zip(values, reads, accs):
+        for role, v in values.items():
             ok = domain(v)
             if not ok.all():
-                raise _outside_domain(entry, label, role, t, ~ok.reshape(acc.shape),
-                                      v.reshape(acc.shape))
-    result = entry.semantics(*values)
-    ex.prepare_write(d, label, "dst")
-    ex.store(d, ex.cast(np.asarray(result, np.float32).reshape(d.shape), d.dtype))
+                acc = p.accs[role]  # type: ignore[index]
+                raise outside_domain(p.label, p.entry.name, p.entry.limits["domain"], role,
+                                     p.tensors[role], ~ok.reshape(acc.shape),
+                                     v.reshape(acc.shape))
+    result = p.entry.semantics(*values.values())
+    p.write(np.asarray(result, np.float32))
 
 
-def _outside_domain(entry: Instruction, label: str, role: str, t: Tensor,
-                    bad: np.ndarray, values: np.ndarray) -> ApdslRuntimeError:
-    """APK463: the first input element outside the instruction's documented domain."""
+def outside_domain(label: str, what: str, domain: str, role: str, t: Tensor,
+                   bad: np.ndarray, values: np.ndarray, code: str = "APK463",
+                   why: str = "the NKI docs say such inputs give invalid output, so apdsl does "
+                   "not guess") -> ApdslRuntimeError:
+    """APK463 (or `code`): the first input element outside what `what` is defined for."""
     coord = tuple(int(c) for c in np.argwhere(bad)[0])
     return ApdslRuntimeError(
         f"{label}: {role} {t.name}{list(coord)} = {values[coord]!r} is outside the inputs "
-        f"{entry.name} is defined for ({entry.limits['domain']})", code="APK463",
-        notes=[f"{int(bad.sum())} of {bad.size} elements are outside it",
-               "the NKI docs say such inputs give invalid output, so apdsl does not guess"],
+        f"{what} is defined for ({domain})", code=code,
+        notes=[f"{int(bad.sum())} of {bad.size} elements are outside it", why],
         help="keep the input inside the domain (add a small epsilon, or select the elements "
         "first)", coord=coord)
 

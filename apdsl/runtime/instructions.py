@@ -3,8 +3,8 @@
 Each is declared once in the instruction table (`apdsl.runtime.table`) and executed by the
 module its entry names: `copies` (dma_copy, tensor_copy, memset, iota), `matmul` (nc_matmul),
 `register_ops` (register_alloc, register_load, register_move, register_store), `compute`
-(reciprocal and the other element-wise instructions), `reduce` and `rng_ops` (statistics,
-top-8, random numbers), `movement` (nc_transpose, dma_transpose), `shuffle`
+(reciprocal), `elementwise` (tensor_tensor, tensor_scalar, scalar_tensor_tensor), `reduce`
+and `rng_ops` (statistics, top-8, random numbers), `movement` (nc_transpose, dma_transpose), `shuffle`
 (nc_stream_shuffle, local_gather) and, for Ascend, `ascend` and `mmad`.  Each checks its
 target rules (APK3xx) where the facts are known, resolves its operands (runtime indices and
 registers are read and bounds-checked), records itself for `apdsl lower` (which also enforces
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .compute import reciprocal
 from .copies import dma_copy, iota, memset, tensor_copy
+from .elementwise import scalar_tensor_tensor, tensor_scalar, tensor_tensor
 from .matmul import nc_matmul
 from .movement import dma_transpose, nc_transpose
 from .reduce import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8
@@ -25,6 +26,8 @@ from .shuffle import local_gather, nc_stream_shuffle
 
 __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
            "register_load", "tensor_copy",
+           # the compute group
+           "scalar_tensor_tensor", "tensor_scalar", "tensor_tensor",
            # the reduce group
            "bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8", "nc_match_replace8",
            "rand2", "rng", "set_rng_seed",

@@ -370,6 +370,20 @@ def _accepted_words(table: str, kinds: tuple[str, ...] | None, arity: int | None
     return words
 
 
-def by_name(name: str) -> Operator:
-    """The operator named `name` (KeyError when there is none)."""
-    return OPERATORS[name]
+def operator(name: str) -> Operator:
+    """The NKI operator or activation function `name` as a value (what `nl.<name>` is in a
+    kernel), for the Python API's instructions.
+
+    >>> apdsl.operator("maximum")
+    nl.maximum
+    >>> apdsl.operator("exp").activation
+    True
+    """
+    op = OPERATORS.get(name) if isinstance(name, str) else None
+    if op is None:
+        from difflib import get_close_matches
+        close = get_close_matches(str(name), OPERATORS, n=3)
+        raise ApdslTypeError(f"no NKI operator is named {name!r}", code="APK350",
+                             help=f"did you mean {', '.join(close)}?" if close else
+                             "see SPEC section 11 for the operators")
+    return op

@@ -8,6 +8,8 @@ the executor casts the result to the destination's dtype with the one cast rule.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -60,3 +62,68 @@ def reciprocal(data: np.ndarray) -> np.ndarray:
 def nonzero(data: np.ndarray) -> np.ndarray:
     """The inputs reciprocal is defined for: the NKI docs call the output for others invalid."""
     return data != 0
+
+
+# -- operators (SPEC 11): `op` is an `apdsl.runtime.operators.Operator`; float32 arrays in, the
+# operator's float32 result out (bit-vector operators: integer arrays of dst's dtype, bits out)
+
+def apply(op: Any, lhs: Any, rhs: Any) -> np.ndarray:
+    """One operator stage: `op(lhs, rhs)`; a unary operator applies to `lhs` alone."""
+    return op.fn(lhs) if op.arity == 1 else op.fn(lhs, rhs)
+
+
+def tensor_tensor(op: Any, data1: np.ndarray, data2: np.ndarray) -> np.ndarray:
+    """tensor_tensor: `op(data1, data2)` element-wise."""
+    return apply(op, data1, data2)
+
+
+def tensor_scalar(data: np.ndarray, op0: Any, operand0: Any, reverse0: bool = False,
+                  op1: Any = None, operand1: Any = None, reverse1: bool = False) -> np.ndarray:
+    """tensor_scalar: `t = op0(data, operand0)` (`op0(operand0, data)` with reverse0), then
+    `op1(t, operand1)` (`op1(operand1, t)` with reverse1) when op1 is given.  An operand is a
+    scalar or a (P, 1) column broadcast along the free axis; a unary operator applies to the
+    running value alone."""
+    t = stage(op0, data, operand0, reverse0)
+    return t if op1 is None else stage(op1, t, operand1, reverse1)
+
+
+def stage(op: Any, value: Any, operand: Any, reverse: bool) -> np.ndarray:
+    """`op(value, operand)`, or `op(operand, value)` when reversed (unary: `op(value)`)."""
+    if op.arity == 1:
+        return op.fn(value)
+    return op.fn(operand, value) if reverse else op.fn(value, operand)
+
+
+def scalar_tensor_tensor(data: np.ndarray, op0: Any, operand0: Any, op1: Any,
+                         operand1: np.ndarray, reverse0: bool = False,
+                         reverse1: bool = False) -> np.ndarray:
+    """scalar_tensor_tensor: `op1(op0(data, operand0), operand1)` with the reverse flags
+    swapping each stage's operands."""
+    return stage(op1, stage(op0, data, operand0, reverse0), operand1, reverse1)
+
+
+# GpSimd's native integer arithmetic (tensor_tensor when every tile is int32/uint32): exact, on
+# int64 values
+INTEGER_OPS: dict[str, Any] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "equal": lambda x, y: (x == y).astype(np.int64),
+    "not_equal": lambda x, y: (x != y).astype(np.int64),
+    "greater_equal": lambda x, y: (x >= y).astype(np.int64),
+    "greater": lambda x, y: (x > y).astype(np.int64),
+    "less_equal": lambda x, y: (x <= y).astype(np.int64),
+    "less": lambda x, y: (x < y).astype(np.int64),
+    "logical_and": lambda x, y: ((x != 0) & (y != 0)).astype(np.int64),
+    "logical_or": lambda x, y: ((x != 0) | (y != 0)).astype(np.int64),
+    "logical_xor": lambda x, y: ((x != 0) ^ (y != 0)).astype(np.int64),
+    "abs_max": lambda x, y: np.where(np.abs(x) > np.abs(y), x, y),
+    "abs_min": lambda x, y: np.where(np.abs(x) < np.abs(y), x, y),
+    # exact powers as Python ints (the executor refuses negative exponents and results past
+    # the destination's range)
+    "power": lambda x, y: np.power(x.astype(object), y.astype(object)),
+}
+
+
+def integer_tensor_tensor(op: Any, data1: np.ndarray, data2: np.ndarray) -> np.ndarray:
+    """tensor_tensor on GpSimd's integer arithmetic: `op(data1, data2)` exactly."""
+    return INTEGER_OPS[op.name](data1.astype(np.int64), data2.astype(np.int64))

@@ -33,7 +33,9 @@ from apdsl.syntax import ast
 DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK404", "APK330", "APK331", "APK332", "APK463",
                         "APK377",  # nc_match_replace8: a value the data do not hold
-                        "APK491"})  # local_gather: an index outside its partition
+                        "APK491",  # local_gather: an index outside its partition
+                        "APK358",  # exact integer result past dst: the values decide
+                        "APK364"})  # a shift amount read from a tile
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"), ("APK380", "in the tiles' values"))
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",

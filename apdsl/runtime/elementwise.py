@@ -249,6 +249,18 @@ def tensor_scalar(dst: Tensor, data: Tensor, op0: Any, operand0: Any, reverse0: 
         check_targets(label, pairs, {"op0": op0, "op1": op1})
         if bitvec:
             check_bitvec_dtypes(label, pairs, op0)
+            width = dict(pairs)["data"].dtype.bits
+            for o, s, rev, role in ((op0, s0, reverse0, "operand0"),
+                                    (op1, s1, reverse1, "operand1")):
+                if o is not None and s is not None:
+                    bits_of(s, dict(pairs)["dst"].dtype.np, label, role)  # APK365, statically
+                if o is not None and o.name in SHIFTS and s is not None and not rev and \
+                        isinstance(s, (int, np.integer)) and not 0 <= s < width:
+                    raise ApdslRuntimeError(
+                        f"{label}: {role} = {s}: {o!r} shifts by 0 to {width - 1} bits",
+                        code="APK364", role=role, help=f"pass a shift of 0 to {width - 1}",
+                        notes=["the NKI docs do not say what a shift past the element "
+                               "width gives, so apdsl does not guess"])
             return
         for role, t in pairs:
             if role.startswith("operand") and t.dtype.name != "float32":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast as pyast
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -302,22 +303,25 @@ def test_print_is_an_ordinary_call() -> None:
 
 # ---- NKI prefixes ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["nl.float32", "nisa.float32", "nki.language.float32",
-                                  "nki.isa.float32", "neuronxcc.nki.language.float32"])
-def test_nki_prefixes_resolve_to_the_bare_name(text: str) -> None:
+@pytest.mark.parametrize("text, space", [
+    ("nl.float32", "nl"), ("nisa.float32", "nisa"), ("nki.language.float32", "nl"),
+    ("nki.isa.float32", "nisa"), ("neuronxcc.nki.language.float32", "nl")])
+def test_nki_prefixes_resolve_to_a_marked_name(text: str, space: str) -> None:
+    # a Name still (the bare name), marked as NKI's so the interpreter looks it up there
     node = expr(text)
-    assert dump(node) == "Name('float32')"
+    assert dump(node) == f"NkiName('float32', {space!r})"
+    assert isinstance(node, A.Name) and node.id == "float32"
     assert node.span == Span("t.apk", 1, 5, 1, 5 + len(text))
 
 
 def test_prefixes_inside_calls_and_chains() -> None:
     node = expr("nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf).reshape([64, 128])")
     assert dump(node) == (
-        "Call(Attribute(Call(Name('ndarray'), (TupleExpr((Const(128), Const(64))),), "
-        "(Keyword('dtype', Name('float32')), Keyword('buffer', Name('sbuf')))), 'reshape'), "
-        "(ListExpr((Const(64), Const(128))),), ())")
+        "Call(Attribute(Call(NkiName('ndarray', 'nl'), (TupleExpr((Const(128), Const(64))),), "
+        "(Keyword('dtype', NkiName('float32', 'nl')), Keyword('buffer', NkiName('sbuf', 'nl'))"
+        ")), 'reshape'), (ListExpr((Const(64), Const(128))),), ())")
     assert dump(expr("nl")) == "Name('nl')"
-    assert dump(expr("nl.tile_size.pmax")) == "Attribute(Name('tile_size'), 'pmax')"
+    assert dump(expr("nl.tile_size.pmax")) == "Attribute(NkiName('tile_size', 'nl'), 'pmax')"
     assert dump(expr("np.float32")) == "Attribute(Name('np'), 'float32')"
 
 
@@ -533,8 +537,11 @@ def test_spec_example_parses() -> None:
 
 
 def test_nki_documentation_style_parses_like_the_bare_names() -> None:
+    # the same tree, each prefixed name marked as NKI's (NkiName, a Name)
     bare = (NKI_EXAMPLE.replace("nl.", "").replace("nisa.", ""))
-    assert dump(parse(NKI_EXAMPLE).body) == dump(parse(bare).body)
+    marked = re.sub(r"NkiName\(('\w+'), '(nl|nisa)'\)", r"Name(\1)",
+                    dump(parse(NKI_EXAMPLE).body))
+    assert marked == dump(parse(bare).body)
     offsets = parse(NKI_EXAMPLE).body[0].body[0].value
     assert text_at(NKI_EXAMPLE, offsets.func.span) == "nl.ndarray"
 

@@ -1,4 +1,4 @@
-"""The NKI Python frontend, `apdsl.nki`, and launch on logical NeuronCores (APK140-APK159)."""
+"""The NKI Python frontend, `apdsl.nki`, and launch on logical NeuronCores (APK140-APK149)."""
 
 from . import entry
 

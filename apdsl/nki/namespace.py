@@ -42,13 +42,20 @@ def _is_nki(name: str, value: Any) -> bool:
     return True
 
 
+_SHORT = {"language": "nl", "isa": "nisa"}
+
+
 def names(space: str) -> list[str]:
-    """The names of `space` ("language" or "isa")."""
+    """The names of `space` ("language" or "isa"): NKI's own (the table's `nl.X` keys) and
+    the NKI names of the shared builtins."""
     from .host import current
     table = current().builtins
     want_isa = space == "isa"
-    return sorted(n for n, v in table.items()
-                  if _is_nki(n, v) and _is_isa(n, v) == want_isa)
+    own = _SHORT[space] + "."
+    found = {n[len(own):] for n in table if n.startswith(own)}
+    found.update(n for n, v in table.items()
+                 if "." not in n and _is_nki(n, v) and _is_isa(n, v) == want_isa)
+    return sorted(found)
 
 
 def lookup(space: str, name: str) -> Any:
@@ -57,6 +64,9 @@ def lookup(space: str, name: str) -> Any:
         raise AttributeError(name)
     from .host import current
     table = current().builtins
+    own = table.get(f"{_SHORT[space]}.{name}")  # NKI's meaning where it differs (nl.load)
+    if own is not None:
+        return own
     if name in table:
         value = table[name]
         if _is_nki(name, value) and _is_isa(name, value) == (space == "isa"):

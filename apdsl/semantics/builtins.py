@@ -1,6 +1,9 @@
 """The names every `.apk` program starts with: the tensor model's constructors and instructions,
-dtypes, buffers, host helpers and a few safe Python builtins.  `nl.`/`nisa.` prefixes are
-resolved by the parser, so NKI documentation code finds the same names."""
+dtypes, buffers, host helpers and a few safe Python builtins.  A prefixed name (`nl.X`,
+`nisa.X`: the parser marks it, `ast.Name.space`) is NKI's: the table files the NKI names whose
+meaning differs from the bare builtin's under their prefixed key (`"nl.load"`, `"nl.max"`,
+the high-level functions of `nl_functions`), and `nki_lookup` finds those first, then the
+bare builtin, so NKI documentation code pastes in unchanged while bare `max` stays Python's."""
 
 from __future__ import annotations
 
@@ -121,6 +124,7 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table.update(_hint_enums())
     for name in TLA:
         table[name] = _tla(name)
+    table.update(_nki_overlay(interp, table))
     table.update(DTYPES)
     for alias, real in ALIASES.items():
         table[alias] = DTYPES[real]
@@ -136,6 +140,46 @@ def make_builtins(interp: Any) -> dict[str, Any]:
 
 
 LAUNCH = ("program_id", "num_programs", "program_ndim")
+SPACES = ("nl", "nisa")
+
+
+def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
+    """NKI's own meaning of the names that clash with `.apk` builtins (or exist only in NKI),
+    keyed `"nl.NAME"`: the high-level `nl` functions and the removed index API."""
+    from . import nl_functions, nl_legacy
+    overlay: dict[str, Any] = {}
+    for name, fn in nl_functions.make(interp, table).items():
+        overlay[f"nl.{name}"] = fn
+    for name, removed in nl_legacy.LEGACY.items():
+        overlay[f"nl.{name}"] = removed
+    return overlay
+
+
+def nki_names() -> tuple[str, ...]:
+    """The prefixed keys `_nki_overlay` files, without building them."""
+    from . import nl_functions, nl_legacy
+    return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY))
+
+
+def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -> Any:
+    """`nl.NAME` / `nisa.NAME` in a builtins table: NKI's own meaning first, else the builtin
+    of that name (SPEC 3: the prefixes are accepted on every builtin, dtype and buffer)."""
+    try:
+        return table[f"{space}.{name}"]
+    except KeyError:
+        pass
+    try:
+        return table[name]
+    except KeyError:
+        pass
+    from difflib import get_close_matches
+
+    from ..errors import ApdslNameError
+    pool = sorted({k.split(".", 1)[-1] for k in table if "." not in k or k.startswith(space)})
+    close = get_close_matches(name, pool, n=3)
+    raise ApdslNameError(f"unknown name '{space}.{name}'", code="APK101", span=span,
+                         help=f"did you mean {' or '.join(f'{space}.{c}' for c in close)}?"
+                         if close else None, name=f"{space}.{name}")
 
 
 def _launch(interp: Any) -> dict[str, Callable[..., int]]:
@@ -306,8 +350,5 @@ def builtin_names() -> frozenset[str]:
              "sorted", "round", "sum", "reversed", "prod", "set_target", "zeros_like",
              "True", "False", "None"}
     names.update(("tile_size", "ds"))
-    names.update(INSTRUCTIONS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS)
-
-
-    names.update(INSTRUCTIONS, EVENTS, TLA, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)
+    names.update(INSTRUCTIONS, EVENTS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)
     return frozenset(names)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
-from .builtins import builtin_names
+from .builtins import builtin_names, nki_names
 
 # Names a declaration initialiser may use without being defined (`= zeros`, `= random(3)`).
 INIT_NAMES = frozenset({"zeros", "ones", "arange", "random", "load"})
@@ -19,7 +19,8 @@ INIT_NAMES = frozenset({"zeros", "ones", "arange", "random", "load"})
 class Checker:
     def __init__(self, builtins: dict[str, Any] | None = None) -> None:
         self.builtins = builtins
-        self.names = set(builtin_names()) if builtins is None else set(builtins)
+        self.names = (set(builtin_names()) | set(nki_names()) if builtins is None
+                      else set(builtins))
         self.errors: list[ApdslError] = []
         self.functions: dict[str, Any] = {}
         self._signatures: dict[str, inspect.Signature | None] = {}
@@ -114,6 +115,12 @@ class Checker:
         if node is None:
             return
         if isinstance(node, ast.Name):
+            if isinstance(node, ast.NkiName):  # `nl.X`: an NKI name, never the program's own
+                if f"{node.space}.{node.id}" not in self.names and node.id not in self.names:
+                    self.errors.append(ApdslNameError(
+                        f"unknown name '{node.space}.{node.id}'", code="APK101",
+                        span=node.span, name=f"{node.space}.{node.id}"))
+                return
             if not self._known(node.id, scopes):
                 pool = sorted(self.names.union(*scopes))
                 close = get_close_matches(node.id, pool, n=3)
@@ -143,6 +150,13 @@ class Checker:
 
     def _call(self, node: Any, scopes: list[set[str]]) -> None:
         f = node.func
+        if isinstance(f, ast.NkiName):  # `nl.X(...)`: NKI's X (builtins.nki_lookup)
+            key = f"{f.space}.{f.id}"
+            if self.builtins is not None and key in self.builtins:
+                self._builtin_call(node, key, key)
+            elif self.builtins is not None and f.id in self.builtins:
+                self._builtin_call(node, f.id, key)
+            return
         if not isinstance(f, ast.Name) or any(f.id in s for s in scopes[1:]):
             return
         name = f.id
@@ -154,12 +168,16 @@ class Checker:
             return
         if self.builtins is None or name not in self.builtins or name in scopes[0]:
             return
-        if name not in self._signatures:
+        self._builtin_call(node, name, name)
+
+    def _builtin_call(self, node: Any, key: str, name: str) -> None:
+        """Check a call of builtin `self.builtins[key]` against its signature."""
+        if key not in self._signatures:
             try:
-                self._signatures[name] = inspect.signature(self.builtins[name])
+                self._signatures[key] = inspect.signature(self.builtins[key])
             except (TypeError, ValueError):
-                self._signatures[name] = None
-        sig = self._signatures[name]
+                self._signatures[key] = None
+        sig = self._signatures[key]
         if sig is None:
             return
         ps = list(sig.parameters.values())

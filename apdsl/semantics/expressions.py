@@ -64,6 +64,12 @@ class ExpressionCompiler:
                 raise interp.unknown_name(name, frame, span) from None
         return load
 
+    def _expr_NkiName(self, node: Any) -> Closure:
+        # `nl.X`: NKI's X, never a program's own name (builtins.nki_lookup)
+        from .builtins import nki_lookup
+        builtins, space, name, span = self.builtins, node.space, node.id, node.span
+        return lambda frame: nki_lookup(builtins, space, name, span)
+
     def unknown_name(self, name: str, frame: Frame | None, span: Span | None) -> ApdslError:
         from difflib import get_close_matches
         pool = set(self.builtins)

@@ -36,8 +36,12 @@ Statements (`Stmt`)
         `name_spans[i]` is the span of `names[i]`.
 
 Expressions (`Expr`)
-    `Name(id, span)`  `nl.X`, `nisa.X`, `nki.language.X` and `nki.isa.X` become `Name("X")` with the
-        span of the whole dotted expression, so NKI documentation code pastes in unchanged.
+    `Name(id, span)`
+    `NkiName(id, span, space)`  a `Name` too: `nl.X`, `nisa.X`, `nki.language.X` and
+        `nki.isa.X` become `NkiName("X", span, "nl")` (`"nisa"` for the ISA) with the span of
+        the whole dotted expression, so NKI documentation code pastes in unchanged; `space`
+        tells the interpreter to look the name up among NKI's names (`nl.max` is NKI's
+        reduction, bare `max` Python's).  The one node whose last field is not `span`.
     `Const(value, span)`  int, float, bool or None.  `-1` is `UnaryOp("-", Const(1))`.
     `Str(value, raw, raw_span, span)`  `raw` is the source text with its quotes and `raw_span`
         its span (`span` differs only by enclosing parentheses); `char_span(i, j)` is the source
@@ -104,6 +108,13 @@ def replace(node: Node, **changes: Any) -> Node:
 class Name(Expr):
     id: str
     span: Span
+
+
+@_node
+class NkiName(Name):
+    id: str
+    span: Span
+    space: str  # "nl" or "nisa"
 
 
 @_node

@@ -17,8 +17,10 @@ from . import ast as A
 from .limits import int_literal
 from .strings import BadEscape, decode, position
 
-# Dotted prefixes that name NKI's own modules; `nl.X` means the apk builtin `X`.
+# Dotted prefixes that name NKI's own modules: `nl.X` is NKI's `X` (its own meaning where
+# NKI's and the .apk builtin's differ, `nl.max`; otherwise the builtin `X`).
 _PREFIXES = frozenset({"nl", "nisa"})
+_SPACES = {"language": "nl", "isa": "nisa"}
 _NKI_MODULES = frozenset({"language", "isa"})
 _CONSTS = {"True": True, "False": False, "None": None}
 _TARGETS = (A.Name, A.Subscript, A.Attribute)
@@ -36,7 +38,7 @@ def _describe(node: A.Node) -> str:
         A.UnaryOp: "an operator expression", A.BoolOp: "a boolean expression",
         A.Compare: "a comparison", A.IfExp: "a conditional expression",
         A.DictExpr: "a dict literal", A.TupleExpr: "an empty tuple",
-        A.ListExpr: "an empty list",
+        A.ListExpr: "an empty list", A.NkiName: "an NKI name",
     }.get(type(node), "this expression")
 
 
@@ -139,9 +141,9 @@ class Builder(Transformer):
         kind = type(value)
         if kind is A.Name:
             if value.id in _PREFIXES:
-                return A.Name(tok.value, span)
+                return A.NkiName(tok.value, span, value.id)
         elif kind is A.Attribute and value.attr in _NKI_MODULES and _is_nki(value.value):
-            return A.Name(tok.value, span)
+            return A.NkiName(tok.value, span, _SPACES[value.attr])
         return A.Attribute(value, tok.value, self._tok(tok), span)
 
     def call(self, c: list) -> A.Call:
@@ -466,7 +468,7 @@ def _dotted(node: A.Expr) -> str | None:
     while type(node) is A.Attribute:
         parts.append(node.attr)
         node = node.value
-    if type(node) is not A.Name:
+    if type(node) is not A.Name and not (type(node) is A.NkiName and not parts):
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))

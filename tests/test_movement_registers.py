@@ -75,3 +75,15 @@ kernel k() -> i32[1, 1] @ hbm:
 """)
     assert apdsl.run(str(path)).tolist() == [[40]]
     assert Program.from_path(str(path)).check() == []  # check mode: n and m are unknown
+
+
+def test_profile_schedules_register_moves(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "p.apk"
+    path.write_text("r = register_alloc(1)\nregister_move(r, 2)\nt: i32[1, 1] @ sbuf\n"
+                    "register_store(t, r)\n")
+    r = subprocess.run([sys.executable, "-m", "apdsl", "profile", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "register_move" in r.stdout and "[Sync]" in r.stdout

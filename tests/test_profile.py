@@ -302,3 +302,19 @@ def test_text_timeline_rows_are_the_busy_tracks():
     assert all(len(r.split("|")[1]) == 40 and "#" in r for r in rows[1:])
     assert "estimated timeline" in p.text()
     assert "estimated timeline" not in profile(_pipeline(True, 60)).text()  # > 200 slots
+
+
+def test_hardware_dge_has_its_own_fixed_cost():
+    def k(mode: str) -> str:
+        return f"""
+kernel k(A: f32[128, 512] @ hbm) -> f32[128, 512] @ sbuf:
+    t = ndarray((128, 512), f32, sbuf)
+    dma_copy(t, A, dge_mode=nisa.dge_mode.{mode})
+    return t
+"""
+    table = costs.table("trn2")
+    hw, sw = profile(k("hwdge")).slots[0], profile(k("swdge")).slots[0]
+    assert hw.cost.fixed_ns == table["dma_fixed_hwdge"].value == 600
+    assert sw.cost.fixed_ns == table["dma_fixed"].value
+    assert sw.cost.ns - hw.cost.ns == sw.cost.fixed_ns - hw.cost.fixed_ns  # only the fixed part
+    assert "DGE" in table["dma_fixed_hwdge"].source and "dma_fixed_hwdge" not in costs.table("trn1")

@@ -38,7 +38,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
         tracks = list(ASCEND_PIPES)
         notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
                  "events and barriers"]
-        if any(rec.order is None for rec in records):
+        if any(rec.order is None and rec.event is None for rec in records):
             notes.append("instructions the synchronisation checker did not see (--sync off, "
                          "top-level statements) run one after another")
     else:

@@ -23,10 +23,18 @@ def command(args: argparse.Namespace) -> int:
             write_text(args.trace, json.dumps(events(p)))
         except ApdslError as e:
             raise fail([e], {}, args.trace) from None
+    if args.svg:
+        from .svg import render
+        try:
+            write_text(args.svg, render(p))
+        except ApdslError as e:
+            raise fail([e], {}, args.svg) from None
     if args.json:
         print(json.dumps(p.to_json()))
     else:
         print(p.text())
         if args.trace:
             print(f"wrote {args.trace} (open it in https://ui.perfetto.dev or chrome://tracing)")
+        if args.svg:
+            print(f"wrote {args.svg}")
     return 0

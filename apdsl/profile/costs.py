@@ -83,6 +83,10 @@ def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
                                         "8 SBUF partitions, 128/16)"),
         "dma_engine_bandwidth": _f(dma_gbps, "GB/s", "DMAINTRO; DMABW per-engine peak table"),
         "dma_fixed": _f(1300, "ns", fixed_src),
+        **({"dma_fixed_hwdge": _f(600, "ns", "ARCH2; DGE (a hardware-DGE DMA instruction "
+                                  "costs ~600 ns; dge_mode=hwdge, NeuronCore-v3 and later)"
+                                  + ("" if name == "trn2" else "; assumption: as trn2"))}
+           if later else {}),
         "dma_min_run": _f(512, "bytes", _RUN_NKI),
         "dma_queues": _f(4, "queues", "assumption: 4 DMA queues in flight (DMAINTRO: 16 queue ids "
                          "per engine, round-robin; how many a kernel uses is the compiler's)"),

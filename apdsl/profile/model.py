@@ -112,16 +112,21 @@ class Model:
             return "Sync"
         return "Vector"
 
-    def cost(self, op: str, piece: dict[str, AccessPattern], hint: str | None = None) -> Cost:
+    def cost(self, op: str, piece: dict[str, AccessPattern], hint: str | None = None,
+             dge_mode: str | None = None) -> Cost:
+        """`hint`: the record's engine or pipe; `dge_mode`: the DMA's dge_mode= hint, if any
+        (hardware DGE has its own fixed cost)."""
         engine = self.engine_of(op, piece, hint)
         if self.family == "ascend":
             return self._ascend(op, piece, engine)
         if engine == "DMA":
-            return self._nki_dma(piece)
+            fixed = "dma_fixed_hwdge" if dge_mode == "hwdge" and "dma_fixed_hwdge" in self.f \
+                else "dma_fixed"
+            return self._nki_dma(piece, self.v(fixed))
         return self._nki_compute(op, piece, engine)
 
     # -- NKI --------------------------------------------------------------------------------
-    def _nki_dma(self, piece: dict[str, AccessPattern]) -> Cost:
+    def _nki_dma(self, piece: dict[str, AccessPattern], fixed: float) -> Cost:
         aps = [ap for role, ap in piece.items() if role in ("dst", "src")] or list(piece.values())
         n = max(elements(ap) for ap in aps)
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
@@ -133,7 +138,6 @@ class Model:
         engines = min(total, ceil(max(sbuf) / per)) if sbuf else total
         engines = max(1, min(engines, desc))
         per_run = max(run, self.v("dma_min_run")) / self.v("dma_engine_bandwidth")  # B / GB/s = ns
-        fixed = self.v("dma_fixed")
         return Cost("DMA", fixed + ceil(desc / engines) * per_run, nbytes, desc, run, engines,
                     fixed)
 

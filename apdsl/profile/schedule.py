@@ -173,10 +173,11 @@ class Scheduler:
         # the trace shares lowered operands between the executions of a loop's instruction:
         # costs and footprints are computed once per distinct operand (the objects are kept
         # alive by the trace, so their ids are stable)
-        ckey = (rec.op, rec.engine, *map(id, piece.values()))
+        dge = (rec.hints or {}).get("dge_mode") if getattr(rec, "hints", None) else None
+        ckey = (rec.op, rec.engine, dge, *map(id, piece.values()))
         cost = self._costs.get(ckey)
         if cost is None:
-            cost = self._costs[ckey] = self.model.cost(rec.op, piece, rec.engine)
+            cost = self._costs[ckey] = self.model.cost(rec.op, piece, rec.engine, dge)
         index = len(self.slots)
         ready, pred = 0.0, -1
         touched = []

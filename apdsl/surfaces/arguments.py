@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--json", action="store_true", help="the profile as one JSON object")
     pf.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file "
                     "(Perfetto, chrome://tracing) of the estimated timeline (atomically)")
+    pf.add_argument("--svg", metavar="OUT.svg", help="write the estimated timeline as an SVG "
+                    "picture (atomically)")
     program_options(pf)
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")

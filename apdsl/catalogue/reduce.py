@@ -39,6 +39,62 @@ a: f32[128, 1024] @ sbuf = 1.0
 s: f32[128, 6] @ sbuf
 bn_stats(s, a)
 """),
+    entry("APK373", "tensor_reduce: axis is not the trailing free dimensions", """
+`tensor_reduce` reduces free dimensions only, and only the last contiguous ones, ending at the
+final dimension: for a `(P, D1, D2, D3)` tile `axis` is `(3,)`, `(2, 3)` or `(1, 2, 3)` (an int
+or a list of ints; negative ones count from the end, as in NumPy). Axis 0, the partitions, is
+never reduced: use `tensor_partition_reduce`, or transpose first.
+""", """
+a: f32[8, 4, 16] @ sbuf = 1.0
+m: f32[8, 16] @ sbuf
+tensor_reduce(m, maximum, a, axis=(1,))
+"""),
+    entry("APK375", "bit-vector operator rules", """
+The bit-vector operators (`nl.bitwise_and`, `nl.bitwise_or`, `nl.bitwise_xor`, ...) treat
+elements as bit patterns, without any conversion, so `tensor_reduce` and
+`tensor_partition_reduce` with them need integer data and destination, of one width (the docs
+give no conversion between bit patterns of other widths: a signed and an unsigned dtype of the
+same width share the bits), and `negate` applies to arithmetic operators only.
+""", """
+a: f32[8, 16] @ sbuf = 1.0
+m: i32[8, 1] @ sbuf
+tensor_reduce(m, bitwise_or, a, axis=1)
+"""),
+    entry("APK376", "activation: reduce_cmd and reduce_op", """
+`activation`'s `reduce_cmd` is a `nisa.reduce_cmd` member (or its name): `idle` leaves the
+Scalar Engine's `reduce_regs` alone, `reset` zeroes them, `reduce` adds the free-axis sum of
+the activated data, `reset_reduce` does both. `load_reduce` exists in the enum but the
+`activation` docs do not describe it, so apdsl refuses it. Accumulating (`reduce`,
+`reset_reduce`, and `activation_reduce`) needs `reduce_op=nl.add`, the one reduction the docs
+allow.
+""", """
+a: f32[4, 8] @ sbuf = 1.0
+o: f32[4, 8] @ sbuf
+activation(o, exp, a, reduce_cmd="reduce")
+"""),
+    entry("APK378", "activation: a number as bias on trn1", """
+On NeuronCore-v2 (trn1) `activation`'s `bias` is a `[partitions, 1]` vector; a compile-time
+number is allowed from NeuronCore-v3 (trn2) on. Memset a `[partitions, 1]` tile to the value
+and pass it instead. (`scale` may be a number on every target; as a tile it is float32.)
+""", """
+set_target("trn1")
+a: f32[4, 8] @ sbuf = 1.0
+o: f32[4, 8] @ sbuf
+activation(o, exp, a, bias=0.5)
+"""),
+    entry("APK382", "reduce_regs used before a reset", """
+The Scalar Engine's `reduce_regs` (one register per lane, kept across `activation`
+instructions on the device) hold whatever ran before until an `activation` with
+`reduce_cmd=reset` or `reset_reduce` sets them. Accumulating into (`reduce_cmd=reduce`) or
+reading out (`reduce_res=`) a lane no reset set is almost always a missing reset, so apdsl
+stops, as it does for unwritten memory (APK404); with `--no-init-check` unset lanes read as 0.
+Each program run starts on a fresh device. `apdsl check` does not track the registers.
+""", """
+a: f32[4, 8] @ sbuf = 1.0
+o: f32[4, 8] @ sbuf
+r: f32[4, 1] @ sbuf
+activation(o, exp, a, reduce_op=add, reduce_cmd="reduce", reduce_res=r)
+"""),
     entry("APK377", "nc_match_replace8: a value that matches nothing, with dst_idx", """
 `nc_match_replace8` replaces the first occurrence of each of its 8 `vals` (equal vals take
 distinct occurrences). The docs do not say what `dst_idx` holds for a value that matches no

@@ -14,12 +14,21 @@ instruction and its `name=` label.
 
 from __future__ import annotations
 
+from .activation import activation, activation_reduce
 from .compute import reciprocal
 from .copies import dma_copy, iota, memset, tensor_copy
 from .elementwise import scalar_tensor_tensor, tensor_scalar, tensor_tensor
 from .matmul import nc_matmul
 from .movement import dma_transpose, nc_transpose
-from .reduce import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8
+from .reduce import (
+    bn_aggr,
+    bn_stats,
+    max8,
+    nc_find_index8,
+    nc_match_replace8,
+    tensor_partition_reduce,
+    tensor_reduce,
+)
 from .register_ops import register_alloc, register_load, register_move, register_store
 from .rng_ops import dropout, rand2, rng, set_rng_seed
 from .shuffle import local_gather, nc_stream_shuffle
@@ -29,8 +38,9 @@ __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_al
            # the compute group
            "scalar_tensor_tensor", "tensor_scalar", "tensor_tensor",
            # the reduce group
-           "bn_aggr", "bn_stats", "dropout", "max8", "nc_find_index8", "nc_match_replace8",
-           "rand2", "rng", "set_rng_seed",
+           "activation", "activation_reduce", "bn_aggr", "bn_stats", "dropout", "max8",
+           "nc_find_index8", "nc_match_replace8", "rand2", "rng", "set_rng_seed",
+           "tensor_partition_reduce", "tensor_reduce",
            # the movement group
            "dma_transpose", "local_gather", "nc_stream_shuffle", "nc_transpose",
            "register_move", "register_store"]

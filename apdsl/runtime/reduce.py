@@ -1,5 +1,6 @@
-"""The reduction and statistics instructions of SPEC section 11 (NKI isa): `bn_stats`,
-`bn_aggr`, `max8`, `nc_find_index8`, `nc_match_replace8`.
+"""The reduction and statistics instructions of SPEC section 11 (NKI isa): `tensor_reduce`,
+`tensor_partition_reduce`, `bn_stats`, `bn_aggr`, `max8`, `nc_find_index8`,
+`nc_match_replace8`.
 
 Each checks its operands through `reduce_run.begin` (buffers, dtypes, trn1 start partitions,
 resolution), then its own shape rules from the docstrings, records itself for `apdsl lower`,
@@ -14,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TargetError
+from ..tensor import targets
 from ..tensor.view import Tensor
 from . import reduce_run as rr
 from . import semantics_reduce as sem
+from .operands import arg_error
+from .operators import operator_arg
 from .reduce_run import same_partitions
 
 BN_STATS_FMAX = 512  # nl.tile_size.bn_stats_fmax (every target)
@@ -190,3 +195,132 @@ def nc_match_replace8(dst: Tensor, data: Tensor, vals: Tensor, imm: Any,
                 "dst_idx out", partition=p, slot=i)
         outputs["dst_idx"] = idx
     call.write(outputs)
+
+
+# -- tensor_reduce, tensor_partition_reduce ---------------------------------------------------
+
+def _axes(axis: Any, ndim: int, label: str) -> tuple[int, ...]:
+    """`axis` (an int or a list/tuple of ints; negative ones count from the end, as in NumPy)
+    checked against the docs: free axes only, the trailing contiguous ones (APK373)."""
+    items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if not items or any(isinstance(a, bool) or not isinstance(a, (int, np.integer))
+                        for a in items):
+        raise TargetError(f"{label}: axis must be an int or a list of ints, got {axis!r}",
+                          code="APK373", help=f"for example axis=({ndim - 1},)")
+    norm = sorted(int(a) + ndim if int(a) < 0 else int(a) for a in items)
+    want = list(range(ndim - len(norm), ndim))
+    if any(a < 0 or a >= ndim for a in norm) or len(set(norm)) != len(norm) or 0 in norm \
+            or norm != want:
+        trailing = ", ".join(f"({', '.join(str(k) for k in range(i, ndim))})"
+                             for i in range(ndim - 1, 0, -1))
+        raise TargetError(f"{label}: axis {axis!r} of a {ndim}-D tile is not its trailing free "
+                          "dimensions; tensor_reduce reduces the last contiguous free "
+                          "dimension(s), ending at the last, and never axis 0 (partitions)",
+                          code="APK373", help=f"pass one of {trailing}; to reduce across "
+                          "partitions use tensor_partition_reduce, or transpose first",
+                          axis=tuple(norm), ndim=ndim)
+    return tuple(norm)
+
+
+def _bitvec_rules(call: rr.Call, fn: Any, negate: bool, dst: Tensor, data: Tensor) -> None:
+    if not fn.bitvec:
+        return
+    for role, t in (("data", data), ("dst", dst)):
+        if t.dtype.kind not in "iu":
+            raise TargetError(f"{call.label}: {fn!r} is a bit-vector operator and {role} "
+                              f"{t.name} is {t.dtype.name}; bit-vector operators work on "
+                              "integer dtypes", code="APK375", help="use integer tiles, or an "
+                              "arithmetic operator", role=role)
+    if negate:
+        raise TargetError(f"{call.label}: negate applies to arithmetic operators only, not "
+                          f"the bit-vector {fn!r}", code="APK375", help="drop negate=True")
+    if dst.dtype.bits != data.dtype.bits:
+        raise TargetError(f"{call.label}: {fn!r} reduces bit patterns without converting them; "
+                          f"data is {data.dtype.name}, dst {dst.dtype.name}, of other widths, "
+                          "and the docs give no conversion", code="APK375",
+                          help=f"give dst the width of data ({data.dtype.bits}-bit)")
+
+
+def tensor_reduce(dst: Tensor, op: Any, data: Tensor, axis: Any, negate: bool = False,
+                  keepdims: bool = False, name: str | None = None) -> None:
+    """Reduce the trailing free dimensions `axis` of `data` with `op` on the Vector Engine.
+    Arithmetic operators (`nl.add`, `nl.multiply`, `nl.maximum`, `nl.minimum`, the logical
+    ones) compute in float32 and cast to dst, times -1 with `negate=True`; bit-vector ones
+    (`nl.bitwise_and/or/xor`) reduce integer bits as they are.  `dst` has the elements a
+    partition the kept dimensions make (in any free shape: `keepdims` changes no value).
+    `nl.subtract`, a legal reduction op of the docs' table, is refused: the docs do not say in
+    which order it folds.
+
+    >>> from apdsl.runtime.operators import OPERATORS as nl
+    >>> x = apdsl.from_numpy(np.arange(12, dtype=np.float32).reshape(2, 2, 3), "sbuf")
+    >>> s = apdsl.ndarray((2, 2), "float32", "sbuf")
+    >>> apdsl.tensor_reduce(s, nl["add"], x, axis=(2,), negate=True)
+    >>> s.numpy().tolist()
+    [[-3.0, -12.0], [-21.0, -30.0]]
+    """
+    label = rr.instruction_label("tensor_reduce", name)
+    target = targets.target_for(data.buffer).name if isinstance(data, Tensor) and \
+        targets.family(data.buffer) == "nki" else None
+    fn = operator_arg(op, label, "op", names=sem.REDUCTIONS, target=target,
+                      accepted="the legal reduction operators " + ", ".join(
+                          f"nl.{n}" for n in sem.REDUCTIONS) + " (nl.subtract is refused: "
+                      "the docs do not say how its reduction folds)")
+    if not isinstance(negate, (bool, np.bool_)) or not isinstance(keepdims, (bool, np.bool_)):
+        raise arg_error(label, f"negate and keepdims are True or False, got {negate!r}, "
+                           f"{keepdims!r}")
+    call = rr.begin("tensor_reduce", name, {"dst": dst, "data": data})
+    same_partitions(call, "dst", "data")
+    _bitvec_rules(call, fn, bool(negate), dst, data)
+    shape = call.shapes["data"]
+    axes = _axes(axis, len(shape) if shape is not None else len(data.shape), call.label)
+    if shape is not None:
+        kept = int(np.prod([n for k, n in enumerate(shape[1:], 1) if k not in axes]))
+        rr.elements(call, "dst", kept, f"leaves {kept} element{'s' * (kept != 1)} a "
+                    f"partition after reducing axis {axes} of {shape}")
+    call.record()
+    if call.accs is None:
+        return
+    x = call.read("data") if fn.bitvec else call.read_f32("data")
+    r = sem.reduce_free(x, fn.name, axes, bool(negate))
+    if fn.bitvec and dst.dtype != data.dtype:
+        r = np.ascontiguousarray(r).view(dst.dtype.np)  # the same bits, as dst's dtype
+    call.write({"dst": r})
+
+
+PARTITION_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and")
+
+
+def tensor_partition_reduce(dst: Tensor, op: Any, data: Tensor, name: str | None = None) -> None:
+    """Reduce `data` across its partitions with `op` (`nl.add`, `nl.average`, `nl.maximum`,
+    `nl.bitwise_or`, `nl.bitwise_and`) on the GpSimd Engine (SBUF only): `dst` has 1 partition
+    of data's elements a partition.  Arithmetic in float32, cast to dst; the bit-vector
+    operators on integer bits.
+
+    >>> from apdsl.runtime.operators import OPERATORS as nl
+    >>> x = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(4, 2), "sbuf")
+    >>> s = apdsl.ndarray((1, 2), "float32", "sbuf")
+    >>> apdsl.tensor_partition_reduce(s, nl["average"], x)
+    >>> s.numpy().tolist()
+    [[3.0, 4.0]]
+    """
+    label = rr.instruction_label("tensor_partition_reduce", name)
+    fn = operator_arg(op, label, "op", names=PARTITION_OPS)
+    call = rr.begin("tensor_partition_reduce", name, {"dst": dst, "data": data})
+    _bitvec_rules(call, fn, False, dst, data)
+    pd = call.parts("dst")
+    if pd is not None and pd != 1:
+        raise rr.shape_error(call, f"dst {dst.name} has {pd} partitions; "
+                             "tensor_partition_reduce writes one", "APK371",
+                             "give dst 1 partition, e.g. dst[0:1]", partitions=pd)
+    nd, nx = call.free("dst"), call.free("data")
+    if nd is not None and nx is not None and nd != nx:
+        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}", "APK371",
+                             "give dst data's elements a partition", elements=nd, expected=nx)
+    call.record()
+    if call.accs is None:
+        return
+    x = call.read("data") if fn.bitvec else call.read_f32("data")
+    r = sem.reduce_partitions(x.reshape(x.shape[0], -1), fn.name)
+    if fn.bitvec and dst.dtype != data.dtype:
+        r = np.ascontiguousarray(r).view(dst.dtype.np)
+    call.write({"dst": r})

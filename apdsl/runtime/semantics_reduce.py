@@ -107,3 +107,45 @@ def dropout(data: np.ndarray, prob: np.ndarray | float, uniform: np.ndarray) -> 
     array; `data` keeps its own dtype (dst's dtype is data's)."""
     keep = uniform >= np.asarray(prob, F32)
     return np.where(keep, data, np.zeros((), data.dtype))
+
+
+def _logical(x: np.ndarray, name: str, axis: tuple[int, ...]) -> np.ndarray:
+    truth = x != 0
+    if name == "logical_and":
+        r = truth.all(axis=axis)
+    elif name == "logical_or":
+        r = truth.any(axis=axis)
+    else:
+        r = truth.sum(axis=axis) % 2 == 1
+    return r.astype(F32)
+
+
+_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+           "minimum": np.minimum, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+           "bitwise_xor": np.bitwise_xor}
+# the reductions apdsl computes (the legal reduction ops of the math-operator table but
+# subtract, whose folding order the docs do not give)
+REDUCTIONS = tuple(_UFUNCS) + ("logical_and", "logical_or", "logical_xor")
+
+
+def reduce_free(x: np.ndarray, name: str, axis: tuple[int, ...], negate: bool) -> np.ndarray:
+    """tensor_reduce: `x` (the data in its own shape: float32 for arithmetic operators, the
+    integers as they are for bit-vector ones) reduced by operator `name` over `axis`, times -1
+    when `negate`.  Logical operators reduce truth values (nonzero) to 1.0 / 0.0."""
+    if name.startswith("logical_"):
+        r = _logical(x, name, axis)
+    else:
+        with np.errstate(all="ignore"):
+            r = _UFUNCS[name].reduce(x, axis=axis)
+    if negate:
+        r = -np.asarray(r, F32)
+    return np.asarray(r)
+
+
+def reduce_partitions(x: np.ndarray, name: str) -> np.ndarray:
+    """tensor_partition_reduce: `x` reduced over its partitions (axis 0), keeping a partition
+    axis of 1 (the docs' test: `np.sum(a, axis=0, keepdims=True)`); `average` is the mean."""
+    with np.errstate(all="ignore"):
+        if name == "average":
+            return x.mean(axis=0, dtype=F32, keepdims=True)
+        return _UFUNCS[name].reduce(x, axis=0, keepdims=True)

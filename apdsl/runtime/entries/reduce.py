@@ -23,6 +23,28 @@ def _on_chip(role: str, writes: bool = False, dtypes: tuple[str, ...] | None = A
 
 ENTRIES: tuple[Instruction, ...] = (
     Instruction(
+        "activation", "activation",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
+         _on_chip("bias"), _on_chip("reduce_res", True)),
+        {"nki": ("scalar",)}, None, writes_dst=True,
+        summary="dst = op(data * scale + bias); reduce_regs (+)= its free-axis sum"),
+    Instruction(
+        "activation_reduce", "activation",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
+         _on_chip("bias"), _on_chip("reduce_res", True)),
+        {"nki": ("scalar",)}, None, writes_dst=True,
+        summary="activation with reduce_cmd=reset_reduce: reduce_res = free-axis sum"),
+    Instruction(
+        "tensor_reduce", "reduce", (_on_chip("dst", True), _on_chip("data")),
+        {"nki": ("vector",)}, sem.reduce_free, writes_dst=True,
+        summary="reduce the trailing free axes with op (float32; bit-vector ops on bits)"),
+    Instruction(
+        "tensor_partition_reduce", "reduce",
+        (Operand("dst", True, {"nki": ("sbuf",)}, ANY), Operand("data", False, {"nki": ("sbuf",)},
+                                                               ANY)),
+        {"nki": ("gpsimd",)}, sem.reduce_partitions, writes_dst=True,
+        summary="reduce across partitions into one (GpSimd)"),
+    Instruction(
         "bn_stats", "reduce", (_on_chip("dst", True), _on_chip("data")), {"nki": ("vector",)},
         sem.bn_stats, limits={"data_elements": 512}, writes_dst=True,
         summary="[count, mean, var*count] of the even, then the odd elements a partition"),

@@ -178,7 +178,7 @@ def test_a_program_run_starts_with_fresh_registers():
 a: f32[2, 2] @ sbuf = 1.0
 o: f32[2, 2] @ sbuf
 r: f32[2, 1] @ sbuf
-nisa.activation(o, nl.copy, a, reduce_res=r)
+nisa.activation(o, nl.exp, a, reduce_res=r)
 """
     activation(ndarray((2, 2), "float32", "sbuf"), nl["copy"], sb(np.ones((2, 2))),
                reduce_op=nl["add"], reduce_cmd="reset_reduce")  # the caller's device

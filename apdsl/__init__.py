@@ -32,6 +32,8 @@ _LAZY = {
                      "register_move", "register_store"), "apdsl.runtime.instructions"),
     "tensor_tensor": "apdsl.runtime.instructions", "tensor_scalar": "apdsl.runtime.instructions",
     "scalar_tensor_tensor": "apdsl.runtime.instructions",
+    **dict.fromkeys(("tensor_copy_predicated", "affine_select", "range_select", "select_reduce",
+                     "tensor_tensor_scan"), "apdsl.runtime.instructions"),
     "operator": "apdsl.runtime.operators",
     "options": "apdsl.runtime.options",
     # Ascend synchronisation (SPEC section 13)

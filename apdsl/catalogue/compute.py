@@ -156,4 +156,79 @@ a: i32[4, 8] @ sbuf = 1
 c: i32[4, 8] @ sbuf
 nisa.tensor_scalar(c, a, nl.bitwise_and, 1.5)
 """),
+    entry("APK360", "predicated copy between different dtypes", """
+`tensor_copy_predicated` copies elements between tiles of one dtype (NKI isa docstring: "src
+and dst must share the same data type"); it does not convert. Convert `src` with
+`tensor_copy` into a tile of dst's dtype first.
+""", """
+s: bf16[4, 8] @ sbuf = 1.0
+m: u8[4, 8] @ sbuf = 1
+d: f32[4, 8] @ sbuf = 0.0
+nisa.tensor_copy_predicated(dst=d, src=s, predicate=m)
+"""),
+    entry("APK366", "affine_select pattern does not fit", """
+`affine_select`'s `pattern` is a list of at most 4 `[step, count]` entries (as `iota`'s), and
+its counts multiply to the elements per partition of `dst` and `on_true_tile`.
+""", """
+x: f32[4, 8] @ sbuf = 1.0
+d: f32[4, 8] @ sbuf
+nisa.affine_select(d, [[-1, 4]], 1, x, -9984.0)
+"""),
+    entry("APK367", "instruction not on this target", """
+`range_select` exists on NeuronCore-v3 and newer only (trn2, trn3; NKI isa docstring:
+"Available only on NeuronCore-v3 and newer"). On trn1, build the mask with `affine_select` or
+`iota` and comparisons instead.
+""", """
+set_target("trn1")
+x: f32[2, 4] @ sbuf = 1.0
+b: f32[2, 1] @ sbuf = 1.0
+d: f32[2, 4] @ sbuf
+nisa.range_select(d, x, nl.less, nl.less, b, b)
+"""),
+    entry("APK368", "range_select fill value other than FP32_MIN", """
+`range_select` fills the elements outside the range with `on_false_value`, which hardware
+fixes to FP32_MIN (-3.4028235e+38; NKI isa docstring). Leave it unset. In a float16/bfloat16
+dst the fill becomes -inf (the downcast), so keep `reduce_res` float32 when the result feeds an
+exponential.
+""", """
+x: f32[2, 4] @ sbuf = 1.0
+b: f32[2, 1] @ sbuf = 1.0
+d: f32[2, 4] @ sbuf
+nisa.range_select(d, x, nl.less, nl.less, b, b, on_false_value=0.0)
+"""),
+    entry("APK369", "range_select index beyond 2**24", """
+`range_select` compares `range_start` plus the free index with the bounds in float32, which
+holds every integer only up to 2**24; the docs say to keep the index within that range.
+""", """
+x: f32[2, 4] @ sbuf = 1.0
+b: f32[2, 1] @ sbuf = 1.0
+d: f32[2, 4] @ sbuf
+nisa.range_select(d, x, nl.less, nl.less, b, b, range_start=16777216)
+"""),
+    entry("APK464", "reduce_cmd this instruction cannot use", """
+`reduce_cmd` controls the Vector Engine's accumulators in `select_reduce` and `range_select`:
+`idle`, `reset`, `reduce` or `reset_reduce` (`nisa.reduce_cmd.X`, its name or its value).
+`load_reduce` loads a value the docs do not give for these instructions, and a `reduce_res`
+with `reduce_cmd=idle` would receive a reduction that does not run: both are refused rather
+than guessed.
+""", """
+x: f32[2, 4] @ sbuf = 1.0
+m: u8[2, 4] @ sbuf = 1
+r: f32[2, 1] @ sbuf
+d: f32[2, 4] @ sbuf
+nisa.select_reduce(d, m, x, 0.0, reduce_res=r)
+"""),
+    entry("APK465", "accumulating onto an unknown accumulator", """
+`reduce_cmd=reduce` accumulates onto the Vector Engine's accumulators as earlier instructions
+left them. apdsl knows them only after a `reset_reduce` (or `reset`): the NKI docs warn that
+even an instruction with `reduce_cmd=idle` may modify them ("use reset_reduce after any
+operations that ran with idle"), and a program run starts on a device whose accumulators hold
+nothing known. Start each accumulation with `reset_reduce`.
+""", """
+x: f32[2, 4] @ sbuf = 1.0
+m: u8[2, 4] @ sbuf = 1
+r: f32[2, 1] @ sbuf
+d: f32[2, 4] @ sbuf
+nisa.select_reduce(d, m, x, 0.0, reduce_res=r, reduce_cmd="reduce")
+"""),
 ]

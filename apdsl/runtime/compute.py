@@ -110,6 +110,19 @@ class Prepared:
         ex.prepare_write(acc, self.label, role)
         ex.store(acc, np.asarray(values).reshape(acc.shape))
 
+    def write_where(self, values: np.ndarray, where: np.ndarray, role: str = "dst") -> None:
+        """Write `values` (already of the operand's dtype) only where `where` holds; the other
+        elements keep their contents and their written state (an unwritten one stays
+        unwritten)."""
+        acc = self.accs[role]  # type: ignore[index]
+        ex.prepare_write(acc, self.label, role)
+        where = np.asarray(where, bool).reshape(acc.shape)
+        before = acc.written()
+        current = acc.read()  # no init check: the elements kept are not read by the engine
+        ex.store(acc, np.where(where, np.asarray(values).reshape(acc.shape), current))
+        if before is not True:
+            ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where)
+
     def dtype(self, role: str) -> str:
         return self.tensors[role].dtype.name
 

@@ -3,9 +3,10 @@
 Each is declared once in the instruction table (`apdsl.runtime.table`) and executed by the
 module its entry names: `copies` (dma_copy, tensor_copy, memset, iota), `matmul` (nc_matmul),
 `register_ops` (register_alloc, register_load, register_move, register_store), `compute`
-(reciprocal), `elementwise` (tensor_tensor, tensor_scalar, scalar_tensor_tensor), `reduce`
-and `rng_ops` (statistics, top-8, random numbers), `movement` (nc_transpose, dma_transpose), `shuffle`
-(nc_stream_shuffle, local_gather) and, for Ascend, `ascend` and `mmad`.  Each checks its
+(reciprocal), `elementwise` (tensor_tensor, tensor_scalar, scalar_tensor_tensor),
+`selection` (tensor_copy_predicated, affine_select, range_select, select_reduce,
+tensor_tensor_scan), `reduce` and `rng_ops` (statistics, top-8, random numbers), `movement`
+(nc_transpose, dma_transpose), `shuffle` (nc_stream_shuffle, local_gather) and, for Ascend, `ascend` and `mmad`.  Each checks its
 target rules (APK3xx) where the facts are known, resolves its operands (runtime indices and
 registers are read and bounds-checked), records itself for `apdsl lower` (which also enforces
 the on-chip access-pattern entry limit), and only then moves data.  Messages start with the
@@ -31,12 +32,20 @@ from .reduce import (
 )
 from .register_ops import register_alloc, register_load, register_move, register_store
 from .rng_ops import dropout, rand2, rng, set_rng_seed
+from .selection import (
+    affine_select,
+    range_select,
+    select_reduce,
+    tensor_copy_predicated,
+    tensor_tensor_scan,
+)
 from .shuffle import local_gather, nc_stream_shuffle
 
 __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
            "register_load", "tensor_copy",
            # the compute group
-           "scalar_tensor_tensor", "tensor_scalar", "tensor_tensor",
+           "affine_select", "range_select", "scalar_tensor_tensor", "select_reduce",
+           "tensor_copy_predicated", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan",
            # the reduce group
            "activation", "activation_reduce", "bn_aggr", "bn_stats", "dropout", "max8",
            "nc_find_index8", "nc_match_replace8", "rand2", "rng", "set_rng_seed",

@@ -127,3 +127,63 @@ INTEGER_OPS: dict[str, Any] = {
 def integer_tensor_tensor(op: Any, data1: np.ndarray, data2: np.ndarray) -> np.ndarray:
     """tensor_tensor on GpSimd's integer arithmetic: `op(data1, data2)` exactly."""
     return INTEGER_OPS[op.name](data1.astype(np.int64), data2.astype(np.int64))
+
+
+# -- selection and scans (SPEC 11; the NumPy models of the isa docstrings) ---------------------
+
+def truth(predicate: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """A predicate tile's truth: non-zero is true; `reverse_pred` negates it (logically: the
+    docstrings' `~predicate` is on booleans)."""
+    p = np.asarray(predicate) != 0
+    return ~p if reverse else p
+
+
+def copy_predicated(dst: np.ndarray, src: Any, predicate: np.ndarray,
+                    reverse_pred: bool = False) -> np.ndarray:
+    """tensor_copy_predicated: `src` where the predicate holds, else dst unchanged."""
+    return np.where(truth(predicate, reverse_pred), src, dst)
+
+
+def affine_select(affine: np.ndarray, cmp_op: Any, on_true: np.ndarray,
+                  on_false_value: float) -> np.ndarray:
+    """affine_select: `on_true` where `cmp_op(affine, 0)` holds, else `on_false_value`
+    (`affine` is iota's int32 expression; the comparison is exact)."""
+    pred = cmp_op.fn(affine.astype(np.float64), np.float64(0)) != 0
+    return np.where(pred, on_true, np.float32(on_false_value))
+
+
+def range_mask(parts: int, free: int, range_start: int, comp_op0: Any, comp_op1: Any,
+               bound0: np.ndarray, bound1: np.ndarray) -> np.ndarray:
+    """range_select's mask: `comp_op0(idx, bound0) & comp_op1(idx, bound1)` with `idx =
+    range_start + arange(free)` in float32."""
+    idx = np.broadcast_to(np.float32(range_start) + np.arange(free, dtype=np.float32),
+                          (parts, free))
+    return (comp_op0.fn(idx, bound0) != 0) & (comp_op1.fn(idx, bound1) != 0)
+
+
+def select(mask: np.ndarray, on_true: np.ndarray, on_false: Any) -> np.ndarray:
+    """range_select, select_reduce: `on_true` where `mask` holds, else `on_false`."""
+    return np.where(mask, on_true, np.float32(on_false) if np.ndim(on_false) == 0 else on_false)
+
+
+def row_max(result: np.ndarray) -> np.ndarray:
+    """The reduction of range_select and select_reduce: the maximum of each partition,
+    (P, 1)."""
+    return np.max(result, axis=1, keepdims=True)
+
+
+def tensor_tensor_scan(data0: np.ndarray, data1: np.ndarray, initial: Any, op0: Any, op1: Any,
+                       reverse0: bool = False, reverse1: bool = False) -> np.ndarray:
+    """tensor_tensor_scan per partition, along its elements in row-major order:
+    `r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])` with `r[:, -1] = initial`;
+    reverse0 makes data0 op0's right operand, reverse1 makes data1 op1's left one."""
+    parts, free = data0.shape
+    out = np.empty((parts, free), np.float32)
+    prev = np.broadcast_to(np.asarray(initial, np.float32).reshape(-1, 1)
+                           if np.ndim(initial) else np.float32(initial), (parts, 1))
+    for i in range(free):
+        a, b = data0[:, i:i + 1], data1[:, i:i + 1]
+        t = op0.fn(prev, a) if reverse0 else op0.fn(a, prev)
+        prev = op1.fn(b, t) if reverse1 else op1.fn(t, b)
+        out[:, i:i + 1] = prev
+    return out

@@ -192,7 +192,7 @@ def test_assert_calls_its_operands_once(value, fails):
     assert out.getvalue() == "called\n"
     assert (raised is not None) == fails
     if fails:
-        assert raised.notes == ["left:  3", "right: 2"]
+        assert raised.notes == ("left:  3", "right: 2")
 
 
 # -- a failing statement inside a helper ------------------------------------------------------

@@ -46,7 +46,7 @@ def matmul_tile(a, b, out):
 def _error(cls=ViewError, message="m", *, span=None, labels=(), primary=None, **kw) -> ApdslError:
     err = cls(message, span=span, labels=list(labels), **kw)
     if primary is not None:
-        err.add_label(span, primary)
+        err = err.with_label(span, primary)
     return err
 
 
@@ -285,7 +285,7 @@ def test_render_never_raises(source, spans, width, color) -> None:
     (file, *pos), *rest = spans
     err = ApdslError("m\x1b", span=Span(file, *pos), notes=[source[:10]], help=source[-5:])
     for f, *p in rest:
-        err.add_label(Span(f, *p), source[:7])
+        err = err.with_label(Span(f, *p), source[:7])
     text = render(err, {"a.apk": source, "b.apk": ""}, color=color, width=width)
     assert ANSI.sub("", text).startswith(f"{file}:")
     if not color:
@@ -345,7 +345,7 @@ SPEC_KEYS = ["severity", "code", "message", "file", "line", "column", "end_line"
 
 def test_to_json_with_span_and_labels() -> None:
     err, _ = case_label_other_file()
-    err.notes.append("n")
+    err = err.replace(notes=[*err.notes, "n"])
     data = to_json(err)
     assert list(data) == SPEC_KEYS + ["labels"]
     assert data["severity"] == "error" and data["code"] == "APK510"

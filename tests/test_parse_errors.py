@@ -106,9 +106,9 @@ def test_error_message_code_and_span(source: str, code: str, message: str,
 
 def test_expected_and_found_are_notes_and_facts() -> None:
     err = error("x = f(a b)\n")
-    assert err.notes == ["found name 'b'"]
+    assert err.notes == ("found name 'b'",)
     assert err.facts["expected"] == "')' or ','"
-    assert error("x = f(1,").notes == ["expected ')' or an expression"]
+    assert error("x = f(1,").notes == ("expected ')' or an expression",)
 
 
 def test_unclosed_bracket_is_labelled() -> None:

@@ -162,7 +162,7 @@ def locate(e: ApdslError, caller: Any = None) -> ApdslError:
     if e.span is None or not is_user_file(e.span.file):
         span = traceback_span(e.__traceback__) or caller
         if span is not None:
-            e.span = span
+            return e.replace(span=span).with_traceback(e.__traceback__)
     return e
 
 

@@ -25,7 +25,6 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     exc = call.excinfo.value if call.excinfo is not None else None
     if not isinstance(exc, ApdslError) or exc.span is None:
         return None
-    import copy
     import traceback
 
     from _pytest.reports import TestReport  # the report pytest would make, then retold
@@ -39,9 +38,9 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     start = next((i for i, f in enumerate(frames) if f.filename == test_file), 0)
     frames = [f for f in frames[start:] if is_user_file(f.filename)]  # pytest's: before it
     text = "".join(traceback.StackSummary.from_list(frames).format())
-    shown = copy.copy(exc)  # the span named relative to the working folder, as pytest does
-    sp = exc.span
-    shown.span = Span(_relative(sp.file), sp.line, sp.column, sp.end_line, sp.end_column)
+    sp = exc.span  # named relative to the working folder, as pytest does
+    shown = exc.replace(span=Span(_relative(sp.file), sp.line, sp.column, sp.end_line,
+                                  sp.end_column))
     diagnostic = render(shown, with_module_sources({}, [shown]), color=False)
     report.longrepr = (f"Traceback of your code (apdsl's frames left out):\n{text}\n"
                        f"{diagnostic}")

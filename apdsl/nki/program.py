@@ -107,10 +107,9 @@ class PyProgram:
             try:
                 value = _user(call, self._kernels()[name].fn, tuple(args), {}, grid, raw=True)
             except ApdslError as e:
-                self._shown(e)
-                e.sources = self._sources()  # type: ignore[attr-defined]
-                e.trace = tr  # type: ignore[attr-defined]
-                raise
+                # the run's boundary: what rendering and `lower` need, on a new error value
+                raise self._shown(e).replace(sources=self._sources(), trace=tr) \
+                    .with_traceback(e.__traceback__) from None
         return RunResult(value, name, _Sources(self._sources()), tr, list(warnings), machine)
 
     def check(self, out: Any = None, kernel: str | None = None,
@@ -139,10 +138,8 @@ class PyProgram:
             if span is not None and span.file == self.resolved:
                 return Span(self.file, span.line, span.column, span.end_line, span.end_column)
             return span
-        e.span = named(e.span)
-        for lab in e.labels:
-            lab.span = named(lab.span)
-        return e
+        return e.replace(span=named(e.span),
+                         labels=[type(lab)(named(lab.span), lab.message) for lab in e.labels])
 
     def _sources(self) -> dict[str, str]:
         return {self.file: self.source}

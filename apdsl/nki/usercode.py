@@ -21,8 +21,7 @@ def from_exception(exc: BaseException) -> UserCodeError:
     for f in traceback.StackSummary.from_list(frames).format():
         lines.append(f.rstrip("\n"))
     lines.extend(s.rstrip("\n") for s in traceback.format_exception_only(type(exc), exc))
-    err = UserCodeError(f"your Python code raised {type(exc).__name__}: {exc}",
-                        code="APK148", notes=["\n".join(lines)],
-                        help="this is an error in your program's Python, not an apdsl check")
-    err.span = traceback_span(exc.__traceback__)
-    return err
+    return UserCodeError(f"your Python code raised {type(exc).__name__}: {exc}",
+                         code="APK148", notes=["\n".join(lines)],
+                         help="this is an error in your program's Python, not an apdsl check",
+                         span=traceback_span(exc.__traceback__))

@@ -262,7 +262,7 @@ class Sync:
                        "events, or with pipe_barrier(\"ALL\") between them")
         err = SyncError(message, code=code, notes=notes, help=fix, pipes=(q, p),
                         tensor=t.name, bytes=(lo, hi))
-        return err.add_label(e.span, f"{'written' if e.write else 'read'} here on pipe {q}")
+        return err.with_label(e.span, f"{'written' if e.write else 'read'} here on pipe {q}")
 
     # -- events -------------------------------------------------------------------------------
     def set_flag(self, event: str, i: int, span: Span | None, location: Any) -> None:
@@ -274,7 +274,7 @@ class Sync:
                             help=f"wait_flag(\"{event}\", {i}) before setting it again, or use "
                             "another event id (ping-pong buffers use ids 0 and 1)",
                             event=event, id=i)
-            raise err.add_label(sspan, "set here, not waited for since")
+            raise err.with_label(sspan, "set here, not waited for since")
         src = PIPE_INDEX[split_event(event)[0]]
         snap = list(self.clock[src])
         snap[src] = self.count[src]

@@ -217,10 +217,9 @@ def warn(w: Warning_, *, key: tuple[Any, ...] | None = None) -> None:
         if k in m.warned:
             return
         m.warned.add(k)
-    if w.span is None:
-        w.span = m.span
+    w = w.with_span(m.span)
     if m.location is not None:
-        w.facts.setdefault("location", m.location)
+        w = w.with_facts(location=m.location)
     m.warnings.append(w)
 
 

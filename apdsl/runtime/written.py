@@ -58,8 +58,7 @@ def check_init(acc: Access, op: str, role: str) -> None:
                help="write the data first (dma_copy, memset, iota, ...), or turn the check off "
                "with --no-init-check / apdsl.options(init_check=False) to read it as 0",
                tensor=storage.name, coord=tuple(int(c) for c in coord), offset=offset)
-    err.add_label(storage.span, "allocated here")
-    raise err
+    raise err.with_label(storage.span, "allocated here")
 
 
 def check_unique(acc: Access, op: str, role: str) -> None:

@@ -107,24 +107,24 @@ class CallCompiler:
                 result = fn(*a, **kw)
             except PatternError as e:
                 if pattern_node is not None and e.start is not None and e.span is None:
-                    e.span = pattern_node.char_span(e.start, e.end)
+                    e = e.replace(span=pattern_node.char_span(e.start, e.end))
                 raise e.with_span(span) from None
             except ApdslError as e:
                 if type(fn) is Function and e.span is not None and not inside(e.span, span):
-                    e.add_label(span, f"in this call of {fn.name}")  # the caller's view
+                    e = e.with_label(span, f"in this call of {fn.name}")  # the caller's view
                 if e.span is None:
-                    e.span = kw_where.get(e.facts.get("keyword")) or argument_span(
-                        e.facts.get("param"), arg_spans, kw_spans)
+                    e = e.replace(span=kw_where.get(e.facts.get("keyword")) or argument_span(
+                        e.facts.get("param"), arg_spans, kw_spans))
                 receiver = getattr(fn, "__self__", None)
                 if type(receiver) is Tensor and not e.labels:
                     made = interp.origins.get(receiver)
                     if made is not None and made != span:
                         how = "declared" if made == receiver.storage.span else "made"
-                        e.add_label(made, f"{receiver_text} {how} here")
+                        e = e.with_label(made, f"{receiver_text} {how} here")
                 raise e.with_span(span) from None
             except LimitError as e:
                 if type(fn) is Function and e.span is not None and not inside(e.span, span):
-                    e.add_label(span, f"in this call of {fn.name}")
+                    e = e.with_label(span, f"in this call of {fn.name}")
                 raise e.with_span(span) from None
             except TypeError as e:
                 raise call_error(fn, e, span, kw_where) from None

@@ -111,7 +111,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, LoopComp
             if self.calls and s is not None and not err.labels:
                 helper, call = self.calls[0]
                 if not inside(s, call):
-                    err.add_label(call, f"in this call of {helper}")
+                    self.errors[-1] = err.with_label(call, f"in this call of {helper}")
 
     # -- services used by builtins ------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",

@@ -195,9 +195,10 @@ class Program:
                 if name is not None:
                     value = call_kernel(namespace[name], inputs, interp, namespace)
             except ApdslError as e:
-                e.sources = dict(interp.sources)  # type: ignore[attr-defined]  # for rendering
-                e.trace = tr  # type: ignore[attr-defined]  # what executed before it (lower)
-                raise
+                # the run's boundary: the sources to render it against and what executed
+                # before it (lower), on a new error value
+                raise e.replace(sources=interp.sources, trace=tr) \
+                    .with_traceback(e.__traceback__) from None
         return RunResult(value, name, interp, tr, list(warnings), interp.machine)
 
 

@@ -54,12 +54,17 @@ def with_module_sources(sources: dict[str, str], errors: list[ApdslError]) -> di
     return out
 
 
+def headed(errors: list[ApdslError], file: str | None) -> list[ApdslError]:
+    """The errors as reported: one without a span is headed by `file` (a new error value with
+    that fact, unless it names a file of its own)."""
+    if file is None:
+        return list(errors)
+    return [e if e.span is not None else e.with_facts(file=file) for e in errors]
+
+
 def fail(errors: list[ApdslError], sources: dict[str, str], file: str | None = None) -> Exit:
     """Report errors (an error without a span is headed by `file`) and exit with status 1."""
-    for err in errors:
-        if err.span is None and file is not None:
-            err.facts.setdefault("file", file)
-    report(errors, sources)
+    report(headed(errors, file), sources)
     return Exit(1)
 
 
@@ -155,9 +160,7 @@ def diagnose(errors: list[ApdslError], sources: dict[str, str], file: str,
               as_json: bool) -> int:
     """Diagnostics as JSON lines on stdout (`--json`) or rendered on stderr; the exit status
     they make (1 when one is an error)."""
-    for e in errors:
-        if e.span is None:
-            e.facts.setdefault("file", file)
+    errors = headed(errors, file)
     if as_json:
         from .diagnostics import to_json
         for e in errors:

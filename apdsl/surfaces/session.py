@@ -358,9 +358,8 @@ def _shifted(err: ApdslError, line: int, delta: int) -> ApdslError:
         if span is None or span.file != FILE or span.line != line:
             return span
         return span.shifted(column_delta=delta)
-    err.span = move(err.span)
-    err.labels = [type(lab)(move(lab.span), lab.message) for lab in err.labels]
-    return err
+    return err.replace(span=move(err.span),
+                       labels=[type(lab)(move(lab.span), lab.message) for lab in err.labels])
 
 
 def _snippet(source: str, node: Any) -> str:

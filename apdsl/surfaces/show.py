@@ -116,9 +116,8 @@ def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, 
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:
-        if e.span is None:
-            e.facts["file"] = COMMAND_LINE
-        raise fail([e], {**getattr(e, "sources", {}), **sources}, args.file) from None
+        shown = e if e.span is not None else e.replace(facts={**e.facts, "file": COMMAND_LINE})
+        raise fail([shown], {**e.sources, **sources}, args.file) from None
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         raise internal_error(e) from None
     return _emit(pictures, args, sources)
@@ -194,7 +193,7 @@ class Bindings:
                 kinds = sorted({type_name(v) for v in self.values})
                 err: ApdslError = ApdslTypeError(
                     f"'{shown}' is bound to {' and '.join(kinds)}, never to a tensor view",
-                    code="APK110", name=self.name,
+                    code="APK110", name=self.name, file=COMMAND_LINE,
                     help="show draws tensors and views (declarations, slices, rearranges, "
                     ".ap patterns)")
             else:
@@ -203,12 +202,11 @@ class Bindings:
                 close = get_close_matches(self.name, pool, n=3)
                 err = ApdslNameError(
                     f"unknown name '{shown}': kernel {self.kernel} never binds '{self.name}'",
-                    code="APK101", name=self.name,
+                    code="APK101", name=self.name, file=COMMAND_LINE,
                     help=(f"did you mean {' or '.join(repr(f'{self.kernel}.{c}') for c in close)}?"
                           if close else f"views bound in {self.kernel}: "
                           + ", ".join(pool[:12]) if pool else
                           f"kernel {self.kernel} binds no tensor view"))
-            err.facts["file"] = COMMAND_LINE
             raise err
         view = views[-1]
         span = interp.origins.get(view)
@@ -297,8 +295,8 @@ def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
     """The tensor bound to `name` at the top level, or an error naming close matches."""
     if name not in namespace and interp is not None and name in interp.builtins:
         err = ApdslTypeError(f"'{name}' is a builtin, not a tensor view", code="APK110",
-                             name=name, help="name a tensor or view the program defines")
-        err.facts["file"] = COMMAND_LINE
+                             name=name, file=COMMAND_LINE,
+                             help="name a tensor or view the program defines")
         raise err
     if name not in namespace:
         from difflib import get_close_matches
@@ -309,11 +307,10 @@ def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
                   if kernels else "")
         err = ApdslNameError(
             f"unknown name '{name}': the top level of the program does not define it",
-            code="APK101", name=name,
+            code="APK101", name=name, file=COMMAND_LINE,
             help=(f"did you mean {' or '.join(map(repr, close))}?{inside}" if close else
                   f"views defined at the top level: {', '.join(pool[:12])}{inside}" if pool
                   else f"the top level defines no view{inside}"))
-        err.facts["file"] = COMMAND_LINE
         raise err
     value = namespace[name]
     if not isinstance(value, Tensor):
@@ -321,10 +318,10 @@ def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
         is_kernel = getattr(value, "is_kernel", False)
         err = ApdslTypeError(f"'{name}' is {'kernel ' + name if is_kernel else type_name(value)}"
                              ", not a tensor view", code="APK110", name=name,
+                             file=COMMAND_LINE,
                              help=f"{name}.NAME draws a view bound inside the kernel" if
                              is_kernel else "show draws tensors and views (declarations, "
                              "slices, rearranges, .ap patterns)")
-        err.facts["file"] = COMMAND_LINE
         raise err
     return value
 

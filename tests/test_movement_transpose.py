@@ -222,6 +222,37 @@ def test_indirect_transpose_gathers_rows_then_transposes():
                                                 indirect_dim=0))
     with raises_code("APK397"):
         dma_transpose(dst, src, dge_mode="hwdge")
+    with raises_code("APK398"):  # two index columns need 128 index rows
+        i2 = onchip(np.zeros((16, 2), np.uint32))
+        dma_transpose(dst, from_numpy(table).ap([[32, 32], [1, 32]], vector_offset=i2,
+                                                indirect_dim=0))
+
+
+@given(cols=st.integers(1, 3), d1=st.integers(1, 3), d3=st.integers(1, 16))
+def test_gather_transpose_reads_2d_indices_column_first(cols, d1, d3):
+    rows = 128 if cols > 1 else 16 * d1
+    n = rows * cols  # rows gathered: every index
+    table = RNG.standard_normal((50, d1, 1, d3)).astype(np.float16)
+    indices = RNG.integers(0, 50, (rows, cols)).astype(np.uint32)
+    idx = onchip(indices)
+    src = from_numpy(table).ap([[d1 * d3, n], [d3, d1], [d3, 1], [1, d3]], vector_offset=idx,
+                               indirect_dim=0)
+    dst = ndarray((d3, d1, 1, n), "float16", "sbuf")
+    dma_transpose(dst, src, axes=(3, 1, 2, 0))
+    flat = indices.T.flatten()[:n]  # the docstring's NumPy statement
+    np.testing.assert_array_equal(dst.numpy(), np.transpose(table[flat], (3, 1, 2, 0)))
+
+
+def test_gather_transpose_index_out_of_range_is_an_error_without_skip():
+    table = from_numpy(np.ones((20, 16), np.float16))
+    idx = onchip(np.array([[3]] * 15 + [[20]], np.uint32))
+    src = table.ap([[16, 16], [1, 16]], vector_offset=idx, indirect_dim=0)
+    with raises_code("APK403") as err:
+        dma_transpose(ndarray((16, 16), "float16", "sbuf"), src)
+    assert "[15, 0] = 20" in err.value.message
+    sel = table.vector_select(0, idx)
+    with raises_code("APK402"):
+        dma_transpose(ndarray((16, 16), "float16", "sbuf"), sel)
 
 
 def test_check_mode_checks_transposes_without_data(tmp_path):
@@ -231,3 +262,12 @@ def test_check_mode_checks_transposes_without_data(tmp_path):
                     "dma_transpose(t, a)\n")
     errors = Program.from_path(str(path)).check()
     assert [e.code for e in errors] == ["APK392"]
+    path.write_text("A: f16[64, 16] @ hbm = 1.0\ni: u32[128, 2] @ sbuf = 0\n"
+                    "t: f16[16, 256] @ sbuf\n"
+                    "dma_transpose(t, A.ap([[16, 256], [1, 16]], vector_offset=i, "
+                    "indirect_dim=0))\n"
+                    "u: f16[16, 200] @ sbuf\n"
+                    "dma_transpose(u, A.ap([[16, 256], [1, 16]], vector_offset=i, "
+                    "indirect_dim=0))\n")
+    errors = Program.from_path(str(path)).check()
+    assert [(e.code, e.span.line) for e in errors] == [("APK392", 6)]

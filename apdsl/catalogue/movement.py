@@ -90,8 +90,9 @@ An indirect transpose (`src` an `.ap(..., vector_offset=indices, indirect_dim=0)
 tensor: dst = the gathered rows, transposed) runs on software DGE, which the NKI isa reference
 restricts: src on HBM, a 2-byte dtype, `src.shape[-1] <= 128`, `src.shape[0] % 16 == 0`, a 4-d
 src with `shape[1]` or `shape[2] == 1`; indices 2-d uint32 in SBUF with `shape[0]` in [16, 128]
-and a multiple of 16. apdsl takes indices of shape (rows, 1), one per gathered row (two-column
-indices are refused with APK407).
+and a multiple of 16, `shape[0] == 128` when `shape[1] > 1`, and at least `src.shape[0]`
+indices. The rows gathered are `indices.T.flatten()[:src.shape[0]]` (column first); an index
+out of range is APK402/APK403 unless `oob_mode=skip`, which leaves its row unmoved.
 """, """
 A: f32[64, 32] @ hbm = 1.0
 idx: u32[32, 1] @ sbuf = 0

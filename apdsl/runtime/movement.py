@@ -306,6 +306,39 @@ def indirect_rules(label: str, src: Tensor, ss: tuple[int, ...]) -> None:
                           "dma_copy and transpose on chip", shape=ss, dtype=str(src.dtype))
 
 
+def _transposed_shape(label: str, ss: Any, ds: Any, perm: tuple[int, ...]) -> None:
+    """APK392: dst has the transposed source's shape, rank included."""
+    if ss is None or ds is None:
+        return
+    want = tuple(ss[a] for a in perm)
+    if tuple(ds) != want:
+        raise TargetError(f"{label}: dst has shape {list(ds)}; the transposed src "
+                          f"{list(ss)} with axes={perm} has shape {list(want)}",
+                          code="APK392", notes=["NKI 0.4.0 on: dst.shape must equal the "
+                                                "transposed source's shape, rank included"],
+                          help=f"declare dst as {list(want)}", dst_shape=ds, src_shape=ss)
+
+
+def _gather_transpose(dst: Tensor, src: Tensor, perm: tuple[int, ...], name: str | None,
+                      label: str, given: Any, skip: bool) -> None:
+    """An indirect transpose: the rows `indices.T.flatten()[:src.shape[0]]` of src's base
+    gathered, then transposed (`apdsl.runtime.oob` does both, skipping out-of-range rows with
+    oob_mode=skip)."""
+    ss, ds = static_shape(src), static_shape(dst)
+    if ss is not None:
+        indirect_rules(label, src, ss)
+    _transposed_shape(label, ss, ds, perm)
+    if current().check:  # no index is read: the destination and the index view are checked
+        resolve_operands(label, ex.TI_GROUP, ("dst", dst))
+        index = src.dynamic.index
+        if isinstance(index, Tensor) and index.dynamic is None and index.layout.static:
+            ex.resolve(index, label, f"index {src.dynamic.index_name}")
+        trace.record("dma_transpose", name, {"dst": dst, "src": src}, hints=given)
+        return
+    oob.copy_skipping(dst, src, name, label, given, op="dma_transpose", perm=perm, skip=skip,
+                      index_order="F")
+
+
 def dma_transpose(dst: Tensor, src: Tensor, axes: Any = None, priority: int | None = None,
                   dge_mode: Any = "unknown", oob_mode: Any = "error",
                   name: str | None = None) -> None:
@@ -352,27 +385,14 @@ def dma_transpose(dst: Tensor, src: Tensor, axes: Any = None, priority: int | No
     entry = TABLE[op]
     perm = _axes(label, axes, len(src.shape), entry.limits["axes"])
     given = hints.given(priority=priority, dge_mode=dge, oob_mode=oob_name)
-    skipping = oob_name == "skip" and not current().check
-    accs = None if skipping else resolve_operands(label, ex.TI_GROUP, ("src", src),
-                                                   ("dst", dst))
-    ss, ds = (static_shape(src), static_shape(dst)) if accs is None else \
-        (accs[0].shape, accs[1].shape)
-    if ss is not None:
-        if indirect:
-            indirect_rules(label, src, ss)
-        elif dge == "hwdge":
-            _hwdge_rules(label, ss, src, entry.limits)
-    if ss is not None and ds is not None:
-        want = tuple(ss[a] for a in perm)
-        if ds != want:
-            raise TargetError(f"{label}: dst has shape {list(ds)}; the transposed src "
-                              f"{list(ss)} with axes={perm} has shape {list(want)}",
-                              code="APK392", notes=["NKI 0.4.0 on: dst.shape must equal the "
-                                                    "transposed source's shape, rank included"],
-                              help=f"declare dst as {list(want)}", dst_shape=ds, src_shape=ss)
-    if skipping:
-        oob.copy_skipping(dst, src, name, label, given, op=op, perm=perm)
+    if indirect:
+        _gather_transpose(dst, src, perm, name, label, given, oob_name == "skip")
         return
+    accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
+    ss, ds = operand_shapes(accs, src, dst)
+    if ss is not None and dge == "hwdge":
+        _hwdge_rules(label, ss, src, entry.limits)
+    _transposed_shape(label, ss, ds, perm)
     trace.record(op, name, {"dst": dst, "src": src}, hints=given)
     if accs is None:
         return

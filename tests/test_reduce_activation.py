@@ -227,7 +227,7 @@ def test_refusals():
         activation(ndarray((4, 7), "float32", "sbuf"), nl["exp"], x)
     with raises_code("APK370"):
         activation(ndarray((2, 16), "float32", "sbuf"), nl["exp"], x)
-    with raises_code("APK420"):
+    with raises_code("APK359"):
         activation(out, nl["exp"], x, scale="two")
     with raises_code("APK309"):
         activation(out, nl["exp"], from_numpy(np.ones((4, 8), np.float32), "hbm"))

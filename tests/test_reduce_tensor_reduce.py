@@ -196,3 +196,36 @@ kernel k(a: f32[8, 4, 16] @ hbm) -> f32[8, 4] @ hbm:
     bad = "a: f32[8, 4, 16] @ sbuf = 1.0\nm: f32[8, 4] @ sbuf\n" \
           "tensor_reduce(m, maximum, a, axis=(1,))\n"
     assert [e.code for e in apdsl.check(bad)] == ["APK373"]
+
+
+# -- Tensor Indirection (trn3): dst and data of tensor_reduce and activation only -------------
+
+def _gathered(data: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
+    i = np.arange(n)
+    return data[:, index[i % 16, i // 16]]  # SPEC 4: group 16 on the Vector/Scalar engines
+
+
+def test_indirect_data_of_tensor_reduce_and_activation_on_trn3():
+    rng = np.random.default_rng(8)
+    data = rng.integers(-4, 5, (32, 40)).astype(np.float32)
+    index = rng.integers(0, 40, (32, 2)).astype(np.int32)
+    with apdsl.target("trn3"):
+        t, idx = from_numpy(data, "sbuf"), from_numpy(index, "sbuf")
+        s = ndarray((32, 1), "float32", "sbuf")
+        tensor_reduce(s, nl["add"], t.indirect(idx, num_elem=32), axis=1)
+        np.testing.assert_array_equal(s.numpy()[:, 0], _gathered(data, index, 32).sum(axis=1))
+        from apdsl.runtime.instructions import activation
+        o = ndarray((32, 32), "float32", "sbuf")
+        activation(o, nl["square"], t.indirect(idx, num_elem=32))
+        np.testing.assert_array_equal(o.numpy(), _gathered(data, index, 32) ** 2)
+        with raises_code("APK383"):  # a scattered dst of the Scalar Engine is not in PSUM
+            activation(ndarray((32, 40), "float32", "psum").indirect(idx, num_elem=32),
+                       nl["square"], o)
+        with raises_code("APK383"):  # bias takes no indirection
+            activation(o, nl["square"], o, bias=t.indirect(idx, num_elem=1))
+        from apdsl.runtime.instructions import max8
+        with raises_code("APK383"):  # max8's docs list no Tensor Indirection
+            max8(ndarray((32, 8), "float32", "sbuf"), t.indirect(idx, num_elem=32))
+        with raises_code("APK345"):  # data and its index start on different partitions
+            tensor_reduce(s[0:32], nl["add"], t[0:32].indirect(
+                from_numpy(np.zeros((64, 2), np.int32), "sbuf")[32:64], num_elem=32), axis=1)

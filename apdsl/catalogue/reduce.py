@@ -138,4 +138,17 @@ larger tile.
 s: i32[4, 4] @ sbuf = 7
 set_rng_seed(s)
 """),
+    entry("APK383", "Tensor Indirection where the instruction takes none", """
+On trn3 a compute operand may be a Tensor Indirection view (`t.indirect(index)`) only where the
+instruction's docs say so: `activation`/`activation_reduce` (`dst` and `data`, not `scale`,
+`bias` or `reduce_res`; and a scattered `dst` of the Scalar Engine is in SBUF, not PSUM) and
+`tensor_reduce` (`dst` and `data`). The other reduce-group instructions (`bn_stats`, `max8`,
+`dropout`, ...) list no indirection: gather into a plain tile first with `tensor_copy`.
+""", """
+set_target("trn3")
+t: f32[32, 40] @ sbuf = 1.0
+idx: i32[32, 2] @ sbuf = 3
+m: f32[32, 8] @ sbuf
+max8(m, t.indirect(idx, num_elem=32))
+"""),
 ]

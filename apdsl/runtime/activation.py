@@ -21,7 +21,8 @@ partition; an input outside the function's valid range (`nl.log`, `nl.sqrt`, `nl
 gives invalid output on hardware, so apdsl refuses it (APK463).  `reduce_cmd=load_reduce` is
 an enum member the docs do not describe for `activation`: refused (APK376).  The docs state no
 rule for `reduce_regs` of more lanes than one instruction uses, so lanes past the data's
-partitions keep their values.
+partitions keep their values.  On trn3 `dst` and `data` may be Tensor Indirection views (not
+`scale`, `bias`, `reduce_res`; a scattered dst not in PSUM), as the docs say.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..tensor import targets
 from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import reduce_run as rr
+from .operands import is_ti
 from .operators import operator_arg
 from .reduce_regs import regs
 from .reduce_run import same_partitions
@@ -55,12 +57,6 @@ def reduce_cmd_arg(value: Any, label: str) -> str:
                           code="APK376", help="reset with reduce_cmd=reset or reset_reduce, "
                           "then accumulate with reduce")
     return name
-
-
-def _factor(value: Any, label: str, role: str) -> Any:
-    if isinstance(value, Tensor):
-        return value
-    return rr.scalar_arg(value, label, role)
 
 
 def _unset_lanes(label: str, what: str, lanes: np.ndarray) -> ApdslRuntimeError:
@@ -129,15 +125,20 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
     elif cmd in ("reduce", "reset_reduce"):
         raise TargetError(f"{label}: reduce_cmd={cmd} accumulates with reduce_op, which is "
                           "None", code="APK376", help="pass reduce_op=nl.add")
-    sc, bi = _factor(scale, label, "scale"), None if bias is None else _factor(bias, label,
-                                                                               "bias")
+    sc = rr.tile_or_float(scale, label, "scale")
+    bi = None if bias is None else rr.tile_or_float(bias, label, "bias")
     if bi is not None and not isinstance(bi, Tensor) and target == "trn1":
         raise TargetError(f"{label}: on trn1 (NeuronCore-v2) bias is a [partitions, 1] tile, "
                           f"not the number {bi!r}", code="APK378",
                           help="memset a [partitions, 1] tile to the value and pass it as bias")
     call = rr.begin(opname, name, {
         "dst": dst, "data": data, "scale": sc if isinstance(sc, Tensor) else None,
-        "bias": bi if isinstance(bi, Tensor) else None, "reduce_res": reduce_res})
+        "bias": bi if isinstance(bi, Tensor) else None, "reduce_res": reduce_res},
+        indirect=("dst", "data"))
+    if is_ti(dst) and dst.buffer == "psum":
+        raise TargetError(f"{call.label}: dst {dst.name} is an indirect (scattered) view in "
+                          "PSUM; on the Scalar Engine a scattered dst is in SBUF", code="APK383",
+                          help="scatter into an SBUF tile")
     same_partitions(call, "data", "dst", "scale", "bias", "reduce_res")
     nd, nx = call.free("dst"), call.free("data")
     if nd is not None and nx is not None and nd != nx:

@@ -268,7 +268,8 @@ def tensor_reduce(dst: Tensor, op: Any, data: Tensor, axis: Any, negate: bool = 
     if not isinstance(negate, (bool, np.bool_)) or not isinstance(keepdims, (bool, np.bool_)):
         raise arg_error(label, f"negate and keepdims are True or False, got {negate!r}, "
                            f"{keepdims!r}")
-    call = rr.begin("tensor_reduce", name, {"dst": dst, "data": data})
+    call = rr.begin("tensor_reduce", name, {"dst": dst, "data": data},
+                    indirect=("dst", "data"))
     same_partitions(call, "dst", "data")
     _bitvec_rules(call, fn, bool(negate), dst, data)
     shape = call.shapes["data"]

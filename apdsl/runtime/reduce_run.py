@@ -19,49 +19,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslRuntimeError, TargetError
-from ..tensor import targets
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import hints, trace
+from .compute import check_operand
+from .compute import scalar_arg as tile_or_number
 from .operands import (
     arg_error,
     check_start_partitions,
+    check_ti_partitions,
     free_size,
     instruction_label,
+    is_ti,
     operand_shapes,
     resolve_operands,
     tensor_arg,
 )
-from .spec import TRN3_DTYPES, Instruction
 from .table import TABLE
 
 Shape = tuple[int, ...]
-
-
-def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
-    """The buffers and dtypes the entry allows operand `role` (APK309, APK462, APK461)."""
-    spec = entry.operand(role)
-    fam = targets.family(t.buffer)
-    allowed = spec.memory.get(fam, ())
-    if t.buffer not in allowed:
-        where = " or ".join(b.upper() for b in allowed) if allowed else "no buffer of " + fam
-        raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; {entry.name} takes it "
-                          f"in {where} only", code="APK309" if allowed else "APK462",
-                          notes=[f"{role}: shape {tuple(t.shape)} @ {t.buffer}"],
-                          help=("tensor_copy it into SBUF first" if t.buffer == "psum" else
-                                "dma_copy the data on chip first") if allowed
-                          else f"{entry.name} is an instruction of the other target family",
-                          buffer=t.buffer, role=role)
-    dtypes = spec.dtypes
-    name = t.dtype.name
-    if dtypes is not None and (name not in dtypes or (
-            name in TRN3_DTYPES and targets.target_for(t.buffer).name != "trn3")):
-        extra = [d for d in dtypes if d in TRN3_DTYPES]
-        raise TargetError(f"{label}: {role} {t.name} is {name}; {entry.name} takes "
-                          f"{', '.join(d for d in dtypes if d not in TRN3_DTYPES)}"
-                          + (f" (and {', '.join(extra)} on trn3)" if extra else ""),
-                          code="APK461", help="view or copy the data as one of those dtypes "
-                          "first", dtype=name, role=role)
 
 
 class Call:
@@ -109,14 +85,26 @@ class Call:
 
 
 def begin(op: str, name: str | None, operands: dict[str, Any], *, engine: Any = "unknown",
-          engines: tuple[str, ...] | None = None) -> Call:
-    """Check and resolve the operands of instruction `op` (absent optional ones are None)."""
+          engines: tuple[str, ...] | None = None, indirect: tuple[str, ...] = ()) -> Call:
+    """Check and resolve the operands of instruction `op` (absent optional ones are None).
+    `indirect` names the roles whose docs allow a Tensor Indirection view (trn3: `dst` and
+    `data` of `activation` and `tensor_reduce`); any other role given one is APK383."""
     entry = TABLE[op]
     label = instruction_label(op, name)
     pairs = [(role, tensor_arg(t, label, role)) for role, t in operands.items() if t is not None]
     for role, t in pairs:
         check_operand(entry, label, role, t)
+        if is_ti(t) and role not in indirect:
+            allowed = (f"only {' and '.join(indirect)} may be" if indirect else
+                       "its docs list no Tensor Indirection")
+            raise TargetError(f"{label}: {role} {t.name} is a Tensor Indirection view "
+                              f"(indirect()); {op} does not take one there ({allowed})",
+                              code="APK383", help=f"gather {role} into a plain tile first "
+                              "(tensor_copy takes indirect() views)", role=role)
     check_start_partitions(label, pairs)
+    # the docs' base-partition rules: data on its index's partition, an indirect dst's index
+    # on data's (or, data in PSUM and indirect, on data's index)
+    check_ti_partitions(label, {"data": "data", "dst": "data"}, *pairs)
     chosen = hints.compute_engine(label, engine, engines or entry.engines["nki"], pairs)
     writes = {o.role for o in entry.operands if o.writes}
     order = [p for p in pairs if p[0] not in writes] + [p for p in pairs if p[0] in writes]
@@ -181,6 +169,13 @@ def max_dims(call: Call, role: str, dims: int) -> None:
                           f"{call.op} takes at most {dims} (partition dimension included)",
                           "APK372", f"reshape {role} to at most {dims} dimensions first",
                           role=role, dims=len(s))
+
+
+def tile_or_float(value: Any, label: str, role: str) -> Tensor | float:
+    """An operand that is a `[P, 1]` tile or a compile-time number (APK359 otherwise, as for
+    the compute instructions' scalar operands)."""
+    tile, number = tile_or_number(value, label, role)
+    return tile if tile is not None else float(number)
 
 
 def scalar_arg(value: Any, label: str, role: str) -> float:

@@ -26,11 +26,6 @@ from . import semantics_reduce as sem
 from .reduce_run import same_partitions
 
 
-def _scalar_or_vector(value: Any, call_label: str, role: str) -> Any:
-    """A `[P, 1]` tile stays a tensor operand; anything else must be a number."""
-    return value if isinstance(value, Tensor) else rr.scalar_arg(value, call_label, role)
-
-
 def _per_partition(call: rr.Call, role: str, data_role: str) -> None:
     if role in call.tensors:
         same_partitions(call, data_role, role)
@@ -56,7 +51,7 @@ def dropout(dst: Tensor, data: Tensor, prob: Any, name: str | None = None) -> No
     [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
     """
     label = rr.instruction_label("dropout", name)
-    p = _scalar_or_vector(prob, label, "prob")
+    p = rr.tile_or_float(prob, label, "prob")
     tile = p if isinstance(p, Tensor) else None
     call = rr.begin("dropout", name, {"dst": dst, "data": data, "prob": tile})
     if dst.dtype != data.dtype:
@@ -127,8 +122,8 @@ def rand2(dst: Tensor, min: Any, max: Any, name: str | None = None) -> None:  # 
     True
     """
     label = rr.instruction_label("rand2", name)
-    lo = _scalar_or_vector(min, label, "min")
-    hi = _scalar_or_vector(max, label, "max")
+    lo = rr.tile_or_float(min, label, "min")
+    hi = rr.tile_or_float(max, label, "max")
     if isinstance(dst, Tensor) and targets.family(dst.buffer) == "nki":
         tgt = targets.target_for(dst.buffer).name
         if tgt != "trn3":

@@ -278,3 +278,12 @@ def test_check_reports_shape_rules_but_not_register_state():
     unset = "a: f32[4, 8] @ sbuf = 1.0\no: f32[4, 8] @ sbuf\nr: f32[4, 1] @ sbuf\n" \
             "activation(o, exp, a, reduce_res=r)\n"
     assert apdsl.check(unset) == []
+
+
+def test_the_softmax_example_is_numpys_softmax():
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / "softmax.apk"
+    x = np.random.default_rng(11).standard_normal((128, 1024)).astype(np.float32) * 4
+    got = apdsl.run(path.read_text(), inputs={"X": x})
+    z = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, z / z.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-9)

@@ -26,7 +26,7 @@ from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
 from ..tensor.view import Tensor
 from . import execute as ex
-from . import hints, trace
+from . import hints, psum, trace
 from .operands import (
     check_start_partitions,
     free_size,
@@ -35,15 +35,26 @@ from .operands import (
     resolve_operands,
     tensor_arg,
 )
-from .spec import TRN3_DTYPES, Instruction
+from .spec import TRN3_DTYPES, Instruction, Operand
 from .table import TABLE
+from .written import mark_written
 
 Pairs = list[tuple[str, Tensor]]
 
 
+# each entry's operand by role (the table is immutable, so this only saves the search)
+_SPECS: dict[tuple[str, str], Operand] = {}
+
+
 def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
     """The buffers and dtypes the entry allows operand `role` (APK309, APK462, APK461)."""
-    spec = entry.operand(role)
+    spec = _SPECS.get((entry.name, role))
+    if spec is None:
+        spec = _SPECS[entry.name, role] = entry.operand(role)
+    name = t.dtype.name
+    if t.buffer in spec.memory.get("nki", ()) and name not in TRN3_DTYPES and (
+            spec.dtypes is None or name in spec.dtypes):
+        return  # the common case, decided without the target
     fam = targets.family(t.buffer)
     allowed = spec.memory.get(fam, ())
     if t.buffer not in allowed:
@@ -55,7 +66,6 @@ def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
                           else f"{entry.name} is an instruction of the other target family",
                           buffer=t.buffer, role=role)
     dtypes = spec.dtypes
-    name = t.dtype.name
     if dtypes is not None and (name not in dtypes or (
             name in TRN3_DTYPES and targets.target_for(t.buffer).name != "trn3")):
         trn3 = [d for d in TRN3_DTYPES if d in dtypes]
@@ -75,7 +85,7 @@ def not_both_psum(label: str, pairs: Pairs, a: str, b: str) -> None:
                           help="tensor_copy one of them into SBUF first", roles=(a, b))
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """An instruction instance after its checks: its label, entry, operands, the engine that
     runs it and (executing, not checking) the resolved accesses."""
@@ -126,6 +136,31 @@ class Prepared:
     def dtype(self, role: str) -> str:
         return self.tensors[role].dtype.name
 
+    def ufunc_into_dst(self, ufunc: Any, inputs: tuple[str, ...]) -> bool:
+        """`dst = ufunc(*inputs)` straight between the storages, without temporaries, when
+        every operand is a float32 strided view of one shape (float32 math on float32 data
+        needs no cast); False, doing nothing, otherwise.  The same checks as `f32`/`write`:
+        init check and PSUM bookkeeping of the inputs, duplicate check of dst."""
+        accs = self.accs
+        d = accs["dst"]  # type: ignore[index]
+        srcs = [accs[r] for r in inputs]  # type: ignore[index]
+        if type(d) is not ex.Strided or d.dtype.name != "float32" or any(
+                type(a) is not ex.Strided or a.dtype.name != "float32" for a in srcs):
+            return False
+        out = d.array()
+        arrays = [a.array() for a in srcs]
+        if any(x.shape != out.shape for x in arrays):
+            return False
+        for a, role in zip(srcs, inputs):
+            ex.check_init(a, self.label, role)
+            if a.storage.buffer == "psum":
+                psum.note_read(a)
+        ex.prepare_write(d, self.label, "dst")
+        with np.errstate(all="ignore"):
+            ufunc(*arrays, out=out)  # NumPy buffers overlapping operands itself
+        mark_written(d)
+        return True
+
 
 def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any = "unknown",
             columns: tuple[str, ...] = (), check: Callable[[str, Pairs], None] | None = None,
@@ -143,7 +178,8 @@ def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any 
         check_operand(entry, label, role, t)
     if check is not None:
         check(label, pairs)
-    check_start_partitions(label, pairs)
+    if targets.target_for(pairs[0][1].buffer).name == "trn1":  # the rule binds trn1 only
+        check_start_partitions(label, pairs)
     if choose is not None:
         chosen = choose(label, pairs)
     else:
@@ -153,7 +189,7 @@ def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any 
     shapes = operand_shapes(accs, *(t for _, t in reads))
     ds = shapes[-1]
     for (role, _), ss in zip(reads[:-1], shapes):
-        if ss is None or ds is None:
+        if ss is None or ds is None or ss == ds and role not in columns:
             continue
         want = 1 if role in columns else free_size(ds)
         if ss[0] != ds[0] or free_size(ss) != want:
@@ -167,10 +203,10 @@ def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any 
                 "partition: give every operand the same partition count and elements per "
                 "partition", dst_shape=ds, src_shape=ss, role=role)
     tensors = dict(pairs)
-    trace.record(op, name, tensors, engine=entry.engine("nki", tensors, chosen))
-    acc_map = None if accs is None else {role: a for (role, _), a in zip(reads, accs)}
-    return Prepared(label, entry, tensors, acc_map,
-                    entry.engine("nki", tensors, chosen) or "unknown")
+    runs_on = entry.engine("nki", tensors, chosen)
+    trace.record(op, name, tensors, engine=runs_on)
+    acc_map = None if accs is None else dict(zip(tensors, accs[-1:] + accs[:-1]))
+    return Prepared(label, entry, tensors, acc_map, runs_on or "unknown")
 
 
 def scalar_arg(value: Any, label: str, role: str) -> tuple[Tensor | None, Any]:

@@ -138,6 +138,8 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
 
     def choose(label: str, pairs: Pairs) -> str:
         chosen = hints.compute_engine(label, engine, ("vector", "gpsimd"), pairs)
+        if chosen != "unknown" and op.name != "power":
+            return chosen
         in_psum = [f"{role} {t.name}" for role, t in pairs if t.buffer == "psum"]
         if op.name == "power":
             if chosen == "vector" or in_psum:
@@ -147,8 +149,6 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
                                   code="APK356", help="keep every operand of nl.power in "
                                   "SBUF and leave engine unset (or engine=nisa.engine.gpsimd)")
             return "gpsimd"
-        if chosen != "unknown":
-            return chosen
         if not op.bitvec and not in_psum and all(t.dtype.name in INT32 for _, t in pairs):
             return "gpsimd"  # the docs' default for int32/uint32 tiles
         return "vector"
@@ -163,7 +163,7 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
         p.write(bit_stage(p, op, a, b, False, "data2"))
     elif p.engine == "gpsimd" and all(t.dtype.name in INT32 for t in p.tensors.values()):
         p.write(_exact(p, op, p.raw("data1"), p.raw("data2")))
-    else:
+    elif op.ufunc is None or not p.ufunc_into_dst(op.ufunc, ("data1", "data2")):
         p.write(sem.tensor_tensor(op, p.f32("data1"), p.f32("data2")))
 
 

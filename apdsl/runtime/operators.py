@@ -54,6 +54,9 @@ class Operator:
     targets: tuple[str, ...] | None = None
     valid: str | None = None
     inside_fn: Callable[[np.ndarray], np.ndarray] | None = None
+    # the NumPy ufunc computing `fn` exactly on float32 arrays (executors may call it with
+    # out=, without temporaries); None where `fn` is more than one ufunc
+    ufunc: Any = None
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -231,11 +234,16 @@ _BITVEC = (
 )
 
 _ARITH = (
-    _alu("add", "arith", _quiet(np.add), reduction=True, identity=0.0),
-    _alu("subtract", "arith", _quiet(np.subtract), reduction=True, identity=0.0),
-    _alu("multiply", "arith", _quiet(np.multiply), reduction=True, identity=1.0),
-    _alu("maximum", "arith", _quiet(np.maximum), reduction=True, identity=-math.inf),
-    _alu("minimum", "arith", _quiet(np.minimum), reduction=True, identity=math.inf),
+    _alu("add", "arith", _quiet(np.add), reduction=True, identity=0.0,
+         ufunc=np.add),
+    _alu("subtract", "arith", _quiet(np.subtract), reduction=True, identity=0.0,
+         ufunc=np.subtract),
+    _alu("multiply", "arith", _quiet(np.multiply), reduction=True, identity=1.0,
+         ufunc=np.multiply),
+    _alu("maximum", "arith", _quiet(np.maximum), reduction=True, identity=-math.inf,
+         ufunc=np.maximum),
+    _alu("minimum", "arith", _quiet(np.minimum), reduction=True, identity=math.inf,
+         ufunc=np.minimum),
     _alu("equal", "compare", _quiet(lambda x, y: _b(x == y))),
     _alu("not_equal", "compare", _quiet(lambda x, y: _b(x != y))),
     _alu("greater_equal", "compare", _quiet(lambda x, y: _b(x >= y))),
@@ -248,7 +256,7 @@ _ARITH = (
          reduction=True, identity=0.0),
     _alu("logical_xor", "logical", _quiet(lambda x, y: _b((x != 0) ^ (y != 0))),
          reduction=True, identity=0.0),
-    _alu("power", "arith", _quiet(np.power)),
+    _alu("power", "arith", _quiet(np.power), ufunc=np.power),
     _alu("abs_max", "arith", _quiet(_abs_max), targets=("trn3",)),
     _alu("abs_min", "arith", _quiet(_abs_min), targets=("trn3",)),
 )

@@ -11,7 +11,7 @@ from importlib import import_module
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
          "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
-         "speed", "architecture")
+         "speed", "architecture", "pyvalues")
 
 
 @dataclass(frozen=True)

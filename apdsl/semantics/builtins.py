@@ -132,6 +132,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     table["float"] = FLOAT
     for b in targets.BUFFERS:
         table[b] = b
+    from .pybuiltins import python_builtins  # isinstance, divmod, pow, any, all, set
+    table.update(python_builtins(interp.budget, table))
     # the NKI operators as values (nl.add, nl.exp, ...); where a name is already a builtin
     # (equal, abs, reciprocal) that one stays, and `nl.X` picks the operator (namespace lane)
     for op_name, op in OPERATORS.items():
@@ -350,5 +352,7 @@ def builtin_names() -> frozenset[str]:
              "sorted", "round", "sum", "reversed", "prod", "set_target", "zeros_like",
              "True", "False", "None"}
     names.update(("tile_size", "ds"))
+    from .pybuiltins import NAMES as PYTHON_NAMES
+    names.update(PYTHON_NAMES)
     names.update(INSTRUCTIONS, EVENTS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)
     return frozenset(names)

@@ -190,13 +190,14 @@ class ExpressionCompiler:
         span = getattr(node, "attr_span", None) or node.span
         loaded = self.loaded_registers
         register_value = attr == "value" and self.dry
+        budget = self.budget  # (pays for the methods that walk or build)
 
         def run(frame: Frame) -> Any:
             value = ev(frame)
             if register_value and id(value) in loaded and loaded[id(value)] is value:
                 return UNKNOWN  # check mode: register_load read it from memory
             try:
-                return get_attribute(value, attr)
+                return get_attribute(value, attr, budget)
             except ApdslError as e:
                 raise e.with_span(span) from None
         return run

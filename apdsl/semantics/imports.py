@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ApdslIOError, ApdslNameError, Span
+from . import nki_imports
 from .frames import Closure, Frame
+from .pybuiltins import builtin_module
 from .values import Module
 
 
@@ -18,7 +20,10 @@ class ImportCompiler:
         interp = self
 
         def run(frame: Frame) -> None:
-            if _is_nki_module(node.module):
+            if nki_imports.is_nki(node.module):  # NKI's modules: the builtins (nki_imports)
+                name, value = nki_imports.bind_import(node.module, node.alias, interp.builtins)
+                if name:
+                    frame.vars[name] = value
                 return
             mod = interp.import_module(node.module, node.span)
             frame.vars[node.alias or node.module.split(".")[0]] = mod
@@ -28,7 +33,9 @@ class ImportCompiler:
         interp = self
 
         def run(frame: Frame) -> None:
-            if _is_nki_module(node.module):
+            if nki_imports.is_nki(node.module):
+                frame.vars.update(nki_imports.bind_from_import(
+                    node.module, node.names, interp.builtins, node.name_spans))
                 return
             mod = interp.import_module(node.module, node.span)
             for name, alias in node.names:
@@ -46,6 +53,10 @@ class ImportCompiler:
         from ..syntax.parser import parse
         if dotted in self.modules:
             return self.modules[dotted]
+        builtin = builtin_module(dotted, self.budget)  # `import math`
+        if builtin is not None:
+            self.modules[dotted] = builtin
+            return builtin
         rel = Path(*dotted.split(".")).with_suffix(".apk")
         search = [(self.base_dir / rel, str(self.base_dir / rel))]
         std = Path(self.stdlib_dir) if self.stdlib_dir else stdlib_path()
@@ -75,8 +86,3 @@ class ImportCompiler:
         return module
 
     # -- compilation: expressions -------------------------------------------------------------
-
-
-def _is_nki_module(name: str) -> bool:
-    root = name.split(".")[0]
-    return root in ("nki", "neuronxcc", "numpy", "np")

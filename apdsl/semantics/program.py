@@ -18,6 +18,7 @@ from ..errors import ApdslError, ApdslTypeError, LimitError, Span
 from ..gcpause import paused_gc
 from ..syntax import ast
 from ..syntax.source_files import read_source
+from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
 from .limits import deep_stack
 from .values import Function
 
@@ -67,8 +68,19 @@ class Program:
         return cls(read_source(path), path, str(Path(path).parent))
 
     # -- queries ------------------------------------------------------------------------------
-    def kernels(self) -> list[ast.Kernel]:
-        return [s for s in self.module.body if isinstance(s, ast.Kernel)]
+    def kernels(self) -> list[ast.Kernel | ast.FunctionDef]:
+        """`kernel` statements and `def`s decorated with `@nki.jit` (or another NKI kernel
+        decorator), in source order."""
+        return [s for s in self.module.body if is_kernel(s)]
+
+    def require_inputs(self, name: str, inputs: Any) -> None:
+        """A usage error when kernel `name` has parameters only `-i` can give (no tensor type,
+        no default) and `inputs` lacks some of them."""
+        for k in self.kernels():
+            if k.name == name:
+                missing = missing_inputs(k, inputs or {})
+                if missing:
+                    raise UsageError(missing_message(name, missing))
 
     def kernel_params(self, name: str) -> list[str]:
         for k in self.kernels():
@@ -128,6 +140,12 @@ class Program:
         check with the errors found so far and the limit's error.  Targets and options the
         program sets are restored afterwards."""
         selected = self.select_kernel(kernel) if kernel is not None or inputs else None
+        kernels = self.kernels()
+        # the kernel the command line means (named, or the only one) must have all its inputs,
+        # as `run` requires; another kernel that needs -i is checked statically only
+        meant = selected or (kernels[0].name if len(kernels) == 1 else None)
+        if meant is not None:
+            self.require_inputs(meant, inputs)
         interp = self.interpreter(dry=True, out=out)
         with interp.machine.active(), deep_stack():
             return self._check(interp, selected, inputs)
@@ -147,7 +165,8 @@ class Program:
                 interp.exec_module(self.module, namespace)
                 for k in self.kernels():
                     fn = namespace.get(k.name)
-                    if not isinstance(fn, Function):
+                    if not isinstance(fn, Function) or missing_inputs(
+                            k, (inputs or {}) if k.name == selected else {}):
                         continue
                     try:
                         call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
@@ -176,6 +195,7 @@ class Program:
                 if key not in params:
                     raise UsageError(f"-i {key}: kernel {name} has no parameter '{key}' "
                                      f"(parameters: {', '.join(params) or 'none'})")
+            self.require_inputs(name, inputs)
         elif inputs:
             raise UsageError(f"-i given but {self.file} has no kernel")
         interp = self.interpreter(out=out)
@@ -248,12 +268,19 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
     frame = Frame(dims, namespace)
     args: list[Any] = []
     for p in fn.params:
-        spec = p.type
-        if spec is None:  # the grammar gives untyped kernel parameters a default
-            args.append(fn.defaults[p.name])
+        spec = tensor_type(p)
+        given = inputs.get(p.name)
+        if spec is None:  # untyped: the -i array in HBM, else the default
+            if given is None:
+                if p.name not in fn.defaults:  # (run and check refuse this as a usage error)
+                    raise ApdslTypeError(f"cannot size input {p.name}: it has no tensor type "
+                                         "and no -i array was given", code="APK132",
+                                         span=p.span, help=f"pass -i {p.name}=FILE.npy")
+                args.append(fn.defaults[p.name])
+            else:
+                args.append(untyped_input(p, np.asarray(given), interp))
             continue
         dt = to_dtype(spec.dtype)
-        given = inputs.get(p.name)
         if given is not None:
             arr = np.asarray(given)
             if arr.ndim != len(spec.dims):
@@ -289,6 +316,28 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
     return args, dims
 
 
+def untyped_input(p: Any, arr: np.ndarray, interp: Any) -> Any:
+    """An HBM tensor of the `-i` array's shape, dtype and values, for a parameter without a
+    tensor type (check mode keeps the values, as for a typed parameter)."""
+    from ..runtime.init import initialise
+    from ..tensor.dtypes import dtype as to_dtype
+    if arr.dtype == np.float64:
+        raise ApdslTypeError(
+            f"input {p.name} is a float64 array {arr.shape}; NKI tensors have no float64",
+            code="APK140", span=p.span, name=p.name,
+            help=f"save it as float32 (np.save(path, {p.name}.astype(np.float32))), or give "
+                 f"{p.name} a tensor type such as `{p.name}: f32[...] @ hbm`, which casts")
+    try:
+        dt = to_dtype(arr.dtype)
+    except ApdslError as e:
+        raise e.with_span(p.span) from None
+    t = interp.allocate(arr.shape, dt, "hbm", "ND", p.name, span=p.span)
+    initialise(t, "array", arr, known=True)
+    if interp.dry:
+        interp.known_values.add(t.storage)
+    return t
+
+
 def _dim_text(d: Any) -> str:
     return d.id if isinstance(d, ast.Name) else "expression"
 
@@ -310,7 +359,8 @@ def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:
 def check_result(fn: Function, value: Any, interp: Any) -> None:
     spec = fn.returns
     from .values import Absorbing
-    if spec is None or isinstance(value, Absorbing):  # check mode: a value it cannot know
+    # (a return annotation that is no tensor type, `-> nl.ndarray`, declares nothing to check)
+    if not isinstance(spec, ast.TypeSpec) or isinstance(value, Absorbing):
         return
     from ..tensor.dtypes import dtype as to_dtype
     from ..tensor.view import Tensor

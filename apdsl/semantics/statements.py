@@ -9,6 +9,7 @@ from ..errors import ApdslAssertionError, ApdslError, ApdslNameError, Span
 from ..syntax import ast
 from .arith import COMPARE, compare, truth
 from .frames import BreakSignal, Closure, ContinueSignal, Frame, ReturnSignal
+from .kernels import is_kernel
 from .pyerrors import PY_ERRORS, python_error
 from .values import Absorbing, Function, show
 
@@ -145,7 +146,8 @@ class StatementCompiler:
 
         def run(frame: Frame) -> None:
             fn = Function(node.name, list(node.params), body, frame.glob, node.span,
-                          is_kernel=kernel, returns=getattr(node, "returns", None),
+                          is_kernel=kernel or is_kernel(node),
+                          returns=getattr(node, "returns", None),
                           defaults={k: ev(frame) for k, ev in defaults}, interpreter=interp)
             fn.node = node  # type: ignore[attr-defined]
             frame.vars[node.name] = fn

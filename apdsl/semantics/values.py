@@ -128,8 +128,9 @@ class HostMethod:
         return self.fn(*args, **{k: wrap_dtype_arg(v) for k, v in kwargs.items()})
 
 
-def get_attribute(value: Any, attr: str) -> Any:
-    """Sandboxed attribute access."""
+def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
+    """Sandboxed attribute access.  `budget` (the interpreter's step budget) pays for the
+    list, dict and string methods that walk or build (`apdsl.semantics.methods`)."""
     if attr.startswith("_"):
         raise ApdslNameError(f"attribute '{attr}' is not accessible", code="APK103",
                              help="names starting with '_' are private")
@@ -154,7 +155,11 @@ def get_attribute(value: Any, attr: str) -> Any:
     elif isinstance(value, Absorbing):
         return value
     else:
-        allowed = frozenset()
+        from . import methods
+        bound = methods.method(value, attr, budget, show)
+        if bound is not None:
+            return bound
+        allowed = methods.names(value)
     if attr in allowed:
         return getattr(value, attr)
     from difflib import get_close_matches
@@ -190,7 +195,8 @@ def show(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return np.array2string(value, threshold=64, edgeitems=3)
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(show(v) for v in value)
+        # inside a tuple or list a string shows quoted, as Python prints it
+        inner = ", ".join(repr(v) if type(v) is str else show(v) for v in value)
         if isinstance(value, tuple):
             return f"({inner}{',' if len(value) == 1 else ''})"
         return f"[{inner}]"

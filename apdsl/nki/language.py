@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tensor.view import Tensor as NkiTensor  # the type of every tensor a kernel is given
 from .namespace import lookup, names
+
+
+class NKIObject:
+    """The base class NKI library code derives its kernel-side helper objects from (tile
+    iterators, configs).  On apdsl such an object is an ordinary Python object the kernel's
+    Python code uses while it issues instructions."""
 
 
 def __getattr__(name: str) -> Any:
@@ -13,4 +20,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return names("language")
+    return sorted({*names("language"), "NKIObject", "NkiTensor"})

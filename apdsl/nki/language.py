@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor.view import Tensor as NkiTensor  # the type of every tensor a kernel is given
+from ..tensor.view import Tensor as NkiTensor  # noqa: F401  # nl.NkiTensor: a kernel tensor's type
 from .namespace import lookup, names
 
 

@@ -55,8 +55,8 @@ def _env() -> dict[str, str]:
 
 
 def _check(lines: int, tmp: Path) -> tuple[Side, Side]:
-    """In fresh processes, as `apdsl check FILE` runs (the command line freezes what it
-    compiled, see apdsl.gcpause); the bare parse is timed in the same way."""
+    """In fresh processes, as `apdsl check FILE` runs (the command line sets its own
+    collector policy, see apdsl.surfaces.collector); the bare parse is timed in the same way."""
     path = tmp / "gen.apk"
     path.write_text("M = 128\nK = 512\n" + generate(lines))
     env = _env()

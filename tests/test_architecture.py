@@ -16,7 +16,7 @@ MAX_LINES = 500
 # Bottom to top.  A module may import its own layer and the layers below it.
 LAYERS = [
     ("foundation", ("apdsl.errors", "apdsl.records", "apdsl.resources", "apdsl.version",
-                    "apdsl.gcpause", "apdsl.catalogue")),
+                    "apdsl.catalogue")),
     ("model", ("apdsl.syntax", "apdsl.tensor")),
     ("runtime", ("apdsl.runtime",)),
     ("semantics", ("apdsl.semantics",)),

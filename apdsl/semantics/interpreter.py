@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
-from ..gcpause import paused_gc
 from ..runtime import trace as _trace
 from ..syntax import ast
 from ..tensor.view import Tensor
@@ -167,8 +166,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, LoopComp
     def exec_module(self, module: ast.Module, namespace: dict[str, Any]) -> None:
         self.sources[module.file] = module.source
         with limits.deep_stack():
-            with paused_gc():
-                block = self.compile_block(module.body, top=True)
+            block = self.compile_block(module.body, top=True)
             frame = Frame(namespace, namespace)
             try:
                 block(frame)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslError, ApdslTypeError, LimitError, Span
-from ..gcpause import paused_gc
 from ..syntax import ast
 from ..syntax.source_files import read_source
 from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
@@ -155,8 +154,7 @@ class Program:
         from ..runtime.trace import collect_warnings
         from .checker import Checker
         from .interpreter import Reported
-        with paused_gc():
-            static = Checker(interp.builtins).check(self.module)
+        static = Checker(interp.builtins).check(self.module)
         for e in static:
             interp.report(e)
         namespace: dict[str, Any] = {}

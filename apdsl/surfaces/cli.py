@@ -35,8 +35,8 @@ from .plumbing import (
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .. import gcpause
-    gcpause.FREEZE = True
+    from .collector import tune_for_one_command
+    tune_for_one_command()
     if args.command is None:
         build_parser().print_help()
         return 2

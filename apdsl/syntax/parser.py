@@ -19,7 +19,6 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from ..errors import ApdslSyntaxError, Span
-from ..gcpause import paused_gc
 from ..resources import grammar_file
 from . import ast
 from .builder import Builder
@@ -49,8 +48,7 @@ class _Parser:
         with self.lock:
             self.builder.file = self.indenter.file = file
             try:
-                with paused_gc():
-                    body = self.lark.parse(text)
+                body = self.lark.parse(text)
             except ApdslSyntaxError:
                 raise
             except LarkError as exc:

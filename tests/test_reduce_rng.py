@@ -215,3 +215,15 @@ def test_set_rng_seed_from_psum_and_rng_into_psum():
     rng(r)
     assert r.numpy()[0].tolist() == (oracle(3).integers(0, 2**32, 4, np.uint32)
                                      & 0xFFFF).tolist()
+
+
+def test_lower_shows_rngs_engine_hint(tmp_path):
+    import subprocess
+    import sys
+    f = tmp_path / "r.apk"
+    f.write_text('r: u32[4, 8] @ sbuf\nnisa.rng(r)\nnisa.rng(r, engine="gpsimd")\n')
+    out = subprocess.run([sys.executable, "-m", "apdsl", "lower", str(f)], capture_output=True,
+                         text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    heads = [ln for ln in out.stdout.splitlines() if ln.startswith(str(f))]
+    assert heads == [f"{f}:2  rng", f"{f}:3  rng  engine=gpsimd"]

@@ -11,6 +11,15 @@ The reduce-group instructions (`bn_stats`, `bn_aggr`, `max8`, `nc_find_index8`,
 `nc_match_replace8`, `dropout`, `activation`, `tensor_reduce`, ...) work partition by
 partition: every operand, including a `[partitions, 1]` operand such as `prob`, `scale`, `bias`
 or `reduce_res`, covers the same number of partitions as the data.
+
+Where the NKI docs leave a rule or a meaning open, apdsl checks nothing and says what it does:
+`bn_stats`' "even" and "odd" elements are taken by their index in the flattened free
+dimensions (an empty odd half has count, mean and variance 0); `max8` and `nc_find_index8`
+name no engine (apdsl places them on the Vector Engine); `nc_find_index8` gives a repeated value
+with no occurrence left the not-found sentinel; lane `i` of `reduce_regs` is the `i`-th
+partition an `activation` processes; `dropout` does not rescale survivors; `tensor_reduce`'s
+`keepdims` changes no value when `dst` is given; the free-size limit of the architecture guide
+(64K elements a partition in SBUF, 4K in PSUM) is not checked.
 """, """
 a: f32[128, 64] @ sbuf = 2.0
 s: f32[64, 6] @ sbuf

@@ -60,8 +60,11 @@ class Call:
         s = self.shapes[role]
         return None if s is None else free_size(s)
 
-    def record(self) -> None:
-        trace.record(self.op, self.name, self.tensors, engine=self.engine)
+    def record(self, **given: Any) -> None:
+        """Put the instruction in the trace, with the hint keywords `given` (`engine=...`;
+        shown by `apdsl lower` when not at their default)."""
+        trace.record(self.op, self.name, self.tensors, engine=self.engine,
+                     hints=hints.given(**given) if given else None)
 
     def read_f32(self, role: str) -> np.ndarray:
         """The operand's elements as float32, in its (resolved) shape."""

@@ -99,7 +99,7 @@ def rng(dst: Tensor, engine: Any = "vector", name: str | None = None) -> None:
         raise _rule(label, "on trn1 (NeuronCore-v2) rng runs on the Vector Engine only",
                     "use engine=nisa.engine.vector (the default)", code="APK380")
     call = rr.begin("rng", name, {"dst": dst}, engine=engine)
-    call.record()
+    call.record(engine=engine if getattr(engine, "name", engine) != "vector" else None)
     if call.accs is None:
         return
     acc = call.accs["dst"]

@@ -66,3 +66,17 @@ def test_given_names_enum_members_and_drops_defaults():
                        engine="unknown") == {"dge_mode": "swdge"}
     assert hints.given(priority=0, oob_mode="skip") == {"priority": 0, "oob_mode": "skip"}
     assert hints.given(engine="unknown") is None
+
+
+def test_compute_instructions_record_their_engine_hint():
+    import numpy as np
+
+    from apdsl.runtime import trace
+    from apdsl.runtime.instructions import dma_copy, reciprocal
+    from apdsl.tensor.view import from_numpy, ndarray
+    a = ndarray((4, 4), "float32", "sbuf")
+    dma_copy(a, from_numpy(np.full((4, 4), 2.0, np.float32)))
+    with trace.tracing() as tr:
+        reciprocal(ndarray((4, 4), "float32", "sbuf"), a, engine="vector")
+        reciprocal(ndarray((4, 4), "float32", "sbuf"), a)
+    assert [r.to_json()[0].get("hints") for r in tr.records] == [{"engine": "vector"}, None]

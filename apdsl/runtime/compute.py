@@ -204,7 +204,8 @@ def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any 
                 "partition", dst_shape=ds, src_shape=ss, role=role)
     tensors = dict(pairs)
     runs_on = entry.engine("nki", tensors, chosen)
-    trace.record(op, name, tensors, engine=runs_on)
+    trace.record(op, name, tensors, engine=runs_on,
+                 hints=hints.given(engine=engine))  # the engine= hint as given, for lower
     acc_map = None if accs is None else dict(zip(tensors, accs[-1:] + accs[:-1]))
     return Prepared(label, entry, tensors, acc_map, runs_on or "unknown")
 

@@ -130,7 +130,14 @@ class Strided(Access):
     def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
                  layout: Layout | None, offset: int, lshape: tuple[int, ...],
                  lstrides: tuple[int, ...]) -> None:
-        super().__init__(name, storage, dtype, shape, layout)
+        # (Access.__init__ inlined: one of these is made for every fresh view an instruction
+        # uses; the leaf counts multiply to the size, count-1 leaves being dropped)
+        self.name = name
+        self.storage = storage
+        self.dtype = dtype
+        self.shape = shape
+        self.size = prod(lshape)
+        self.layout = layout
         self.offset = offset
         self.lshape = lshape  # leaf counts (count-1 leaves dropped), outermost first
         self.lstrides = lstrides  # in elements of `dtype`
@@ -200,8 +207,17 @@ class Strided(Access):
     def injective(self) -> bool:
         inj = self._inj
         if inj is None:
-            inj = self._inj = terms_injective((abs(s), abs(s) * (c - 1))
-                                               for c, s in zip(self.lshape, self.lstrides))
+            ls, lt = self.lshape, self.lstrides
+            if len(ls) == 2:  # most tiles: the same test as terms_injective, unrolled
+                s0, s1 = abs(lt[0]), abs(lt[1])
+                if s0 < s1:
+                    s0, s1, c1 = s1, s0, ls[0]
+                else:
+                    c1 = ls[1]
+                inj = s1 > 0 and s0 > s1 * (c1 - 1) and s0 != s1
+            else:
+                inj = terms_injective((abs(s), abs(s) * (c - 1)) for c, s in zip(ls, lt))
+            self._inj = inj
         return inj
 
 

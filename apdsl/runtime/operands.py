@@ -58,9 +58,14 @@ def resolve_operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list
     """Resolve the operands for execution (runtime indices and registers read, bounds
     checked).  In check mode (the machine's `check` flag) nothing is read: views without runtime
     parts are still bounds-checked, and None is returned."""
+    dynamic = False
     for role, t in pairs:
         if t.dynamic is not None:
             ex.warn_static(t, label, role)
+            dynamic = True
+    if not dynamic and not current().check:
+        resolve = ex.resolve
+        return [resolve(t, label, role, group=group) for role, t in pairs]
     if current().check:
         for role, t in pairs:
             if t.dynamic is None and (t.layout.static or ex.registers_known(t.layout)):

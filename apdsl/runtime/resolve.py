@@ -7,7 +7,6 @@ access (or row-gather plan) per view, so a loop reuses it.
 
 from __future__ import annotations
 
-import weakref
 from math import prod
 from typing import Any
 
@@ -44,9 +43,14 @@ def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
 # Resolution
 # =============================================================================================
 
-# Per view: its Access (a static view) or RowsPlan (a row gather), which depend only on the
-# view's immutable layout, dtype and storage.  Weak keys: a plan dies with its view.
-_plans: weakref.WeakKeyDictionary[Any, Access | RowsPlan] = weakref.WeakKeyDictionary()
+def _keep(t: Any, plan: Access | RowsPlan) -> None:
+    """Memoise a static view's Access (or row-gather plan) on the view itself: it depends only
+    on the view's immutable layout, dtype and storage, so a loop that reuses a view resolves it
+    once, and the memo dies with the view (no table to look it up in or clean)."""
+    try:
+        object.__setattr__(t, "memo", plan)
+    except AttributeError:  # an object without the slot: nothing is memoised
+        pass
 
 
 def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROUP) -> Access:
@@ -62,32 +66,35 @@ def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROU
 
 def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     storage = t.storage
-    _check_live(t, op, role)
-    plan = _plans.get(t)
+    if storage.freed:
+        _check_live(t, op, role)
+    plan = getattr(t, "memo", None)
     if plan is not None:
         if type(plan) is RowsPlan:
             return _bind_rows(t, plan, op, role)
         return plan  # type: ignore[return-value]
     layout = t.layout
     dyn = t.dynamic
-    if dyn is None and t.dtype.bits >= 8:
+    dtype = t.dtype
+    if dyn is None and dtype.bits >= 8:
         leaves = plain_leaves(layout)
         if leaves is not None:  # the common case, without the general checks below
             ls, lt = leaves
-            lo, hi = pattern_bounds(layout.base, ls, lt)
-            limit = storage.nbytes * 8 // t.dtype.bits
+            base = layout.base
+            lo, hi = pattern_bounds(base, ls, lt)
+            limit = storage.nbytes * 8 // dtype.bits
             if lo < 0 or hi >= limit:
-                raise _bounds_error(t, layout.base, ls, lt, lo, hi, limit, op, role, "APK401",
-                                    None)
-            acc = _plans[t] = Strided(t.name, storage, t.dtype, layout.shape, layout, layout.base,
-                                      ls, lt)
+                raise _bounds_error(t, base, ls, lt, lo, hi, limit, op, role, "APK401", None)
+            acc = Strided(t.name, storage, dtype, layout.shape, layout, base, ls, lt)
+            _keep(t, acc)
             return acc
     if not layout.static:
         layout = _resolve_registers(t, layout, op, role)
         if dyn is None:
             return _static_access(t, layout, op, role, "APK406")
     elif dyn is None:
-        acc = _plans[t] = _static_access(t, layout, op, role, "APK401")
+        acc = _static_access(t, layout, op, role, "APK401")
+        _keep(t, acc)
         return acc
     if dyn.kind == "scalar":
         v = _scalar_index(dyn, op, role, t)
@@ -97,7 +104,7 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     if dyn.kind == "vector":
         plan = _rows_plan(t, layout)
         if plan is not None:
-            _plans[t] = plan
+            _keep(t, plan)
             return _bind_rows(t, plan, op, role)
         return _vector_access(t, layout, op, role)
     return _ti_access(t, layout, op, role, group)

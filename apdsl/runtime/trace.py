@@ -13,10 +13,10 @@ and the warnings are all state of the current machine (`apdsl.tensor.machine`).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
 from ..errors import Span, Warning_
@@ -24,7 +24,8 @@ from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
-from .pipes import PIPES
+from ..tensor.targets import NKI_ONCHIP
+from .pipes import ASCEND_BUFFERS, PIPES
 from .table import engine_of
 
 
@@ -144,17 +145,19 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     m = current()
     sync = m.sync
     order = None
-    if sync is not None or m.options.sync:  # Ascend pipes and events (SPEC 13)
+    if (sync is not None or m.options.sync) and operands and \
+            next(iter(operands.values())).storage.buffer in ASCEND_BUFFERS:
+        # Ascend pipes and events (SPEC 13; an instruction on NKI buffers runs on no pipe)
         from .sync import active
         order = active().access(op, name, operands, m.span,  # type: ignore[union-attr]
                                 m.location)
     trace = m.trace
-    where = instruction_label(op, name)
-    if trace is None:
+    if trace is None:  # nothing traces: only the on-chip entry limit, cheaply when it holds
         for role, t in operands.items():
-            if t.onchip and _may_exceed_entries(t):
-                lower(t, role=role, label=where)
+            if t.storage.buffer in NKI_ONCHIP and _may_exceed_entries(t):
+                lower(t, role=role, label=instruction_label(op, name))
         return
+    where = instruction_label(op, name)
     cache = trace.lowered
     lowered = {}
     for role, t in operands.items():
@@ -190,20 +193,18 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
                                 tuple(args)))
 
 
-# Free entries of each view's uncoalesced pattern (None: not one pattern), per view.
-_free_entries: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
-
-
 def _may_exceed_entries(t: Any) -> bool:
     """False when the view's uncoalesced pattern already fits the target's limit: coalescing
-    only removes entries, so `lower` could not fail."""
-    try:
-        n = _free_entries[t]
-    except KeyError:
-        layout = t.layout
-        n = sum(len(d.modes) for d in layout.dims) - 1 if layout.is_regular else None
-        _free_entries[t] = n
-    return n is None or n > targets.target_for(t.buffer).max_free_entries
+    only removes entries, so `lower` could not fail.  (Counting the modes of a regular layout
+    costs less than looking the answer up: views are made afresh in every loop iteration.)"""
+    entries = -1  # the partition entry is not a free one
+    for d in t.layout.dims:
+        modes = d.modes
+        if d.start != 0 or d.step != 1 or (len(modes) > 1 and
+                                            prod(c for c, _ in modes) != d.size):
+            return True  # several patterns: `lower` decides
+        entries += len(modes)
+    return entries > targets.target_for(t.storage.buffer).max_free_entries
 
 
 # -- warnings -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ApdslNameError, ApdslTypeError, ViewError
 from . import targets, viewdyn, viewshape
 from .dtypes import dtype as to_dtype
+from .indexing import fast_index, index_view
 from .layout import Layout
 from .machine import current
 from .registers import VirtualRegister
@@ -46,7 +47,10 @@ class Tensor(TensorCore):
     >>> u.shape, u.offset, u.get_pattern()
     ((128, 16), 8, [[64, 128], [1, 16]])
     """
-    __slots__ = ()
+    # The executing runtime's memo of this view made concrete (its resolved access): a view is
+    # immutable, so the memo never goes stale, and it dies with the view.  Not part of the
+    # view's value (unset until an instruction first uses the view).
+    __slots__ = ("memo",)
 
     def is_indirect(self) -> bool:
         """True when the view carries a runtime index (`select` with a tensor or register,
@@ -375,8 +379,8 @@ class Tensor(TensorCore):
         if isinstance(key, Tensor):
             raise ApdslTypeError("a tensor index needs select(dim, idx) or vector_select(0, "
                                  "idx)", code="APK111")
-        from .indexing import index_view
-        return index_view(self, key)
+        view = fast_index(self, key)
+        return index_view(self, key) if view is None else view
 
 
 

@@ -171,3 +171,45 @@ kernel k(a: f32[4, 8] @ hbm) -> f32[4, 8] @ sbuf:
     return t
 """
     apdsl.run(src)
+
+
+def test_main_block_of_an_nki_example_does_not_run(tmp_path):
+    # __name__ is the file's name, as for a .py file: host code under __main__ is skipped
+    src = tmp_path / "example.apk"
+    src.write_text('print(__name__)\nif __name__ == "__main__":\n    import torch\n'
+                   '    x = torch.ones(3)\n')
+    r = _cli("run", str(src))
+    assert r.returncode == 0 and r.stdout.splitlines()[0] == "example", r.stderr
+    r = _cli("check", str(src))
+    assert r.returncode == 0, r.stderr
+
+
+def test_os_environ_is_the_programs_own():
+    from apdsl.semantics.environ import Environ
+    from apdsl.tensor import targets
+    from apdsl.tensor.machine import current
+    src = "import os\nassert os.environ.get('HOME') is None and list(os.environ.keys()) == []\n"
+    apdsl.run(src)  # never the process environment
+    with current().child().active():
+        env = Environ()
+        env["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"
+        assert targets.target_for("sbuf").name == "trn1"
+        env["NEURON_FRAMEWORK_DEBUG"] = "1"
+        assert env.get("NEURON_FRAMEWORK_DEBUG") == "1"
+        with pytest.raises(ApdslError) as err:
+            env["X"] = 1
+        assert err.value.code == "APK120"
+        with pytest.raises(ApdslError):
+            env["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn9"
+    with pytest.raises(ApdslError) as err:
+        apdsl.run("import os\nx = os.environ.update")
+    assert err.value.code == "APK103"
+
+
+def test_tile_size_in_apk():
+    src = ("assert nl.tile_size.pmax == 128 and nl.tile_size.gemm_stationary_fmax == 128\n"
+           "assert nl.tile_size.gemm_moving_fmax == 512\n")
+    apdsl.run(src)
+    with pytest.raises(ApdslError) as err:
+        apdsl.run("x = nl.tile_size._target")
+    assert err.value.code == "APK103"

@@ -15,6 +15,8 @@ from typing import Any
 
 from ..errors import ApdslTypeError
 from . import limits
+from .environ import METHODS as ENVIRON_METHODS
+from .environ import Environ
 from .limits import MAX_ELEMENTS
 
 # Methods that do a bounded amount of work per call: Python's own.
@@ -53,6 +55,8 @@ _CONSTANT = frozenset({"append", "pop", "get", "keys", "values", "items", "setde
 def names(value: Any) -> frozenset[str]:
     """The method names `value` exposes (empty for a value that is no list, dict, ...)."""
     kind = type(value)
+    if kind is Environ:
+        return ENVIRON_METHODS
     return _PLAIN.get(kind, frozenset()) | _CHECKED.get(kind, frozenset())
 
 
@@ -62,6 +66,8 @@ def method(value: Any, attr: str, budget: limits.Budget | None,
     value other than a number or string into the text `str.format` puts in (print's)."""
     kind = type(value)
     if kind not in _PLAIN:
+        if kind is Environ and attr in ENVIRON_METHODS:  # os.environ: reading only
+            return getattr(value, attr)
         return None
     if budget is None:  # (a caller outside the interpreter: the default budget)
         budget = limits.Budget(100_000_000)

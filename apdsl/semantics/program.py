@@ -128,6 +128,9 @@ class Program:
         from .interpreter import Interpreter
         interp = Interpreter(dry=dry, out=out, base_dir=self.base_dir)
         interp.sources[self.file] = self.source
+        # the file's name, as a .py file's module name: `if __name__ == "__main__":` blocks
+        # (host code of NKI examples) do not run, as under the Python frontend (SPEC 12)
+        interp.builtins["__name__"] = Path(self.file).stem
         return interp
 
     def check(self, out: Any = None, kernel: str | None = None,

@@ -1,4 +1,5 @@
-"""Python builtins the NKI kernels use beyond the core ones of `builtins.py`, and `import math`.
+"""Python builtins the NKI kernels use beyond the core ones of `builtins.py`, `import math` and
+`import os` (for `os.environ`, see `environ.py`).
 
 `isinstance`, `divmod`, `pow`, `any`, `all`, `set` and the `math` module (SPEC section 3), each
 within the step budget and the size limits of SPEC section 15: `pow` refuses a power past
@@ -15,10 +16,11 @@ from typing import Any
 from ..errors import ApdslTypeError
 from ..tensor.view import Tensor
 from . import limits
+from .environ import Environ
 from .values import Module
 
 NAMES = ("isinstance", "divmod", "pow", "any", "all", "set")
-MODULES = ("math",)
+MODULES = ("math", "os")
 
 
 def python_builtins(budget: limits.Budget, table: dict[str, Any]) -> dict[str, Any]:
@@ -125,4 +127,6 @@ def builtin_module(name: str, budget: limits.Budget) -> Module | None:
     """The Python module `import NAME` gives a `.apk` program, or None when NAME is none."""
     if name == "math":
         return math_module(budget)
+    if name == "os":  # only os.environ, the program's own (semantics/environ.py)
+        return Module("os", "<builtin>", {"environ": Environ()})
     return None

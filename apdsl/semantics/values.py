@@ -16,6 +16,7 @@ from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
+from .tile_size import TileSize
 
 TENSOR_ATTRS = frozenset({
     "ap", "broadcast", "expand_dim", "flatten_dims", "get_pattern", "indirect", "is_contiguous",
@@ -29,6 +30,7 @@ HOST_ATTRS = frozenset({"shape", "dtype", "T", "astype", "sum", "reshape", "max"
 DTYPE_ATTRS = frozenset({"name", "bits"})
 REGISTER_ATTRS = frozenset({"name", "value"})
 LAYOUT_ATTRS = frozenset({"shape", "stride", "origin_shape"})
+TILE_SIZE_ATTRS = frozenset(n for n in dir(TileSize) if not n.startswith("_"))  # nl.tile_size
 
 
 class Absorbing:
@@ -154,6 +156,8 @@ def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
             "origin_shape"}
     elif isinstance(value, Absorbing):
         return value
+    elif isinstance(value, TileSize):
+        allowed = TILE_SIZE_ATTRS
     else:
         from . import methods
         bound = methods.method(value, attr, budget, show)

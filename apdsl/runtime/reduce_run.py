@@ -184,8 +184,9 @@ def tile_or_float(value: Any, label: str, role: str) -> Tensor | float:
 def scalar_arg(value: Any, label: str, role: str) -> float:
     """A compile-time float operand (a Python or NumPy number, not a bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise arg_error(label, f"{role} must be a number or a tensor, got {value!r}",
-                        help=f"pass a float or a [partitions, 1] tile as {role}")
+        shown = value if isinstance(value, (str, bool, type(None))) else type(value).__name__
+        raise arg_error(label, f"{role} must be a number, got {shown!r}",
+                        help=f"pass a compile-time float as {role}, for example {role}=0.0")
     return float(value)
 
 

@@ -516,3 +516,30 @@ def test_cli_errors_are_located(tmp_path, code):
     assert out.returncode == 1
     assert f"{f}:5:1: error[{code}]" in out.stderr and "help:" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_in_place_and_overlapping_operands_read_before_they_are_written():
+    x = np.arange(20, dtype=np.float32).reshape(2, 10)
+    t = tile(x)
+    tensor_tensor(t[:, 1:10], t[:, 0:9], t[:, 0:9], op("add"))  # overlapping, shifted
+    want = x.copy()
+    want[:, 1:] = x[:, :-1] + x[:, :-1]
+    same(t.numpy(), want)
+    p = tile(x, buffer="psum")
+    tensor_tensor(p, p, tile(x), op("multiply"))  # in place, a PSUM input
+    same(p.numpy(), x * x)
+
+
+def test_lower_json_records_the_engine_hint(tmp_path):
+    import json
+    f = tmp_path / "k.apk"
+    f.write_text("a: i32[4, 8] @ sbuf = 3\nc: i32[4, 8] @ sbuf\n"
+                 "tensor_tensor(c, a, a, nl.add, engine=nisa.engine.vector)\n"
+                 "tensor_tensor(c, a, a, nl.add)\n")
+    out = subprocess.run([sys.executable, "-m", "apdsl", "lower", str(f), "--json"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    recs = [json.loads(line) for line in out.stdout.splitlines()]
+    tt = [r for r in recs if r["op"] == "tensor_tensor"]
+    assert tt[0]["hints"] == {"engine": "vector"} and "hints" not in tt[1]
+    assert set(tt[0]["operands"]) == {"dst", "data1", "data2"}

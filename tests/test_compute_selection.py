@@ -447,3 +447,17 @@ def test_check_finds_the_rules(instruction):
     codes = {"range_select": "APK368", "tensor_tensor_scan": "APK353",
              "select_reduce": "APK465"}
     assert [e.code for e in apdsl.check(programs[instruction])] == [codes[instruction]]
+
+
+def test_the_causal_mask_example_against_numpy():
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / "causal_mask.apk"
+    rng = np.random.default_rng(5)
+    s, b = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
+    got = apdsl.run(path.read_text(), inputs={"S": s, "B": b})
+    biased = s * np.float32(0.125) * np.float32(1.0) + b
+    i = np.arange(128)
+    masked = np.where(i[:, None] - i[None, :] >= 0, biased, np.float32(-9984.0))
+    kept = np.where(masked > -9000.0, masked, np.float32(0.0)).astype(np.float32)
+    want = np.cumsum(kept, axis=1, dtype=np.float32)  # sequential float32 adds
+    np.testing.assert_array_equal(got, want)

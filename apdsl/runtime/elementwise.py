@@ -154,7 +154,7 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
         return "vector"
 
     p = prepare("tensor_tensor", {"dst": dst, "data1": data1, "data2": data2}, name=name,
-                check=check, choose=choose)
+                engine=engine, check=check, choose=choose)
     if not p.executing:
         return
     if op.bitvec:
@@ -284,7 +284,8 @@ def tensor_scalar(dst: Tensor, data: Tensor, op0: Any, operand0: Any, reverse0: 
         return "vector" if chosen == "unknown" else chosen
 
     p = prepare("tensor_scalar", {"dst": dst, "data": data, "operand0": t0, "operand1": t1},
-                name=name, columns=("operand0", "operand1"), check=check, choose=choose)
+                name=name, engine=engine, columns=("operand0", "operand1"), check=check,
+                choose=choose)
     if not p.executing:
         return
     if bitvec:

@@ -104,3 +104,18 @@ def test_indirect_transpose_skips_out_of_range_rows():
     ok = rows < 40
     gathered[ok] = table[rows[ok]]
     np.testing.assert_array_equal(dst.numpy(), gathered.T)
+
+
+def test_gathers_and_scatters_take_software_dge_only():
+    table = from_numpy(np.zeros((8, 4), np.float32))
+    idx = sbuf_index(np.array([[1], [2]]))
+    for mode in ("hwdge", "none"):
+        with raises_code("APK495"):
+            dma_copy(ndarray((2, 4), "float32", "sbuf"), table.vector_select(0, idx),
+                     dge_mode=mode)
+        with raises_code("APK495"):
+            dma_copy(table.ap([[4, 2], [1, 4]], vector_offset=idx, indirect_dim=0),
+                     ndarray((2, 4), "float32", "sbuf"), dge_mode=mode)
+    dst = ndarray((2, 4), "float32", "sbuf")
+    dma_copy(dst, table.vector_select(0, idx), dge_mode="swdge")
+    np.testing.assert_array_equal(dst.numpy(), np.zeros((2, 4), np.float32))

@@ -220,7 +220,7 @@ def test_indirect_transpose_gathers_rows_then_transposes():
         i32 = onchip(rows.astype(np.int32).reshape(32, 1))
         dma_transpose(dst, from_numpy(table).ap([[32, 32], [1, 32]], vector_offset=i32,
                                                 indirect_dim=0))
-    with raises_code("APK397"):
+    with raises_code("APK495"):  # a gather needs software DGE
         dma_transpose(dst, src, dge_mode="hwdge")
     with raises_code("APK398"):  # two index columns need 128 index rows
         i2 = onchip(np.zeros((16, 2), np.uint32))

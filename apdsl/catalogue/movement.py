@@ -4,6 +4,17 @@
 from . import entry
 
 ENTRIES = [
+    entry("APK495", "DMA gather or scatter without software DGE", """
+An access indexed per row (`.ap(vector_offset=...)`, `vector_select`) is a gather or scatter,
+which only software DGE (descriptors generated on GpSimd) performs: the NKI DGE guide lists
+`dge_mode` unknown (then the compiler picks swdge) or swdge for it, for `dma_copy` and
+`dma_transpose` alike; hardware DGE and `none` have no indirect support.
+""", """
+A: f32[64, 32] @ hbm = 1.0
+idx: i32[16, 1] @ sbuf = 0
+t: f32[16, 32] @ sbuf
+dma_copy(t, A.vector_select(0, idx), dge_mode=nisa.dge_mode.hwdge)
+"""),
     entry("APK390", "operand in a buffer this movement instruction cannot use", """
 Each movement instruction reads and writes particular on-chip buffers (NKI isa reference):
 `nc_transpose` on the Tensor Engine reads SBUF and writes PSUM, on the Vector Engine either;
@@ -22,7 +33,10 @@ their product. Without `engine=` the NKI docs say the compiler picks by shape: a
 Vector Engine when the tile fits it and the Tensor Engine otherwise (which needs SBUF -> PSUM).
 On trn1 the Tensor Engine transpose is a float32 matrix multiply with an identity, so NaN and
 Inf spread along their row as the NKI docs warn (apdsl computes it that way) and 32-bit integer
-tiles are refused; from trn2 on it moves bits exactly.
+tiles are refused; from trn2 on it moves bits exactly. Left unchecked because the docs are
+silent: a PSUM-bank rule for the Tensor Engine's dst (nc_matmul has one, nc_transpose states
+none), start partitions beyond trn1's rule, and the trn2 guide's note that an fp8 transpose
+writes 16-bit PSUM elements (the isa reference wants dst of data's dtype; apdsl writes that).
 """, """
 a: f32[64, 64] @ sbuf = 1.0
 b: f32[64, 64] @ sbuf
@@ -58,7 +72,10 @@ dma_transpose(t, a)
     entry("APK395", "dma_transpose permutation not supported", """
 `dma_transpose` supports the permutations `axes=(1, 0)` for 2-d, `(2, 1, 0)` for 3-d and
 `(3, 1, 2, 0)` for 4-d tiles; without `axes` it uses the one for the source's rank (NKI isa
-reference). Other ranks and permutations are not DMA transposes.
+reference). Other ranks and permutations are not DMA transposes. Without `dge_mode=hwdge` no
+shape or dtype rule applies to a direct transpose (the Trainium2 guide: 2- and 4-byte types
+transpose bit-accurately), and the docs give no partition-start rule for an SBUF source, so
+none is checked.
 """, """
 a: f16[16, 32] @ hbm = 1.0
 t: f16[16, 32] @ sbuf
@@ -77,9 +94,10 @@ t: f32[64, 16] @ sbuf
 dma_transpose(t, a, dge_mode=nisa.dge_mode.hwdge)
 """),
     entry("APK397", "dma_transpose hint not valid for this transpose", """
-A direct `dma_transpose` takes `dge_mode` unknown (the default) or hwdge; an indirect one (a
-source `.ap(vector_offset=...)`, a gather-transpose) takes unknown or swdge. `oob_mode=skip` is
-only valid with an indirect source (NKI isa reference).
+A direct `dma_transpose` takes `dge_mode` unknown (the default) or hwdge (NKI isa reference;
+the NKI DGE guide's table also lists `none`, the isa reference does not, and apdsl follows the
+isa reference); an indirect one (a source `.ap(vector_offset=...)`, a gather-transpose) takes
+unknown or swdge (other modes: APK495). `oob_mode=skip` is only valid with an indirect source.
 """, """
 a: f16[16, 32] @ hbm = 1.0
 t: f16[32, 16] @ sbuf
@@ -103,7 +121,10 @@ dma_transpose(t, A.ap([[32, 32], [1, 32]], vector_offset=idx, indirect_dim=0))
 `shuffle_mask` is a list of 32 ints: entry i names the source partition (0-31, within the
 same 32-partition quadrant) that destination partition i of every quadrant copies, or 255 to
 leave that destination partition unmodified. Every partition a mask entry reads must exist in
-src (a one-partition src broadcasts with an all-zero mask to one quadrant only).
+src (a one-partition src broadcasts with an all-zero mask to one quadrant only). The docstring
+restricts no dtype (dst has src's) and gives no size limit of its own; the architecture
+guide's general Vector Engine free-size limit (64K elements in SBUF, 4K in PSUM) is not
+checked.
 """, """
 a: f32[32, 8] @ sbuf = 1.0
 b: f32[32, 8] @ sbuf

@@ -6,7 +6,8 @@ A hint is a name of the reference's enums (`nisa.engine.vector`, `nisa.dge_mode.
 Trainium/Inferentia2 architecture guide): GpSimd cannot access PSUM; on NeuronCore-v2 (trn1)
 `tensor_copy` does not run on the Scalar engine and hardware DGE does not exist; a DMA `engine`
 only chooses the HWDGE trigger (sync or scalar); `priority` (0-3) is NeuronCore-v4 (trn3) only
-and needs DGE; a hardware-DGE copy moves equal dtypes (SPEC section 4).
+and needs DGE; a hardware-DGE copy moves equal dtypes (SPEC section 4); a per-row indexed
+(gather/scatter) access takes software DGE only (the NKI DGE guide).
 """
 
 from __future__ import annotations
@@ -84,6 +85,16 @@ def dma(label: str, dst: Any, src: Any, priority: Any, oob_mode: Any, dge_mode: 
                               f"{dst.dtype}, src {src.dtype}", code="APK347",
                               help="convert with a compute instruction first, or leave dge_mode "
                               "unset (DMA then converts through float32)")
+    gathers = [(r, t) for r, t in (("dst", dst), ("src", src))
+               if t.dynamic is not None and t.dynamic.kind == "vector"]
+    if gathers and dge in ("hwdge", "none"):
+        role, t = gathers[0]
+        raise TargetError(f"{label}: dge_mode={dge} cannot gather or scatter; {role} {t.name} "
+                          "is indexed per row (vector_offset / vector_select)", code="APK495",
+                          notes=["NKI DGE guide: an access with vector_offset takes dge_mode "
+                                 "unknown or swdge (software DGE, on GpSimd)"],
+                          help="use dge_mode=nisa.dge_mode.swdge, or leave it unset",
+                          dge_mode=dge, role=role)
     if eng != "unknown":
         if dge != "hwdge" or eng not in ("sync", "scalar"):
             raise _engine_error(label, f"engine={eng}: a DMA engine only picks the hardware-DGE "

@@ -7,6 +7,7 @@ access (or row-gather plan) per view, so a loop reuses it.
 
 from __future__ import annotations
 
+import weakref
 from math import prod
 from typing import Any
 
@@ -295,9 +296,33 @@ def warn_static(t: Any, op: str, role: str) -> None:
             "if the limitation is lifted"), key=("APK450", op, role))
 
 
+# Row-gather plans per storage, by layout value: a gather's view is usually made afresh in
+# every call (`A.vector_select(0, idx)` in a loop), and the plan depends only on values (layouts
+# are immutable), so equal views share one.  Bounded per storage: a loop over ever new layouts
+# starts the table over rather than growing it.
+_row_plans: weakref.WeakKeyDictionary[Any, dict[Any, RowsPlan | None]] = \
+    weakref.WeakKeyDictionary()
+_ROW_PLANS_PER_STORAGE = 64
+
+
 def _rows_plan(t: Any, layout: Layout) -> RowsPlan | None:
     """The cacheable part of a row gather, when the rest of the view is one regular pattern
-    and rows step forward."""
+    and rows step forward (memoised per storage and layout value)."""
+    dyn = t.dynamic
+    key = (layout, t.dtype, dyn.scale, dyn.bound, t.name)
+    storage = t.storage
+    plans = _row_plans.get(storage)
+    if plans is None:
+        plans = _row_plans[storage] = {}
+    elif key in plans:
+        return plans[key]
+    if len(plans) >= _ROW_PLANS_PER_STORAGE:
+        plans.clear()
+    plan = plans[key] = _new_rows_plan(t, layout)
+    return plan
+
+
+def _new_rows_plan(t: Any, layout: Layout) -> RowsPlan | None:
     dyn = t.dynamic
     rest = Layout(layout.dims[1:], layout.base)
     if not rest.is_regular or t.dtype.bits < 8 or dyn.scale <= 0:

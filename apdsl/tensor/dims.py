@@ -43,6 +43,15 @@ class Dim:
     def plain(size: Any, stride: Any) -> Dim:
         return Dim(size, ((size, stride),))
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Dim:
+            return NotImplemented
+        return (self.size == other.size and self.modes == other.modes  # type: ignore[attr-defined]
+                and self.start == other.start and self.step == other.step)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.size, self.modes, self.start, self.step))
+
     @property
     def is_plain(self) -> bool:
         return len(self.modes) == 1 and self.start == 0 and self.step == 1

@@ -103,9 +103,28 @@ class Layout:
 
     @property
     def static(self) -> bool:
-        return is_static(self.base) and all(
-            is_static(d.size) and all(is_static(c) and is_static(s) for c, s in d.modes)
-            for d in self.dims)
+        """No register among the base, sizes, counts and strides (a register is the only
+        non-integer they may hold; plain ints are tested first, by type, for speed)."""
+        if type(self.base) is not int and not is_static(self.base):
+            return False
+        for d in self.dims:
+            if type(d.size) is not int and not is_static(d.size):
+                return False
+            for c, s in d.modes:
+                if (type(c) is not int and not is_static(c)) or \
+                        (type(s) is not int and not is_static(s)):
+                    return False
+        return True
+
+    # Layouts key caches (trace lowering, row-gather plans): hash and compare the two fields
+    # directly rather than through the generic record tuple.
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Layout:
+            return NotImplemented
+        return self.base == other.base and self.dims == other.dims  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.dims, self.base))
 
     @property
     def offset(self) -> Any:

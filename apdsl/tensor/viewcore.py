@@ -137,6 +137,9 @@ def with_layout(t: TensorCore, layout: Layout, **kw: Any) -> Any:
     check_ndim(layout.ndim)
     if t.origin_shape is not None and "origin_shape" not in kw:
         kw.update(tla_fields(t, "this view method"))
+    if not kw or kw.keys() == {"dynamic"}:  # the common cases, built directly
+        return type(t)(t.storage, t.dtype, layout, kw.get("dynamic", t.dynamic), t.label,
+                       t.coord, t.origin_shape)
     return replace(t, layout=layout, **kw)
 
 

@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -213,3 +215,23 @@ def test_tile_size_in_apk():
     with pytest.raises(ApdslError) as err:
         apdsl.run("x = nl.tile_size._target")
     assert err.value.code == "APK103"
+
+
+_IDENTITY = """\
+@nki.jit
+def identity(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    assert x.buffer == nl.hbm and x.shape == out.shape
+    nisa.dma_copy(dst=out, src=x)
+    return out
+"""
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["float32", "float16", "int32", "int8", "uint8", "int16"]),
+       st.lists(st.integers(1, 6), min_size=1, max_size=3))
+def test_untyped_input_keeps_shape_dtype_and_values(dtype, shape):
+    arr = (np.arange(int(np.prod(shape))) % 100).astype(dtype).reshape(shape)
+    got = apdsl.run(_IDENTITY, inputs={"x": arr})
+    assert got.dtype == arr.dtype and got.shape == arr.shape
+    np.testing.assert_array_equal(got, arr)

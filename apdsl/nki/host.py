@@ -89,6 +89,11 @@ def current() -> Host:
     return _EAGER[0]
 
 
+def active() -> Host | None:
+    """The host of the kernel call under way, None outside one."""
+    return _CURRENT.get()
+
+
 @contextmanager
 def hosting(host: Host) -> Any:
     """Make `host` the one `nl`/`nisa` names resolve to inside the block."""

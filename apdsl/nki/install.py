@@ -16,8 +16,9 @@ class NkiShadowWarning(UserWarning):
 
 
 def _ours() -> object:
-    import apdsl.nki
-    return apdsl.nki
+    # The package this module belongs to, already imported before any of its submodules (so
+    # read from sys.modules, not imported: the package imports this module).
+    return sys.modules[__name__.rpartition(".")[0]]
 
 
 def installed() -> bool:

@@ -15,7 +15,7 @@ from ..semantics.launch import Launch
 from ..tensor import targets
 from ..tensor.view import Tensor
 from .arguments import check_outputs, parameter_names, to_numpy, to_tensor
-from .host import _CURRENT, Host, hosting
+from .host import Host, active, hosting
 from .locate import caller_span, is_user_file, traceback_span
 
 
@@ -29,7 +29,7 @@ class Kernel:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _CURRENT.get() is not None:  # called from a kernel under way: a plain call
+        if active() is not None:  # called from a kernel under way: a plain call
             return self.fn(*args, **kwargs)
         return call(self.fn, args, kwargs)
 

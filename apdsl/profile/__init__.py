@@ -71,8 +71,8 @@ def profile(source_or_path: str | os.PathLike, kernel: str | None = None,
     >>> len(p.slots), p.slots[0].track, p.slots[1].start >= p.slots[0].end
     (2, 'DMA q0', True)
     """
-    from ..semantics.api import _program
-    result = _program(source_or_path).run(kernel, inputs, trace=True)
+    from ..semantics.api import program_of
+    result = program_of(source_or_path).run(kernel, inputs, trace=True)
     return profile_run(result)
 
 

@@ -40,11 +40,11 @@ class Cost:
     fixed_ns: float = 0.0
 
 
-def _int(x: Any) -> int:
+def as_int(x: Any) -> int:
     """A pattern value as an int; a register gives its (last) value."""
     v = getattr(x, "value", x)
     if hasattr(x, "static") and hasattr(x, "reg"):  # RegisterSum
-        return _int(x.static) + _int(x.reg)
+        return as_int(x.static) + as_int(x.reg)
     try:
         return int(v)
     except (TypeError, ValueError):
@@ -56,7 +56,7 @@ def _bits(ap: AccessPattern) -> int:
 
 
 def elements(ap: AccessPattern) -> int:
-    return prod(_int(c) for _, c in ap.pattern)
+    return prod(as_int(c) for _, c in ap.pattern)
 
 
 def _onchip(ap: AccessPattern) -> bool:
@@ -64,7 +64,7 @@ def _onchip(ap: AccessPattern) -> bool:
 
 
 def partitions(ap: AccessPattern) -> int:
-    return _int(ap.pattern[0][1]) if _onchip(ap) and ap.pattern else 1
+    return as_int(ap.pattern[0][1]) if _onchip(ap) and ap.pattern else 1
 
 
 def run_elements(ap: AccessPattern) -> int:
@@ -75,7 +75,7 @@ def run_elements(ap: AccessPattern) -> int:
     if not pat:
         return 1
     stride, count = pat[-1]
-    return _int(count) if _int(stride) == 1 else 1
+    return as_int(count) if as_int(stride) == 1 else 1
 
 
 def _descriptors(aps: list[AccessPattern], n: int) -> int:
@@ -154,7 +154,7 @@ class Model:
         free = elements(dst) // max(1, partitions(dst))
         inputs = max(1, sum(1 for r in piece if r != "dst"))
         strided = any(_onchip(ap) and len(ap.pattern) > 1 and
-                      abs(_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
+                      abs(as_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
         cycles = inputs * free / self.v("compute_elements_per_cycle")
         if strided:
             cycles *= self.v("strided_factor")

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..records import record
 from ..runtime.pipes import PIPES
-from .model import Cost, Model, _int
+from .model import Cost, Model, as_int
 
 EVENTS = ("set_flag", "wait_flag", "pipe_barrier")
 
@@ -63,14 +63,14 @@ def footprint(ap: Any) -> tuple[float, float, float, float]:
     pattern = ap.pattern
     p0, p1 = 0, 1
     if ap.buffer in ("sbuf", "psum") and pattern:
-        pstride, pcount = _int(pattern[0][0]), _int(pattern[0][1])
+        pstride, pcount = as_int(pattern[0][0]), as_int(pattern[0][1])
         p0 = offset // pstride if pstride > 0 else 0
         offset -= p0 * pstride
         p1 = p0 + pcount
         pattern = pattern[1:]
     lo = hi = offset
     for s, c in pattern:
-        span = (_int(c) - 1) * _int(s)
+        span = (as_int(c) - 1) * as_int(s)
         if span < 0:
             lo += span
         else:

@@ -48,7 +48,7 @@ from ..tensor.tla import reach, region, valid_shape, valid_view
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import trace
-from .copies import nki_dma
+from .dma import nki_dma
 from .operands import resolve_operands
 
 MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")

@@ -14,6 +14,7 @@ from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import execute as ex
 from . import hints, oob, trace
+from .dma import nki_dma
 from .operands import (
     arg_error,
     check_start_partitions,
@@ -82,21 +83,6 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
         oob.copy_skipping(dst, src, name, label, given)  # out-of-range rows are not moved
         return
     nki_dma(dst, src, name, label, given)
-
-
-def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str,
-            given: dict[str, Any] | None = None) -> None:
-    accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
-    ss, ds = operand_shapes(accs, src, dst)
-    if ss is not None and ds is not None and prod(ss) != prod(ds):
-        raise TargetError(f"{label}: dst has {prod(ds)} elements {ds}, src has {prod(ss)} "
-                          f"{ss}", code="APK306",
-                          notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ {src.buffer}"],
-                          help="a DMA moves elements in row-major order; both sides must hold "
-                          "the same number of elements", dst_shape=ds, src_shape=ss)
-    trace.record("dma_copy", name, {"dst": dst, "src": src}, hints=given)
-    if accs is not None:
-        ex.copy(accs[1], accs[0], label)
 
 
 def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:

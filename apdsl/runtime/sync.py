@@ -410,7 +410,7 @@ def pipe_barrier(pipe: str) -> None:
 def checking(force: bool = False) -> Iterator[Sync | None]:
     """Check synchronisation inside the block (a kernel: unless `sync` is off; `force`:
     `apdsl.pipes()`), ending it as a kernel ends: leftover flags warn."""
-    from .trace import warn
+    from .warn import warn
     m = current()
     if m.sync is not None or (m.options.sync is False and not force):
         yield m.sync

@@ -6,9 +6,9 @@ happens only while a `tracing()` block is active -- except that on-chip operands
 checked against the target's limit of free access-pattern entries (APK304), cheaply when the
 view's pattern is already short enough.
 
-Warnings (`apdsl.errors.Warning_`) go to the current machine's list; the command line prints
-and clears it, and `collect_warnings()` scopes a fresh list.  The trace, the statement location
-and the warnings are all state of the current machine (`apdsl.tensor.machine`).
+Warnings (`apdsl.errors.Warning_`) go to the current machine's list (`apdsl.runtime.warn`, below
+the synchronisation checker that warns and that `record` feeds).  The trace, the statement
+location and the warnings are all state of the current machine (`apdsl.tensor.machine`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from ..errors import Span, Warning_
+from ..errors import Span
 from ..records import record
 from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
@@ -27,6 +27,7 @@ from ..tensor.machine import Location, current
 from ..tensor.targets import NKI_ONCHIP
 from .pipes import ASCEND_BUFFERS, PIPES
 from .table import engine_of
+from .warn import collect_warnings, take_warnings, warn  # noqa: F401 - their home was here
 
 
 @record
@@ -205,44 +206,3 @@ def _may_exceed_entries(t: Any) -> bool:
             return True  # several patterns: `lower` decides
         entries += len(modes)
     return entries > targets.target_for(t.storage.buffer).max_free_entries
-
-
-# -- warnings -------------------------------------------------------------------------------
-
-def warn(w: Warning_, *, key: tuple[Any, ...] | None = None) -> None:
-    """Add a warning to the current machine's list.  With `key`, a warning is given once per
-    key and source location (an instruction in a loop warns once, not on every iteration)."""
-    m = current()
-    if key is not None:
-        k = (m.location, *key)
-        if k in m.warned:
-            return
-        m.warned.add(k)
-    w = w.with_span(m.span)
-    if m.location is not None:
-        w = w.with_facts(location=m.location)
-    m.warnings.append(w)
-
-
-def take_warnings() -> list[Warning_]:
-    """Return and clear the collected warnings."""
-    m = current()
-    out = list(m.warnings)
-    m.warnings.clear()
-    m.warned.clear()
-    return out
-
-
-@contextmanager
-def collect_warnings() -> Iterator[list[Warning_]]:
-    """Collect the warnings raised inside the block into a fresh list (the outer list is
-    restored afterwards, unchanged)."""
-    m = current()
-    saved, saved_keys = m.warnings, m.warned
-    m.warnings, m.warned = [], set()
-    got: list[Warning_] = []
-    try:
-        yield got
-    finally:
-        got.extend(m.warnings)
-        m.warnings, m.warned = saved, saved_keys

@@ -12,7 +12,7 @@ from ..errors import ApdslError
 from .program import Program
 
 
-def _program(source_or_path: str | os.PathLike, base_dir: str | os.PathLike | None = None
+def program_of(source_or_path: str | os.PathLike, base_dir: str | os.PathLike | None = None
              ) -> Program:
     if isinstance(source_or_path, os.PathLike) or (
             isinstance(source_or_path, str) and "\n" not in source_or_path
@@ -41,7 +41,7 @@ def run(source_or_path: str | os.PathLike, kernel: str | None = None,
     >>> apdsl.run(source, inputs={"A": np.ones((2, 3), np.float32)})[1]
     array([1., 1., 1.], dtype=float32)
     """
-    result = _program(source_or_path, base_dir).run(kernel, inputs)
+    result = program_of(source_or_path, base_dir).run(kernel, inputs)
     value = result.value
     if value is None:
         return None
@@ -56,6 +56,6 @@ def check(source_or_path: str | os.PathLike) -> list[ApdslError]:
     ['APK203']
     """
     try:
-        return _program(source_or_path).check()
+        return program_of(source_or_path).check()
     except ApdslError as e:
         return [e]

@@ -20,16 +20,13 @@ from .plumbing import (
     apply_target,
     check_target_family,
     diagnose,
+    execute,
     fail,
     format_lowered,
     internal_error,
-    launch_of,
-    load_program,
     open_program,
     read_inputs,
-    report,
     usage,
-    with_module_sources,  # noqa: F401 - the NKI pytest plugin imports it here
 )
 
 
@@ -90,35 +87,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(args: argparse.Namespace, trace: bool, out: Any = None,
-             before_error: Any = None) -> tuple[Any, Any]:
-    """Run the program (its prints to `out`, default stdout).  A runtime error is reported and
-    exits 1; with `trace`, `before_error(trace)` first gets what executed before it."""
-    from ..semantics.program import UsageError
-    apply_target(args.target)
-    program = load_program(args.file, args.target)
-    inputs = read_inputs(args, program)
-    launch = launch_of(args)
-    result = None
-    try:  # (the options of the command line are set by `main`)
-        result = program.run(args.kernel, inputs, out=out, trace=trace, **launch)
-    except UsageError as e:
-        raise usage(str(e)) from None
-    except ApdslError as e:
-        partial = getattr(e, "trace", None)
-        if partial is not None and before_error is not None:
-            before_error(partial)
-        sources = {**getattr(e, "sources", {}), program.file: program.source}
-        raise fail([e], sources, args.file) from None
-    except Exception as e:  # noqa: BLE001
-        raise internal_error(e) from None
-    if result.warnings:
-        report(result.warnings, {**result.interpreter.sources, program.file: program.source})
-    return program, result
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    program, result = _execute(args, trace=False)
+    program, result = execute(args, trace=False)
     value = result.value
     if args.output:
         if value is None:
@@ -196,14 +166,14 @@ def cmd_lower(args: argparse.Namespace) -> int:
         sys.stdout.flush()  # what ran comes before a diagnostic on stderr
 
     # a runtime error: print what executed before it, then the diagnostic
-    _, result = _execute(args, trace=True, out=sys.stderr if args.json else None,
+    _, result = execute(args, trace=True, out=sys.stderr if args.json else None,
                          before_error=lambda trace: emit(trace.before_error()))
     emit(result.trace.records if result.trace is not None else [])
     return 0
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from ..profile.command import command
+    from .profile_command import command
     return command(args)
 
 

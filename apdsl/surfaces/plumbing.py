@@ -240,3 +240,31 @@ def format_lowered(records: list[Any]) -> str:
     if not lines:
         return "(no instructions executed)"
     return "\n".join(lines)
+
+
+def execute(args: argparse.Namespace, trace: bool, out: Any = None,
+             before_error: Any = None) -> tuple[Any, Any]:
+    """Run the program (its prints to `out`, default stdout).  A runtime error is reported and
+    exits 1; with `trace`, `before_error(trace)` first gets what executed before it.  The
+    commands that run a program (run, lower, profile) share it."""
+    from ..semantics.program import UsageError
+    apply_target(args.target)
+    program = load_program(args.file, args.target)
+    inputs = read_inputs(args, program)
+    launch = launch_of(args)
+    result = None
+    try:  # (the options of the command line are set by `main`)
+        result = program.run(args.kernel, inputs, out=out, trace=trace, **launch)
+    except UsageError as e:
+        raise usage(str(e)) from None
+    except ApdslError as e:
+        partial = getattr(e, "trace", None)
+        if partial is not None and before_error is not None:
+            before_error(partial)
+        sources = {**getattr(e, "sources", {}), program.file: program.source}
+        raise fail([e], sources, args.file) from None
+    except Exception as e:  # noqa: BLE001
+        raise internal_error(e) from None
+    if result.warnings:
+        report(result.warnings, {**result.interpreter.sources, program.file: program.source})
+    return program, result

@@ -1,7 +1,8 @@
 """`apdsl profile FILE [KERNEL] [-i ...] [--trace OUT.json] [--json]` (SPEC sections 2, 14).
 
-Its options are declared with the other commands' in `surfaces/arguments.py`, so that
-building the command line imports nothing of the profiler."""
+A command of the command line (it reports and exits as the others do, through `plumbing`); its
+options are declared with the other commands' in `arguments.py`, so that building the command
+line imports nothing of the profiler."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import sys
 
 def command(args: argparse.Namespace) -> int:
     from ..errors import ApdslError
+    from ..profile import profile_run
+    from ..profile.chrome import events
     from ..runtime.files import write_text
-    from ..surfaces.cli import _execute, fail
-    from . import profile_run
-    from .chrome import events
-    _, result = _execute(args, trace=True, out=sys.stderr if args.json else None)
+    from .plumbing import execute, fail
+    _, result = execute(args, trace=True, out=sys.stderr if args.json else None)
     p = profile_run(result)
     if args.trace:
         try:
@@ -24,7 +25,7 @@ def command(args: argparse.Namespace) -> int:
         except ApdslError as e:
             raise fail([e], {}, args.trace) from None
     if args.svg:
-        from .svg import render
+        from ..profile.svg import render
         try:
             write_text(args.svg, render(p))
         except ApdslError as e:

@@ -14,7 +14,8 @@ the engine's `reduce_regs` (`apdsl.runtime.reduce_regs`, per device), controlled
 activated data over existing values", which is the sum above, as SPEC 11 states it.)  The sum is
 of the float32 outputs, before their cast to dst.
 
-Rules from the docstrings: `reduce_op` must be `nl.add`; `scale` is a float or a
+Rules from the docstrings: `reduce_op` must be `nl.add` (`activation_reduce`'s docs say so
+"on NeuronCore-v2" and name no other for later targets, so apdsl takes only `nl.add` there too); `scale` is a float or a
 `[partitions, 1]` float32 tile; `bias` a `[partitions, 1]` tile of any dtype but tfloat32, or,
 from NeuronCore-v3 (trn2) on, a float; data and dst have the same partitions and elements per
 partition; an input outside the function's valid range (`nl.log`, `nl.sqrt`, `nl.sin`, ...)

@@ -23,6 +23,13 @@ operator of the NKI math-operator table (or `nl.power`), `tensor_scalar` and
 `nl.maximum` only, and so on. An activation function such as `nl.exp` is not an ALU operator,
 and an ALU operator such as `nl.add` is not an activation function. The message says what the
 instruction takes.
+
+Left unchecked, because the docs are silent or disagree: which arithmetic operators each
+engine takes (the math-operator table has no per-engine column; only the Scalar engine's trn2
+pairs of `tensor_scalar` are listed, APK357), `tensor_scalar` on GpSimd beyond `nl.rsqrt` (its
+parameter list says "only allowed for rsqrt", its body allows arithmetic), and whether
+`nl.square`/`nl.relu` as `op0` need trn3 (a release note). `nl.divide` is in nki.language but
+not in the math-operator table, so no ISA instruction takes it.
 """, """
 a: f32[4, 8] @ sbuf = 1.0
 c: f32[4, 8] @ sbuf
@@ -42,7 +49,10 @@ The element-wise instructions read at most one of their two tile inputs from PSU
 docstrings: "data1 and data2 cannot both reside in PSUM" for `tensor_tensor`, likewise `data`
 and `operand1` of `scalar_tensor_tensor`, `data0`/`data1` of `tensor_tensor_scan`, `src` and
 `predicate` of `tensor_copy_predicated`, `on_true` and `predicate` of `select_reduce`). Copy
-one of them into SBUF first with `tensor_copy`.
+one of them into SBUF first with `tensor_copy`. The docs give no such rule for
+`tensor_scalar` or `range_select`, so none is checked there; nor do they give the free-size
+limit of the architecture guide (64K elements a partition in SBUF, 4K in PSUM) in these
+instructions' docstrings, so apdsl leaves it to the buffers' capacity.
 """, """
 a: f32[4, 8] @ psum = 1.0
 b: f32[4, 8] @ psum = 2.0

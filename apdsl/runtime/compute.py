@@ -78,8 +78,8 @@ def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
 
 def not_both_psum(label: str, pairs: Pairs, a: str, b: str) -> None:
     """APK353: the docs' "cannot both reside in PSUM" rule for inputs `a` and `b`."""
-    views = dict(pairs)
-    if a in views and b in views and views[a].buffer == views[b].buffer == "psum":
+    views = {role: t for role, t in pairs if t.buffer == "psum"}
+    if a in views and b in views:
         raise TargetError(f"{label}: {a} {views[a].name} and {b} {views[b].name} are both in "
                           "PSUM; at most one of them may be", code="APK353",
                           help="tensor_copy one of them into SBUF first", roles=(a, b))
@@ -143,14 +143,20 @@ class Prepared:
         init check and PSUM bookkeeping of the inputs, duplicate check of dst."""
         accs = self.accs
         d = accs["dst"]  # type: ignore[index]
-        srcs = [accs[r] for r in inputs]  # type: ignore[index]
-        if type(d) is not ex.Strided or d.dtype.name != "float32" or any(
-                type(a) is not ex.Strided or a.dtype.name != "float32" for a in srcs):
+        strided = ex.Strided
+        if type(d) is not strided or d.dtype.name != "float32":
             return False
         out = d.array()
-        arrays = [a.array() for a in srcs]
-        if any(x.shape != out.shape for x in arrays):
-            return False
+        srcs, arrays = [], []
+        for r in inputs:
+            a = accs[r]  # type: ignore[index]
+            if type(a) is not strided or a.dtype.name != "float32":
+                return False
+            x = a.array()
+            if x.shape != out.shape:
+                return False
+            srcs.append(a)
+            arrays.append(x)
         for a, role in zip(srcs, inputs):
             ex.check_init(a, self.label, role)
             if a.storage.buffer == "psum":
@@ -204,8 +210,8 @@ def prepare(op: str, operands: dict[str, Any], *, name: str | None, engine: Any 
                 "partition", dst_shape=ds, src_shape=ss, role=role)
     tensors = dict(pairs)
     runs_on = entry.engine("nki", tensors, chosen)
-    trace.record(op, name, tensors, engine=runs_on,
-                 hints=hints.given(engine=engine))  # the engine= hint as given, for lower
+    given = None if engine == "unknown" else hints.given(engine=engine)
+    trace.record(op, name, tensors, engine=runs_on, hints=given)  # the engine= hint, for lower
     acc_map = None if accs is None else dict(zip(tensors, accs[-1:] + accs[:-1]))
     return Prepared(label, entry, tensors, acc_map, runs_on or "unknown")
 

@@ -39,9 +39,10 @@ def target_of(pairs: Pairs) -> str:
 
 def check_targets(label: str, pairs: Pairs, ops: dict[str, Operator | None]) -> None:
     """APK352 for an operator the operands' target does not have."""
-    tgt = target_of(pairs)
-    for role, op in ops.items():
-        if op is not None:
+    limited = [(role, op) for role, op in ops.items() if op is not None and op.targets]
+    if limited:
+        tgt = target_of(pairs)
+        for role, op in limited:
             operator_arg(op, label, role, table="any", target=tgt)
 
 

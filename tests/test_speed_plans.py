@@ -47,3 +47,15 @@ def test_layout_hash_and_equality_are_by_value():
     assert x is not y and x == y and hash(x) == hash(y)
     assert x != a[2:6, 1:4].layout and x != Layout(x.dims, x.base + 1)
     assert x.dims[0] == y.dims[0] and hash(x.dims[0]) == hash(y.dims[0])
+
+
+def test_row_major_layouts_are_shared_values():
+    a = Layout.row_major((4, 8))
+    assert a is Layout.row_major([4, 8])  # made once per shape
+    assert a.strides == (8, 1) and Layout.row_major((4, 8), 3).base == 3
+    t = apdsl.ndarray((4, 8), "float32", "hbm")
+    u = apdsl.ndarray((4, 8), "float32", "hbm")
+    assert t.layout is u.layout and t.storage is not u.storage
+    with pytest.raises(ApdslError):
+        apdsl.ndarray((4, True), "float32", "hbm")
+    assert apdsl.ndarray([np.int64(4), 8], "float32", "hbm").shape == (4, 8)

@@ -28,6 +28,7 @@ to integers when an instruction executes.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -68,11 +69,9 @@ class Layout:
     # -- construction -------------------------------------------------------------------------
     @staticmethod
     def row_major(shape: tuple[int, ...], offset: int = 0) -> Layout:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= n
-        return Layout(tuple(Dim.plain(n, s) for n, s in zip(shape, reversed(strides))), offset)
+        if offset == 0:
+            return _cached_row_major(tuple(shape))
+        return _row_major_layout(tuple(shape), offset)
 
     @staticmethod
     def from_pattern(pattern: list, offset: Any = 0) -> Layout:
@@ -271,6 +270,19 @@ class Layout:
         for n in shape:
             dims.append(Dim.plain(1, 0) if n == 1 else next(it))
         return Layout(tuple(dims), base)
+
+# Layouts are immutable values, so the row-major layout of a shape (every allocation's) is made
+# once: a tile loop allocates the same shapes again and again.
+def _row_major_layout(shape: tuple[int, ...], offset: int = 0) -> Layout:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return Layout(tuple(Dim.plain(n, s) for n, s in zip(shape, reversed(strides))), offset)
+
+
+_cached_row_major = lru_cache(maxsize=512)(_row_major_layout)
+
 
 def coalesce(pattern: list, keep_first: bool = False) -> list[list[int]]:
     """Merge adjacent `[stride, count]` pairs where `outer_stride == inner_stride * inner_count`

@@ -400,11 +400,12 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
     buf = targets.buffer_name(buffer)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or not all(
-            isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in shape):
-        raise ApdslTypeError(f"ndarray: shape must be a tuple of ints, got {shape!r}",
-                             code="APK111")
-    shape = tuple(int(n) for n in shape)
+    if type(shape) is not tuple or not all(type(n) is int for n in shape):  # else: as given
+        if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in shape):
+            raise ApdslTypeError(f"ndarray: shape must be a tuple of ints, got {shape!r}",
+                                 code="APK111")
+        shape = tuple(int(n) for n in shape)
     check_ndim(len(shape), "ndarray")
     if any(n < 1 for n in shape) or not shape:
         raise _err(f"ndarray: every dimension must be >= 1, got {shape}", "APK225")

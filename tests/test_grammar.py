@@ -378,7 +378,7 @@ def test_for_loops_and_loop_statements() -> None:
     loop, pair = stmts("for i in range(4):\n    if i:\n        break\n    continue\n"
                        "for a, b in zip(x, y):\n    pass\n")
     assert dump(loop) == ("For(Name('i'), Call(Name('range'), (Const(4),), ()), "
-                          "(If(Name('i'), (Break(),), ()), Continue()))")
+                          "(If(Name('i'), (Break(),), ()), Continue()), ())")
     assert dump(pair.target) == "TupleExpr((Name('a'), Name('b')))"
 
 

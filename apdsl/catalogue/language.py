@@ -28,9 +28,9 @@ t: f32[128, 64] @ sbuf
 u = t.slcie(1, 0, 8)
 """),
     entry("APK107", "cannot assign to this expression", """
-Only names (and tuples of names) can be assigned. Views are made by methods (`u = t.slice(...)`)
-and data moves only through instructions (`dma_copy(dst=t[0:4], src=...)`), so `t[0] = 1` and
-`f(x) = 1` are errors.
+A tensor's elements are not assigned: views are made by methods (`u = t.slice(...)`) and data
+moves only through instructions (`dma_copy(dst=t[0:4], src=...)`), so `t[0] = 1`, `t[0] += 1`
+and `del t[0]` are errors.  (Elements of lists, dicts and host arrays can be assigned.)
 """, """
 t: f32[128, 64] @ sbuf
 t[0] = 1

@@ -54,12 +54,17 @@ parameters; a loop variable must be a name or a tuple of names.
 f(x) = 1
 """),
     entry("APK007", "malformed construct", """
-The text parses but breaks a rule of the language: a Python statement that apk does not have
-(`while`, `class`, `lambda`, `try`, `with`, ...), a positional argument after a keyword argument,
-a repeated keyword argument or parameter, a parameter without a default after one with a
-default, an invalid escape sequence in a string, or a decimal integer with leading zeros.
+The text breaks a rule of the language.  Most often it is Python that `.apk` does not take:
+`class`, `try`/`except`/`finally`, `with`, generators (`yield`), `global`/`nonlocal`,
+`async`/`await`, assignment expressions (`:=`), `*args`/`**kwargs` parameters, or any other
+Python syntax outside the part of Python that NKI kernels are written in (SPEC section 3).  The
+message says "not part of .apk" and the help names the Python frontend, `apdsl run FILE.py`,
+which runs any Python.  The same code covers a positional argument after a keyword argument, a
+repeated keyword argument or parameter, a parameter without a default after one with a
+default, a starred expression where none may stand, an invalid escape sequence in a string,
+and a decimal integer with leading zeros.
 """, """
-while True:
+class Tile:
     pass
 """),
 ]

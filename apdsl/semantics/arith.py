@@ -118,11 +118,11 @@ def _add(r: Any, span: Span, budget: limits.Budget) -> Any:
         if r > MAX_INT or r < MIN_INT:
             raise limit_error(r, span)
     elif t is str or t is list or t is tuple:
-        _built(r, span, budget)
+        built(r, span, budget)
     return r
 
 
-def _built(r: Any, span: Span, budget: limits.Budget) -> None:
+def built(r: Any, span: Span, budget: limits.Budget) -> None:
     """A string, list or tuple an operator built: within the size limit, and its copying paid
     for (a step per 64 elements), so `s = s + "ab"` in a long loop cannot run for ever."""
     n = len(r)
@@ -249,7 +249,7 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
             except PY_ERRORS as e:
                 raise python_error(e, span) from None
             if type(r) is str:
-                _built(r, span, budget)
+                built(r, span, budget)
             return r
         return run_const
 
@@ -261,7 +261,7 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
         except PY_ERRORS as e:
             raise python_error(e, span) from None
         if type(r) is str:
-            _built(r, span, budget)
+            built(r, span, budget)
         return r
     return run
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ApdslError, ApdslNameError, ApdslTypeError
+from ..errors import ApdslError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
-from . import limits
-from .arith import BINOPS, absorbs
+from .arith import absorbs
 from .frames import Closure, Frame
-from .values import POISON, Absorbing, type_name
+from .values import POISON, Absorbing
 
 
 class AssignmentCompiler:
@@ -52,57 +51,6 @@ class AssignmentCompiler:
             for s in setters:
                 s(frame, value)
         return run
-
-    def _stmt_AugAssign(self, node: Any) -> Closure:
-        op = BINOPS[node.op]
-        if node.op in limits.CHECKED:
-            checked, budget = limits.CHECKED[node.op], self.budget
-
-            def op(a: Any, b: Any) -> Any:
-                return checked(a, b, budget)
-        get = self.compile_expr(node.target)
-        setter = self.compile_target(node.target)
-        ev = self.compile_expr(node.value)
-
-        def run(frame: Frame) -> None:
-            setter(frame, op(get(frame), ev(frame)))
-        return run
-
-    def compile_target(self, target: Any) -> Callable[[Frame, Any], None]:
-        if isinstance(target, ast.Name):
-            name = target.id
-
-            def set_name(frame: Frame, value: Any) -> None:
-                frame.vars[name] = value
-            return set_name
-        if isinstance(target, (ast.TupleExpr, ast.ListExpr)):
-            subs = [self.compile_target(t) for t in target.items]
-            n = len(subs)
-            span = target.span
-
-            def set_tuple(frame: Frame, value: Any) -> None:
-                if isinstance(value, Absorbing):
-                    for s in subs:
-                        s(frame, value)
-                    return
-                try:
-                    items = list(value)
-                except TypeError:
-                    raise ApdslTypeError(f"cannot unpack {type_name(value)}",
-                                         code="APK120").with_span(span) from None
-                if len(items) != n:
-                    raise ApdslTypeError(f"cannot unpack {len(items)} values into {n} names",
-                                         code="APK120").with_span(span)
-                for s, v in zip(subs, items):
-                    s(frame, v)
-            return set_tuple
-        span = target.span
-
-        def refuse(frame: Frame, value: Any) -> None:
-            raise ApdslNameError("cannot assign to this expression", code="APK107",
-                                 help="assign to a name or a tuple of names; views are made by "
-                                 "methods, data moves by instructions", span=span)
-        return refuse
 
     def _stmt_Decl(self, node: Any) -> Closure:
         spec = node.type

@@ -11,6 +11,7 @@ from ..syntax import ast
 from ..tensor.view import Tensor
 from . import limits
 from .arith import absorbs
+from .displays import splice
 from .frames import Closure, Frame, ReturnSignal
 from .pyerrors import PY_ERRORS, argument_span, call_error, inside, python_error
 from .values import POISON, Absorbing, Function, type_name
@@ -62,6 +63,46 @@ class CallCompiler:
 
     # -- compilation: statements --------------------------------------------------------------
 
+    def _spread_arguments(self, node: Any) -> Any:
+        """For a call with `*xs` or `**kw` arguments, a closure giving its positional list and
+        keyword dict (None, None when check mode cannot know them); else None."""
+        if not any(type(a) is ast.Starred for a in node.args) and \
+                all(k.name is not None for k in node.keywords):
+            return None
+        positional = [(type(a) is ast.Starred, self.compile_expr(a), a.span) for a in node.args]
+        keywords = [(k.name, self.compile_expr(k.value), k.span) for k in node.keywords]
+        budget = self.budget
+
+        def spread(frame: Frame) -> tuple[Any, Any]:
+            a: list = []
+            for star, ev, span in positional:
+                value = ev(frame)
+                if not star:
+                    a.append(value)
+                elif isinstance(value, Absorbing):
+                    return None, None
+                else:
+                    a.extend(splice(value, span, budget))
+            kw: dict = {}
+            for name, ev, span in keywords:
+                value = ev(frame)
+                if name is not None:
+                    items = [(name, value)]
+                elif isinstance(value, Absorbing):
+                    return None, None
+                elif type(value) is not dict or any(type(k) is not str for k in value):
+                    raise ApdslTypeError(f"'**' needs a dict with string keys, not "
+                                         f"{type_name(value)}", code="APK102", span=span)
+                else:
+                    items = list(value.items())
+                for k, v in items:
+                    if k in kw:
+                        raise ApdslTypeError(f"keyword argument '{k}' is given twice",
+                                             code="APK102", span=span)
+                    kw[k] = v
+            return a, kw
+        return spread
+
     def _expr_Call(self, node: Any) -> Closure:
         func = self.compile_expr(node.func)
         args = [self.compile_expr(a) for a in node.args]
@@ -72,12 +113,13 @@ class CallCompiler:
         receiver_text = (node.func.value.id if isinstance(node.func, ast.Attribute)
                          and isinstance(node.func.value, ast.Name) else "the view")
         arg_spans = [a.span for a in node.args]
-        kw_spans = {k.name: k.span for k in node.keywords}
+        kw_spans = {k.name: k.span for k in node.keywords if k.name is not None}
         # where a keyword error points (as the static checker does): a keyword the callee
         # does not have at its name, one given twice at the whole argument
         kw_where = {**{(k.name, "name"): k.name_span for k in node.keywords},
                     **{(k.name, "argument"): k.span for k in node.keywords}}
         budget = self.budget
+        spread = self._spread_arguments(node)
 
         def run(frame: Frame) -> Any:
             budget.left -= 1
@@ -85,8 +127,13 @@ class CallCompiler:
                 budget.left += 1
                 raise budget.exhausted().with_span(span)
             fn = func(frame)
-            a = [x(frame) for x in args]
-            kw = {k: v(frame) for k, v in kwargs}
+            if spread is None:
+                a = [x(frame) for x in args]
+                kw = {k: v(frame) for k, v in kwargs}
+            else:
+                a, kw = spread(frame)
+                if a is None:
+                    return POISON  # check mode: `*xs` or `**kw` it cannot know
             if isinstance(fn, Absorbing):
                 return fn
             # Check mode: a builtin given a value it cannot know (a host value, or a name

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from .builtins import builtin_names, nki_names
+from .statements import exception_call
 
 # Names a declaration initialiser may use without being defined (`= zeros`, `= random(3)`).
 INIT_NAMES = frozenset({"zeros", "ones", "arange", "random", "load"})
@@ -46,7 +47,8 @@ class Checker:
             if isinstance(node, ast.For):
                 out.update(ast.target_names(node.target))
                 out.update(self._bound(node.body))
-            elif isinstance(node, ast.If):
+                out.update(self._bound(node.orelse))
+            elif isinstance(node, (ast.If, ast.While)):
                 out.update(self._bound(node.body))
                 out.update(self._bound(node.orelse or []))
         return out
@@ -72,23 +74,28 @@ class Checker:
         elif isinstance(node, ast.Assign):
             self._expr(node.value, scopes)
             for t in node.targets:
-                if not ast.target_names(t) or not _is_target(t):
-                    self.errors.append(ApdslNameError(
-                        "cannot assign to this expression", code="APK107", span=t.span,
-                        help="assign to a name or a tuple of names; views are made by methods, "
-                        "data moves by instructions"))
+                self._target(t, scopes)
         elif isinstance(node, ast.AugAssign):
             self._expr(node.target, scopes)
             self._expr(node.value, scopes)
         elif isinstance(node, ast.ExprStmt):
             self._expr(node.expr, scopes)
-        elif isinstance(node, ast.If):
+        elif isinstance(node, (ast.If, ast.While)):
             self._expr(node.test, scopes)
             self._block(node.body, scopes)
             self._block(node.orelse or [], scopes)
         elif isinstance(node, ast.For):
             self._expr(node.iter, scopes)
             self._block(node.body, scopes)
+            self._block(node.orelse, scopes)
+        elif isinstance(node, ast.Del):
+            for t in node.targets:
+                self._expr(t, scopes)
+        elif isinstance(node, ast.Raise):
+            name, args = exception_call(node.exc)
+            for a in args if name is not None else (node.exc,):
+                self._expr(a, scopes)
+            self._expr(node.cause, scopes)
         elif isinstance(node, ast.Assert):
             self._expr(node.test, scopes)
             if node.msg is not None:
@@ -107,6 +114,23 @@ class Checker:
                         if isinstance(d, ast.Name):
                             local.add(d.id)
             self._block(node.body, scopes + [local])
+
+    def _target(self, t: Any, scopes: list[set[str]]) -> None:
+        """An assignment target: names bind; elements and attributes read their parts."""
+        if isinstance(t, ast.Name):
+            return
+        if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
+            for item in t.items:
+                self._target(item, scopes)
+        elif isinstance(t, ast.Starred):
+            self._target(t.value, scopes)
+        elif isinstance(t, (ast.Subscript, ast.Attribute)):
+            self._expr(t, scopes)
+        else:
+            self.errors.append(ApdslNameError(
+                "cannot assign to this expression", code="APK107", span=t.span,
+                help="assign to a name, an element or a tuple of them; views are made by "
+                "methods, data moves by instructions"))
 
     def _known(self, name: str, scopes: list[set[str]]) -> bool:
         return name in self.names or any(name in s for s in scopes)
@@ -137,6 +161,22 @@ class Checker:
                     help="names starting with '_' are private"))
             self._expr(node.value, scopes)
             return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            # the clauses' loop names are the comprehension's own (Python 3 scoping)
+            inner = scopes + [{n for g in node.generators for n in ast.target_names(g.target)}]
+            for g in node.generators:
+                self._expr(g.iter, inner)
+                for c in g.ifs:
+                    self._expr(c, inner)
+            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (
+                    node.elt,):
+                self._expr(part, inner)
+            return
+        if isinstance(node, ast.Lambda):
+            for p in node.params:
+                self._expr(p.default, scopes)
+            self._expr(node.body, scopes + [{p.name for p in node.params}])
+            return
         if isinstance(node, ast.Call):
             self._expr(node.func, scopes)
             for a in node.args:
@@ -159,6 +199,9 @@ class Checker:
             return
         if not isinstance(f, ast.Name) or any(f.id in s for s in scopes[1:]):
             return
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.name is None for k in node.keywords):
+            return  # `*xs` and `**kw`: how many arguments is known only when it runs
         name = f.id
         if name in self.functions and name in scopes[0]:
             fn = self.functions[name]
@@ -222,11 +265,3 @@ class Checker:
                 f"{name}() is missing {'argument' if len(missing) == 1 else 'arguments'} "
                 f"{', '.join(repr(m) for m in missing)}", code="APK102", span=node.span,
                 help=f"parameters: {', '.join(params)}"))
-
-
-def _is_target(t: Any) -> bool:
-    if isinstance(t, ast.Name):
-        return True
-    if isinstance(t, (ast.TupleExpr, ast.ListExpr)):
-        return all(_is_target(i) for i in t.items)
-    return False

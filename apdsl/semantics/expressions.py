@@ -80,19 +80,6 @@ class ExpressionCompiler:
                               help=f"did you mean {' or '.join(map(repr, close))}?" if close
                               else None, name=name)
 
-    def _expr_TupleExpr(self, node: Any) -> Closure:
-        items = [self.compile_expr(i) for i in node.items]
-        return lambda frame: tuple(i(frame) for i in items)
-
-    def _expr_ListExpr(self, node: Any) -> Closure:
-        items = [self.compile_expr(i) for i in node.items]
-        return lambda frame: [i(frame) for i in items]
-
-    def _expr_DictExpr(self, node: Any) -> Closure:
-        keys = [self.compile_expr(k) for k in node.keys]
-        values = [self.compile_expr(v) for v in node.values]
-        return lambda frame: {k(frame): v(frame) for k, v in zip(keys, values)}
-
     def _expr_BinOp(self, node: Any) -> Closure:
         left, right = self.compile_expr(node.left), self.compile_expr(node.right)
         span = node.span

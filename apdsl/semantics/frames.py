@@ -67,8 +67,9 @@ def may_jump(node: Any) -> bool:
         return True
     if kind is ast.If:
         return any(may_jump(s) for s in node.body) or any(may_jump(s) for s in node.orelse)
-    if kind is ast.For:  # the loop catches its own break and continue
-        return any(may_return(s) for s in node.body)
+    if kind is ast.For or kind is ast.While:
+        # the loop catches its own break and continue; its `else:` block does not
+        return any(may_return(s) for s in node.body) or any(may_jump(s) for s in node.orelse)
     return False
 
 
@@ -79,8 +80,9 @@ def may_return(node: Any) -> bool:
     if kind is ast.If:
         return any(may_return(s) for s in node.body) or \
             any(may_return(s) for s in node.orelse)
-    if kind is ast.For:
-        return any(may_return(s) for s in node.body)
+    if kind is ast.For or kind is ast.While:
+        return any(may_return(s) for s in node.body) or \
+            any(may_return(s) for s in node.orelse)
     return False
 
 

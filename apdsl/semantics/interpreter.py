@@ -7,8 +7,8 @@ into located `ApdslError`s too: no traceback ever reaches a user.
 
 This module holds the interpreter's state and the services builtins use (allocation,
 instructions, printing, files); compiling each kind of syntax is a mixin of its own module:
-blocks (`blocks`), statements (`statements`, `assignments`, `loops`, `imports`), expressions
-(`expressions`, `calls`), with the operators in `arith` and run-time frames in `frames`.
+blocks (`blocks`), statements (`statements`, `assignments`, `targets`, `loops`, `imports`),
+expressions (`expressions`, `displays`, `formatting`, `calls`), with the operators in `arith` and run-time frames in `frames`.
 
 Two modes: run (instructions move data) and dry (check mode: instructions validate their
 operands and lower them, host values are `UNKNOWN`, and a failing statement poisons the names it
@@ -33,12 +33,15 @@ from . import limits
 from .assignments import AssignmentCompiler
 from .blocks import BlockCompiler
 from .calls import CallCompiler
+from .displays import DisplayCompiler
 from .expressions import ExpressionCompiler
+from .formatting import FormattingCompiler
 from .frames import Frame, Reported, ReturnSignal
 from .imports import ImportCompiler
 from .loops import LoopCompiler
 from .pyerrors import inside
 from .statements import StatementCompiler
+from .targets import TargetCompiler
 from .values import UNKNOWN, Module, show
 
 # The names other layers use from here (the frame a kernel's inputs are bound in, and check
@@ -46,8 +49,9 @@ from .values import UNKNOWN, Module, show
 __all__ = ["Interpreter", "Frame", "Reported"]
 
 
-class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, LoopCompiler,
-                  ImportCompiler, ExpressionCompiler, CallCompiler):
+class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCompiler,
+                  LoopCompiler, ImportCompiler, ExpressionCompiler, DisplayCompiler,
+                  FormattingCompiler, CallCompiler):
     """Runs one program (a file and the modules it imports)."""
 
     def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,
@@ -82,6 +86,9 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, LoopComp
         # check mode: registers register_load set (by id; kept alive so ids stay theirs), whose
         # value check mode cannot know
         self.loaded_registers: dict[int, Any] = {}
+        # check mode: tests whose value was unknown, so the block was skipped (a `while` loop
+        # whose iteration met one stops: its course depends on unknown values)
+        self.unknown_tests = 0
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 

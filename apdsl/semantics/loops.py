@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import ApdslError
 from ..syntax import ast
+from .arith import truth
 from .frames import BreakSignal, Closure, ContinueSignal, Frame, may_jump
 from .pyerrors import PY_ERRORS, python_error
 from .values import Absorbing
@@ -25,6 +26,9 @@ class LoopCompiler:
             body = self.compile_block(node.body)
         finally:
             self._loops -= 1
+        # the `else:` block runs when the loop ends without `break` (its own break and
+        # continue belong to an enclosing loop)
+        orelse = self.compile_block(node.orelse) if node.orelse else None
         span = node.iter.span
         name = None
         if isinstance(node.target, ast.Name):
@@ -70,9 +74,11 @@ class LoopCompiler:
                     try:
                         body(frame)
                     except BreakSignal:
-                        break
+                        return
                     except ContinueSignal:
                         continue
+                if orelse is not None:
+                    orelse(frame)
             return run
 
         def run_straight(frame: Frame) -> None:
@@ -87,11 +93,13 @@ class LoopCompiler:
                         for value in iterator:
                             setter(frame, value)
                             inner(frame)
-                        return
-                    local = frame.vars  # `for i in range(n)`: the name stored directly
-                    for value in iterator:
-                        local[name] = value
-                        inner(frame)
+                    else:
+                        local = frame.vars  # `for i in range(n)`: the name stored directly
+                        for value in iterator:
+                            local[name] = value
+                            inner(frame)
+                    if orelse is not None:
+                        orelse(frame)
                     return
             for value in iterator:
                 budget.left -= per
@@ -107,7 +115,57 @@ class LoopCompiler:
                 try:
                     run_one(frame)
                 except BreakSignal:
-                    break
+                    return
                 except ContinueSignal:
                     continue
+            if orelse is not None:
+                orelse(frame)
         return run_straight
+
+    def _stmt_While(self, node: Any) -> Closure:
+        """Each test is a step; the body charges its own statements.  In check mode a test
+        whose value is unknown ends the loop (as an `if` skips its block), and so does an
+        iteration that met such a test: the rest of the loop depends on values check mode
+        cannot know, and following it could only spin to the step budget."""
+        test = self.compile_expr(node.test)
+        self._loops += 1
+        try:
+            body = self.compile_block(node.body)
+        finally:
+            self._loops -= 1
+        orelse = self.compile_block(node.orelse) if node.orelse else None
+        span = node.test.span
+        budget = self.budget
+        interp = self
+        dry = self.dry
+
+        def run(frame: Frame) -> None:
+            while True:
+                budget.left -= 1
+                if budget.left < 0:
+                    budget.left += 1
+                    raise budget.exhausted().with_span(span)
+                try:
+                    cond = test(frame)
+                    if isinstance(cond, Absorbing):
+                        interp.unknown_tests += 1
+                        return
+                    cond = truth(cond)
+                except ApdslError as e:
+                    raise e.with_span(span) from None
+                except PY_ERRORS as e:
+                    raise python_error(e, span) from None
+                if not cond:
+                    if orelse is not None:
+                        orelse(frame)
+                    return
+                unknown = interp.unknown_tests
+                try:
+                    body(frame)
+                except BreakSignal:
+                    return
+                except ContinueSignal:
+                    pass
+                if dry and interp.unknown_tests != unknown:
+                    return
+        return run

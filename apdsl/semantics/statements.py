@@ -3,15 +3,17 @@ statements, `pass`, `break`/`continue`/`return`, `if`, `assert`, and `def`/`kern
 
 from __future__ import annotations
 
+from collections import ChainMap
 from typing import Any
 
-from ..errors import ApdslAssertionError, ApdslError, ApdslNameError, Span
+from ..errors import ApdslAssertionError, ApdslError, ApdslNameError, ApdslTypeError, Span
 from ..syntax import ast
+from ..syntax.node_text import EXCEPTIONS, PYTHON_FRONTEND
 from .arith import COMPARE, compare, truth
 from .frames import BreakSignal, Closure, ContinueSignal, Frame, ReturnSignal
 from .kernels import is_kernel
 from .pyerrors import PY_ERRORS, python_error
-from .values import Absorbing, Function, show
+from .values import Absorbing, Function, show, type_name
 
 
 class StatementCompiler:
@@ -71,10 +73,13 @@ class StatementCompiler:
         orelse = self.compile_block(node.orelse) if node.orelse else None
         span = node.test.span
 
+        interp = self
+
         def run(frame: Frame) -> None:
             try:
                 cond = test(frame)
                 if isinstance(cond, Absorbing):
+                    interp.unknown_tests += 1  # check mode: a `while` around stops here
                     return
                 cond = truth(cond)
             except ApdslError as e:
@@ -145,7 +150,7 @@ class StatementCompiler:
         interp = self
 
         def run(frame: Frame) -> None:
-            fn = Function(node.name, list(node.params), body, frame.glob, node.span,
+            fn = Function(node.name, list(node.params), body, closure_scope(frame), node.span,
                           is_kernel=kernel or is_kernel(node),
                           returns=getattr(node, "returns", None),
                           defaults={k: ev(frame) for k, ev in defaults}, interpreter=interp)
@@ -153,6 +158,65 @@ class StatementCompiler:
             frame.vars[node.name] = fn
         return run
 
+    def _stmt_Raise(self, node: Any) -> Closure:
+        """`raise ValueError("...")`: the program stops with a located error carrying the
+        exception's name and message (in check mode, reported like a failing assert)."""
+        exc = node.exc
+        if exc is None:
+            def bare(frame: Frame) -> None:
+                raise ApdslAssertionError(
+                    "a bare 'raise' re-raises the exception being handled, and .apk has no "
+                    "'try'", code="APK040", help=f"raise an exception with a message: `raise "
+                    f"ValueError(\"...\")`; {PYTHON_FRONTEND}")
+            return bare
+        name, args = exception_call(exc)
+        if name is None:
+            ev = self.compile_expr(exc)
+
+            def other(frame: Frame) -> None:
+                value = ev(frame)
+                if isinstance(value, Absorbing):
+                    return
+                raise ApdslTypeError(f"cannot raise {type_name(value)}", code="APK040",
+                                     help="raise an exception such as `ValueError(\"...\")`",
+                                     span=exc.span)
+            return other
+        compiled = [self.compile_expr(a) for a in args]
+        cause = self.compile_expr(node.cause) if node.cause is not None else None
+
+        def run(frame: Frame) -> None:
+            values = [a(frame) for a in compiled]
+            if cause is not None:
+                cause(frame)
+            if any(isinstance(v, Absorbing) for v in values):
+                return  # check mode: a message it cannot know; run mode raises it
+            if not values:
+                text = name
+            elif len(values) == 1:
+                text = f"{name}: {show(values[0])}"
+            else:
+                text = f"{name}: {show(tuple(values))}"
+            raise ApdslAssertionError(text, code="APK040", exception=name)
+        return run
+
+
+def closure_scope(frame: Frame) -> Any:
+    """The names a `def` or `lambda` made in `frame` sees besides its own: the module's, and
+    inside a function the function's too (read when used, as Python's closures are)."""
+    if frame.vars is frame.glob:
+        return frame.glob
+    return ChainMap(frame.vars, frame.glob)
+
+
+def exception_call(node: Any) -> tuple[str | None, tuple]:
+    """`ValueError(...)` or `ValueError`: the exception's name and arguments; (None, ()) for
+    an expression that is not one of Python's exception classes."""
+    if type(node) is ast.Call and type(node.func) is ast.Name and node.func.id in EXCEPTIONS \
+            and not node.keywords:
+        return node.func.id, node.args
+    if type(node) is ast.Name and node.id in EXCEPTIONS:
+        return node.id, ()
+    return None, ()
 
 
 def brief(v: Any) -> str:

@@ -23,14 +23,22 @@ Statements (`Stmt`)
     `AugAssign(target, op, value, span)`  `x += e` has op `"+"` (the binary operator, no `=`).
     `ExprStmt(expr, span)`
     `If(test, body, orelse, span)`  `elif` is an `If` alone in `orelse`; `orelse` may be empty.
-    `For(target, iter, body, span)`  target is a `Name` or a `TupleExpr`/`ListExpr` of names.
+    `For(target, iter, body, orelse, span)`  target is a `Name` or a `TupleExpr`/`ListExpr` of
+        names; `orelse` (the `else:` block, run when the loop was not left by `break`) may be
+        empty.
+    `While(test, body, orelse, span)`  as `For`, with a test instead of an iterable.
+    `Del(targets, span)`  `del a[i], d[k], x`: targets are `Name`, `Subscript` or `Attribute`.
+    `Raise(exc, cause, span)`  `raise E(...) [from C]`; exc is None for a bare `raise`.
     `Assert(test, msg, span)`  msg is an `Expr` or None.
     `Pass(span)`, `Break(span)`, `Continue(span)`, `Return(value, span)` (value may be None).
     `Kernel(name, params, returns, body, decorators, name_span, span)`  returns is a `TypeSpec` or
         None; decorators are the expressions of `@...` lines (e.g. `nki.jit`), usually ignored.
-    `FunctionDef(name, params, body, decorators, name_span, span)`
+    `FunctionDef(name, params, returns, body, decorators, name_span, span)`  returns is a
+        `TypeSpec` or None (a return annotation that is not a tensor type is a hint, dropped).
     `Param(name, type, default, span)`  type is a `TypeSpec` or None, default an `Expr` or None.
-        Kernel parameters without a default always have a type.
+        A parameter annotation that is not a tensor type (`int`, `list[int]`, `nl.ndarray`) is
+        a type hint: accepted and dropped, so `type` is None.  Parameters of a `kernel` without
+        a default always have a type.
     `Import(module, alias, span)`  `import a.b as c` gives `Import("a.b", "c")`.
     `FromImport(module, names, name_spans, span)`  names are `(name, alias_or_None)` pairs;
         `name_spans[i]` is the span of `names[i]`.
@@ -47,14 +55,24 @@ Expressions (`Expr`)
         its span (`span` differs only by enclosing parentheses); `char_span(i, j)` is the source
         span of `value[i:j]` (escapes and the quotes accounted for).
     `EllipsisLit(span)`  `...`
-    `TupleExpr(items, span)`, `ListExpr(items, span)`, `DictExpr(keys, values, span)`
+    `TupleExpr(items, span)`, `ListExpr(items, span)`, `SetExpr(items, span)`,
+        `DictExpr(keys, values, span)`; items of tuples, lists and sets (and assignment
+        targets) may be `Starred(value, span)`, `*value`.
+    `ListComp(elt, generators, span)`, `SetComp(elt, generators, span)`,
+        `DictComp(key, value, generators, span)`, `GeneratorExp(elt, generators, span)`:
+        generators are `CompFor(target, iter, ifs, span)` clauses, outermost first.
+    `Lambda(params, body, span)`  params are `Param`s without types; body an `Expr`.
+    `JoinedStr(parts, span)`  an f-string: parts are strings and
+        `FormattedValue(value, conversion, spec, span)` (conversion None, "r", "s" or "a";
+        spec a `JoinedStr` or None).
     `BinOp(op, left, right, span)`  op in `+ - * / // % @ ** << >> | ^ &`
     `UnaryOp(op, operand, span)`  op in `- + ~ not`
     `BoolOp(op, values, span)`  op `and`/`or`; `a or b or c` is one node with three values.
     `Compare(left, ops, comparators, span)`  ops in `< <= > >= == != in not in is is not`;
         `a < b < c` is one node.
     `IfExp(test, body, orelse, span)`  `body if test else orelse`
-    `Call(func, args, keywords, span)`  keywords are `Keyword(name, value, name_span, span)`.
+    `Call(func, args, keywords, span)`  keywords are `Keyword(name, value, name_span, span)`;
+        args may be `Starred` (`f(*xs)`), and a keyword with name None is `**kwargs`.
     `Attribute(value, attr, attr_span, span)`
     `Subscript(value, index, span)`  index items are expressions, `Slice(start, stop, step, span)`
         (parts may be None) or `EllipsisLit`.
@@ -65,192 +83,46 @@ A parenthesised expression keeps its node, with a span that includes the parenth
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from .. import records
 from ..errors import Span
-from ..records import Record, record
+from .expr_nodes import (  # noqa: F401 - re-exported: `ast` is the one name for every node
+    Attribute,
+    BinOp,
+    BoolOp,
+    Call,
+    Compare,
+    CompFor,
+    Const,
+    DictComp,
+    DictExpr,
+    EllipsisLit,
+    Expr,
+    FormattedValue,
+    GeneratorExp,
+    IfExp,
+    Index,
+    JoinedStr,
+    Keyword,
+    ListComp,
+    ListExpr,
+    Name,
+    NkiName,
+    Node,
+    SetComp,
+    SetExpr,
+    Slice,
+    Starred,
+    Stmt,
+    Str,
+    Subscript,
+    TupleExpr,
+    UnaryOp,
+    fields,
+    node_record,
+    replace,
+)
 
-
-class Node(Record):
-    """Base of every syntax node: immutable, slotted, compared by identity."""
-
-    __slots__ = ()
-    span: Span
-
-
-class Stmt(Node):
-    __slots__ = ()
-
-
-class Expr(Node):
-    __slots__ = ()
-
-
-# Nodes compare and hash by identity, so a checker can key tables by node in O(1) (spans make
-# structurally equal nodes at different places unequal anyway); compare structure with `dump`.
-_node = record(identity=True)
-
-
-def fields(node: Node) -> tuple[str, ...]:
-    """The field names of a node, in constructor order."""
-    return node._fields
-
-
-def replace(node: Node, **changes: Any) -> Node:
-    """A copy of `node` with some fields changed."""
-    return records.replace(node, **changes)
-
-
-# ---- expressions -------------------------------------------------------------------------
-
-@_node
-class Name(Expr):
-    id: str
-    span: Span
-
-
-@_node
-class NkiName(Name):
-    id: str
-    span: Span
-    space: str  # "nl" or "nisa"
-
-
-@_node
-class Const(Expr):
-    value: int | float | bool | None
-    span: Span
-
-
-@_node
-class Str(Expr):
-    value: str
-    raw: str
-    raw_span: Span  # the literal itself; `span` also covers enclosing parentheses
-    span: Span
-
-    def char_span(self, start: int, end: int) -> Span:
-        """The source span of `value[start:end]`; an empty range covers the next character."""
-        from .strings import position, raw_offsets
-
-        n = len(self.value)
-        start = min(max(start, 0), n)
-        end = min(max(end, start), n)
-        starts, ends, closing = raw_offsets(self.raw)
-        if end == start:
-            lo = starts[start] if start < n else closing
-            hi = lo + 1
-        else:
-            lo, hi = starts[start], ends[end - 1]
-        line, column = self.raw_span.line, self.raw_span.column
-        return Span(self.span.file, *position(line, column, self.raw, lo),
-                    *position(line, column, self.raw, hi))
-
-
-@_node
-class EllipsisLit(Expr):
-    span: Span
-
-
-@_node
-class TupleExpr(Expr):
-    items: tuple[Expr, ...]
-    span: Span
-
-
-@_node
-class ListExpr(Expr):
-    items: tuple[Expr, ...]
-    span: Span
-
-
-@_node
-class DictExpr(Expr):
-    keys: tuple[Expr, ...]
-    values: tuple[Expr, ...]
-    span: Span
-
-
-@_node
-class BinOp(Expr):
-    op: str
-    left: Expr
-    right: Expr
-    span: Span
-
-
-@_node
-class UnaryOp(Expr):
-    op: str
-    operand: Expr
-    span: Span
-
-
-@_node
-class BoolOp(Expr):
-    op: str
-    values: tuple[Expr, ...]
-    span: Span
-
-
-@_node
-class Compare(Expr):
-    left: Expr
-    ops: tuple[str, ...]
-    comparators: tuple[Expr, ...]
-    span: Span
-
-
-@_node
-class IfExp(Expr):
-    test: Expr
-    body: Expr
-    orelse: Expr
-    span: Span
-
-
-@_node
-class Keyword(Node):
-    name: str
-    value: Expr
-    name_span: Span
-    span: Span
-
-
-@_node
-class Call(Expr):
-    func: Expr
-    args: tuple[Expr, ...]
-    keywords: tuple[Keyword, ...]
-    span: Span
-
-
-@_node
-class Attribute(Expr):
-    value: Expr
-    attr: str
-    attr_span: Span
-    span: Span
-
-
-@_node
-class Slice(Node):
-    start: Expr | None
-    stop: Expr | None
-    step: Expr | None
-    span: Span
-
-
-Index = Expr | Slice  # an item of `Subscript.index` (EllipsisLit is an Expr)
-
-
-@_node
-class Subscript(Expr):
-    value: Expr
-    index: tuple[Index, ...]
-    span: Span
-
+_node = node_record
 
 # ---- statements --------------------------------------------------------------------------
 
@@ -309,6 +181,28 @@ class For(Stmt):
     target: Expr
     iter: Expr
     body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@_node
+class While(Stmt):
+    test: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@_node
+class Del(Stmt):
+    targets: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class Raise(Stmt):
+    exc: Expr | None
+    cause: Expr | None
     span: Span
 
 
@@ -360,9 +254,17 @@ class Kernel(Stmt):
 
 
 @_node
+class Lambda(Expr):
+    params: tuple[Param, ...]
+    body: Expr
+    span: Span
+
+
+@_node
 class FunctionDef(Stmt):
     name: str
     params: tuple[Param, ...]
+    returns: TypeSpec | None
     body: tuple[Stmt, ...]
     decorators: tuple[Expr, ...]
     name_span: Span
@@ -412,6 +314,8 @@ def target_names(target: Node) -> list[str]:
         return [target.id]
     if isinstance(target, (TupleExpr, ListExpr)):
         return [n for item in target.items for n in target_names(item)]
+    if isinstance(target, Starred):
+        return target_names(target.value)
     return []
 
 

@@ -19,20 +19,20 @@ from .indent import ScanState
 
 _NAMED = {
     "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
-    "LONG_STRING": "a string", "_NEWLINE": "end of line", "_INDENT": "an indented block",
+    "LONG_STRING": "a string", "FSTRING": "a string", "_NEWLINE": "end of line", "_INDENT": "an indented block",
     "_DEDENT": "the end of the block", "$END": "end of file",
     "AUGOP": "an assignment operator such as '+='",
 }
 # Terminals (by their text, or name) that can begin an expression, and those that can only
 # continue one.
-_EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "LONG_STRING", "(", "[", "{", "-", "+", "~",
-               "not", "True", "False", "None", "..."}
-_CONTINUE = {".", "(", "[", "if", "and", "or", "not", "in", "is", "**", "*", "/", "//", "%",
+_EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "LONG_STRING", "FSTRING", "(", "[", "{", "-",
+               "+", "~", "not", "True", "False", "None", "...", "lambda", "*", "**"}
+_CONTINUE = {".", "(", "[", "if", "for", "and", "or", "not", "in", "is", "**", "*", "/", "//", "%",
              "@", "+", "-", "<<", ">>", "&", "|", "^", "<", ">", "==", ">=", "<=", "!=",
              "AUGOP"}
-_STMT_START = _EXPR_START | {"if", "for", "kernel", "def", "import", "from", "assert", "pass",
-                             "break", "continue", "return", "@", "_NEWLINE", "$END",
-                             "_DEDENT"}
+_STMT_START = _EXPR_START | {"if", "for", "while", "kernel", "def", "import", "from", "assert",
+                             "pass", "break", "continue", "return", "del", "raise", "@",
+                             "_NEWLINE", "$END", "_DEDENT"}
 # Punctuation first, as in "expected ')' or ','", then other symbols and keywords, then
 # descriptions.
 _ORDER = [")", "]", "}", ",", ":", "=", "->", "(", "import", "in", "as", "else"]

@@ -14,21 +14,24 @@ from lark.indenter import Indenter
 
 from ..errors import ApdslSyntaxError, Span
 from .limits import MAX_NESTING
+from .node_text import PYTHON_FRONTEND
 
 _CLOSING = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 
+# What each Python keyword `.apk` lacks is for, in `.apk` terms (the help then names the Python
+# frontend, which runs any Python).
 _UNSUPPORTED_HELP = {
-    "while": "loop a known number of times with `for i in range(n):`",
-    "lambda": "define a helper with `def name(...):`",
-    "class": "apk has no classes; use `def` helpers and tensors",
-    "try": "a failing check stops the program; test conditions with `assert`",
-    "except": "a failing check stops the program; test conditions with `assert`",
-    "finally": "a failing check stops the program; test conditions with `assert`",
-    "raise": "stop with a message using `assert False, \"message\"`",
-    "del": "a tensor declared in a block is freed when the block ends",
-    "with": "apk has no context managers",
+    "class": "`.apk` has no classes; use `def` helpers, dicts and tensors",
+    "try": "a failing check stops the program; test conditions with `assert` or `if`",
+    "except": "a failing check stops the program; test conditions with `assert` or `if`",
+    "finally": "a failing check stops the program; test conditions with `assert` or `if`",
+    "with": "`.apk` has no context managers",
     "global": "helpers share data through parameters and return values",
     "nonlocal": "helpers share data through parameters and return values",
+    "yield": "`.apk` has no generator functions; build a list and return it",
+    "async": "`.apk` programs run in order; there is no async",
+    "await": "`.apk` programs run in order; there is no async",
+    ":=": "assign on a line of its own: `name = value`",
 }
 
 
@@ -152,9 +155,11 @@ def _too_deep(tok: Token, file: str, blocks: int, brackets: int, line: int | Non
 
 def _unsupported(tok: Token, file: str) -> ApdslSyntaxError:
     word = str(tok.value)
+    what = "generators ('yield')" if word == "yield" else (
+        "assignment expressions (':=')" if word == ":=" else f"'{word}'")
+    verb = "are" if word in ("yield", ":=") else "is"
     return ApdslSyntaxError(
-        f"'{word}' is not part of the apk language", code="APK007",
+        f"{what} {verb} not part of .apk", code="APK007",
         span=Span(file, tok.line, tok.column, tok.end_line, tok.end_column),
-        help=_UNSUPPORTED_HELP.get(word, "apk has Python's expressions but only some of its "
-                                         "statements"),
+        help=f"{_UNSUPPORTED_HELP.get(word, 'apk has only some of Python')}; {PYTHON_FRONTEND}",
         keyword=word)

@@ -21,6 +21,7 @@ from lark.exceptions import LarkError
 from ..errors import ApdslSyntaxError, Span
 from ..resources import grammar_file
 from . import ast
+from .build_displays import FieldSyntaxError
 from .builder import Builder
 from .diagnose import SyntaxReporter
 from .indent import ApkIndenter
@@ -36,7 +37,8 @@ class _Parser:
     def __init__(self, cache: Path | None) -> None:
         self.builder = Builder()
         self.indenter = ApkIndenter()
-        self.lark = _load(self.builder, self.indenter, cache)
+        self.lark = _load(self.builder, self.indenter, cache, _STARTS)
+        self.builder.parse_field = self._parse_field
         self.reporter = SyntaxReporter(self.lark.terminals)
         # The builder and indenter keep per-parse state (the file name, open brackets).
         self.lock = threading.Lock()
@@ -48,12 +50,28 @@ class _Parser:
         with self.lock:
             self.builder.file = self.indenter.file = file
             try:
-                body = self.lark.parse(text)
+                body = self.lark.parse(text, start="start")
             except ApdslSyntaxError:
                 raise
             except LarkError as exc:
                 raise self.reporter.error(exc, text, self.indenter.state) from None
         return ast.Module(body, file, source, _whole(source, file))
+
+
+    def _parse_field(self, text: str) -> ast.Expr:
+        """An f-string field's expression, parsed during the file's own parse (the builder
+        calls this; Lark's LALR parser keeps no state between parses, the indenter's error
+        state is restored after)."""
+        saved = self.indenter.state
+        try:
+            return self.lark.parse(text + "\n", start="fexpr")
+        except ApdslSyntaxError as e:
+            raise FieldSyntaxError(e.message) from None
+        except LarkError as exc:
+            error = self.reporter.error(exc, text + "\n", self.indenter.state)
+            raise FieldSyntaxError(error.message) from None
+        finally:
+            self.indenter.state = saved
 
 
 def _whole(source: str, file: str) -> Span:
@@ -88,10 +106,15 @@ def grammar_text() -> str:
 def bare_parser() -> Lark:
     """The same grammar, loaded the same way, with no transformer: `parse(text)` builds a
     plain Lark tree without positions (the baseline of the benchmarks)."""
-    return _load(None, ApkIndenter(), cache_dir())
+    return _load(None, ApkIndenter(), cache_dir(), "start")
 
 
-def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None) -> Lark:
+# The file, and an f-string field's expression on its own.
+_STARTS = ["start", "fexpr"]
+
+
+def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None,
+          start: str | list[str]) -> Lark:
     """Build the parser, through Lark's on-disk cache of the analysed grammar when possible.
 
     Lark checks the cache against a hash of the grammar, options and versions and rebuilds
@@ -102,9 +125,10 @@ def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None) ->
     if cache is not None:
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            key = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+            key = hashlib.sha256((grammar + repr(start)).encode()).hexdigest()[:16]
             path = str(cache / f"apk-grammar-{key}-py{sys.version_info[0]}{sys.version_info[1]}"
                                f"-lark{lark.__version__}.cache")
         except OSError:
             path = False
-    return Lark(grammar, transformer=builder, postlex=indenter, cache=path, **_OPTIONS)
+    return Lark(grammar, transformer=builder, postlex=indenter, cache=path, start=start,
+                **_OPTIONS)

@@ -73,6 +73,21 @@ def decode(raw: str) -> str:
         return _scan(raw)[0]  # raises BadEscape at the invalid escape
 
 
+def decode_body(body: str) -> str:
+    """The value of the text between a literal's quotes (an f-string's literal part).  Raises
+    BadEscape with offsets into `body`."""
+    if "\\" not in body and "\r" not in body:
+        return body
+    try:
+        return _VALID.sub(_replace, body)
+    except _Invalid:
+        try:
+            value, _, _, _ = _scan('"' + body + '"', 1)
+        except BadEscape as e:  # offsets into `body`, not the quoted text
+            raise BadEscape(e.message, e.start - 1, e.end - 1) from None
+        return value
+
+
 def raw_offsets(raw: str) -> tuple[list[int], list[int], int]:
     """For each value character, its start and end offsets in `raw`; and the closing quote's."""
     _, starts, ends, closing = _scan(raw)
@@ -87,8 +102,8 @@ def position(line: int, column: int, raw: str, offset: int) -> tuple[int, int]:
     return line + newlines, offset - raw.rfind("\n", 0, offset)
 
 
-def _scan(raw: str) -> tuple[str, list[int], list[int], int]:
-    q = quote_length(raw)
+def _scan(raw: str, q: int | None = None) -> tuple[str, list[int], list[int], int]:
+    q = quote_length(raw) if q is None else q
     stop = len(raw) - q
     chars: list[str] = []
     starts: list[int] = []

@@ -122,26 +122,16 @@ CASES = [
 
 # file -> (what the run stops at: an error code and a piece of its message, why: the missing
 # piece).  Remove an entry when its kernel runs.
-_FSTRING = ("APK001", "expected end of line",
-            "f-strings (the assert messages): SPEC 3 construct of the pysyntax lane")
 BLOCKED: dict[str, tuple[str, str, str]] = {
-    "matmul_basic.apk": _FSTRING,
-    "matmul_tiled.apk": _FSTRING,
-    "matmul_hoist_load.apk": _FSTRING,
-    "matmul_fully_optimized.apk": _FSTRING,
-    "tensor_addition.apk": _FSTRING,
     "average_pool2d.apk": ("APK102", "'axis'",
                            "nl.sum(x, axis=[3, 4]), the high-level reduction (nl lane); "
                            "bare sum is Python's"),
-    "activation_exp_trn2.apk": ("APK107", "cannot assign",
-                                "item assignment os.environ[...] = ...: SPEC 3 construct of "
-                                "the pysyntax lane"),
     "activation_legacy.apk": ("APK102", "'dst'",
                               "legacy neuronxcc API: nisa.activation returning its tile (no "
                               "dst=), op=np.square, nl.load/nl.store of whole tensors"),
-    "iota_legacy.apk": ("APK006", "invalid type",
-                        "legacy neuronxcc API: a variable annotation `a: tensor[1, 512] = ...` "
-                        "(nki.typing) and nl.arange index expressions (APK150)"),
+    "iota_legacy.apk": ("APK150", "nl.arange",
+                        "legacy neuronxcc API: nl.arange index expressions (APK150; its "
+                        "annotation `a: tensor[1, 512] = ...` is a type hint now)"),
 }
 
 

@@ -67,7 +67,7 @@ def store_item(container: Any, key: Any, value: Any, budget: limits.Budget) -> N
             container[key] = items
             return
         container[key] = value
-    elif t is dict:
+    elif isinstance(container, dict):  # dicts, and the program's os.environ
         container[key] = value
     elif isinstance(container, np.ndarray):
         if isinstance(value, Tensor):
@@ -79,7 +79,7 @@ def store_item(container: Any, key: Any, value: Any, budget: limits.Budget) -> N
 
 
 def delete_item(container: Any, key: Any) -> None:
-    if type(container) in (list, dict):
+    if type(container) is list or isinstance(container, dict):
         del container[key]
     else:
         raise no_elements(container, "delete")
@@ -225,7 +225,7 @@ class TargetCompiler:
                 k = key(frame)
                 if isinstance(c, Absorbing) or interp.dry and isinstance(k, Absorbing):
                     return
-                if type(c) not in (list, dict) and not isinstance(c, np.ndarray):
+                if type(c) is not list and not isinstance(c, (dict, np.ndarray)):
                     raise no_elements(c, "update").with_span(span)
                 try:
                     store_item(c, k, update(c[k], ev(frame)), budget)

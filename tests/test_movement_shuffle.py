@@ -170,3 +170,13 @@ def test_local_gather_refusals():
     with raises_code("APK491"):  # not a whole chunk
         local_gather(ndarray((32, 64), "float32", "sbuf"), s,
                      sbuf(np.full((32, 1), 2, np.uint16)), num_elem_per_idx=4)
+
+
+def test_an_apk_mask_may_be_a_range(tmp_path):
+    from apdsl.semantics.program import Program
+    path = tmp_path / "s.apk"
+    path.write_text("a: f32[32, 4] @ sbuf = 1.0\nb: f32[32, 4] @ sbuf\n"
+                    "nc_stream_shuffle(b, a, range(32))\nassert equal(host(b), host(a))\n")
+    program = Program.from_path(str(path))
+    assert program.check() == []
+    program.run(None)

@@ -48,7 +48,7 @@ from .table import TABLE
 def _mask(label: str, shuffle_mask: Any) -> list[int]:
     """The 32 mask entries, each a quadrant partition 0-31 or 255 (APK399)."""
     q, keep = sm.QUADRANT, sm.KEEP
-    entries = list(shuffle_mask) if isinstance(shuffle_mask, (list, tuple)) else None
+    entries = list(shuffle_mask) if isinstance(shuffle_mask, (list, tuple, range)) else None
     if entries is None or len(entries) != q or not all(
             isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in entries):
         raise TargetError(f"{label}: shuffle_mask must be a list of {q} ints, got "

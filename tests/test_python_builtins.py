@@ -61,6 +61,7 @@ print("k=v".partition("="), "line1\\nline2".splitlines(), "tile".title(), "x_y".
     # builtins
     """print(isinstance(3, int), isinstance(True, int), isinstance(2.0, (int, float)), isinstance("a", list))
 print(isinstance([1], (tuple, list)), isinstance({}, dict), isinstance((1,), tuple))
+print(isinstance(slice(1, 2), slice), [0, 1, 2, 3][slice(1, 3)], isinstance(range(3), range))
 print(divmod(17, 5), divmod(-17, 5), divmod(7.5, 2), pow(2, 10), pow(3, 4, 5), pow(2, -1), pow(2.0, 0.5))
 print(any([]), any([0, 0, 1]), all([]), all([1, 0]))
 print(float("1.5"), float(3), int("12"), sorted(set([3, 1, 3])), len(set("abca")))""",

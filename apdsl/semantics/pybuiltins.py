@@ -1,7 +1,7 @@
 """Python builtins the NKI kernels use beyond the core ones of `builtins.py`, `import math` and
 `import os` (for `os.environ`, see `environ.py`).
 
-`isinstance`, `divmod`, `pow`, `any`, `all`, `set` and the `math` module (SPEC section 3), each
+`isinstance`, `divmod`, `pow`, `any`, `all`, `set`, `slice` and the `math` module (SPEC section 3), each
 within the step budget and the size limits of SPEC section 15: `pow` refuses a power past
 2**1024 before computing it, `any`/`all`/`set` pay a step per element they walk.
 """
@@ -19,7 +19,7 @@ from . import limits
 from .environ import Environ
 from .values import Module
 
-NAMES = ("isinstance", "divmod", "pow", "any", "all", "set")
+NAMES = ("isinstance", "divmod", "pow", "any", "all", "set", "slice")
 MODULES = ("math", "os")
 
 
@@ -54,6 +54,7 @@ def python_builtins(budget: limits.Budget, table: dict[str, Any]) -> dict[str, A
                            "any": any_, "all": all_, "set": set_}
     for name, fn in out.items():
         fn.__name__ = name
+    out["slice"] = slice  # `i_p = slice(start, stop)` indexes as `start:stop` does
     return out
 
 
@@ -63,6 +64,7 @@ def _types(table: dict[str, Any], set_: Callable[..., Any]) -> dict[int, Any]:
              ("list", list), ("dict", dict), ("range", range), ("ndarray", Tensor)]
     types = {id(table[name]): kind for name, kind in pairs if name in table}
     types[id(set_)] = set
+    types[id(slice)] = slice
     return types
 
 

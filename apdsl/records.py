@@ -4,6 +4,8 @@
 the path of a cold `apdsl check` that came to a tenth of the start-up time.  A record gets one
 generated `__init__` (fields from the class annotations, defaults from class attributes) and
 shares the rest: structural equality and hashing over its fields, a repr, and immutability.
+It is apdsl's one idiom for immutable values (`tests/test_architecture.py` holds the few frozen
+dataclasses left); dataclasses remain for mutable state (options, a trace, a run's result).
 """
 
 from __future__ import annotations

@@ -6,15 +6,16 @@ Each layer keeps its entries in its own module here (`syntax`, `language`, `view
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import import_module
+
+from ..records import record
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
          "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
          "speed", "architecture", "pyvalues")
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     code: str
     title: str

@@ -9,9 +9,11 @@ transposes, gathers, shuffles and registers), next to the core entries in the ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
+
+from ..records import record
 
 NKI_ONCHIP = ("sbuf", "psum")
 NKI_DMA = ("sbuf", "hbm", "private_hbm", "shared_hbm")
@@ -34,7 +36,7 @@ ASCEND_COPY_PIPES = {("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): 
 ASCEND_MEMSET_PIPES = {"ub": "V", "l1": "MTE1", "l0a": "MTE1", "l0b": "MTE1"}
 
 
-@dataclass(frozen=True)
+@record
 class Operand:
     """One tensor operand: its role (the parameter name), whether the instruction writes it,
     the buffers it may be in per target family (absent family: not an operand there) and the
@@ -46,7 +48,7 @@ class Operand:
     dtypes: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Instruction:
     name: str
     module: str  # the executor, `apdsl.runtime.<module>.<name>`
@@ -54,7 +56,7 @@ class Instruction:
     # family -> the engines (NKI) or pipes (Ascend) that may run it, the default first
     engines: dict[str, tuple[str, ...]]
     semantics: Callable[..., Any] | None
-    limits: dict[str, Any] = field(default_factory=dict)
+    limits: Mapping[str, Any] = MappingProxyType({})  # none (shared: read-only)
     # the destination is written whole, through `dst` itself (check mode's APK405 check)
     writes_dst: bool = False
     summary: str = ""

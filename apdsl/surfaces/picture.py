@@ -13,20 +13,20 @@ fractals of one storage band side by side so fractal borders can be drawn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslError
+from ..records import record, replace
 from ..tensor.layout import Layout, is_static
 from ..tensor.view import Tensor
 
 __all__ = ["Geometry", "Cells", "Picture", "geometry", "pattern_text"]
 
 
-@dataclass(frozen=True)
+@record
 class Geometry:
     """How the storage's elements are placed on a grid of `rows` x `cols` cells."""
 
@@ -94,7 +94,7 @@ def geometry(t: Tensor) -> Geometry:
     return Geometry(prod(shape[:-1]), shape[-1], shape, "row", "column")
 
 
-@dataclass(frozen=True)
+@record
 class Cells:
     """A grid of cells, each standing for `row_step` x `col_step` storage cells.
 
@@ -147,7 +147,7 @@ def _blocks(a: np.ndarray, fr: int, fc: int, fill: int) -> np.ndarray:
     return padded.reshape(pr // fr, fr, pc // fc, fc)
 
 
-@dataclass(frozen=True)
+@record
 class Picture:
     """What view `t` touches in its storage (see the module docstring)."""
 

@@ -8,7 +8,8 @@ in, inputs are cut with file semantics, a block ending at the first line back at
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..records import record
 
 __all__ = ["Scan", "scan", "continuation", "ScriptReader", "indent_of", "INDENT",
            "BLOCK_CONTINUERS"]
@@ -17,7 +18,7 @@ INDENT = "    "
 BLOCK_CONTINUERS = ("elif", "else")
 
 
-@dataclass(frozen=True)
+@record
 class Scan:
     """What the text typed so far leaves open."""
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass  # Bindings: mutable state, not a value
 from typing import Any
 
+from .. import records
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
@@ -30,7 +31,7 @@ __all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "sour
 COMMAND_LINE = "<command line>"
 
 
-@dataclass(frozen=True)
+@records.record
 class Step:
     """One step of a view chain: its title (source text) and the view it gives."""
 
@@ -215,7 +216,7 @@ class Bindings:
         return Step(f"{shown} = {text}" if text else shown, view)
 
 
-@dataclass(frozen=True)
+@records.record
 class _Spanned:
     span: Any
 
@@ -240,8 +241,6 @@ def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dic
 
 def _framed(pic: Picture, args: Any) -> Picture:
     """The window of the grid the command line asks for (`--rows`, `--cols`, `--zoom`)."""
-    from dataclasses import replace
-
     from .picture_text import MAX_COLS, MAX_ROWS
     rows, cols = getattr(args, "rows", None), getattr(args, "cols", None)
     try:
@@ -256,7 +255,7 @@ def _framed(pic: Picture, args: Any) -> Picture:
             pic.cells(MAX_ROWS, MAX_COLS).summarised:
         geo = pic.zoomed().geometry
         if geo.windowed and geo.rows <= MAX_ROWS and geo.cols <= MAX_COLS:
-            pic = replace(pic, notes=(*pic.notes, f"--zoom draws the {geo.rows} x {geo.cols} "
+            pic = records.replace(pic, notes=(*pic.notes, f"--zoom draws the {geo.rows} x {geo.cols} "
                                       "touched region element by element"))
     return pic
 

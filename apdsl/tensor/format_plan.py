@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
 
 import numpy as np
 
 from ..errors import FormatError
+from ..records import record
 from .format_registry import (
     Format,
     Modes,
@@ -31,14 +31,14 @@ __all__ = ["Plan", "PlanDim", "make_plan", "check_shape", "axis_names", "storage
            "logical_from_storage", "Stored", "stored"]
 
 
-@dataclass(frozen=True)
+@record
 class PlanDim:
     size: int      # logical extent
     padded: int    # extent in storage, padding included
     modes: Modes   # inner first, counts padded: (block, stride), (blocks, stride) or (padded, s)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     shape: tuple[int, ...]
     storage: tuple[int, ...]  # the published (merged) storage shape
@@ -212,7 +212,7 @@ def logical_from_storage(fmt: Format, storage: tuple[int, ...], c0: int,
 
 # ---------------------------------------------------------------------------- the one layout
 
-@dataclass(frozen=True)
+@record
 class Stored:
     """A tensor of logical `shape` stored in `format` in one buffer: everything apdsl derives
     from the format (views, TLA tiles, alignment rules, pictures) reads it from here."""

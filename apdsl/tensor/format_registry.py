@@ -12,13 +12,13 @@ all three.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from difflib import get_close_matches
 from types import MappingProxyType
 
 import numpy as np
 
 from ..errors import ApdslNameError, FormatError
+from ..records import record
 from .dtypes import DType
 from .dtypes import dtype as resolve_dtype
 
@@ -35,7 +35,7 @@ L0C_FRACTAL = 16  # L0C holds 16 x 16 fractals whatever the accumulator dtype
 
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """One data format.
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from difflib import get_close_matches
 from functools import lru_cache
 from math import prod
@@ -23,12 +22,13 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..errors import PatternError
+from ..records import record
 
 ELLIPSIS = "..."
 _TOKEN = re.compile(r"\s+|\(|\)|[^\s()]+")
 
 
-@dataclass(frozen=True)
+@record
 class Axis:
     """A named elementary axis, or the ellipsis, written at `text[start:end]`."""
 
@@ -37,7 +37,7 @@ class Axis:
     end: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Dim:
     """One dimension of one side: a bare axis, `...`, `1`, or a parenthesised group.
 
@@ -54,15 +54,23 @@ class Dim:
         return not self.grouped and len(self.axes) == 1 and self.axes[0].name == ELLIPSIS
 
 
-@dataclass(frozen=True)
+@record
 class Pattern:
     """A checked pattern.  Equal (and hashed) by its text, which determines everything else."""
 
     text: str
     positioned: bool
-    left: tuple[Dim, ...] = field(compare=False)
-    right: tuple[Dim, ...] = field(compare=False)
-    arrow: int | None = field(default=None, compare=False)
+    left: tuple[Dim, ...]
+    right: tuple[Dim, ...]
+    arrow: int | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.text, self.positioned) == (other.text, other.positioned)  # type: ignore
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.positioned))
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -82,7 +90,7 @@ class Pattern:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """How a rearrange maps a shape: split into elementary axes, permute, merge.
 

@@ -543,3 +543,73 @@ def test_lower_json_records_the_engine_hint(tmp_path):
     tt = [r for r in recs if r["op"] == "tensor_tensor"]
     assert tt[0]["hints"] == {"engine": "vector"} and "hints" not in tt[1]
     assert set(tt[0]["operands"]) == {"dst", "data1", "data2"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                        "right_shift", "invert")),
+       st.sampled_from((None, "bitwise_and", "bitwise_or", "right_shift")),
+       st.booleans(), st.booleans(), st.sampled_from(INTS), st.integers(1, 8), st.data())
+def test_tensor_scalar_bitvec_against_python_ints(op0, op1, col, rev1, dtype, parts, data):
+    info = np.iinfo(dtype)
+    bits = info.bits
+    mask = (1 << bits) - 1
+    free = 4
+    x = np.asarray(data.draw(st.lists(st.integers(info.min, info.max), min_size=parts * free,
+                                      max_size=parts * free)), dtype).reshape(parts, free)
+
+    def amount(name):  # a shift amount or a bit pattern
+        return data.draw(st.integers(0, bits - 1) if "shift" in name else
+                         st.integers(info.min, info.max))
+
+    def pattern(v):
+        return int(v) & mask
+
+    def apply(name, a, b):
+        if name == "invert":
+            return ~a & mask
+        return {"bitwise_and": lambda: a & b, "bitwise_or": lambda: a | b,
+                "bitwise_xor": lambda: a ^ b, "left_shift": lambda: (a << b) & mask,
+                "right_shift": lambda: a >> b}[name]()
+
+    s0 = None if op0 == "invert" else amount(op0)
+    o0 = None if s0 is None else (tile(np.full((parts, 1), s0), dtype) if col else s0)
+    s1 = amount(op1) if op1 else None
+    d = ndarray((parts, free), dtype, "sbuf")
+    rev1 = rev1 and op1 != "right_shift"  # a reversed shift shifts by the data: not in range
+    tensor_scalar(d, tile(x, dtype), op(op0), o0, op1=op(op1) if op1 else None, operand1=s1,
+                  reverse1=rev1)
+    want = []
+    for v in x.reshape(-1):
+        t = apply(op0, pattern(v), None if s0 is None else (s0 if "shift" in op0
+                                                            else pattern(s0)))
+        if op1:
+            rhs = s1 if "shift" in op1 else pattern(s1)
+            t = apply(op1, pattern(rhs), t) if rev1 else apply(op1, t, rhs)
+        want.append(t)
+    got = d.numpy().reshape(-1).astype(np.int64) & mask
+    assert got.tolist() == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(("add", "subtract", "multiply", "maximum", "minimum", "equal",
+                        "less", "logical_or")),
+       st.sampled_from(("int32", "uint32")), st.data())
+def test_int32_tensor_tensor_on_gpsimd_is_exact(name, dtype, data):
+    info = np.iinfo(dtype)
+    xs = data.draw(st.lists(st.integers(info.min, info.max), min_size=1, max_size=8))
+    ys = data.draw(st.lists(st.integers(info.min, info.max), min_size=len(xs),
+                            max_size=len(xs)))
+    fns = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+           "multiply": lambda a, b: a * b, "maximum": max, "minimum": min,
+           "equal": lambda a, b: int(a == b), "less": lambda a, b: int(a < b),
+           "logical_or": lambda a, b: int(bool(a) or bool(b))}
+    want = [fns[name](a, b) for a, b in zip(xs, ys)]
+    d = ndarray((1, len(xs)), dtype, "sbuf")
+    a, b = tile([xs], dtype), tile([ys], dtype)
+    if all(info.min <= w <= info.max for w in want):
+        tensor_tensor(d, a, b, op(name))
+        assert d.numpy()[0].tolist() == want
+    else:
+        with raises_code("APK358"):
+            tensor_tensor(d, a, b, op(name))

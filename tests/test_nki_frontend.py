@@ -578,3 +578,27 @@ def test_lower_names_tensors_after_the_users_variables(tmp_path):
             matmul["operands"]["stationary"]["tensor"],
             matmul["operands"]["moving"]["tensor"]) == (26, "result_psum", "lhs_tile",
                                                          "rhs_tile")
+
+
+def test_isa_enums_are_attributes_in_python_kernels(nki_installed):
+    """`nisa.engine.gpsimd`, `nisa.dge_mode.hwdge`, `nisa.oob_mode.skip`: Python code reads the
+    enums' members as attributes (in .apk they are names of a builtin namespace)."""
+    @nki.jit
+    def copy_on(a, engine):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t, engine=engine)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=u)
+        return out
+
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    from apdsl.runtime.trace import tracing
+    with tracing() as tr:
+        out = nki.simulate(copy_on)(a, nisa.engine.gpsimd)
+    np.testing.assert_array_equal(out, a)
+    assert [r.hints for r in tr.records if r.op == "tensor_copy"] == [{"engine": "gpsimd"}]
+    assert (nisa.dge_mode.hwdge, nisa.oob_mode.skip) == ("hwdge", "skip")
+    with pytest.raises(AttributeError):
+        nisa.engine.warp_drive  # noqa: B018

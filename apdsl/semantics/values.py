@@ -85,12 +85,23 @@ POISON = Poison()
 
 @dataclass
 class Module:
+    """An imported `.apk` module, or a builtin namespace such as `nisa.engine`."""
+
     name: str
     file: str
     namespace: dict[str, Any]
 
     def __repr__(self) -> str:
         return f"<module {self.name}>"
+
+    def __getattr__(self, name: str) -> Any:
+        # Python code (apdsl.nki kernels) reads members as attributes: `nisa.engine.gpsimd`
+        if name.startswith("_") or name == "namespace":
+            raise AttributeError(name)
+        try:
+            return self.namespace[name]
+        except KeyError:
+            raise AttributeError(f"{self.name} has no attribute {name!r}") from None
 
 
 @dataclass

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String
 
-from apdsl.surfaces.lexer import BUFFERS, DTYPE_NAMES, FORMATS, KEYWORDS, ApkLexer
+from apdsl.surfaces.lexer import BUFFERS, DTYPE_NAMES, FORMATS, KEYWORDS, PYTHON_ONLY, ApkLexer
 
 SAMPLE = '''\
 # gather every other row
@@ -146,7 +146,8 @@ def test_word_lists_match_the_language() -> None:
                             "l0b", "l0c", "ub"}
     assert {"NZ", "ZZ", "ZN", "NC1HWC0", "FRACTAL_Z", "NDC1HWC0", "FRACTAL_Z_3D", "ND_ALIGN",
             "COLUMN_MAJOR"} <= set(FORMATS)
-    assert "while" not in KEYWORDS
+    assert {"while", "lambda", "del", "raise"} <= set(KEYWORDS)
+    assert not set(KEYWORDS) & set(PYTHON_ONLY)
 
 
 @settings(max_examples=150, deadline=None)
@@ -203,3 +204,17 @@ def test_lexer_import_is_light() -> None:
 @pytest.mark.parametrize("code", ["kernel", "t: f32[", "@", "nl.", "x.\n", "'''", "1e", "0x"])
 def test_fragments_lex(code: str) -> None:
     assert "".join(v for _, _, v in ApkLexer().get_tokens_unprocessed(code)) == code
+
+
+def test_fstrings_lex_their_fields_as_code() -> None:
+    from pygments.token import Keyword, String
+
+    found = tokens('x = f"a{n + 1!r:>{w}} {{b}}"\n')
+    assert (String.Affix, "f") in found and (String.Interpol, "{") in found
+    assert (Name, "n") in found and (Name, "w") in found
+    assert (String.Interpol, "!r") in found and (String.Escape, "{{") in found
+    assert (Keyword, "while") in tokens("while x:\n    del y\n")
+    assert (Keyword, "lambda") in tokens("f = lambda q: q\n")
+    # Python that .apk does not take is coloured as reserved, not as a declaration
+    assert (Keyword.Reserved, "try") in tokens("try:\n    pass\n")
+    assert (Keyword.Reserved, "class") in tokens("class A:\n    pass\n")

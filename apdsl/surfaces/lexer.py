@@ -21,13 +21,18 @@ from pygments.token import (
     Whitespace,
 )
 
-__all__ = ["ApkLexer", "KEYWORDS", "CONSTANTS", "INSTRUCTIONS", "BUILTINS", "DTYPE_NAMES",
+__all__ = ["ApkLexer", "KEYWORDS", "PYTHON_ONLY", "CONSTANTS", "INSTRUCTIONS", "BUILTINS", "DTYPE_NAMES",
            "BUFFERS", "FORMATS"]
 
 # `and or not in is` are keywords here (not Operator.Word) so every reserved word of the
 # language shares one colour family.
-KEYWORDS = ("kernel", "def", "return", "if", "elif", "else", "for", "in", "assert", "import",
-            "from", "as", "and", "or", "not", "is", "pass", "break", "continue")
+KEYWORDS = ("kernel", "def", "return", "if", "elif", "else", "for", "while", "in", "assert",
+            "import", "from", "as", "and", "or", "not", "is", "pass", "break", "continue",
+            "lambda", "del", "raise")
+# Python keywords that are not part of .apk (a located error names the Python frontend):
+# coloured as reserved words, never offered by completion.
+PYTHON_ONLY = ("class", "try", "except", "finally", "with", "global", "nonlocal", "yield",
+               "async", "await")
 CONSTANTS = ("True", "False", "None")
 INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad",
                 "register_alloc", "register_load")
@@ -55,7 +60,7 @@ def _alt(names: tuple[str, ...]) -> str:
 
 
 # Words that may start a line followed by ':' without being a declaration (`else:`).
-_NOT_DECLARED = r"(?!(?:" + "|".join(KEYWORDS + CONSTANTS) + r")\b)"
+_NOT_DECLARED = r"(?!(?:" + "|".join(KEYWORDS + PYTHON_ONLY + CONSTANTS) + r")\b)"
 _DTYPE_AHEAD = r"(?=[ \t]*(?:(?:nl|nisa)\.)?" + _alt(DTYPE_NAMES) + ")"
 
 
@@ -93,6 +98,7 @@ class ApkLexer(RegexLexer):
              bygroups(Name, Whitespace, Operator, Whitespace, Name.Class)),
             (words(CONSTANTS, suffix=r"\b"), Keyword.Constant),
             (words(KEYWORDS, suffix=r"\b"), Keyword),
+            (words(PYTHON_ONLY, suffix=r"\b"), Keyword.Reserved),
             # Parameters and in-line declarations: `A: f16[M, K]`.
             ("(" + _IDENT + r")([ \t]*)(:)" + _DTYPE_AHEAD,
              bygroups(Name.Variable, Whitespace, Punctuation)),
@@ -126,6 +132,11 @@ class ApkLexer(RegexLexer):
             (r"\d(?:_?\d)*", Number.Integer),
         ],
         "strings": [
+            # f-strings: the fields `{...}` are lexed as code
+            (r'([fF])(""")', bygroups(String.Affix, String.Double), "ftdqs"),
+            (r"([fF])(''')", bygroups(String.Affix, String.Single), "ftsqs"),
+            (r'([fF])(")', bygroups(String.Affix, String.Double), "fdqs"),
+            (r"([fF])(')", bygroups(String.Affix, String.Single), "fsqs"),
             (r'"""', String.Double, "tdqs"),
             (r"'''", String.Single, "tsqs"),
             (r'"', String.Double, "dqs"),
@@ -134,6 +145,46 @@ class ApkLexer(RegexLexer):
         "escape": [
             (r"\\(?:[\\'\"abfnrtv0\n]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
              r"|N\{[^}]*\}|[0-7]{1,3})", String.Escape),
+        ],
+
+        "fbraces": [
+            (r"\{\{|\}\}", String.Escape),
+            (r"\{", String.Interpol, "fexpr"),
+        ],
+        # A field: code up to its closing brace, then its conversion and format spec.
+        "fexpr": [
+            (r"\}", String.Interpol, "#pop"),
+            (r"![rsa](?=[:}])", String.Interpol),
+            (r"(:)([^{}\n'\"]*)", bygroups(String.Interpol, String.Other)),
+            (r"\n", Whitespace, "#pop"),
+            (r"\{", String.Interpol, "fexpr"),
+            include("root"),
+        ],
+        "fdqs": [
+            include("escape"), include("fbraces"),
+            (r'[^"\\\n{}]+', String.Double),
+            (r"\\|\}", String.Double),
+            (r'"', String.Double, "#pop"),
+            (r"\n", Whitespace, "#pop"),
+        ],
+        "fsqs": [
+            include("escape"), include("fbraces"),
+            (r"[^'\\\n{}]+", String.Single),
+            (r"\\|\}", String.Single),
+            (r"'", String.Single, "#pop"),
+            (r"\n", Whitespace, "#pop"),
+        ],
+        "ftdqs": [
+            include("escape"), include("fbraces"),
+            (r'"""', String.Double, "#pop"),
+            (r'[^"\\{}]+|"', String.Double),
+            (r"\\|\}", String.Double),
+        ],
+        "ftsqs": [
+            include("escape"), include("fbraces"),
+            (r"'''", String.Single, "#pop"),
+            (r"[^'\\{}]+|'", String.Single),
+            (r"\\|\}", String.Single),
         ],
         # An unterminated one-line string ends at the end of the line, so one bad quote does
         # not colour the rest of the file.

@@ -403,3 +403,30 @@ def test_cli_reports_python_apk_does_not_take(tmp_path, source, code, words):
                 assert "apdsl run FILE.py" in first["help"]
         else:
             assert f"error[{code}]" in text and words in text
+
+
+@pytest.mark.parametrize("source, words, column", [
+    ("from . import x\n", "relative imports are not part of .apk", 6),
+    ("import a, b\n", "importing several modules in one 'import' is not part of .apk", 9),
+    ("x = b'abc'\n", "bytes literals are not part of .apk", 6),
+    ("x = {**a, 'k': 1}\n", "'**' in a dict display is not part of .apk", 6),
+    ("def f(a, /, b):\n    pass\n", "positional-only parameters ('/') are not part of .apk", 10),
+    ("def f(x):\n    match x:\n        case 1:\n            pass\n",
+     "'match' statements are not part of .apk", 11),
+    ("x = 1j\n", "complex numbers are not part of .apk", 6),
+])
+def test_other_python_is_named_not_listed_as_expected_tokens(source, words, column):
+    from apdsl.errors import ApdslSyntaxError
+    with pytest.raises(ApdslSyntaxError) as err:
+        Program(source, "t.apk")
+    e = err.value
+    assert (e.code, e.message) == ("APK007", words)
+    assert e.span.column == column
+    assert "apdsl run FILE.py" in e.help
+
+
+def test_a_plain_mistake_still_lists_what_was_expected():
+    from apdsl.errors import ApdslSyntaxError
+    with pytest.raises(ApdslSyntaxError) as err:
+        Program("x = max(1 2)\n", "t.apk")
+    assert (err.value.code, err.value.message) == ("APK001", "expected ')' or ','")

@@ -16,6 +16,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from ..errors import ApdslSyntaxError, Label, Span
 from .indent import ScanState
+from .node_text import PYTHON_FRONTEND
 
 _NAMED = {
     "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
@@ -112,6 +113,14 @@ class SyntaxReporter:
             opener = state.brackets[-1]
             labels.append(Label(_tok_span(opener, file), f"'{opener.value}' opened here is "
                                                          "not closed"))
+        from .python_syntax import python_construct
+        construct = python_construct(source, tok.line, tok.column,
+                                     state.brackets[0].line if state.brackets else None)
+        if construct is not None:
+            return ApdslSyntaxError(
+                f"{construct} not part of .apk", code="APK007", span=span,
+                notes=[f"apk expected {expected} here" if expected else notes[0]],
+                labels=labels, help=PYTHON_FRONTEND)
         if not expected:
             return ApdslSyntaxError(f"unexpected {self._found(tok)}", code="APK001", span=span,
                                     labels=labels)

@@ -49,6 +49,8 @@ from .pipes import (
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
+# (source pipe index, destination pipe index) of every hard event
+_EVENT_PIPES = {e: tuple(PIPE_INDEX[p] for p in split_event(e)) for e in HARD_EVENTS}
 
 
 @record
@@ -73,18 +75,25 @@ class SyncError(ApdslRuntimeError):
 class _Access:
     """One operand access of one executed instruction."""
 
-    __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "op", "span",
-                 "location", "base")
+    __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "opname",
+                 "span", "location", "base")
 
     def __init__(self, pipe: int, seq: int, write: bool, lo: int, hi: int, dense: bool,
-                 view: Any, op: str, span: Span | None, location: Any, base: int) -> None:
+                 layout: Any, bits: int, opname: tuple[str, Any], span: Span | None,
+                 location: Any, base: int) -> None:
         self.pipe, self.seq, self.write = pipe, seq, write
         self.lo, self.hi, self.dense = lo, hi, dense  # bytes [lo, hi] of the region
-        # the view's layout, not the view: the checker must not keep freed storage alive
-        static = view.dynamic is None and view.layout.static
-        self.layout, self.bits = (view.layout if static else None), view.dtype.bits
-        self.op, self.span, self.location = op, span, location
+        # the view's layout (None: not static), not the view: the checker must not keep freed
+        # storage alive
+        self.layout, self.bits = layout, bits
+        self.opname, self.span, self.location = opname, span, location  # (op, name= given)
         self.base = base  # the region byte where the view's storage starts
+
+    @property
+    def op(self) -> str:
+        """How messages name the instruction (made only when a message needs it)."""
+        op, name = self.opname
+        return f"{op} {name!r}" if name is not None else op
 
     def exact(self) -> np.ndarray:
         """The sorted region bytes the access touches."""
@@ -111,25 +120,35 @@ def _region(t: Any) -> tuple[Any, int]:
     return s.id, 0  # the id, not the storage: a freed tensor must be freed
 
 
-# (first byte, last byte, dense) per view: a loop's tiles come back (apdsl.runtime.ascend
-# caches them), so most instructions find their operands here.
-_spans: weakref.WeakKeyDictionary[Any, tuple[int, int, bool]] = weakref.WeakKeyDictionary()
+# What the checker needs of a view, per view: (region key, region byte of its storage's start,
+# first region byte, last region byte, dense, layout or None, element bits, buffer).  A loop's
+# tiles come back (apdsl.runtime.ascend caches them), so most instructions find their operands
+# here and the checker does no layout work for them.
+_Facts = tuple[Any, int, int, int, bool, Any, int, str]
+_facts: weakref.WeakKeyDictionary[Any, _Facts] = weakref.WeakKeyDictionary()
 
 
-def _span_of(t: Any) -> tuple[int, int, bool]:
-    """(first byte, last byte, dense) of a view inside its storage; the whole storage when the
-    view is not static (a runtime offset), conservatively."""
+def _facts_of(t: Any) -> _Facts:
     try:
-        return _spans[t]
+        return _facts[t]
     except (KeyError, TypeError):
         pass
-    out = _measure(t)
+    key, base = _region(t)
+    lo, hi, dense = _measure(t)
+    static = t.dynamic is None and t.layout.static
+    out = (key, base, lo + base, hi + base, dense, t.layout if static else None, t.dtype.bits,
+           t.storage.buffer)
     if t.dynamic is None:
         try:
-            _spans[t] = out
+            _facts[t] = out
         except TypeError:
             pass
     return out
+
+
+# The pipe of an instruction by (op, its operands' roles and buffers): the table decides by the
+# path the operands take (`pipe_of`), the same for every instance on the same buffers.
+_pipes: dict[tuple[Any, ...], str | None] = {}
 
 
 def _measure(t: Any) -> tuple[int, int, bool]:
@@ -175,7 +194,12 @@ class Sync:
                location: Any) -> Order | None:
         """Check and record the accesses of one instruction before it moves data; return its
         place in the happens-before order (None: it runs on no pipe)."""
-        pipe = pipe_of(op, operands)
+        facts = [(role, t, _facts_of(t)) for role, t in operands.items()]
+        pkey = (op,) + tuple((role, f[7]) for role, _, f in facts)
+        try:
+            pipe = _pipes[pkey]
+        except KeyError:
+            pipe = _pipes[pkey] = pipe_of(op, operands)
         if pipe is None:
             return None
         p = PIPE_INDEX[pipe]
@@ -184,25 +208,30 @@ class Sync:
         clk = self.clock[p]
         if p != _V:
             clk[p] = seq - 1  # program order within the pipe
-        label = f"{op} {name!r}" if name is not None else op
+        opname = (op, name)
+        regions = self.regions
         new: list[tuple[Any, _Access]] = []
-        for role, t in operands.items():
-            key, base = _region(t)
-            lo, hi, dense = _span_of(t)
+        for role, t, (key, base, lo, hi, dense, layout, bits, _) in facts:
             if hi < lo:
                 continue
-            acc = _Access(p, seq, role == "dst", lo + base, hi + base, dense, t, label, span,
+            acc = _Access(p, seq, role == "dst", lo, hi, dense, layout, bits, opname, span,
                           location, base)
-            earlier = self.regions.get(key)
+            earlier = regions.get(key)
             if earlier:
                 self._check(acc, earlier, clk, t)
             new.append((key, acc))
         for key, acc in new:
-            lst = self.regions.setdefault(key, [])
+            lst = regions.get(key)
+            if lst is None:
+                regions[key] = [acc]
+                continue
             if acc.dense:
-                lst[:] = [e for e in lst if not (
+                lo, hi, write = acc.lo, acc.hi, acc.write
+                keep = [e for e in lst if not (
                     (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
-                    and acc.lo <= e.lo and e.hi <= acc.hi and (acc.write or not e.write))]
+                    and lo <= e.lo and e.hi <= hi and (write or not e.write))]
+                if len(keep) != len(lst):
+                    lst[:] = keep
             lst.append(acc)
         return Order(pipe, seq, tuple(clk), self)
 
@@ -275,7 +304,7 @@ class Sync:
                             "another event id (ping-pong buffers use ids 0 and 1)",
                             event=event, id=i)
             raise err.with_label(sspan, "set here, not waited for since")
-        src = PIPE_INDEX[split_event(event)[0]]
+        src = _EVENT_PIPES[event][0]
         snap = list(self.clock[src])
         snap[src] = self.count[src]
         self.flags[(event, i)] = (snap, span, location)
@@ -289,10 +318,8 @@ class Sync:
                             help=f"set_flag(\"{event}\", {i}) on pipe {split_event(event)[0]} "
                             "before this wait (CATLASS pre-sets the 'buffer free' flags before "
                             "its loops)", event=event, id=i)
-        dst = self.clock[PIPE_INDEX[split_event(event)[1]]]
-        for k, v in enumerate(got[0]):
-            if v > dst[k]:
-                dst[k] = v
+        dst = self.clock[_EVENT_PIPES[event][1]]
+        dst[:] = map(max, dst, got[0])
 
     def barrier(self, pipe: str) -> None:
         if pipe == "ALL":
@@ -321,6 +348,10 @@ class Sync:
 
 def _event(event: Any, i: Any, what: str) -> tuple[str, int]:
     """Validate an event name and id: APK572, APK573."""
+    if type(event) is str and type(i) is int and i >= 0 and event in _EVENT_PIPES:
+        ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+        if i < ids:  # the common case, decided without the messages' work
+            return event, i
     if not isinstance(event, str) or event not in HARD_EVENTS:
         text = event if isinstance(event, str) else repr(event)
         close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \

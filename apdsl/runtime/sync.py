@@ -76,12 +76,13 @@ class _Access:
     """One operand access of one executed instruction."""
 
     __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "opname",
-                 "span", "location", "base")
+                 "span", "location", "base", "n")
 
     def __init__(self, pipe: int, seq: int, write: bool, lo: int, hi: int, dense: bool,
                  layout: Any, bits: int, opname: tuple[str, Any], span: Span | None,
-                 location: Any, base: int) -> None:
+                 location: Any, base: int, n: int) -> None:
         self.pipe, self.seq, self.write = pipe, seq, write
+        self.n = n  # the checker's access number: which of two earlier accesses came first
         self.lo, self.hi, self.dense = lo, hi, dense  # bytes [lo, hi] of the region
         # the view's layout (None: not static), not the view: the checker must not keep freed
         # storage alive
@@ -184,7 +185,10 @@ class Sync:
         self.count = [0] * _N
         self.clock = [[0] * _N for _ in range(_N)]
         self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
-        self.regions: dict[Any, list[_Access]] = {}
+        # per region, its earlier reads and its earlier writes, each oldest first: a read
+        # conflicts only with writes, so a read need not walk the (often long) list of reads
+        self.regions: dict[Any, tuple[list[_Access], list[_Access]]] = {}
+        self.accesses = 0
         # a race was reported (check mode goes on): leftover flags are then its consequence
         self.failed = False
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
@@ -214,42 +218,58 @@ class Sync:
         for role, t, (key, base, lo, hi, dense, layout, bits, _) in facts:
             if hi < lo:
                 continue
+            self.accesses += 1
             acc = _Access(p, seq, role == "dst", lo, hi, dense, layout, bits, opname, span,
-                          location, base)
+                          location, base, self.accesses)
             earlier = regions.get(key)
-            if earlier:
+            if earlier is not None:
                 self._check(acc, earlier, clk, t)
             new.append((key, acc))
         for key, acc in new:
-            lst = regions.get(key)
-            if lst is None:
-                regions[key] = [acc]
-                continue
+            lists = regions.get(key)
+            if lists is None:
+                lists = regions[key] = ([], [])
             if acc.dense:
-                lo, hi, write = acc.lo, acc.hi, acc.write
-                keep = [e for e in lst if not (
-                    (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
-                    and lo <= e.lo and e.hi <= hi and (write or not e.write))]
-                if len(keep) != len(lst):
-                    lst[:] = keep
-            lst.append(acc)
+                # an earlier access ordered before this one and inside its bytes can no longer
+                # race with anything later that this one does not: a write hides both kinds,
+                # a read hides reads
+                lo, hi = acc.lo, acc.hi
+                for lst in (lists if acc.write else lists[:1]):
+                    keep = [e for e in lst if not (
+                        (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
+                        and lo <= e.lo and e.hi <= hi)]
+                    if len(keep) != len(lst):
+                        lst[:] = keep
+            lists[1 if acc.write else 0].append(acc)
         return Order(pipe, seq, tuple(clk), self)
 
-    def _check(self, acc: _Access, earlier: list[_Access], clk: list[int], t: Any) -> None:
+    def _check(self, acc: _Access, earlier: tuple[list[_Access], list[_Access]],
+               clk: list[int], t: Any) -> None:
+        """Raise on the oldest earlier access that races with `acc`: a write checks the
+        region's reads and writes, a read its writes."""
+        first: tuple[_Access, np.ndarray] | None = None
+        for lst in (earlier if acc.write else earlier[1:]):
+            found = self._first_race(acc, lst, clk)
+            if found is not None and (first is None or found[0].n < first[0].n):
+                first = found
+        if first is not None:
+            self.failed = True
+            raise self._race(acc, first[0], t, first[1])
+
+    @staticmethod
+    def _first_race(acc: _Access, earlier: list[_Access],
+                    clk: list[int]) -> tuple[_Access, np.ndarray] | None:
         p = acc.pipe
+        same = p != _V  # instructions of one pipe (but V) run in program order
+        lo, hi = acc.lo, acc.hi
         for e in earlier:
-            if e.pipe == p and p != _V:
-                continue
-            if e.seq <= clk[e.pipe]:
-                continue
-            if not (acc.write or e.write):
-                continue
-            if e.hi < acc.lo or acc.hi < e.lo:
+            q = e.pipe
+            if q == p and same or e.seq <= clk[q] or e.hi < lo or hi < e.lo:
                 continue
             both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)
             if both.size:
-                self.failed = True
-                raise self._race(acc, e, t, both)
+                return e, both
+        return None
 
     def _race(self, acc: _Access, e: _Access, t: Any, both: np.ndarray) -> SyncError:
         kind = ("write-after-write" if acc.write and e.write else

@@ -162,3 +162,20 @@ def test_no_colour_when_piped(tmp_path):
     bad.write_text("x = y\n")
     r = apdsl("check", str(bad), env={"NO_COLOR": "1"})
     assert "\x1b[" not in r.stderr
+
+
+def test_check_of_a_file_of_several_kernels_checks_them_all(tmp_path):
+    """`check` needs no KERNEL: it checks every kernel (only `-i` needs a kernel to match)."""
+    f = tmp_path / "two.apk"
+    f.write_text("kernel a(A: f32[4, 8] @ hbm) -> f32[4, 8] @ hbm:\n    return A\n"
+                 "kernel b(A: f32[4, 8] @ hbm) -> f32[4, 8] @ hbm:\n"
+                 "    t = ndarray((4, 8), f32, sbuf)\n    dma_copy(t, A[:, 0:4])\n"
+                 "    return A\n")
+    r = apdsl("check", str(f))
+    assert r.returncode == 1 and "error[APK" in r.stderr and f"{f}:5:" in r.stderr
+    f.write_text("kernel a(A: f32[4, 8] @ hbm) -> f32[4, 8] @ hbm:\n    return A\n"
+                 "kernel b(A: f32[4, 8] @ hbm) -> f32[4, 8] @ hbm:\n    return A\n")
+    r = apdsl("check", str(f))
+    assert r.returncode == 0 and "ok (2 kernels)" in r.stdout, r.stderr
+    r = apdsl("check", str(f), "-i", f"A={tmp_path / 'none.npy'}")
+    assert r.returncode == 2 and "name the one to run" in r.stderr

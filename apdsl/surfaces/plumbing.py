@@ -193,6 +193,8 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
     from ..runtime.files import read_npy
     from ..semantics.program import UsageError
     paths = parse_inputs(getattr(args, "inputs", []))
+    if not paths:  # nothing to match to a kernel (`check` of a file of several kernels)
+        return {}
     try:
         kernel = program.select_kernel(args.kernel)
         if paths and kernel is None:

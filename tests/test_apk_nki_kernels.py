@@ -235,3 +235,18 @@ def test_untyped_input_keeps_shape_dtype_and_values(dtype, shape):
     got = apdsl.run(_IDENTITY, inputs={"x": arr})
     assert got.dtype == arr.dtype and got.shape == arr.shape
     np.testing.assert_array_equal(got, arr)
+
+
+def test_type_hints_are_not_tensor_types():
+    # `a: nl.ndarray` and `-> nl.ndarray` are hints: a still takes its shape from -i
+    src = """\
+@nki.jit
+def k(a: nl.ndarray, scale: float = 2.0) -> nl.ndarray:
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+"""
+    arr = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(apdsl.run(src, inputs={"a": arr}), arr)
+    with pytest.raises(UsageError, match="-i a=FILE.npy"):
+        Program(src).run()

@@ -430,3 +430,15 @@ def test_a_plain_mistake_still_lists_what_was_expected():
     with pytest.raises(ApdslSyntaxError) as err:
         Program("x = max(1 2)\n", "t.apk")
     assert (err.value.code, err.value.message) == ("APK001", "expected ')' or ','")
+
+
+def test_naming_python_constructs_raises_no_python_warnings():
+    import warnings
+
+    from apdsl.errors import ApdslSyntaxError
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(ApdslSyntaxError) as err:
+            Program("x = b'' if 1or 2 else 0\n", "t.apk")  # Python warns of '1or' as it parses
+    assert err.value.message == "bytes literals are not part of .apk"
+    assert [w for w in seen if issubclass(w.category, SyntaxWarning)] == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast as pyast
 import textwrap
+import warnings
 
 # Python syntax apk lacks that the lexer does not already name, innermost node first.
 _DESCRIBED: list[tuple[type, object, str]] = [
@@ -54,7 +55,9 @@ def _parse(chunk: list[str]) -> tuple[pyast.AST | None, int]:
     if body.rstrip().endswith(":"):
         body += "\n    pass"
     try:
-        return pyast.parse(body), indent
+        with warnings.catch_warnings():  # Python's own warnings about the text are not ours
+            warnings.simplefilter("ignore")
+            return pyast.parse(body), indent
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None, indent
 

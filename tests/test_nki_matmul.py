@@ -157,6 +157,27 @@ def test_explicit_accumulate_flags():
     np.testing.assert_allclose(dst.numpy(), 2 * (a.T @ b), rtol=1e-5, atol=1e-5)
 
 
+def test_accumulation_bit_equal_to_numpy_sums_through_strided_views():
+    # the in-place accumulation into dst's strided view (every element written) and the
+    # general read-add-store path (partly written storage) give NumPy's float32 sums exactly,
+    # and the PSUM state still says the elements are accumulating
+    a = [RNG.standard_normal((16, 8)).astype(np.float32) for _ in range(3)]
+    b = [RNG.standard_normal((16, 24)).astype(np.float32) for _ in range(3)]
+    for whole in (True, False):
+        dst = ndarray((8, 64), "float32", "psum")
+        if whole:
+            memset(dst, 0.0)  # every element written: the in-place path
+        view = dst[:, 8:56:2]  # strided columns
+        want = a[0].T @ b[0]
+        nc_matmul(view, _sb(a[0]), _sb(b[0]), accumulate=False)
+        for x, y in zip(a[1:], b[1:]):
+            nc_matmul(view, _sb(x), _sb(y))  # inferred: accumulate
+            want = want + x.T @ y
+        np.testing.assert_array_equal(view.numpy(), want)
+        with raises_code("APK330"):  # half accumulating, half fresh: inference refuses
+            nc_matmul(dst[:, 0:16], _sb(a[0]), _sb(b[0][:, 0:16]))
+
+
 @pytest.mark.parametrize("target", ["trn1", "trn2", "trn3"])
 def test_accumulate_true_where_no_matmul_wrote(target):
     with targets.target(target):

@@ -128,6 +128,15 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         a = _engine_read(s, label, "stationary").reshape(k, mm)
         b = _engine_read(m, label, "moving").reshape(k, n)
         result = a.T @ b
+    if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
+            d.storage.all_written and d.injective():
+        # add in place through dst's strided view: every element is written (nothing to
+        # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
+        # would note is overwritten by note_matmul below.  dst + product, as the general path.
+        out = d.array()
+        np.add(out, result.reshape(d.lshape), out=out)
+        psum.note_matmul(d, False)
+        return
     if adding:
         result += ex.read_float32(d, label, "dst").reshape(mm, n)
     ex.prepare_write(d, label, "dst")

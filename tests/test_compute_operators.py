@@ -244,7 +244,9 @@ kernel k() -> i32[1, 1] @ hbm:
 
     @nki.jit
     def kernel():
-        assert nl.add is OPERATORS["add"] and nl.gelu_apprx_tanh is OPERATORS["gelu_apprx_tanh"]
+        # nl.add is also the high-level function (an Operator subclass), the same operator
+        assert isinstance(nl.add, Operator) and nl.add == OPERATORS["add"]
+        assert nl.gelu_apprx_tanh == OPERATORS["gelu_apprx_tanh"]
         out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
         t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
         apdsl.memset(t, 3)

@@ -42,3 +42,44 @@ kernel k(a: f32[64, 32] @ hbm, b: f32[128, 32] @ hbm):
     r = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
 """),
 ]
+ENTRIES += [
+    entry("APK154", "nl function operands do not broadcast on chip", """
+An element-wise `nl` function on two tiles issues `tensor_tensor` when they have one shape, or
+`tensor_scalar` with a per-partition operand when one of them is a `[P, 1]` column of the
+other's partitions. Any other broadcast (a `[1, F]` row across partitions, different partition
+counts) moves data across partitions, which neither instruction does: broadcast the row first
+(the architecture guide does it with `nc_matmul` and a ones stationary).
+""", """
+kernel k(a: f32[8, 4] @ hbm, b: f32[1, 4] @ hbm):
+    r = nl.add(nl.load(a), nl.load(b))
+"""),
+    entry("APK156", "nl.tile_size value not published", """
+`nl.tile_size.psum_min_align` and `nl.tile_size.sbuf_min_align` exist in the NKI reference but
+it gives no number for them (nor do the architecture guides), so apdsl does not make one up.
+The published fields (`pmax`, `psum_bank_fmax`, `psum_num_banks`, `gemm_stationary_fmax`,
+`gemm_moving_fmax`, `bn_stats_fmax`, `sbuf_fmax_bytes`, ...) have their per-target values.
+""", """
+x = nl.tile_size.psum_min_align
+"""),
+    entry("APK157", "nl.dynamic_range bounds", """
+`nl.dynamic_range(start, stop=None, step=1)` runs over int bounds here, as the other range
+functions; the step must be a positive int (the reference requires a positive compile-time
+step). On hardware its bounds may be held in registers; apdsl does not model register loop
+bounds, so a register bound is refused rather than guessed.
+""", """
+for i in nl.dynamic_range(0, 8, 0):
+    print(i)
+"""),
+]
+ENTRIES += [
+    entry("APK158", "nl reduction axes", """
+`nl.sum`, `nl.max`, `nl.min`, `nl.prod`, `nl.mean`, `nl.var` and `nl.all` reduce free axes of
+a tile with `tensor_reduce`: the reference requires the axes to be free dimensions, trailing
+and contiguous (`axis=1` of a 2-D tile, `[1, 2]` or `2` of a 3-D one). Axis 0 is the
+partition dimension: reduce across partitions with `nisa.tensor_partition_reduce` or a matmul
+with a ones stationary. apdsl computes `nl.var` over every free axis only.
+""", """
+kernel k(a: f32[8, 4] @ hbm):
+    s = nl.sum(nl.load(a), axis=0)
+"""),
+]

@@ -116,8 +116,9 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     }
     table.update(_walking(interp.budget))
     table.update(_launch(interp))
-    from .tile_size import TILE_SIZE, ds
+    from .tile_size import TILE_SIZE, ds, dynamic_range
     table["tile_size"], table["ds"] = TILE_SIZE, ds
+    table["dynamic_range"] = dynamic_range
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
     table.update(_events(interp))
@@ -148,9 +149,16 @@ SPACES = ("nl", "nisa")
 def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
     """NKI's own meaning of the names that clash with `.apk` builtins (or exist only in NKI),
     keyed `"nl.NAME"`: the high-level `nl` functions and the removed index API."""
-    from . import nl_functions, nl_legacy
+    from . import nl_functions, nl_legacy, nl_operators
     overlay: dict[str, Any] = {}
-    for name, fn in nl_functions.make(interp, table).items():
+    functions = nl_functions.make(interp, table)
+    for name, fn in functions.items():
+        overlay[f"nl.{name}"] = fn
+    # the operators as the functions nl.add(a, b), nl.exp(x) (still operators as values)
+    for name, fn in nl_operators.make(interp, table, functions["copy"]).items():
+        overlay[f"nl.{name}"] = fn
+    from . import nl_reductions
+    for name, fn in nl_reductions.make(interp, table).items():
         overlay[f"nl.{name}"] = fn
     for name, removed in nl_legacy.LEGACY.items():
         overlay[f"nl.{name}"] = removed
@@ -160,7 +168,10 @@ def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` files, without building them."""
     from . import nl_functions, nl_legacy
-    return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY))
+    from .nl_operators import VALUES_ONLY
+    from .nl_reductions import NAMES as REDUCTIONS
+    return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
+                                       *(o for o in OPERATORS if o not in VALUES_ONLY)))
 
 
 def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -> Any:
@@ -208,7 +219,9 @@ def _launch(interp: Any) -> dict[str, Callable[..., int]]:
 # Names that live in `nki.isa` besides the instructions (every other NKI name of this table is
 # `nki.language`'s): apdsl.nki sorts the table into its two namespaces with it.
 ISA_NAMES = frozenset({"engine", "dge_mode", "oob_mode", "matmul_perf_mode", "reduce_cmd",
-                       "nc_version", "get_nc_version", "get_nc_sub_version", "dma_engine"})
+                       "nc_version", "get_nc_version", "get_nc_sub_version", "dma_engine",
+                       "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
+                       "unknown_engine"})
 
 # The `.apk` host helpers and Python's own builtins: not names of `nki.language`/`nki.isa`
 # (apdsl.nki builds those namespaces from this table without them).
@@ -310,15 +323,27 @@ def _one(values: tuple, budget: limits.Budget) -> tuple:
     return values
 
 
-def _hint_enums() -> dict[str, Module]:
+def _hint_enums() -> dict[str, Any]:
     """`nisa.engine.vector`, `nisa.dge_mode.hwdge`, `nisa.oob_mode.skip`,
     `nisa.matmul_perf_mode.double_row`: each member is its name as a string, which the
     instructions take (`apdsl.runtime.hints`)."""
     from ..runtime import hints
+    from .nc_version import NC_VERSION, get_nc_version
     enums = {"engine": hints.ENGINES, "dge_mode": hints.DGE_MODES, "oob_mode": hints.OOB_MODES,
-             "matmul_perf_mode": ("none", "double_row")}
-    return {name: Module(f"nisa.{name}", "<builtin>", {m: m for m in members})
-            for name, members in enums.items()}
+             "matmul_perf_mode": ("none", "double_row"), "reduce_cmd": REDUCE_CMDS,
+             "dma_engine": ("dma", "gpsimd_dma")}
+    table: dict[str, Any] = {name: Module(f"nisa.{name}", "<builtin>", {m: m for m in members})
+                             for name, members in enums.items()}
+    table["nc_version"] = NC_VERSION
+    table["get_nc_version"] = get_nc_version
+    # the deprecated module constants of the engines (nisa.vector_engine, ...)
+    for e in ("tensor", "vector", "scalar", "gpsimd", "unknown"):
+        table[f"{e}_engine"] = e
+    return table
+
+
+# nisa.reduce_cmd: activation's accumulator commands (NKI isa), by name as activation takes them
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
 
 
 def _set_target(name: str) -> None:
@@ -351,7 +376,10 @@ def builtin_names() -> frozenset[str]:
              "int", "float", "bool", "str", "tuple", "list", "dict", "enumerate", "zip",
              "sorted", "round", "sum", "reversed", "prod", "set_target", "zeros_like",
              "True", "False", "None"}
-    names.update(("tile_size", "ds"))
+    names.update(("tile_size", "ds", "dynamic_range", "engine", "dge_mode", "oob_mode",
+                  "matmul_perf_mode", "reduce_cmd", "dma_engine", "nc_version",
+                  "get_nc_version", "tensor_engine", "vector_engine", "scalar_engine",
+                  "gpsimd_engine", "unknown_engine"))
     from .pybuiltins import NAMES as PYTHON_NAMES
     names.update(PYTHON_NAMES)
     names.update(INSTRUCTIONS, EVENTS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)

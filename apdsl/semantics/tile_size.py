@@ -15,6 +15,11 @@ class TileSize:
     """`nl.tile_size.pmax` and friends, for the current NKI target."""
 
     __slots__ = ()
+    # the fields of NKI's nl.tile_size (the .apk sandbox lets a program read these)
+    FIELDS = frozenset({"pmax", "psum_fmax", "psum_bank_fmax", "psum_bank_fmax_bytes",
+                        "psum_num_banks", "gemm_stationary_fmax", "gemm_moving_fmax",
+                        "bn_stats_fmax", "sbuf_fmax_bytes", "sbuf_fmax", "sbuf_size_bytes",
+                        "total_available_sbuf_size", "psum_min_align", "sbuf_min_align"})
 
     @property
     def _target(self) -> targets.Target:
@@ -62,6 +67,19 @@ class TileSize:
     def sbuf_size_bytes(self) -> int:
         return self.pmax * self.sbuf_fmax_bytes
 
+    @property
+    def total_available_sbuf_size(self) -> int:
+        """The deprecated name of `sbuf_fmax_bytes` (per-partition bytes, despite the name)."""
+        return self.sbuf_fmax_bytes
+
+    @property
+    def psum_min_align(self) -> int:
+        raise _unpublished("psum_min_align")
+
+    @property
+    def sbuf_min_align(self) -> int:
+        raise _unpublished("sbuf_min_align")
+
     def __repr__(self) -> str:
         return (f"tile_size({self._target.name}: pmax={self.pmax}, psum_bank_fmax="
                 f"{self.psum_bank_fmax}, gemm_stationary_fmax={self.gemm_stationary_fmax}, "
@@ -69,6 +87,16 @@ class TileSize:
 
 
 TILE_SIZE = TileSize()
+
+
+def _unpublished(field: str) -> Exception:
+    from ..errors import ApdslTypeError
+    return ApdslTypeError(
+        f"nl.tile_size.{field}: the NKI reference does not publish this value, so apdsl "
+        "does not make one up", code="APK156",
+        notes=["the nki.language stub gives no number for it; the architecture guides are "
+               "silent too"],
+        help="align addresses yourself to a value you know for your hardware")
 
 
 def ds(start: int, size: int) -> slice:
@@ -81,3 +109,24 @@ def ds(start: int, size: int) -> slice:
     if size < 1:
         raise ApdslTypeError(f"ds: size must be at least 1, got {size}", code="APK147")
     return slice(start, start + size)
+
+
+def dynamic_range(start: int, stop: int | None = None, step: int = 1) -> range:
+    """`nl.dynamic_range(start, stop=None, step=1)`: a loop whose bounds the hardware reads at
+    run time; here, as the other range functions, Python's range over int bounds.  Bounds held
+    in registers are not modelled (APK157); the step must be a positive compile-time int, as
+    the reference says."""
+    from ..errors import ApdslTypeError
+    for what, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is None and what == "stop":
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ApdslTypeError(
+                f"dynamic_range: {what} must be an int, not {type(v).__name__}", code="APK157",
+                help="apdsl runs dynamic_range over int bounds; a bound held in a register "
+                     "is not modelled: read it into a Python int first"
+                     if type(v).__name__ == "VirtualRegister" else None)
+    if step < 1:
+        raise ApdslTypeError(f"dynamic_range: step must be a positive int, got {step}",
+                             code="APK157")
+    return range(start, stop, step) if stop is not None else range(start)

@@ -30,7 +30,7 @@ HOST_ATTRS = frozenset({"shape", "dtype", "T", "astype", "sum", "reshape", "max"
 DTYPE_ATTRS = frozenset({"name", "bits"})
 REGISTER_ATTRS = frozenset({"name", "value"})
 LAYOUT_ATTRS = frozenset({"shape", "stride", "origin_shape"})
-TILE_SIZE_ATTRS = frozenset(n for n in dir(TileSize) if not n.startswith("_"))  # nl.tile_size
+TILE_SIZE_ATTRS = TileSize.FIELDS  # nl.tile_size
 
 
 class Absorbing:

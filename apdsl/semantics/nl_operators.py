@@ -1,0 +1,190 @@
+"""The NKI operators as the high-level `nl` functions: `nl.add(a, b)`, `nl.exp(x)` return a new
+SBUF tile, while `nl.add` passed as `op=` is still the operator value (`NlFunction` is an
+`Operator`, Contract A), so one name serves both as NKI code uses it.
+
+What each issues (docs/facts/nki_isa.md section 7; the reference publishes no mapping beyond
+the DMA and matmul wrappers, so apdsl issues the instruction whose documented meaning is the
+function's):
+- a binary operator on two tiles of one shape: `tensor_tensor(dst, x, y, op)`;
+- a tile and a scalar, or a tile and a per-partition `[P, 1]` tile: `tensor_scalar(dst, data,
+  op0=op, operand0=..., reverse0=...)` (reverse0 when the operand is the left argument);
+- a unary function: `activation(dst, op, data)` on the Scalar Engine, except `nl.reciprocal`
+  (the `reciprocal` instruction) and `nl.negative` (`tensor_scalar` multiplying by -1, exact);
+- `nl.copy(x)` is the copy function of `nl_functions` (tensor_copy).
+An operator an instruction does not take (e.g. `nl.divide`, absent from the ALU table) is that
+instruction's coded refusal; nothing is computed outside an instruction.
+
+Result dtype (`dtype=None`): the input tile's; of two tiles, the wider float, or the float of a
+float/integer pair, or the wider integer (bfloat16 with float16, and integers of one width but
+different signedness, widen to float32 and the next signed integer); a float scalar with an
+integer tile gives float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError, TargetError
+from ..runtime.operators import OPERATORS, Operator
+from ..tensor.dtypes import DType
+from ..tensor.dtypes import dtype as to_dtype
+from ..tensor.view import Tensor
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class NlFunction(Operator):
+    """An NKI operator that is also its high-level `nl` function: calling it computes a new
+    tile; as a value it is the operator (instructions take it as `op=`)."""
+
+    call: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        assert self.call is not None
+        return self.call(*args, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        # the same operator as the plain value of its name (`nl.add == add`)
+        if not isinstance(other, Operator):
+            return NotImplemented
+        return self.name == other.name and self.kind == other.kind and self.fn is other.fn
+
+    def __hash__(self) -> int:
+        return Operator.__hash__(self)  # over the operator's fields: the plain value's hash
+
+
+# operator values with no nl function of their own signature (tensor_partition_reduce's
+# average, activate2's bypass and prelu): `nl.X` is the plain operator
+VALUES_ONLY = frozenset({"average", "bypass", "prelu"})
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The result dtype of a binary function on tiles of dtypes a and b (module docstring)."""
+    if a == b:
+        return a
+    fa, fb = a.name.startswith(("float", "bfloat", "tfloat")), \
+        b.name.startswith(("float", "bfloat", "tfloat"))
+    if fa != fb:
+        return a if fa else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    if fa:
+        return to_dtype("float32")
+    return to_dtype({8: "int16", 16: "int32"}.get(a.bits, "int32"))
+
+
+def _scalar_dtype(t: DType, scalar: Any) -> DType:
+    is_float = isinstance(scalar, (float, np.floating))
+    if is_float and not t.name.startswith(("float", "bfloat", "tfloat")):
+        return to_dtype("float32")
+    return t
+
+
+def on_chip(x: Tensor, fn: str, role: str) -> None:
+    if not x.onchip:
+        raise TargetError(f"nl.{fn}: {role} {x.name} is in {x.buffer}; nl.{fn} works on SBUF "
+                          "and PSUM tiles", code="APK151", param=role, buffer=x.buffer,
+                          help="nl.load it into SBUF first")
+
+
+def _tile_arg(x: Any, fn: str, role: str) -> Tensor:
+    if type(x) is not Tensor:
+        raise ApdslTypeError(f"nl.{fn}: {role} must be a tile, not {type(x).__name__}",
+                             code="APK152", param=role)
+    on_chip(x, fn, role)
+    return x
+
+
+def make(interp: Any, table: dict[str, Any], copy: Callable[..., Any]
+         ) -> dict[str, NlFunction]:
+    """Every operator of `OPERATORS` as an `NlFunction` issuing through the program's
+    instruction builtins (`table`); `copy` is nl.copy's function."""
+
+    def alloc(shape: tuple, dtype: DType) -> Tensor:
+        return interp.allocate(shape, dtype, "sbuf", "ND", "", span=interp.call_span)
+
+    def binary(op: Operator) -> Callable[..., Any]:
+        def call(x: Any, y: Any, dtype: Any = None) -> Tensor:
+            fn = op.name
+            tx, ty = type(x) is Tensor, type(y) is Tensor
+            if not tx and not ty:
+                raise ApdslTypeError(
+                    f"nl.{fn}: at least one of x and y must be a tile, got "
+                    f"{type(x).__name__} and {type(y).__name__}", code="APK152",
+                    help="compute with plain Python for two scalars")
+            for role, v, is_tile in (("x", x, tx), ("y", y, ty)):
+                if is_tile:
+                    on_chip(v, fn, role)
+                elif not _number(v):
+                    raise ApdslTypeError(f"nl.{fn}: {role} must be a tile or a number, not "
+                                         f"{type(v).__name__}", code="APK152", param=role)
+            if tx and ty:
+                return _two_tiles(op, x, y, dtype)
+            tile, scalar, reverse = (x, y, False) if tx else (y, x, True)
+            out = alloc(tuple(tile.shape), to_dtype(dtype) if dtype is not None
+                        else _scalar_dtype(tile.dtype, scalar))
+            table["tensor_scalar"](dst=out, data=tile, op0=op, operand0=scalar,
+                                   reverse0=reverse)
+            return out
+        return call
+
+    def _two_tiles(op: Operator, x: Tensor, y: Tensor, dtype: Any) -> Tensor:
+        sx, sy = tuple(x.shape), tuple(y.shape)
+        result = to_dtype(dtype) if dtype is not None else promote(x.dtype, y.dtype)
+        if sx == sy:
+            out = alloc(sx, result)
+            table["tensor_tensor"](dst=out, data1=x, data2=y, op=op)
+            return out
+        # a [P, 1] tile against a [P, F...] one: the per-partition operand of tensor_scalar
+        for big, small in ((x, y), (y, x)):
+            sb, ss = tuple(big.shape), tuple(small.shape)
+            if len(ss) == 2 and ss[1] == 1 and ss[0] == sb[0] and len(sb) >= 2 and \
+                    sb != ss:
+                out = alloc(sb, result)
+                # tensor_scalar computes `data op operand`: reversed when the column is x
+                table["tensor_scalar"](dst=out, data=big, op0=op, operand0=small,
+                                       reverse0=small is x)
+                return out
+        raise ApdslTypeError(
+            f"nl.{op.name}: shapes {sx} and {sy} do not broadcast on chip: the tiles must have "
+            "one shape, or one of them be a [P, 1] column of the other's partitions",
+            code="APK154", notes=[f"x: {sx} @ {x.buffer}", f"y: {sy} @ {y.buffer}"],
+            help="a [1, F] row across partitions needs a broadcast first (nc_matmul with a "
+                 "ones stationary, as the architecture guide shows)")
+
+    def unary(op: Operator) -> Callable[..., Any]:
+        def call(x: Any, dtype: Any = None) -> Tensor:
+            x = _tile_arg(x, op.name, "x")
+            out = alloc(tuple(x.shape), x.dtype if dtype is None else to_dtype(dtype))
+            if op.name == "reciprocal":
+                table["reciprocal"](dst=out, data=x)
+            elif op.name == "negative":
+                table["tensor_scalar"](dst=out, data=x, op0=OPERATORS["multiply"],
+                                       operand0=-1.0)
+            else:
+                table["activation"](dst=out, op=op, data=x)
+            return out
+        return call
+
+    out: dict[str, NlFunction] = {}
+    for name, op in OPERATORS.items():
+        if name == "copy":
+            call = copy
+        elif name in VALUES_ONLY:
+            continue  # operator values only: no nl function of that signature
+        elif op.arity == 1 and "activation" not in table and name not in (
+                "reciprocal", "negative"):
+            continue  # computed by nisa.activation: without it, nl.X is the operator value
+        else:
+            call = binary(op) if op.arity == 2 else unary(op)
+        call.__name__ = name
+        values = {f.name: getattr(op, f.name) for f in fields(Operator)}
+        out[name] = NlFunction(**values, call=call)
+    return out

@@ -134,9 +134,6 @@ CASES = [
 # file -> (what the run stops at: an error code and a piece of its message, why: the missing
 # piece).  Remove an entry when its kernel runs.
 BLOCKED: dict[str, tuple[str, str, str]] = {
-    "average_pool2d.apk": ("APK102", "'axis'",
-                           "nl.sum(x, axis=[3, 4]), the high-level reduction (nl lane); "
-                           "bare sum is Python's"),
     "activation_legacy.apk": ("APK102", "'dst'",
                               "legacy neuronxcc API: nisa.activation returning its tile (no "
                               "dst=), op=np.square, nl.load/nl.store of whole tensors"),

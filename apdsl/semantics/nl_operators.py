@@ -23,7 +23,7 @@ integer tile gives float32.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -35,16 +35,17 @@ from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
 
 
-@dataclass(frozen=True, repr=False, eq=False)
 class NlFunction(Operator):
     """An NKI operator that is also its high-level `nl` function: calling it computes a new
-    tile; as a value it is the operator (instructions take it as `op=`)."""
+    tile; as a value it is the operator (instructions take it as `op=`).  Made from the plain
+    operator's fields, plus the function (`call`), as immutable as it."""
 
-    call: Callable[..., Any] | None = None
+    def __init__(self, op: Operator, call: Callable[..., Any]) -> None:
+        super().__init__(**{f.name: getattr(op, f.name) for f in fields(Operator)})
+        object.__setattr__(self, "call", call)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        assert self.call is not None
-        return self.call(*args, **kwargs)
+        return self.call(*args, **kwargs)  # type: ignore[attr-defined]
 
     def __eq__(self, other: object) -> bool:
         # the same operator as the plain value of its name (`nl.add == add`)
@@ -185,6 +186,5 @@ def make(interp: Any, table: dict[str, Any], copy: Callable[..., Any]
         else:
             call = binary(op) if op.arity == 2 else unary(op)
         call.__name__ = name
-        values = {f.name: getattr(op, f.name) for f in fields(Operator)}
-        out[name] = NlFunction(**values, call=call)
+        out[name] = NlFunction(op, call)
     return out

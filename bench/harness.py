@@ -169,16 +169,31 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 def run_cases(cases: Sequence[Case], args: argparse.Namespace, *,
               progress: Callable[[str], None] | None = None) -> list[Result]:
-    """Run the selected cases; `progress` gets each result's line as it comes."""
-    results = []
-    for case in cases:
-        if args.only and args.only not in case.name:
-            continue
-        r = run_case(case, attempts=args.attempts, repeats=args.repeats)
-        results.append(r)
-        if progress is not None:
-            progress(table([r]).split("\n", 1)[1])
-    return results
+    """Run the selected cases; `progress` gets each result's line as it comes.
+
+    Both sides run with NumPy's BLAS on one thread: apdsl's `mmad` pins its tile products to
+    one thread, and a multi-threaded BLAS on the NumPy side of a tile loop spends its time
+    waking and waiting for workers (on this 2-core machine, shared with the apdsl side's
+    interpreter), which would flatter apdsl.  The same work on the same thread is the honest
+    comparison."""
+    from apdsl.runtime.mmad import blas_threads
+    fns = blas_threads()
+    saved = fns[0]() if fns is not None else 1
+    if fns is not None:
+        fns[1](1)
+    try:
+        results = []
+        for case in cases:
+            if args.only and args.only not in case.name:
+                continue
+            r = run_case(case, attempts=args.attempts, repeats=args.repeats)
+            results.append(r)
+            if progress is not None:
+                progress(table([r]).split("\n", 1)[1])
+        return results
+    finally:
+        if fns is not None:
+            fns[1](saved)
 
 
 def notes(cases: Sequence[Case]) -> list[str]:

@@ -109,10 +109,10 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
     acc_a, acc_b, acc_d = accs
     work = np.float32 if a.dtype.kind == "f" else np.float64  # float64 holds int8 sums exactly
     left, right = _load(acc_a, label, "a", work), _load(acc_b, label, "b", work)
-    fns = _blas_threads()
+    fns = blas_threads()
     saved = fns[0]() if fns is not None else 1
     if saved != 1:
-        fns[1](1)  # see _blas_threads
+        fns[1](1)  # see blas_threads
     try:
         product = left @ right
     finally:
@@ -131,7 +131,7 @@ _BLAS_SUFFIXES = ("64_", "")
 
 
 @lru_cache(maxsize=1)
-def _blas_threads() -> tuple[Any, Any] | None:
+def blas_threads() -> tuple[Any, Any] | None:
     """OpenBLAS's (get, set) number-of-threads functions, when NumPy uses OpenBLAS."""
     libs: list[Any] = []
     folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")

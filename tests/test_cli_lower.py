@@ -122,6 +122,33 @@ def test_lower_prints_what_ran_before_a_runtime_error(tmp_path):
         ("dma_copy", 4), ("memset", 6)]
 
 
+def test_lower_keeps_the_last_instruction_when_a_later_statement_fails(tmp_path):
+    """The failed one is the instruction that raised, not the last record: a statement that
+    issues no instruction failing after a copy keeps the copy (in a kernel too, and for a
+    Python kernel)."""
+    f = tmp_path / "later.apk"
+    f.write_text("kernel k(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:\n"
+                 "    t = ndarray((128, 64), f32, sbuf)\n    dma_copy(t, A)\n"
+                 "    x = [1, 2][5]\n    return A\n")
+    r = apdsl("lower", str(f))
+    assert r.returncode == 1 and codes(r.stderr) == ["APK122"]
+    assert [line for line in r.stdout.splitlines() if line.startswith(str(f))] == [
+        f"{f}:3  dma_copy"]
+    py = tmp_path / "later.py"
+    py.write_text("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                  "@nki.jit\ndef k(a):\n"
+                  "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+                  "    nisa.dma_copy(dst=t, src=a)\n"
+                  "    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+                  "    nisa.dma_copy(dst=t, src=u)\n"
+                  "    return t\n")
+    np.save(tmp_path / "a.npy", np.ones((4, 8), np.float32))
+    r = apdsl("lower", str(py), "-i", f"a={tmp_path / 'a.npy'}")
+    assert r.returncode == 1 and codes(r.stderr) == ["APK404"]  # u was never written
+    assert [line for line in r.stdout.splitlines() if line.startswith(str(py))] == [
+        f"{py}:9  dma_copy"]
+
+
 def test_json_stdout_holds_only_json_lines():
     runs = apdsl_many(*[[command, str(example), "--json"] for example in EXAMPLES
                         for command in ("check", "lower")])

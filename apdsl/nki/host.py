@@ -59,16 +59,10 @@ class Host:
         span = caller_span(2)
         if span is not None:  # `lower` records the user's line; warnings get the span
             _trace.set_location(span.file, span.line, span)
-        try:
-            if not self.dry:
-                return fn(*args, **kwargs)
-            from ..semantics.dryrun import run_dry
-            return run_dry(self, name, fn, args, kwargs)
-        except Exception as e:  # noqa: BLE001 - located where the user called it
-            from ..errors import ApdslError
-            if isinstance(e, ApdslError):
-                e.with_span(span)
-            raise
+        if not self.dry:
+            return _trace.calling(fn, args, kwargs)
+        from ..semantics.dryrun import run_dry
+        return run_dry(self, name, fn, args, kwargs)
 
     def print(self, *values: Any, sep: str = " ") -> None:
         if not self.dry:

@@ -13,7 +13,7 @@ location and the warnings are all state of the current machine (`apdsl.tensor.ma
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import prod
@@ -81,7 +81,8 @@ class Trace:
     # lowered operands by (layout, dtype, buffer, format, name, role, target): a loop's
     # instructions lower the same views again and again (the profile traces whole GEMMs)
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
-    machine: Any = None  # the machine it records (whose statement location `before_error` reads)
+    machine: Any = None  # the machine it records
+    failed: int | None = None  # the index of the record of an instruction that raised
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
@@ -91,13 +92,11 @@ class Trace:
 
     def before_error(self) -> list[Record]:
         """The records of the instructions that completed, when an error has just stopped the
-        program: an instruction records itself before it moves data, so a last record made in
-        the statement under way (no statement began since) is the instruction that failed."""
-        recs = self.records
-        where = (self.machine or current()).location
-        if recs and recs[-1].location is not None and recs[-1].location is where:
-            return recs[:-1]
-        return list(recs)
+        program: an instruction records itself before it moves data, so the record an
+        instruction made before it failed (`failed`, marked by `calling`) is left out."""
+        if self.failed is not None:
+            return self.records[:self.failed]
+        return list(self.records)
 
 
 # -- location -------------------------------------------------------------------------------
@@ -130,6 +129,21 @@ def tracing() -> Iterator[Trace]:
 
 def is_tracing() -> bool:
     return current().trace is not None
+
+
+def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Call an instruction of the program; when it raises after recording itself, its record is
+    marked as the failed one (`Trace.before_error` leaves it out: it moved no data)."""
+    trace = current().trace
+    if trace is None:
+        return fn(*args, **kwargs)
+    n = len(trace.records)
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        if len(trace.records) > n and trace.failed is None:
+            trace.failed = len(trace.records) - 1
+        raise
 
 
 def instruction_label(op: str, name: Any) -> str:

@@ -130,7 +130,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         if span is not None:
             _trace.set_location(span.file, span.line, span)
         if not self.dry:
-            return fn(*args, **kwargs)
+            return _trace.calling(fn, args, kwargs)
         from .dryrun import run_dry
         return run_dry(self, name, fn, args, kwargs)
 

@@ -8,12 +8,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..errors import ApdslError, ApdslTypeError
-from ..semantics.launch import Launch
+from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..tensor import targets
-from ..tensor.view import Tensor
 from .arguments import check_outputs, parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .locate import caller_span, is_user_file, traceback_span
@@ -109,7 +106,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
     """Run `fn` once per program id of `grid` (once without a grid) with its NumPy arguments
     as HBM tensors; its result as NumPy (`raw`, check mode: the tensors themselves)."""
     names = parameter_names(fn, args, kwargs)
-    shared: list[Any] = []  # shared_hbm allocations, the same tensors in every program
+    shared = SharedHbm()  # shared_hbm allocations, the same tensors in every program
     result: Any = None
     from ..tensor.machine import current as current_machine
     caller = current_machine()
@@ -129,31 +126,13 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
                     value = fn(*converted, **kw)
             finally:
                 caller.warnings.extend(host.machine.warnings)
-            if grid and pid > 0 and not _same(value, result):
-                raise ApdslTypeError(
-                    f"kernel {fn.__name__}: program {pid} returns other tensors than program "
-                    "0", code="APK146", help="allocate outputs in nl.shared_hbm: every "
-                    "program of a launch writes the same shared HBM tensors")
+            if grid and pid > 0 and not same_results(value, result):
+                raise different_results(fn.__name__, pid)
             result = value
         check_outputs(result, fn.__name__)
         return result if dry or raw else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Did two programs of a launch return the same results (the same tensors; equal plain
-    values)?"""
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if a is b:
-        return True
-    if isinstance(a, Tensor) or isinstance(b, Tensor):
-        return False
-    try:
-        return bool(np.all(np.asarray(a == b)))
-    except (TypeError, ValueError):
-        return False
 
 
 def locate(e: ApdslError, caller: Any = None) -> ApdslError:
@@ -170,25 +149,14 @@ class SpmdHost(Host):
     """A host of one program of a launch: its `nl.shared_hbm` allocations are those of program
     0 (SPMD programs share the kernel's shared HBM outputs), in allocation order."""
 
-    def __init__(self, shared: list[Any], **kw: Any) -> None:
+    def __init__(self, shared: SharedHbm, **kw: Any) -> None:
         super().__init__(**kw)
         self.shared = shared
-        self.n_shared = 0
+        shared.next_program()
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Any = None) -> Any:
         t = super().allocate(shape, dtype, buffer, format, name, span)
         if t.buffer != "shared_hbm" or not self.launch.grid:
             return t
-        i, self.n_shared = self.n_shared, self.n_shared + 1
-        if i == len(self.shared):
-            self.shared.append(t)
-            return t
-        first = self.shared[i]
-        if tuple(first.shape) != tuple(t.shape) or first.dtype != t.dtype:
-            raise ApdslTypeError(
-                f"program {self.launch.ids[0]} allocates shared HBM tensor {i} as "
-                f"{t.dtype}{list(t.shape)}, program 0 as {first.dtype}{list(first.shape)}",
-                code="APK145", help="every program of a launch allocates the same shared "
-                "HBM tensors, in the same order")
-        return first
+        return self.shared.take(t, self.launch.ids[0])

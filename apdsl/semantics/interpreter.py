@@ -38,6 +38,7 @@ from .expressions import ExpressionCompiler
 from .formatting import FormattingCompiler
 from .frames import Frame, Reported, ReturnSignal
 from .imports import ImportCompiler
+from .launch import NO_GRID, Launch, SharedHbm
 from .loops import LoopCompiler
 from .pyerrors import inside
 from .statements import StatementCompiler
@@ -78,6 +79,9 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.importing: list[str] = []
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)
+        # the launch a kernel runs under (`kernel[n]`, `--grid N`) and its shared HBM outputs
+        self.launch: Launch = NO_GRID
+        self.shared_hbm: SharedHbm | None = None
         self.calls: list[tuple[str, Span]] = []  # check mode: the calls of helpers under way
         self.failures = 0  # check mode: statements that failed (reported or deduplicated)
         # check mode: storage holding `-i` input values that no instruction has written since,
@@ -123,7 +127,11 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Span | None = None) -> Tensor:
         from ..tensor.view import ndarray
-        return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+        t = ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+        shared = self.shared_hbm
+        if shared is None or t.buffer != "shared_hbm":
+            return t
+        return shared.take(t, self.launch.ids[0])  # a launch's programs share their outputs
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         span = self.call_span

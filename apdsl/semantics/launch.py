@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ApdslTypeError
+from ..tensor.view import Tensor
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,55 @@ def num_programs(launch: Launch, axes: Any = None) -> int:
 def program_ndim(launch: Launch) -> int:
     """The number of launch grid dimensions (0 without a grid)."""
     return len(launch.grid)
+
+
+class SharedHbm:
+    """The shared-HBM tensors of one launch.  SPMD programs share the kernel's `shared_hbm`
+    outputs: every program allocates the same ones in the same order, and program k's i-th
+    allocation is program 0's i-th tensor.  Mutable on purpose: it lives for one launch."""
+
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+        self.count = 0
+
+    def next_program(self) -> None:
+        self.count = 0
+
+    def take(self, t: Tensor, program: int) -> Tensor:
+        """The tensor a program's shared-HBM allocation `t` stands for (APK145 when it differs
+        from program 0's)."""
+        i, self.count = self.count, self.count + 1
+        if i == len(self.tensors):
+            self.tensors.append(t)
+            return t
+        first = self.tensors[i]
+        if tuple(first.shape) != tuple(t.shape) or first.dtype != t.dtype:
+            raise ApdslTypeError(
+                f"program {program} allocates shared HBM tensor {i} as {t.dtype}"
+                f"{list(t.shape)}, program 0 as {first.dtype}{list(first.shape)}",
+                code="APK145", help="every program of a launch allocates the same shared "
+                "HBM tensors, in the same order")
+        return first
+
+
+def same_results(a: Any, b: Any) -> bool:
+    """Did two programs of a launch return the same results (the same tensors; equal plain
+    values)?"""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same_results(x, y) for x, y in zip(a, b))
+    if a is b:
+        return True
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return False
+    try:
+        return bool(np.all(np.asarray(a == b)))
+    except (TypeError, ValueError):
+        return False
+
+
+def different_results(kernel: str, program: int) -> ApdslTypeError:
+    """APK146: a program of a launch returned other tensors than program 0."""
+    return ApdslTypeError(
+        f"kernel {kernel}: program {program} returns other tensors than program 0",
+        code="APK146", help="allocate outputs in shared HBM (nl.shared_hbm): every program of a "
+        "launch writes the same shared HBM tensors")

@@ -185,9 +185,10 @@ class Program:
         return sorted(interp.errors, key=_position)
 
     def run(self, kernel: str | None = None, inputs: dict[str, np.ndarray] | None = None, *,
-            out: Any = None, trace: bool = False) -> RunResult:
-        """Run the top level, then `kernel` with `inputs`.  Targets and options the program
-        sets are restored afterwards."""
+            out: Any = None, trace: bool = False, grid: tuple[int, ...] = ()) -> RunResult:
+        """Run the top level, then `kernel` with `inputs` (once per program id of the launch
+        `grid`, as `apdsl run --grid N`).  Targets and options the program sets are restored
+        afterwards."""
         name = self.select_kernel(kernel)
         inputs = dict(inputs or {})
         if name is not None:
@@ -201,10 +202,10 @@ class Program:
             raise UsageError(f"-i given but {self.file} has no kernel")
         interp = self.interpreter(out=out)
         with interp.machine.active(), deep_stack():
-            return self._run(interp, name, inputs, trace)
+            return self._run(interp, name, inputs, trace, grid)
 
     def _run(self, interp: Any, name: str | None, inputs: dict[str, np.ndarray],
-             trace: bool) -> RunResult:
+             trace: bool, grid: tuple[int, ...] = ()) -> RunResult:
         from contextlib import nullcontext
 
         from ..runtime.trace import collect_warnings, tracing
@@ -214,7 +215,7 @@ class Program:
                 interp.exec_module(self.module, namespace)
                 value = None
                 if name is not None:
-                    value = call_kernel(namespace[name], inputs, interp, namespace)
+                    value = call_kernel(namespace[name], inputs, interp, namespace, grid)
             except ApdslError as e:
                 # the run's boundary: the sources to render it against and what executed
                 # before it (lower), on a new error value
@@ -241,16 +242,32 @@ def _position(e: ApdslError) -> tuple:
 
 
 def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
-                namespace: dict[str, Any]) -> Any:
-    """Bind a kernel's inputs (given or seeded), call it and check its result's type."""
+                namespace: dict[str, Any], grid: tuple[int, ...] = ()) -> Any:
+    """Bind a kernel's inputs (given or seeded), call it and check its result's type; with a
+    launch `grid`, once per program id in id order, the programs sharing the inputs and their
+    shared HBM outputs (SPEC section 11)."""
     try:
         args, dims = bind_inputs(fn, inputs, interp, namespace)
     except ApdslError as e:
         raise e.with_span(fn.span) from None
     from ..runtime.sync import checking
-    with checking():  # Ascend pipes and events are checked inside a kernel (SPEC 13)
-        value = interp.call_function(fn, tuple(args), {}, dims)
-    check_result(fn, value, interp)
+    from .launch import NO_GRID, Launch, SharedHbm, different_results, same_results
+    if grid:
+        interp.shared_hbm = SharedHbm()
+    value: Any = None
+    try:
+        for pid in range(grid[0]) if grid else (None,):
+            if pid is not None:
+                interp.launch = Launch(grid, (pid,))
+                interp.shared_hbm.next_program()
+            with checking():  # Ascend pipes and events are checked inside a kernel (SPEC 13)
+                result = interp.call_function(fn, tuple(args), {}, dict(dims))
+            check_result(fn, result, interp)
+            if pid and not same_results(result, value):
+                raise different_results(fn.name, pid).with_span(fn.span)
+            value = result
+    finally:
+        interp.launch, interp.shared_hbm = NO_GRID, None
     return value
 
 

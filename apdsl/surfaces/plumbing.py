@@ -125,9 +125,6 @@ def launch_of(args: argparse.Namespace) -> dict[str, Any]:
     n = getattr(args, "grid", None)
     if n is None:
         return {}
-    if not args.file.endswith(".py"):
-        raise usage("--grid launches NKI Python kernels (.py files); an .apk kernel runs "
-                    "as one program")
     from ..nki.kernel import launch_grid
     try:
         return {"grid": launch_grid(n, args.kernel or "kernel")}

@@ -4,6 +4,7 @@ sharing their inputs and their shared-HBM outputs, as the Python frontend's `ker
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -67,6 +68,10 @@ def test_cli_grid_for_an_apk_file(tmp_path):
     low = subprocess.run(base + ["lower", str(f), *ins, "--grid", "2"], capture_output=True,
                          text=True)
     assert low.returncode == 0 and low.stdout.count("dma_copy") == 6
+    prof = subprocess.run(base + ["profile", str(f), *ins, "--grid", "2", "--json"],
+                          capture_output=True, text=True)
+    assert prof.returncode == 0, prof.stderr
+    assert json.loads(prof.stdout)["instructions"] == 8  # 2 programs x (2 loads, add, store)
     bad = subprocess.run(base + ["run", str(f), *ins, "--grid", "3"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "1 or 2 logical NeuronCores" in bad.stderr

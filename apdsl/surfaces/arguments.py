@@ -141,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(Perfetto, chrome://tracing) of the estimated timeline (atomically)")
     pf.add_argument("--svg", metavar="OUT.svg", help="write the estimated timeline as an SVG "
                     "picture (atomically)")
+    grid_option(pf)
     program_options(pf)
 
     sh = sub.add_parser("show", help="draw which storage elements a view touches")

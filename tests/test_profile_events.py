@@ -122,5 +122,5 @@ def test_cli_profile_of_a_python_kernel(tmp_path):
     out = json.loads(r.stdout)
     assert out["estimate"] is True and out["target"] == "trn2"
     assert out["instructions"] == 2 and out["kernel"] == "copy"
-    assert [t["where"] for t in out["top"]] == [f"{src}:9", f"{src}:11"] or \
-        sorted(t["where"] for t in out["top"]) == [f"{src}:11", f"{src}:9"]
+    # the costliest lines are the user's two copies (in either order: they cost the same)
+    assert {t["where"] for t in out["top"]} == {f"{src}:9", f"{src}:11"}

@@ -26,6 +26,7 @@ from .operands import (
     operand_shapes,
     require_onchip,
     resolve_operands,
+    step_count_pairs,
     tensor_arg,
 )
 
@@ -208,14 +209,7 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
                           buffer=dst.buffer)
     offset = int_arg(offset, label, "offset")
     cm = int_arg(channel_multiplier, label, "channel_multiplier")
-    if not isinstance(pattern, (list, tuple)) or not pattern or not all(
-            isinstance(p, (list, tuple)) and len(p) == 2 for p in pattern):
-        raise arg_error(label, f"pattern must be a list of [step, count] pairs, got "
-                         f"{pattern!r}", help="for example [[1, 64]] counts 0..63")
-    steps = [int_arg(s, label, "a pattern step") for s, _ in pattern]
-    counts = [int_arg(c, label, "a pattern count") for _, c in pattern]
-    if any(c < 1 for c in counts):
-        raise arg_error(label, f"pattern counts must be >= 1, got {counts}")
+    steps, counts = step_count_pairs(pattern, label, "[[1, 64]] counts 0..63")
     if len(pattern) > 4:
         raise TargetError(f"{label}: the pattern has {len(pattern)} [step, count] entries; iota "
                           "takes at most 4", code="APK340", notes=[f"pattern {list(pattern)}"],

@@ -39,6 +39,20 @@ def int_arg(x: Any, label: str, what: str) -> int:
     return int(x)
 
 
+def step_count_pairs(pattern: Any, label: str, example: str) -> tuple[list[int], list[int]]:
+    """An instruction's `[[step, count], ...]` pattern argument (iota, affine_select) as its
+    steps and counts, every count at least 1; `example` is a pattern the help shows."""
+    if not isinstance(pattern, (list, tuple)) or not pattern or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in pattern):
+        raise arg_error(label, f"pattern must be a list of [step, count] pairs, got "
+                        f"{pattern!r}", help=f"for example {example}")
+    steps = [int_arg(s, label, "a pattern step") for s, _ in pattern]
+    counts = [int_arg(c, label, "a pattern count") for _, c in pattern]
+    if any(c < 1 for c in counts):
+        raise arg_error(label, f"pattern counts must be >= 1, got {counts}")
+    return steps, counts
+
+
 def free_size(shape: tuple[int, ...]) -> int:
     return prod(shape[1:])
 

@@ -22,7 +22,7 @@ from . import semantics as sem
 from . import vector_acc
 from .compute import Pairs, Prepared, not_both_psum, prepare, scalar_arg
 from .elementwise import ARITH, check_targets, target_of
-from .operands import arg_error, int_arg, start_partition, static_shape
+from .operands import int_arg, start_partition, static_shape, step_count_pairs
 from .operators import OPERATORS, operator_arg
 from .trace import instruction_label
 
@@ -130,14 +130,7 @@ def affine_select(dst: Tensor, pattern: Any, channel_multiplier: Any, on_true_ti
 
 
 def _pattern(pattern: Any, label: str) -> tuple[list[int], list[int]]:
-    if not isinstance(pattern, (list, tuple)) or not pattern or not all(
-            isinstance(q, (list, tuple)) and len(q) == 2 for q in pattern):
-        raise arg_error(label, f"pattern must be a list of [step, count] pairs, got "
-                        f"{pattern!r}", help="for example [[-1, 128]]")
-    steps = [int_arg(s, label, "a pattern step") for s, _ in pattern]
-    counts = [int_arg(c, label, "a pattern count") for _, c in pattern]
-    if any(c < 1 for c in counts):
-        raise arg_error(label, f"pattern counts must be >= 1, got {counts}")
+    steps, counts = step_count_pairs(pattern, label, "[[-1, 128]]")
     if len(pattern) > 4:
         raise TargetError(f"{label}: the pattern has {len(pattern)} [step, count] entries; at "
                           "most 4 are allowed", code="APK366",

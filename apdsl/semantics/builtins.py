@@ -157,8 +157,10 @@ def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
     # the operators as the functions nl.add(a, b), nl.exp(x) (still operators as values)
     for name, fn in nl_operators.make(interp, table, functions["copy"]).items():
         overlay[f"nl.{name}"] = fn
-    from . import nl_reductions
+    from . import nl_random, nl_reductions
     for name, fn in nl_reductions.make(interp, table).items():
+        overlay[f"nl.{name}"] = fn
+    for name, fn in nl_random.make(interp, table).items():
         overlay[f"nl.{name}"] = fn
     for name, removed in nl_legacy.LEGACY.items():
         overlay[f"nl.{name}"] = removed
@@ -169,8 +171,10 @@ def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` files, without building them."""
     from . import nl_functions, nl_legacy
     from .nl_operators import VALUES_ONLY
+    from .nl_random import NAMES as RANDOM
     from .nl_reductions import NAMES as REDUCTIONS
     return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
+                                       *RANDOM,
                                        *(o for o in OPERATORS if o not in VALUES_ONLY)))
 
 

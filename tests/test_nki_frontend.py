@@ -389,8 +389,8 @@ def test_namespaces_come_from_the_builtins_table():
     assert {n for n in INSTRUCTIONS if hasattr(ins, n)} <= isa_names
     assert {"program_id", "num_programs", "program_ndim", "ndarray", "tile_size", "ds",
             "float32", "bfloat16", *NKI_ONCHIP, *NKI_HBM} <= lang
-    # reciprocal is both: the instruction nisa.reciprocal and the function nl.reciprocal
-    assert isa_names & lang == {"reciprocal"}
+    # reciprocal and dropout are both: the instructions nisa.X and the functions nl.X
+    assert isa_names & lang == {"reciprocal", "dropout"}
     assert "mmad" not in isa_names and "make_layout" not in lang and "host" not in lang
     # every builtin that is not an .apk host helper, a Python builtin or Ascend's is in one
     from apdsl.nki.namespace import PYTHON

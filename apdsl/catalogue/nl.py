@@ -83,3 +83,27 @@ kernel k(a: f32[8, 4] @ hbm):
     s = nl.sum(nl.load(a), axis=0)
 """),
 ]
+ENTRIES += [
+    entry("APK159", "only a kernel launches on a grid", """
+`NAME[n](...)` launches a kernel on n logical NeuronCores; a plain `def` helper is no kernel,
+so it has no launch. A kernel is a `kernel NAME(...)` definition or a `def` decorated as NKI
+code decorates kernels (`@nki.jit`, `@nki.baremetal`). Call a helper plainly: `helper(...)`.
+""", """
+def helper(x):
+    return x
+y = helper[2](1)
+"""),
+    entry("APK160", "a launch inside a launched program", """
+`kernel[n](...)` starts a launch: n programs, one per logical NeuronCore, sharing the shared-HBM
+outputs. A program of a launch already runs on its core, so it cannot launch another grid
+(the NKI docs call sub-kernels without `nki.jit`, as plain functions). Launch kernels from the
+top level of the file, and call kernels plainly from inside a kernel.
+""", """
+kernel inner() -> f32[1, 1] @ shared_hbm:
+    out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
+    return out
+kernel outer() -> f32[1, 1] @ shared_hbm:
+    return inner[2]()
+r = outer[2]()
+"""),
+]

@@ -8,9 +8,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ApdslError, ApdslTypeError
+from ..errors import ApdslError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
-from ..tensor import targets
+from ..semantics.spmd import check_grid
 from .arguments import check_outputs, parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .locate import caller_span, is_user_file, traceback_span
@@ -83,17 +83,10 @@ def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
 
 def launch_grid(grid: Any, name: str) -> tuple[int, ...]:
     """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1)."""
-    if isinstance(grid, tuple) and len(grid) == 1:
-        grid = grid[0]
-    tgt = targets.target_for("sbuf").name
-    most = 1 if tgt == "trn1" else 2
-    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= most:
-        raise ApdslTypeError(
-            f"{name}[{grid!r}]: a kernel launches on 1 or 2 logical NeuronCores"
-            + (" (trn1: 1)" if tgt != "trn1" else f"; {tgt} has 1"), code="APK141",
-            notes=[f"target: {tgt}"], span=_here(),
-            help=f"launch with {name}[1](...)" + ("" if most == 1 else f" or {name}[2](...)"))
-    return (grid,)
+    try:
+        return check_grid(grid, name)
+    except ApdslError as e:
+        raise e.replace(span=_here()) from None
 
 
 def _here() -> Any:

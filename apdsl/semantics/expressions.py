@@ -192,7 +192,9 @@ class ExpressionCompiler:
     def _expr_Subscript(self, node: Any) -> Closure:
         ev = self.compile_expr(node.value)
         parts = [self._compile_index(i) for i in node.index]
-        single = len(parts) == 1 and not isinstance(node.index[0], ast.Slice)
+        # one index, a slice too, is passed as itself: lists, tuples and strings take a slice,
+        # not a 1-tuple of one (`a.shape[1:]`); tensors and host arrays take both
+        single = len(parts) == 1
         span = node.span
         interp = self
 

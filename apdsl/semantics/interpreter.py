@@ -41,6 +41,7 @@ from .imports import ImportCompiler
 from .launch import NO_GRID, Launch, SharedHbm
 from .loops import LoopCompiler
 from .pyerrors import inside
+from .spmd import KernelLauncher
 from .statements import StatementCompiler
 from .targets import TargetCompiler
 from .values import UNKNOWN, Module, show
@@ -52,7 +53,7 @@ __all__ = ["Interpreter", "Frame", "Reported"]
 
 class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCompiler,
                   LoopCompiler, ImportCompiler, ExpressionCompiler, DisplayCompiler,
-                  FormattingCompiler, CallCompiler):
+                  FormattingCompiler, CallCompiler, KernelLauncher):
     """Runs one program (a file and the modules it imports)."""
 
     def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslError, ApdslTypeError, LimitError, Span
+from ..errors import ApdslError, ApdslTypeError, LimitError
 from ..syntax import ast
 from ..syntax.source_files import read_source
 from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
@@ -250,25 +250,8 @@ def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
         args, dims = bind_inputs(fn, inputs, interp, namespace)
     except ApdslError as e:
         raise e.with_span(fn.span) from None
-    from ..runtime.sync import checking
-    from .launch import NO_GRID, Launch, SharedHbm, different_results, same_results
-    if grid:
-        interp.shared_hbm = SharedHbm()
-    value: Any = None
-    try:
-        for pid in range(grid[0]) if grid else (None,):
-            if pid is not None:
-                interp.launch = Launch(grid, (pid,))
-                interp.shared_hbm.next_program()
-            with checking():  # Ascend pipes and events are checked inside a kernel (SPEC 13)
-                result = interp.call_function(fn, tuple(args), {}, dict(dims))
-            check_result(fn, result, interp)
-            if pid and not same_results(result, value):
-                raise different_results(fn.name, pid).with_span(fn.span)
-            value = result
-    finally:
-        interp.launch, interp.shared_hbm = NO_GRID, None
-    return value
+    from .spmd import run_programs
+    return run_programs(interp, fn, tuple(args), {}, grid, dict(dims))
 
 
 def input_seed(name: str) -> int:
@@ -374,29 +357,3 @@ def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:
     return int(value)
 
 
-def check_result(fn: Function, value: Any, interp: Any) -> None:
-    spec = fn.returns
-    from .values import Absorbing
-    # (a return annotation that is no tensor type, `-> nl.ndarray`, declares nothing to check)
-    if not isinstance(spec, ast.TypeSpec) or isinstance(value, Absorbing):
-        return
-    from ..tensor.dtypes import dtype as to_dtype
-    from ..tensor.view import Tensor
-    span: Span | None = spec.span
-    if not isinstance(value, Tensor):
-        raise ApdslTypeError(f"kernel {fn.name} must return a tensor, returned "
-                             f"{type(value).__name__}", code="APK133", span=span)
-    problems = []
-    try:
-        declared = to_dtype(spec.dtype)
-    except ApdslError as e:  # an unknown dtype in the result type: point at it
-        raise e.with_span(getattr(spec, "dtype_span", None) or span) from None
-    if value.dtype != declared:
-        problems.append(f"dtype {value.dtype} (declared {spec.dtype})")
-    if value.buffer != spec.buffer:
-        problems.append(f"buffer {value.buffer} (declared {spec.buffer})")
-    if len(value.shape) != len(spec.dims):
-        problems.append(f"shape {tuple(value.shape)} (declared {len(spec.dims)} dims)")
-    if problems:
-        raise ApdslTypeError(f"kernel {fn.name} returned a tensor with " + ", ".join(problems),
-                             code="APK133", span=span)

@@ -121,6 +121,10 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.interpreter.call_function(self, args, kwargs)
 
+    def __getitem__(self, grid: Any) -> Any:
+        # `kernel[n]`: the kernel on n logical NeuronCores (apdsl.semantics.spmd)
+        return self.interpreter.launch_kernel(self, grid)
+
     def __repr__(self) -> str:
         return f"<{'kernel' if self.is_kernel else 'def'} {self.name}>"
 

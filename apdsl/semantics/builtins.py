@@ -47,6 +47,19 @@ def _pair(x: Any, y: Any, interp: Any) -> tuple[Any, Any]:
     return host_value(x, interp), host_value(y, interp)
 
 
+def direct_instructions(table: dict[str, Any]) -> dict[Any, Callable[..., Any]]:
+    """The instruction wrappers of a builtins table (run mode) and the implementations they
+    call, for an interpreter to call straight: every wrapper whose implementation is loaded
+    (the Ascend-only ones load on first use and keep their wrapper)."""
+    out: dict[Any, Callable[..., Any]] = {}
+    for name in INSTRUCTIONS:
+        call = table[name]
+        impl = getattr(call, "__wrapped__", None)
+        if impl is not None:
+            out[call] = impl
+    return out
+
+
 def make_builtins(interp: Any) -> dict[str, Any]:
     """Builtins bound to one interpreter (host() and friends need its mode)."""
 

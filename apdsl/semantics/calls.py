@@ -4,10 +4,13 @@ they name, the view a failing method was called on labelled), and calling a `def
 
 from __future__ import annotations
 
+from types import FunctionType
 from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError, LimitError, PatternError
+from ..runtime.trace import calling
 from ..syntax import ast
+from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import limits
 from .arith import absorbs
@@ -120,6 +123,12 @@ class CallCompiler:
                     **{(k.name, "argument"): k.span for k in node.keywords}}
         budget = self.budget
         spread = self._spread_arguments(node)
+        positional = _positional(args)
+        keywords = _keywords(kwargs)
+        # Run mode: a builtin instruction is called straight, without its builtin wrapper and
+        # `Interpreter.instruction` (the same location set, the same trace bookkeeping).
+        direct = interp.direct_instructions
+        location = (span.file, span.line)
 
         def run(frame: Frame) -> Any:
             budget.left -= 1
@@ -128,30 +137,38 @@ class CallCompiler:
                 raise budget.exhausted().with_span(span)
             fn = func(frame)
             if spread is None:
-                a = [x(frame) for x in args]
-                kw = {k: v(frame) for k, v in kwargs}
+                a = positional(frame)
+                kw = keywords(frame)
             else:
                 a, kw = spread(frame)
                 if a is None:
                     return POISON  # check mode: `*xs` or `**kw` it cannot know
-            if isinstance(fn, Absorbing):
-                return fn
-            # Check mode: a builtin given a value it cannot know (a host value, or a name
-            # whose definition failed), even inside a tuple or list, is skipped: its checks
-            # would only report the unknown.  A helper is still entered, so its body is
-            # checked as far as the known arguments allow.
-            if interp.dry and type(fn) is not Function and (
-                    absorbs(a) or absorbs(list(kw.values()))):
-                return POISON
-            if not callable(fn):
-                raise ApdslTypeError(f"{type_name(fn)} is not callable",
-                                     code="APK109").with_span(span)
+            impl = direct.get(fn) if type(fn) is FunctionType else None
+            if impl is None:
+                if isinstance(fn, Absorbing):
+                    return fn
+                # Check mode: a builtin given a value it cannot know (a host value, or a name
+                # whose definition failed), even inside a tuple or list, is skipped: its
+                # checks would only report the unknown.  A helper is still entered, so its
+                # body is checked as far as the known arguments allow.
+                if interp.dry and type(fn) is not Function and (
+                        absorbs(a) or absorbs(list(kw.values()))):
+                    return POISON
+                if not callable(fn):
+                    raise ApdslTypeError(f"{type_name(fn)} is not callable",
+                                         code="APK109").with_span(span)
             interp.call_span = span
             helper = interp.dry and type(fn) is Function
             if helper:
                 interp.calls.append((fn.name, span))
             try:
-                result = fn(*a, **kw)
+                if impl is None:
+                    result = fn(*a, **kw)
+                else:
+                    m = current()
+                    m.location = location
+                    m.span = span
+                    result = impl(*a, **kw) if m.trace is None else calling(impl, a, kw)
             except PatternError as e:
                 if pattern_node is not None and e.start is not None and e.span is None:
                     e = e.replace(span=pattern_node.char_span(e.start, e.end))
@@ -186,6 +203,35 @@ class CallCompiler:
         return run
 
 
+
+
+def _positional(args: list[Closure]) -> Closure:
+    """A closure giving the positional argument values (a tuple), left to right; unrolled
+    for the common counts, since a comprehension is a call of its own."""
+    n = len(args)
+    if n == 0:
+        return lambda frame: ()
+    if n == 1:
+        a0, = args
+        return lambda frame: (a0(frame),)
+    if n == 2:
+        a0, a1 = args
+        return lambda frame: (a0(frame), a1(frame))
+    if n == 3:
+        a0, a1, a2 = args
+        return lambda frame: (a0(frame), a1(frame), a2(frame))
+    return lambda frame: tuple([x(frame) for x in args])
+
+
+def _keywords(kwargs: list[tuple[str, Closure]]) -> Closure:
+    """A closure giving the keyword argument dict (a fresh one each call: a callee may keep
+    it), evaluated after the positional arguments, left to right."""
+    if not kwargs:
+        return lambda frame: {}
+    if len(kwargs) == 1:
+        (k0, v0), = kwargs
+        return lambda frame: {k0: v0(frame)}
+    return lambda frame: {k: v(frame) for k, v in kwargs}
 
 
 def _pattern_literal(node: Any) -> Any:

@@ -74,8 +74,14 @@ class DisplayCompiler:
 
     def _expr_TupleExpr(self, node: Any) -> Closure:
         if not any(type(i) is ast.Starred for i in node.items):
+            if all(type(i) is ast.Const for i in node.items):  # `(128, 64)`: built once
+                const = tuple(i.value for i in node.items)
+                return lambda frame: const
             items = [self.compile_expr(i) for i in node.items]
-            return lambda frame: tuple(i(frame) for i in items)
+            if len(items) == 2:
+                first, second = items
+                return lambda frame: (first(frame), second(frame))
+            return lambda frame: tuple([i(frame) for i in items])
         values = self._items(node.items)
         return lambda frame: _cast(tuple, values(frame))
 

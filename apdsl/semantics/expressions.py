@@ -49,6 +49,23 @@ class ExpressionCompiler:
         span = node.span
         interp = self
 
+        if name in builtins:
+            # A builtin's name (`dma_copy`, `ndarray`, `f32`) is usually not the program's: found
+            # by membership tests, without the two KeyErrors the lookup below would raise, but
+            # in the same order (locals, module, builtins), since a program may rebind it.
+            def load_builtin(frame: Frame) -> Any:
+                local = frame.vars
+                if name in local:
+                    return local[name]
+                glob = frame.glob
+                if name in glob:
+                    return glob[name]
+                try:
+                    return builtins[name]
+                except KeyError:
+                    raise interp.unknown_name(name, frame, span) from None
+            return load_builtin
+
         def load(frame: Frame) -> Any:
             try:
                 return frame.vars[name]
@@ -198,9 +215,20 @@ class ExpressionCompiler:
         span = node.span
         interp = self
 
+        if single:
+            key_of = parts[0]
+        elif len(parts) == 2:
+            first, second = parts
+
+            def key_of(frame: Frame) -> Any:
+                return first(frame), second(frame)
+        else:
+            def key_of(frame: Frame) -> Any:
+                return tuple([p(frame) for p in parts])
+
         def run(frame: Frame) -> Any:
             value = ev(frame)
-            key = parts[0](frame) if single else tuple(p(frame) for p in parts)
+            key = key_of(frame)
             if interp.dry and absorbs((key,)):
                 return POISON  # an index check mode cannot know
             try:
@@ -215,8 +243,19 @@ class ExpressionCompiler:
         return run
 
     def _compile_index(self, node: Any) -> Closure:
-        if isinstance(node, ast.Slice):
-            parts = [self.compile_expr(p) if p is not None else (lambda f: None)
-                     for p in (node.start, node.stop, node.step)]
-            return lambda frame: slice(*(p(frame) for p in parts))
-        return self.compile_expr(node)
+        if not isinstance(node, ast.Slice):
+            return self.compile_expr(node)
+        bounds = (node.start, node.stop, node.step)
+        if all(p is None or type(p) is ast.Const for p in bounds):
+            whole = slice(*(None if p is None else p.value for p in bounds))  # `:`, `2:8`
+            return lambda frame: whole
+        start, stop, step = (self.compile_expr(p) if p is not None else None for p in bounds)
+        # the parts evaluated left to right, as Python does, with no closure for a missing one
+        if step is None and start is None:
+            return lambda frame: slice(None, stop(frame))
+        if step is None and stop is None:
+            return lambda frame: slice(start(frame), None)
+        if step is None:
+            return lambda frame: slice(start(frame), stop(frame))
+        parts = [p if p is not None else (lambda f: None) for p in (start, stop, step)]
+        return lambda frame: slice(parts[0](frame), parts[1](frame), parts[2](frame))

@@ -59,7 +59,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
     def __init__(self, *, dry: bool = False, out: Any = None, base_dir: str | None = None,
                  stdlib_dir: str | None = None) -> None:
         from ..tensor.machine import current
-        from .builtins import make_builtins
+        from .builtins import direct_instructions, make_builtins
         # The simulated device the program runs on: a child of the caller's, so what the
         # program sets (target, options) stays in it; check mode is its `check` flag.  The
         # caller enters it (`with interp.machine.active():`) around the run.
@@ -72,6 +72,10 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.base_dir = Path(base_dir or ".")
         self.stdlib_dir = stdlib_dir
         self.builtins = make_builtins(self)
+        # run mode: builtin instruction wrapper -> the implementation it calls, so a call site
+        # calls the implementation straight (calls.py); check mode goes through `instruction`
+        self.direct_instructions: dict[Any, Callable[..., Any]] = {} if dry else \
+            direct_instructions(self.builtins)
         self.modules: dict[str, Module] = {}
         self.errors: list[ApdslError] = []  # dry mode: collected, deduplicated
         self._seen: set[tuple[str, Any]] = set()

@@ -85,25 +85,41 @@ class Accounting:
     def place(self, sid: int, buffer: str, size: int, capacity: int | None,
               bank: int | None) -> int:
         """The first address where `size` bytes fit (a small PSUM tile inside one bank), or -1
-        past `capacity`."""
-        blocks = sorted(self.live.setdefault(buffer, []), key=lambda b: b[1])
+        past `capacity`.  A buffer's blocks are kept in address order (sorted in place, which
+        costs nothing when they already are), the new one inserted where it fits."""
+        blocks = self.live.get(buffer)
+        if blocks is None:
+            blocks = self.live[buffer] = []
+        blocks.sort(key=_start)
+        small = bool(bank) and size <= bank  # (a PSUM tile of at most a bank stays in one)
         addr = 0
-        for _, start, length in blocks:
-            if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
-                addr = -(-addr // bank) * bank
+        at = len(blocks)
+        for i, (_, start, length) in enumerate(blocks):
+            if small and addr // bank != (addr + size - 1) // bank:  # type: ignore[operator]
+                addr = -(-addr // bank) * bank  # type: ignore[operator]
             if addr + size <= start:
+                at = i
                 break
-            addr = max(addr, start + length)
-        if bank and size <= bank and addr // bank != (addr + size - 1) // bank:
-            addr = -(-addr // bank) * bank
+            if start + length > addr:
+                addr = start + length
+        if small and addr // bank != (addr + size - 1) // bank:  # type: ignore[operator]
+            addr = -(-addr // bank) * bank  # type: ignore[operator]
         if capacity is not None and addr + size > capacity:
             return -1
-        self.live[buffer].append((sid, addr, size))
+        blocks.insert(at, (sid, addr, size))
         return addr
 
     def release(self, sid: int, buffer: str) -> None:
-        blocks = self.live.get(buffer, [])
-        blocks[:] = [b for b in blocks if b[0] != sid]
+        blocks = self.live.get(buffer)
+        if blocks:
+            for i, block in enumerate(blocks):
+                if block[0] == sid:
+                    del blocks[i]
+                    return
+
+
+def _start(block: tuple[int, int, int]) -> int:
+    return block[1]
 
 
 class Memory:

@@ -42,26 +42,38 @@ class Storage:
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
                  span: Span | None = None, c0: int | None = None) -> None:
-        self.id = next(_ids)
-        self.name = name or f"%{self.id}"
+        self.id = sid = next(_ids)
+        self.name = name or f"%{sid}"
         self.buffer = buffer
         self.dtype = dtype
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
         self.format = format
         self.c0 = c0  # the C0 a fractal format was made with when not the default (`formats`)
         elements = prod(shape) if storage_elements is None else storage_elements
-        self.nbytes = -(-elements * dtype.bits // 8)
+        bits = dtype.bits
+        self.nbytes = nbytes = -(-elements * bits // 8)
         self.span = span
         self._data: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         self.all_written = False
         self.freed = False
-        self.unit_bits = dtype.bits  # written state is exact per unit of this many bits
-        self._reserved = 0
-        self._memory: Memory | None = None  # the budget count the reservation came from
-        self.target = targets.target_for(buffer)
+        self.unit_bits = bits  # written state is exact per unit of this many bits
+        machine = current()
+        self.target = targets.TARGETS[machine.targets[targets.family(buffer)]]
         self._accounting: Accounting | None = None
-        self._reserve()
+        # the memory budget: the data and one bookkeeping byte per written-state unit (the
+        # mask the storage needs while partly written); what fits is reserved here, the rest
+        # goes through `_reserve` (a collection, then APK430)
+        need = nbytes + nbytes * 8 // bits
+        memory = machine.memory
+        if memory.bytes + need <= machine.options.max_memory:
+            memory.bytes += need
+            self._memory: Memory | None = memory
+            self._reserved = need
+        else:
+            self._reserved = 0
+            self._memory = None
+            self._reserve()
         try:
             self.address = self._account()
         except BaseException:

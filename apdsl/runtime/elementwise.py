@@ -19,8 +19,9 @@ import numpy as np
 from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import targets
 from ..tensor.dtypes import int_bounds
+from ..tensor.machine import current
 from ..tensor.view import Tensor
-from . import hints
+from . import hints, tile_plans
 from . import semantics as sem
 from .compute import Pairs, Prepared, not_both_psum, outside_domain, prepare, scalar_arg
 from .operators import Operator, operator_arg, shift_inside
@@ -127,6 +128,16 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
     >>> c.numpy()[0]
     array([3., 3., 3., 3.], dtype=float32)
     """
+    key = (id(data1), id(data2), id(op), engine, name)
+    plan = tile_plans.find(dst, key)
+    if plan is not None:  # the same operands again: only the per-call checks (tile_plans)
+        if plan.ufunc is not None:
+            plan.run_direct()
+        else:
+            _tensor_tensor(plan.prepared({"dst": dst, "data1": data1, "data2": data2}),
+                           plan.pins[2])
+        return
+    planned = tile_plans.plannable(dst, data1, data2, hints=(engine, name))
     label = instruction_label("tensor_tensor", name)
     op = operator_arg(op, label, "op", arity=2,
                       accepted="binary operators of the NKI math-operator table")
@@ -158,6 +169,15 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
                 engine=engine, check=check, choose=choose)
     if not p.executing:
         return
+    if planned:
+        tile_plans.keep(dst, key, lambda: tile_plans.Plan(
+            (data1, data2, op), current().targets["nki"], p, ("data1", "data2"),
+            ufunc=None if op.bitvec else op.ufunc))
+    _tensor_tensor(p, op)
+
+
+def _tensor_tensor(p: Prepared, op: Operator) -> None:
+    """tensor_tensor's arithmetic on checked operands (the general path and a plan's)."""
     if op.bitvec:
         d = p.tensors["dst"].dtype.np
         a, b = as_bits(p.raw("data1"), d), as_bits(p.raw("data2"), d)

@@ -1,0 +1,250 @@
+"""Plans of compute instructions called again on the same operands (`apdsl.runtime.tile_plans`):
+a planned call computes what the general path computes and what NumPy computes (float32 math
+cast to dst, GpSimd's exact int32 arithmetic, bit-vector operators on the bits), and every
+check that can fail on a later call still fails there with its code: a freed storage, an
+unwritten source, another target, tracing and check mode, the PSUM accumulation state, a
+repeating destination."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import ml_dtypes
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import raises_code
+
+import apdsl
+from apdsl.runtime import tile_plans, trace
+from apdsl.runtime.execute import forget_all, write_view
+from apdsl.runtime.instructions import nc_matmul, tensor_tensor
+from apdsl.runtime.operators import OPERATORS
+from apdsl.tensor.dtypes import DTYPES, cast_array
+from apdsl.tensor.view import from_numpy, ndarray
+
+NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
+      "int32": np.int32}
+F32 = np.float32
+
+# NumPy's meaning of each operator on float32 values (compare and logical operators give 1.0
+# where true, else 0.0), written here independently of apdsl's operator table
+FLOAT_ORACLE = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "equal": lambda a, b: (a == b).astype(F32), "not_equal": lambda a, b: (a != b).astype(F32),
+    "greater": lambda a, b: (a > b).astype(F32), "less": lambda a, b: (a < b).astype(F32),
+    "greater_equal": lambda a, b: (a >= b).astype(F32),
+    "less_equal": lambda a, b: (a <= b).astype(F32),
+    "logical_and": lambda a, b: ((a != 0) & (b != 0)).astype(F32),
+    "logical_or": lambda a, b: ((a != 0) | (b != 0)).astype(F32),
+    "logical_xor": lambda a, b: ((a != 0) ^ (b != 0)).astype(F32),
+}
+# GpSimd's exact int32 arithmetic and the bit-vector operators, on int64 / the bits
+INT_ORACLE = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+}
+BITVEC = ("bitwise_and", "bitwise_or", "bitwise_xor")
+DTYPE_NAMES = ("float32", "bfloat16", "float16", "int32")
+
+
+def as_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """`values` (float32) as a tile of `dtype` holds them (SPEC 4's cast)."""
+    return cast_array(np.asarray(values, F32), DTYPES[dtype])
+
+
+def oracle(name: str, a: np.ndarray, b: np.ndarray, dst: str) -> np.ndarray:
+    """What tensor_tensor writes for the stored values `a` and `b` (their own dtypes)."""
+    ints = {a.dtype.kind, b.dtype.kind} == {"i"} and dst == "int32"
+    if name in BITVEC:
+        return INT_ORACLE[name](a, b).astype(np.int32)
+    if ints:  # every tile int32: GpSimd, exact
+        return INT_ORACLE[name](a.astype(np.int64), b.astype(np.int64)).astype(np.int32)
+    with np.errstate(all="ignore"):
+        return as_dtype(FLOAT_ORACLE[name](a.astype(F32), b.astype(F32)), dst)
+
+
+def same(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+@st.composite
+def cases(draw):
+    ints = draw(st.booleans())
+    if ints:  # int32 everywhere: GpSimd's exact arithmetic or the bits
+        name = draw(st.sampled_from(sorted(INT_ORACLE)))
+        dts = ("int32", "int32", "int32")
+    else:
+        name = draw(st.sampled_from(sorted(FLOAT_ORACLE)))
+        dts = tuple(draw(st.sampled_from(DTYPE_NAMES)) for _ in range(3))
+        if dts == ("int32",) * 3:
+            dts = ("float32", "int32", "int32")  # (all int32 is the other branch)
+    parts, free = draw(st.integers(1, 128)), draw(st.integers(1, 40))
+    bufs = draw(st.sampled_from([("sbuf", "sbuf", "sbuf"), ("sbuf", "psum", "sbuf"),
+                                 ("psum", "sbuf", "psum"), ("sbuf", "sbuf", "psum")]))
+    if ints and name not in BITVEC:
+        bufs = ("sbuf", "sbuf", "sbuf")  # GpSimd (exact) cannot access PSUM
+    return name, dts, bufs, parts, free, draw(st.integers(0, 2**31 - 1))
+
+
+def values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    if dtype == "int32":
+        return rng.integers(-1000, 1000, shape).astype(np.int32)
+    v = rng.uniform(-4, 4, shape).astype(F32)
+    v[rng.random(shape) < 0.2] = 0.0  # zeros for the logical operators
+    return as_dtype(v, dtype)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cases())
+def test_a_planned_tensor_tensor_is_the_general_path_and_numpy(case):
+    name, (dt_d, dt1, dt2), (b_d, b1, b2), parts, free, seed = case
+    rng = np.random.default_rng(seed)
+    shape = (parts, free)
+    d = ndarray(shape, dt_d, b_d)
+    x, y = ndarray(shape, dt1, b1), ndarray(shape, dt2, b2)
+    op = OPERATORS[name]
+    for k in range(4):  # 0: general, d resolved; 1: general, plan made; 2, 3: the plan
+        a, b = values(rng, shape, dt1), values(rng, shape, dt2)
+        write_view(x, a)
+        write_view(y, b)
+        tensor_tensor(d, x, y, op)
+        fresh = ndarray(shape, dt_d, b_d)  # a view used once: never planned
+        tensor_tensor(fresh, x, y, op)
+        want = oracle(name, a, b, dt_d)
+        same(d.numpy(), want)
+        same(fresh.numpy(), want)
+        assert len(tile_plans.plans_of(d)) == (k >= 1)
+        assert not tile_plans.plans_of(fresh)
+
+
+def test_float32_strided_operands_take_the_direct_ufunc():
+    a = np.arange(32, dtype=F32).reshape(4, 8)
+    x, y = from_numpy(a, "sbuf"), from_numpy(a[::-1].copy(), "sbuf")
+    d, h = ndarray((4, 8), "float32", "sbuf"), ndarray((4, 8), "bfloat16", "sbuf")
+    for _ in range(3):
+        tensor_tensor(d, x, y, OPERATORS["subtract"])
+        tensor_tensor(h, x, y, OPERATORS["subtract"])
+    (plan,) = tile_plans.plans_of(d).values()
+    (cast_plan,) = tile_plans.plans_of(h).values()
+    assert plan.ufunc is np.subtract and cast_plan.ufunc is None  # bf16 dst: the cast path
+    np.testing.assert_array_equal(d.numpy(), a - a[::-1])
+    np.testing.assert_array_equal(h.numpy().astype(F32), as_dtype(a - a[::-1], "bfloat16")
+                                  .astype(F32))
+
+
+def planned(dtype: str = "float32", buffers: tuple[str, str, str] = ("sbuf",) * 3,
+            shape: tuple[int, int] = (4, 8), name: str = "add"):
+    """dst, data1, data2 and the operator, after the calls that leave a plan for them."""
+    d = ndarray(shape, dtype, buffers[0])
+    x = from_numpy(np.ones(shape, F32), buffers[1], dtype=dtype)
+    y = from_numpy(np.full(shape, 2.0, F32), buffers[2], dtype=dtype)
+    op = OPERATORS[name]
+    tensor_tensor(d, x, y, op)
+    tensor_tensor(d, x, y, op)
+    assert len(tile_plans.plans_of(d)) == 1
+    return d, x, y, op
+
+
+def test_a_freed_storage_still_refuses_on_the_planned_path():
+    for role in range(3):
+        views = planned()
+        views[role].storage.free()
+        with raises_code("APK408"):
+            tensor_tensor(*views)
+
+
+def test_an_unwritten_source_is_still_init_checked_on_every_call():
+    for dtype in ("float32", "bfloat16"):
+        d, x, y, op = planned(dtype)
+        forget_all(y.storage)  # its bytes are not data any more
+        with raises_code("APK404"):
+            tensor_tensor(d, x, y, op)
+        with apdsl.options(init_check=False):
+            tensor_tensor(d, x, y, op)  # reads the unwritten elements as they are
+        np.testing.assert_array_equal(d.numpy().astype(F32), np.full((4, 8), 3.0, F32))
+
+
+def test_another_target_checks_again():
+    with apdsl.target("trn3"):
+        d, x, y, op = planned(name="abs_max")  # trn3 only
+        tensor_tensor(d, x, y, op)
+    with raises_code("APK352"):
+        tensor_tensor(d, x, y, op)
+    # partitions 16..31: any start on trn2, a quadrant start (0, 32, 64, 96) on trn1
+    t = ndarray((64, 8), "float32", "sbuf")
+    apdsl.memset(t, 1.0)
+    part = t[16:32, :]
+    d = ndarray((16, 8), "float32", "sbuf")
+    for _ in range(3):
+        tensor_tensor(d, part, part, OPERATORS["add"])
+    with apdsl.target("trn1"), raises_code("APK343"):
+        tensor_tensor(d, part, part, OPERATORS["add"])
+
+
+def test_tracing_and_check_mode_take_the_general_path():
+    d, x, y, op = planned()
+    with trace.tracing() as tr:
+        tensor_tensor(d, x, y, op)
+        tensor_tensor(d, x, y, op)
+    assert [r.op for r in tr] == ["tensor_tensor", "tensor_tensor"]
+    assert set(tr.records[0].operands) == {"dst", "data1", "data2"}
+    write_view(x, np.full((4, 8), 5.0, F32))
+    with apdsl.options(execute=False):
+        tensor_tensor(d, x, y, op)  # check mode moves no data
+    np.testing.assert_array_equal(d.numpy(), np.full((4, 8), 3.0, F32))
+    tensor_tensor(d, x, y, op)
+    np.testing.assert_array_equal(d.numpy(), np.full((4, 8), 7.0, F32))
+
+
+def test_the_psum_accumulation_state_is_kept_on_the_planned_path():
+    st_, mv = (from_numpy(np.ones((4, 4), F32), "sbuf") for _ in range(2))
+    # a PSUM source read by tensor_tensor is fresh again: the next matmul overwrites it
+    d, x, y, op = planned(buffers=("sbuf", "psum", "sbuf"), shape=(4, 4))
+    nc_matmul(x, st_, mv)  # x = 4 everywhere, accumulating
+    tensor_tensor(d, x, y, op)  # planned: reads x
+    np.testing.assert_array_equal(d.numpy(), np.full((4, 4), 6.0, F32))
+    nc_matmul(x, st_, mv)
+    np.testing.assert_array_equal(x.numpy(), np.full((4, 4), 4.0, F32))  # not 8
+    # a PSUM destination written by tensor_tensor after a matmul cannot be accumulated onto
+    d, x, y, op = planned(buffers=("psum", "sbuf", "sbuf"), shape=(4, 4))
+    nc_matmul(d, st_, mv)
+    tensor_tensor(d, x, y, op)
+    with raises_code("APK332"):
+        nc_matmul(d, st_, mv, accumulate=True)
+
+
+def test_a_repeating_destination_is_refused_on_every_call():
+    t = ndarray((4, 8), "float32", "sbuf")
+    d = t.ap([[8, 4], [0, 8]])  # every element of a row the same storage element
+    x = from_numpy(np.ones((4, 8), F32), "sbuf")
+    for _ in range(3):
+        with raises_code("APK405"):
+            tensor_tensor(d, x, x, OPERATORS["add"])
+
+
+def test_in_place_operands_on_the_planned_path():
+    a = np.arange(32, dtype=F32).reshape(4, 8)
+    x, y = from_numpy(a, "sbuf"), from_numpy(np.ones((4, 8), F32), "sbuf")
+    for _ in range(4):
+        tensor_tensor(x, x, y, OPERATORS["add"])
+    np.testing.assert_array_equal(x.numpy(), a + 4)
+
+
+def test_plans_are_bounded_per_view_and_die_with_it():
+    d = ndarray((4, 8), "float32", "sbuf")
+    apdsl.memset(d, 0.0)
+    srcs = [from_numpy(np.full((4, 8), k, F32), "sbuf") for k in range(3 * tile_plans.PER_VIEW)]
+    for s in srcs:
+        tensor_tensor(d, s, s, OPERATORS["add"])
+        assert len(tile_plans.plans_of(d)) <= tile_plans.PER_VIEW
+    np.testing.assert_array_equal(d.numpy(), np.full((4, 8), 2 * (len(srcs) - 1), F32))
+    gone = weakref.ref(d)
+    del d
+    gc.collect()
+    assert gone() is None  # a plan never keeps its destination view alive

@@ -12,8 +12,8 @@ from ..errors import TargetError
 from ..tensor import targets
 from ..tensor.machine import current
 from ..tensor.view import Tensor
+from . import dmaplan, hints, oob, trace
 from . import execute as ex
-from . import hints, oob, trace
 from .dma import nki_dma
 from .operands import (
     arg_error,
@@ -39,8 +39,13 @@ MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 
 # -- dma_copy ---------------------------------------------------------------------------------
 
-def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = "error",
-             dge_mode: Any = "unknown", engine: Any = "unknown", name: str | None = None) -> None:
+# The hint defaults, compared by identity: a call that leaves every hint out takes the short
+# path (no hint rule can fail, nothing to record); one that spells a default out is checked.
+_OOB, _DGE, _ENGINE = "error", "unknown", "unknown"
+
+
+def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = _OOB,
+             dge_mode: Any = _DGE, engine: Any = _ENGINE, name: str | None = None) -> None:
     """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
     the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`) and
     recorded for `apdsl lower`; with `oob_mode="skip"` the rows of an indirect operand whose
@@ -52,6 +57,9 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     >>> dst.numpy()[:, 1]
     array([4., 5., 6., 7.], dtype=float32)
     """
+    defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
+    if defaults and dmaplan.run(dst, src, name):  # a pair copied before (`dmaplan`)
+        return
     label = instruction_label("dma_copy", name)
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
     fam_d, fam_s = targets.family(dst.buffer), targets.family(src.buffer)
@@ -77,6 +85,9 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
                               "tensor_copy into PSUM", buffer=t.buffer, role=role)
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
+        return
+    if defaults:
+        dmaplan.keep(dst, src, nki_dma(dst, src, name, label))
         return
     _, oob_name = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)
     given = hints.given(priority=priority, oob_mode=oob_mode, dge_mode=dge_mode, engine=engine)

@@ -18,7 +18,8 @@ __all__ = ["nki_dma"]
 
 
 def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str,
-            given: dict[str, Any] | None = None) -> None:
+            given: dict[str, Any] | None = None) -> list[ex.Access] | None:
+    """The copy; returns the resolved accesses (src, dst), None in check mode."""
     accs = resolve_operands(label, ex.TI_GROUP, ("src", src), ("dst", dst))
     ss, ds = operand_shapes(accs, src, dst)
     if ss is not None and ds is not None and prod(ss) != prod(ds):
@@ -30,3 +31,4 @@ def nki_dma(dst: Tensor, src: Tensor, name: str | None, label: str,
     trace.record("dma_copy", name, {"dst": dst, "src": src}, hints=given)
     if accs is not None:
         ex.copy(accs[1], accs[0], label)
+    return accs

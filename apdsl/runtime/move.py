@@ -126,6 +126,19 @@ def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
     return tuple(out) if i == len(a) and j == len(b) else None
 
 
+def plain_pair(d: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`d` and `s` as arrays of one shape (views: nothing copied), when `strided_copy` moves
+    them with a single `np.copyto`; None when it gathers the source or copies in tiles."""
+    if d.shape != s.shape:
+        common = _common_shape(d.shape, s.shape)
+        if common is None:
+            return None
+        d, s = np.reshape(d, common, copy=False), np.reshape(s, common, copy=False)
+    if d.size >= _TILE_MIN_ELEMENTS and d.ndim >= 2 and _transpose_axes(d, s) is not None:
+        return None
+    return d, s
+
+
 def strided_copy(d: np.ndarray, s: np.ndarray, convert: bool, dtype: DType) -> None:
     if d.shape != s.shape:
         common = _common_shape(d.shape, s.shape)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslNameError, ApdslTypeError, ViewError
-from . import targets, viewdyn, viewshape
+from . import targets, viewcache, viewdyn, viewshape
 from .dtypes import dtype as to_dtype
 from .indexing import fast_index, index_view
 from .layout import Layout
@@ -50,7 +50,9 @@ class Tensor(TensorCore):
     # The executing runtime's memo of this view made concrete (its resolved access): a view is
     # immutable, so the memo never goes stale, and it dies with the view.  Not part of the
     # view's value (unset until an instruction first uses the view).
-    __slots__ = ("memo",)
+    # `kids`: the children indexing and vector_select made, by key (`apdsl.tensor.viewcache`);
+    # `pair`: the runtime's dma_copy plan with this view as destination (`runtime.dmaplan`).
+    __slots__ = ("memo", "kids", "pair")
 
     def is_indirect(self) -> bool:
         """True when the view carries a runtime index (`select` with a tensor or register,
@@ -195,7 +197,13 @@ class Tensor(TensorCore):
         >>> table.vector_select(0, rows).shape
         (64, 512)
         """
-        return viewdyn.vector_select(self, dim, vector_offset)
+        if type(dim) is not int or not isinstance(vector_offset, Tensor):
+            return viewdyn.vector_select(self, dim, vector_offset)
+        key = ("vector_select", dim, vector_offset)  # the index tensor by identity
+        view = viewcache.child(self, key)
+        if view is None:
+            view = viewcache.keep(self, key, viewdyn.vector_select(self, dim, vector_offset))
+        return view
 
     def indirect(self, index: Tensor, num_elem: int | None = None) -> Tensor:
         """Tensor Indirection (trn3): free element `i` of partition `p` reads storage column
@@ -379,8 +387,15 @@ class Tensor(TensorCore):
         if isinstance(key, Tensor):
             raise ApdslTypeError("a tensor index needs select(dim, idx) or vector_select(0, "
                                  "idx)", code="APK111")
+        k = viewcache.index_key(key)
+        if k is not None:
+            view = viewcache.child(self, k)
+            if view is not None:
+                return view
         view = fast_index(self, key)
-        return index_view(self, key) if view is None else view
+        if view is None:
+            view = index_view(self, key)
+        return view if k is None else viewcache.keep(self, k, view)
 
 
 

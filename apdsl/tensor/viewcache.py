@@ -1,0 +1,63 @@
+"""Children of a view kept on the view: `t[0:128, :]` or `t.vector_select(0, idx)` asked for
+again returns the very view it returned before.
+
+A view is an immutable value, and indexing it (or gathering it by an index tensor) is a pure
+function of the view and the key: the child's layout, dtype, storage and runtime index are all
+decided by them, with no machine state involved.  Returning the same child object lets
+everything the runtime memoises on a view (its resolved access, a dma_copy plan) serve a loop
+that makes its views afresh in every iteration.  Only children that were made successfully are
+kept, so a key that raises raises every time.
+
+The table lives on the parent (it dies with it) and is bounded: a loop over ever new keys
+starts it over instead of growing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KIDS_PER_VIEW = 256  # children kept per view; past it the table starts over
+
+
+def index_key(key: Any) -> tuple[Any, ...] | None:
+    """A hashable key for an indexing key of ints, slices of ints (or None) and `...`; None for
+    anything else (not cached).  Exact types only: `True` and `1` hash alike but index
+    differently (a bool index is an error), and so do NumPy integers (the general path)."""
+    items = key if type(key) is tuple else (key,)
+    out = []
+    for k in items:
+        tk = type(k)
+        if tk is slice:
+            a, b, c = k.start, k.stop, k.step
+            if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
+                    or (c is not None and type(c) is not int):
+                return None
+            out.append((a, b, c))
+        elif tk is int or k is Ellipsis:
+            out.append(k)
+        else:
+            return None
+    return ("index", type(key) is tuple, *out)
+
+
+def child(t: Any, key: tuple[Any, ...]) -> Any:
+    """The child of `t` kept under `key`, or None."""
+    kids = getattr(t, "kids", None)
+    return None if kids is None else kids.get(key)
+
+
+def keep(t: Any, key: tuple[Any, ...], view: Any) -> Any:
+    """Keep `view` as the child of `t` under `key`; returns `view`."""
+    if view is t:
+        return view
+    kids = getattr(t, "kids", None)
+    if kids is None:
+        kids = {}
+        try:
+            object.__setattr__(t, "kids", kids)
+        except AttributeError:  # an object without the slot keeps nothing
+            return view
+    elif len(kids) >= KIDS_PER_VIEW:
+        kids.clear()
+    kids[key] = view
+    return view

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lark import Token
-
 from .. import records
 from ..errors import Span
 from . import ast as A
 from .fstrings import Field, FStringError, Text, split
+from .lalr import Token
 from .strings import BadEscape, decode, position
 
 

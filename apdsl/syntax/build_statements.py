@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from lark import Token
-
 from ..errors import Span
 from . import ast as A
+from .lalr import Token
 from .node_text import PYTHON_FRONTEND, describe, dotted, looks_like_tensor_type
 
 _TARGETS = (A.Name, A.Subscript, A.Attribute)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from lark import Token, Transformer
-
 from ..errors import ApdslSyntaxError, Span
 from . import ast as A
 from .build_displays import DisplayBuilder
 from .build_statements import StatementBuilder
+from .lalr import Token
 from .limits import int_literal
 from .node_text import dotted
 
@@ -32,11 +31,11 @@ _PRECEDENCE = {"|": 1, "^": 2, "&": 3, "<<": 4, ">>": 4, "+": 5, "-": 5,
                "*": 6, "/": 6, "//": 6, "%": 6, "@": 6}
 
 
-class Builder(StatementBuilder, DisplayBuilder, Transformer):
-    """The Lark transformer that turns reductions into `apdsl.syntax.ast` nodes."""
+class Builder(StatementBuilder, DisplayBuilder):
+    """Turns reductions into `apdsl.syntax.ast` nodes (the parsers call the method named by
+    each rule or alias, as Lark calls an inline transformer's)."""
 
     def __init__(self) -> None:
-        super().__init__(visit_tokens=False)
         self.file = "<string>"
 
     # ---- spans --------------------------------------------------------------------------

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lark import Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ..errors import ApdslSyntaxError, Label, Span
 from .indent import ScanState
+from .lalr import Token
 from .node_text import PYTHON_FRONTEND
 
 _NAMED = {

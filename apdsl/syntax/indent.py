@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from lark import Token
-from lark.indenter import Indenter
-
 from ..errors import ApdslSyntaxError, Span
+from .lalr import Token
 from .limits import MAX_NESTING
 from .node_text import PYTHON_FRONTEND
 
@@ -45,7 +43,10 @@ class ScanState:
         self.brackets: list[Token] = []
 
 
-class ApkIndenter(Indenter):
+class ApkIndenter:
+    """The post-lexer of both parsers (`lalr.LalrParser` and Lark, which reads the class
+    attributes below as its `Indenter` would)."""
+
     NL_type = "_NEWLINE"
     OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
     CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
@@ -56,7 +57,6 @@ class ApkIndenter(Indenter):
     always_accept = ("_NEWLINE", "UNSUPPORTED")
 
     def __init__(self) -> None:
-        super().__init__()
         self.file = "<string>"
         self.state = ScanState(self.file)
 

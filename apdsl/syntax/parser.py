@@ -1,47 +1,51 @@
 """`parse(source, file) -> ast.Module`: the one entry point from `.apk` text to syntax tree.
 
-The Lark LALR parser is built once per process and the analysed grammar is cached on disk
-(`$XDG_CACHE_HOME/apdsl` or `~/.cache/apdsl`; `APDSL_NO_CACHE=1` turns it off), so a cold
-`apdsl check` does not pay for grammar analysis.  The AST is built during the parse by `Builder`.  This module must stay free of numpy
-and rich: it is on the cold-start path.
+The grammar is Lark's (`grammar/apk.lark`, LALR with the basic lexer); the AST is built during
+the parse by `Builder`.  A text parses through `lalr.LalrParser` on tables Lark analysed once
+and `lalr_tables` caches on disk (`$XDG_CACHE_HOME/apdsl` or `~/.cache/apdsl`;
+`APDSL_NO_CACHE=1` turns the cache off), so a cold `apdsl check` imports no Lark.  A text the
+runtime does not accept (a syntax error) is parsed again by Lark itself, whose exceptions
+`SyntaxReporter` turns into the diagnostic.  This module must stay free of numpy and rich: it
+is on the cold-start path.
 """
 
 from __future__ import annotations
 
-import hashlib
+import _thread
 import os
 import sys
-import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-import lark
-from lark import Lark
-from lark.exceptions import LarkError
+from typing import Any
 
 from ..errors import ApdslSyntaxError, Span
 from ..resources import grammar_file
 from . import ast
 from .build_displays import FieldSyntaxError
 from .builder import Builder
-from .diagnose import SyntaxReporter
 from .indent import ApkIndenter
+from .lalr import LalrParser, Token, Unhandled
 
 __all__ = ["parse", "bare_parser", "cache_dir"]
 
 _OPTIONS = {"parser": "lalr", "lexer": "basic", "maybe_placeholders": True}
+# The file, and an f-string field's expression on its own.
+_STARTS = ["start", "fexpr"]
 
 
 class _Parser:
-    """The built Lark parser with its transformer, post-lexer and error reporter."""
+    """The parser with its builder and post-lexer; Lark and the error reporter on demand."""
 
     def __init__(self, cache: Path | None) -> None:
+        self.cache = cache
         self.builder = Builder()
         self.indenter = ApkIndenter()
-        self.lark = _load(self.builder, self.indenter, cache, _STARTS)
         self.builder.parse_field = self._parse_field
-        self.reporter = SyntaxReporter(self.lark.terminals)
+        self._lark: Any = None
+        self._reporter: Any = None
+        self.fast = self._fast_parser()
         # The builder and indenter keep per-parse state (the file name, open brackets).
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
 
     def parse(self, source: str, file: str) -> ast.Module:
         # Editors do not show a byte-order mark, so columns are counted without it.
@@ -49,29 +53,85 @@ class _Parser:
         text = source if source.endswith("\n") else source + "\n"
         with self.lock:
             self.builder.file = self.indenter.file = file
-            try:
-                body = self.lark.parse(text, start="start")
-            except ApdslSyntaxError:
-                raise
-            except LarkError as exc:
-                raise self.reporter.error(exc, text, self.indenter.state) from None
+            body = self._run(text, "start")
         return ast.Module(body, file, source, _whole(source, file))
 
+    def _run(self, text: str, start: str) -> Any:
+        if self.fast is not None:
+            try:
+                return self.fast.parse(text, start)
+            except Unhandled:
+                pass  # Lark parses it again: the same calls, then its error
+        from lark.exceptions import LarkError
+        try:
+            return self.lark.parse(text, start=start)
+        except ApdslSyntaxError:
+            raise
+        except LarkError as exc:
+            raise self.reporter.error(exc, text, self.indenter.state) from None
 
     def _parse_field(self, text: str) -> ast.Expr:
         """An f-string field's expression, parsed during the file's own parse (the builder
-        calls this; Lark's LALR parser keeps no state between parses, the indenter's error
-        state is restored after)."""
+        calls this; the parsers keep no state between parses, the indenter's error state is
+        restored after)."""
         saved = self.indenter.state
         try:
-            return self.lark.parse(text + "\n", start="fexpr")
+            return self._run(text + "\n", "fexpr")
         except ApdslSyntaxError as e:
             raise FieldSyntaxError(e.message) from None
-        except LarkError as exc:
-            error = self.reporter.error(exc, text + "\n", self.indenter.state)
-            raise FieldSyntaxError(error.message) from None
         finally:
             self.indenter.state = saved
+
+    @property
+    def lark(self) -> Any:
+        """Lark's own parser of the grammar (through Lark's cache), built on first use."""
+        if self._lark is None:
+            self._lark = _load(self.builder, _Retokenize(self.indenter), self.cache, _STARTS)
+        return self._lark
+
+    @property
+    def reporter(self) -> Any:
+        if self._reporter is None:
+            from .diagnose import SyntaxReporter
+            self._reporter = SyntaxReporter(self.lark.terminals)
+        return self._reporter
+
+    def _fast_parser(self) -> LalrParser | None:
+        """The table-driven parser, its tables from the cache or from Lark (then cached); None
+        when the runtime cannot reproduce this Lark configuration (Lark then parses all)."""
+        from . import lalr_tables as T
+        grammar = grammar_text()
+        key = T.cache_key(grammar, repr((_OPTIONS, _STARTS)))
+        path = None if self.cache is None else str(self.cache / f"apk-lalr-{key}.tables")
+        tables = T.read_cache(path, key) if path is not None else None
+        if tables is None:
+            try:
+                tables = T.extract(self.lark)
+            except ValueError:
+                return None
+            if path is not None:
+                T.write_cache(path, key, tables)
+        fast = LalrParser(tables, self.builder, self.indenter)
+        try:
+            T.check_builder(self.builder, tables, {n for m in fast.mres for n in m.groupindex})
+        except ValueError:
+            return None
+        return fast
+
+
+class _Retokenize:
+    """The indenter behind Lark's lexer, its tokens made `lalr.Token`s first: the builder tells
+    tokens from nodes by that class, whichever parser runs."""
+
+    always_accept = ApkIndenter.always_accept
+
+    def __init__(self, indenter: ApkIndenter) -> None:
+        self.indenter = indenter
+
+    def process(self, stream: Iterable[Any]) -> Iterator[Token]:
+        return self.indenter.process(
+            Token(t.type, t.value, t.start_pos, t.line, t.column, t.end_line, t.end_column,
+                  t.end_pos) for t in stream)
 
 
 def _whole(source: str, file: str) -> Span:
@@ -103,23 +163,34 @@ def grammar_text() -> str:
     return grammar_file().read_text(encoding="utf-8")
 
 
-def bare_parser() -> Lark:
-    """The same grammar, loaded the same way, with no transformer: `parse(text)` builds a
-    plain Lark tree without positions (the baseline of the benchmarks)."""
+def bare_parser() -> Any:
+    """The same grammar, loaded by Lark the same way, with no transformer: `parse(text)` builds
+    a plain Lark tree without positions (the baseline of the benchmarks)."""
     return _load(None, ApkIndenter(), cache_dir(), "start")
 
 
-# The file, and an f-string field's expression on its own.
-_STARTS = ["start", "fexpr"]
+def _import_lark() -> Any:
+    """Lark imports the third-party `regex` module whenever it is installed (30 ms) though an
+    LALR parser with the standard lexer never uses it; this keeps it out."""
+    if "lark" not in sys.modules and "regex" not in sys.modules:
+        sys.modules["regex"] = None  # type: ignore[assignment]  # makes `import regex` fail
+        try:
+            import lark
+        finally:
+            del sys.modules["regex"]
+    import lark
+    return lark
 
 
-def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None,
-          start: str | list[str]) -> Lark:
-    """Build the parser, through Lark's on-disk cache of the analysed grammar when possible.
+def _load(builder: Builder | None, indenter: Any, cache: Path | None,
+          start: str | list[str]) -> Any:
+    """Lark's parser, through Lark's on-disk cache of the analysed grammar when possible.
 
     Lark checks the cache against a hash of the grammar, options and versions and rebuilds
     (and rewrites) a stale or unreadable one; an unwritable cache directory just means no cache.
     """
+    import hashlib
+    lark = _import_lark()
     grammar = grammar_text()
     path: str | bool = False
     if cache is not None:
@@ -130,5 +201,5 @@ def _load(builder: Builder | None, indenter: ApkIndenter, cache: Path | None,
                                f"-lark{lark.__version__}.cache")
         except OSError:
             path = False
-    return Lark(grammar, transformer=builder, postlex=indenter, cache=path, start=start,
-                **_OPTIONS)
+    return lark.Lark(grammar, transformer=builder, postlex=indenter, cache=path, start=start,
+                     **_OPTIONS)

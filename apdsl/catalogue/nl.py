@@ -107,3 +107,60 @@ kernel outer() -> f32[1, 1] @ shared_hbm:
 r = outer[2]()
 """),
 ]
+ENTRIES += [
+    entry("APK161", "address= on a buffer without one", """
+`nl.ndarray(..., address=(partition_offset, free_offset))` places an on-chip tensor: a partition
+lane and a byte offset within each partition of SBUF or PSUM (the NKI reference and its
+migration guide, "Improved allocation API"). HBM has no partitions and the runtime places its
+tensors, so the reference gives it no such address; Ascend buffers are not NKI's.
+""", """
+t = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm, address=(0, 0))
+"""),
+    entry("APK162", "address is not a (partition, byte) pair", """
+`address=` takes two non-negative ints, `(partition_offset, free_offset)`: the first partition
+the tensor occupies, and the byte offset within each partition where it starts. The free offset
+counts bytes: the migration guide's prose says "element offset", but every example of the NKI
+docs and the NKI library's allocator steps it in bytes (a PSUM bank k at `k * 2048`, bfloat16
+tiles of n elements `n * 2` apart), and apdsl follows the examples.
+""", """
+t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, -4))
+"""),
+    entry("APK163", "placed tensor outside its buffer", """
+A tensor of P partitions and S bytes a partition placed at `(p, f)` occupies partitions p to
+p + P - 1 and bytes f to f + S - 1 of each: both must lie in the buffer (128 partitions; SBUF
+192/224/256 KiB a partition on trn1/trn2/trn3, PSUM 16 KiB).
+""", """
+t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(64, 0))
+"""),
+    entry("APK164", "placed tensor misaligned", """
+The migration guide: "The allocation for PSUM tensors must start at the beginning of each
+bank" (8 banks of 2 KiB a partition, so a multiple of 2048 bytes). For SBUF the reference names
+an alignment, `nl.tile_size.sbuf_min_align`, but publishes no value for it; apdsl accepts any
+offset that is a whole number of the tensor's elements and refuses the rest rather than guess.
+""", """
+p = nl.ndarray((128, 128), nl.float32, buffer=nl.psum, address=(0, 1024))
+"""),
+    entry("APK165", "placed tensor over an automatically placed one", """
+A tensor allocated without `address=` is placed by apdsl, at an address hardware does not fix
+(the NKI compiler chooses its own). A tensor placed with `address=` over such a tensor's bytes
+would share them only because of apdsl's choice, so it is refused: in one buffer, give every
+tensor whose bytes you manage an address (as the NKI library's allocator does), or none.
+""", """
+kernel k():
+    a = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    b = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 0))
+"""),
+    entry("APK166", "tensor used after a placement took its bytes", """
+With `address=` the kernel manages on-chip memory itself: the NKI docs place tensors over
+earlier ones that are no longer needed (the allocator reference's `buf4` over `buf2`). apdsl
+gives the bytes to the newer tensor: the older one, still named in the program, may no longer be
+read or written, because on hardware it would see the newer tensor's data. apdsl refuses that
+use rather than model two tensors sharing bytes. Use the newer tensor, or place them apart.
+""", """
+kernel k(x: f32[128, 64] @ hbm):
+    a = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(a, x)
+    b = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 128))
+    nisa.dma_copy(x, a)
+"""),
+]

@@ -13,6 +13,7 @@ from ..errors import ApdslRuntimeError, TargetError
 from ..tensor import registers, targets
 from ..tensor.dtypes import DTYPES
 from ..tensor.machine import current
+from ..tensor.placement import partition_offset
 from ..tensor.view import Tensor
 from . import execute as ex
 from .trace import instruction_label
@@ -116,7 +117,8 @@ def start_partition(t: Tensor) -> int | None:
         return None
     storage = t.storage
     per_partition = prod(storage.shape[1:]) * storage.dtype.bits // t.dtype.bits
-    return int(base) // per_partition if per_partition else 0
+    # (physical: a tensor placed with address= starts at its partition offset)
+    return (int(base) // per_partition if per_partition else 0) + partition_offset(storage)
 
 
 def _either(values: tuple[int, ...]) -> str:

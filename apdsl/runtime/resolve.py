@@ -26,6 +26,7 @@ from ..tensor.layout import (
     strided_offsets,
     terms_injective,
 )
+from ..tensor.placement import superseded
 from ..tensor.registers import VirtualRegister
 from . import psum, trace
 from .access import Access, Indexed, Pieces, Rows, RowsPlan, Strided, fmt_coord, oom
@@ -113,6 +114,10 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
 
 def _check_live(t: Any, op: str, role: str) -> None:
     storage = t.storage
+    if storage.freed and superseded(storage):  # an address= placement took its bytes
+        raise _err("APK166", f"{op}: {role} {t.name} uses storage {storage.name}, "
+                   f"{superseded(storage)}", tensor=storage.name,
+                   help="use the tensor placed there, or place the two apart")
     if storage.freed:
         raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
                    "freed when the block that declared it ended",

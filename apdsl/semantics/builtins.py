@@ -83,8 +83,9 @@ def make_builtins(interp: Any) -> dict[str, Any]:
         return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
     def ndarray(shape: Any, dtype: Any = "float32", buffer: Any = "sbuf", format: str = "ND",
-                name: str = "") -> Tensor:
-        return interp.allocate(shape, dtype, buffer, format, name, span=interp.call_span)
+                name: str = "", address: Any = None) -> Tensor:
+        from .placing import allocate  # address=(partition, byte) places it (SPEC 4)
+        return allocate(interp, shape, dtype, buffer, format, name, address)
 
     def print_(*values: Any, sep: str = " ") -> None:
         for value in values:
@@ -177,16 +178,20 @@ def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
         overlay[f"nl.{name}"] = fn
     for name, removed in nl_legacy.LEGACY.items():
         overlay[f"nl.{name}"] = removed
+    from . import placing  # nl.ndarray with the reference's parameters (name 4th, address)
+    for name, fn in placing.make(interp).items():
+        overlay[f"nl.{name}"] = fn
     return overlay
 
 
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` files, without building them."""
-    from . import nl_functions, nl_legacy
+    from . import nl_functions, nl_legacy, placing
     from .nl_operators import VALUES_ONLY
     from .nl_random import NAMES as RANDOM
     from .nl_reductions import NAMES as REDUCTIONS
     return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
+                                       *placing.NAMES,
                                        *RANDOM,
                                        *(o for o in OPERATORS if o not in VALUES_ONLY)))
 

@@ -1,0 +1,173 @@
+"""On-chip tensors placed at an explicit address: `nl.ndarray(..., address=(partition_offset,
+free_offset))`.
+
+What the NKI docs say (aws-neuron-sdk `nki/api/nki/language/__init__.py`: "optional memory
+address (partition_offset, free_offset)"; `nki/migration/index.rst`, "Improved allocation
+API"): the partition offset is a physical partition lane; PSUM is 8 banks of 2 KiB a
+partition and "the allocation for PSUM tensors must start at the beginning of each bank".
+The free offset counts bytes: the guide's prose says "element offset", but each of its
+examples, and the NKI library's allocator reference, step it in bytes (a bfloat16 PSUM tensor
+on bank 3 at `3 * 2048`; tiles of `n_k` bfloat16 elements `n_k * 2` apart, "virtual byte
+addresses"; `(128, 512)` bfloat16 at 0, the next tile at 1024).  So a tensor of P partitions
+and S bytes a partition at (p, f) covers partitions p..p+P-1, bytes f..f+S-1 of each.
+
+What they leave open, apdsl refuses: an address on HBM (it has no partitions), a free offset
+that is not a whole number of the dtype's elements (`sbuf_min_align` has no published value).
+The docs' own examples let a tensor be placed over an earlier one still referenced (the
+allocator reference's `buf4` over `buf2`): the user manages the bytes, so the newer tensor
+takes them and the older one may no longer be used (APK166), rather than apdsl modelling two
+live tensors sharing bytes.  apdsl places tensors without an address itself, at addresses
+hardware does not fix; a placed tensor over one of those is refused (APK165).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ..errors import ApdslTypeError, TargetError
+from . import targets
+from .machine import current
+from .storage import Storage
+
+# where an address error points: the `address=` keyword (nl.ndarray's fifth parameter)
+ADDRESS = ("address", 4)
+REGISTRY = "placement"  # the machine's record of its placed storages (`Machine.engine_state`)
+
+
+class PlacedStorage(Storage):
+    """Storage at an explicit (partition, byte) address.  `superseded` says which later
+    placement took its bytes (then it is freed)."""
+
+    __slots__ = ("partition", "at", "superseded")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: str, at: tuple[int, int],
+                 *, name: str = "", span: Any = None) -> None:
+        self.at = at
+        self.partition = at[0]
+        self.superseded: tuple | None = None
+        super().__init__(shape, dtype, buffer, name=name, span=span)
+
+    def _account(self) -> int:
+        t = self.target
+        cap = t.capacity_of(self.buffer)
+        p0, f0 = self.at
+        parts = self.shape[0]
+        size = self.nbytes // parts
+        where = f"address ({p0}, {f0})"
+        facts = [t.describe(self.buffer), f"shape {self.shape}, {self.dtype}, "
+                 f"{size} bytes a partition"]
+        def refuse(code: str, message: str, help: str, more: tuple[str, ...] = ()) -> None:
+            raise TargetError(f"{where}: {message}", code=code, param=ADDRESS,
+                              notes=[*facts, *more], help=help)
+
+        if p0 + parts > t.partitions:
+            refuse("APK163", f"{parts} partitions from partition {p0} end at partition "
+                   f"{p0 + parts - 1}; {self.buffer} has {t.partitions}",
+                   f"start at most at partition {t.partitions - parts}")
+        if cap is not None and f0 + size > cap:
+            refuse("APK163", f"{size} bytes a partition from byte {f0} end at byte "
+                   f"{f0 + size - 1}; a {self.buffer} partition has {cap} bytes on {t.name}",
+                   f"start at most at byte {cap - size}")
+        if self.buffer == "psum" and f0 % t.psum_bank_bytes:
+            refuse("APK164", f"a PSUM tensor starts at the beginning of a bank; byte {f0} is "
+                   f"inside bank {f0 // t.psum_bank_bytes}",
+                   f"use a multiple of the bank size, {t.psum_bank_bytes} bytes (bank k at "
+                   f"k * {t.psum_bank_bytes})")
+        width = self.dtype.bits // 8
+        if width > 1 and f0 % width:
+            refuse("APK164", f"byte {f0} is not a whole number of {self.dtype} elements "
+                   f"({width} bytes)", f"use a multiple of {width}",
+                   ("the NKI reference publishes no SBUF alignment (nl.tile_size.sbuf_min_align "
+                    "has no value); apdsl places elements whole",))
+        accounting = current().accounting
+        placed = _registry()
+        for sid, start, length in list(accounting.live.get(self.buffer, ())):
+            if not (start < f0 + size and f0 < start + length):
+                continue
+            other = placed.get(sid)
+            old = other() if other is not None else None
+            if old is None:
+                refuse("APK165", f"bytes {f0}..{f0 + size - 1} of {self.buffer} overlap a "
+                       "tensor apdsl placed itself (one allocated without address=)",
+                       "hardware does not fix where tensors without an address go: place "
+                       f"every {self.buffer} tensor whose bytes you choose with address=, or "
+                       "none of them", (f"that tensor holds bytes {start}..{start + length - 1} "
+                                        "of every partition",))
+            q0, q1 = old.partition, old.partition + old.shape[0]
+            if q0 < p0 + parts and p0 < q1:
+                _supersede(old, self)
+        accounting.live.setdefault(self.buffer, []).append((self.id, f0, size))
+        placed[self.id] = weakref.ref(self)
+        self._accounting = accounting
+        return f0
+
+
+def _registry() -> dict[int, Any]:
+    """The current machine's placed storages by id (weak), dropping those no longer live."""
+    m = current()
+    placed = m.engine_state.setdefault(REGISTRY, {})
+    if placed:
+        live = {sid for blocks in m.accounting.live.values() for sid, _, _ in blocks}
+        for sid in [s for s in placed if s not in live]:
+            del placed[sid]
+    return placed
+
+
+def _supersede(old: PlacedStorage, new: PlacedStorage) -> None:
+    # (the newer tensor's name is read when the message is made: `.apk` names a storage after
+    # the variable it is assigned to, which happens after the allocation)
+    old.superseded = (weakref.ref(new), new.name, new.at, getattr(new.span, "line", None),
+                      old.at)
+    old.free()
+
+
+def superseded(storage: Any) -> str | None:
+    """Why a freed storage is gone when a later placement took its bytes (else None)."""
+    why = getattr(storage, "superseded", None)
+    if why is None:
+        return None
+    ref, name, at, line, own = why
+    new = ref()
+    name = new.name if new is not None else name
+    where = f" at line {line}" if line else ""
+    return (f"whose bytes {name} took: {name} was placed at address ({at[0]}, {at[1]}){where}, "
+            f"over {storage.name} at ({own[0]}, {own[1]})")
+
+
+def partition_offset(storage: Any) -> int:
+    """The physical partition a storage starts at (0 unless placed with address=)."""
+    return getattr(storage, "partition", 0)
+
+
+def address_pair(address: Any) -> tuple[int, int]:
+    """`address=` as a (partition_offset, free_offset) pair of non-negative ints (APK162)."""
+    ok = isinstance(address, (tuple, list)) and len(address) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in address)
+    if not ok:
+        raise ApdslTypeError(
+            f"address must be a (partition_offset, free_offset) pair of non-negative ints, "
+            f"got {address!r}", code="APK162", param=ADDRESS,
+            help="address=(0, 1024): partition 0, byte 1024 of each partition")
+    return int(address[0]), int(address[1])
+
+
+def place(t: Any, address: Any) -> Any:
+    """The tensor `t` (just allocated, nothing written) moved to `address`: a new storage of
+    the same shape, dtype, buffer and name at that (partition, byte) address; `t`'s storage is
+    freed first so its automatic place does not count."""
+    from .view import Tensor
+    at = address_pair(address)
+    s = t.storage
+    if not targets.is_onchip(s.buffer) or targets.family(s.buffer) != "nki":
+        raise TargetError(
+            f"address=: {s.buffer} has no (partition, free) address; the NKI reference "
+            "places SBUF and PSUM tensors", code="APK161", buffer=s.buffer, param=ADDRESS,
+            help="drop address= (HBM tensors are placed by the runtime)")
+    if s.format != "ND":
+        raise TargetError(f"address=: a tensor in format {s.format} cannot be placed",
+                          code="APK161", param=ADDRESS, help="drop address= or format=")
+    name, span, shape, dtype, buffer = s.name, s.span, s.shape, s.dtype, s.buffer
+    s.free()
+    return Tensor(PlacedStorage(shape, dtype, buffer, at, name=name, span=span), t.dtype,
+                  t.layout)

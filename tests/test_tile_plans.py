@@ -248,3 +248,69 @@ def test_plans_are_bounded_per_view_and_die_with_it():
     del d
     gc.collect()
     assert gone() is None  # a plan never keeps its destination view alive
+
+
+# -- nc_matmul: the facts checked once per view, the PSUM state read without counting ---------
+
+def test_the_psum_bank_rule_is_checked_again_on_each_target():
+    a = from_numpy(np.ones((16, 8), F32), "sbuf")
+    b = from_numpy(np.ones((16, 512), F32), "sbuf")
+    c = ndarray((8, 1024), "float32", "psum")
+    across = c[:, 256:768]  # crosses the 2 KiB bank boundary of trn1/trn2
+    with apdsl.target("trn3"):  # no such rule on trn3
+        nc_matmul(across, a, b)
+        nc_matmul(across, a, b)
+    for _ in range(2):  # a failing view is not remembered as passing
+        with raises_code("APK316"):
+            nc_matmul(across, a, b)
+    within = ndarray((8, 1024), "float32", "psum")[:, 512:1024]  # the second bank exactly
+    for _ in range(3):
+        nc_matmul(within, a, b)
+    np.testing.assert_array_equal(within.numpy(), np.full((8, 512), 48.0, F32))
+    with apdsl.target("trn1"):
+        nc_matmul(within, a, b, accumulate=False)
+        with raises_code("APK316"):
+            nc_matmul(across, a, b)
+
+
+def _whole_tile_state(dst, st_, mv, state):
+    """Leave every byte of `dst` (4 x 4 f32 PSUM) in one accumulation state."""
+    from apdsl.runtime.copies import memset, tensor_copy
+    if state in ("accumulating", "read after matmul", "written after matmul"):
+        nc_matmul(dst, st_, mv, accumulate=False)
+    if state == "read after matmul":
+        tensor_copy(ndarray((4, 4), "float32", "sbuf"), dst)
+    elif state in ("written after matmul", "written, no matmul"):
+        memset(dst, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["new", "accumulating", "read after matmul", "written after matmul",
+                        "written, no matmul"]),
+       st.sampled_from([None, True, False]), st.sampled_from(["trn1", "trn2", "trn3"]))
+def test_accumulation_from_a_uniform_psum_state_follows_spec_section_4(state, accumulate, tgt):
+    with apdsl.target(tgt):
+        st_, mv = from_numpy(np.ones((4, 4), F32), "sbuf"), from_numpy(np.ones((4, 4), F32),
+                                                                        "sbuf")
+        dst = ndarray((4, 4), "float32", "psum")
+        _whole_tile_state(dst, st_, mv, state)
+        before = {"new": 0.0, "written, no matmul": 1.0, "written after matmul": 1.0}.get(
+            state, 4.0)
+        # SPEC section 4: None adds onto an accumulation only; True needs a matmul's data,
+        # not overwritten by another instruction on trn1/trn2
+        if accumulate is None:
+            want = before + 4 if state == "accumulating" else 4.0
+        elif accumulate:
+            if state in ("new", "written, no matmul"):
+                with raises_code("APK331"):
+                    nc_matmul(dst, st_, mv, accumulate=True)
+                return
+            if state == "written after matmul" and tgt != "trn3":
+                with raises_code("APK332"):
+                    nc_matmul(dst, st_, mv, accumulate=True)
+                return
+            want = before + 4
+        else:
+            want = 4.0
+        nc_matmul(dst, st_, mv, accumulate=accumulate)
+        np.testing.assert_array_equal(dst.numpy(), np.full((4, 4), want, F32))

@@ -3,6 +3,7 @@ dtype, shape, tiling, accumulation and PSUM-bank rules."""
 
 from __future__ import annotations
 
+import weakref
 from math import prod
 from typing import Any
 
@@ -28,6 +29,11 @@ from .operands import (
 )
 
 F32 = DTYPES["float32"]
+
+# The target a static PSUM view last passed the one-bank rule on: the rule depends only on the
+# view's layout and its storage's address (both fixed for the view's life) and the target, so
+# a matmul loop accumulating into one view checks it once.  Weakly keyed: dies with the view.
+_banks_checked: weakref.WeakKeyDictionary[Tensor, str] = weakref.WeakKeyDictionary()
 
 
 # -- nc_matmul --------------------------------------------------------------------------------
@@ -83,8 +89,11 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     if is_transpose and accumulate:
         raise TargetError(f"{label}: transpose mode (is_transpose=True) cannot accumulate",
                           code="APK336", help="drop accumulate=True: a transpose overwrites dst")
-    check_start_partitions(label, (("stationary", stationary), ("moving", moving), ("dst", dst)))
-    _matmul_indirection(label, dst, stationary, moving, transpose, tile_position)
+    if tgt.name == "trn1":  # the rule binds trn1 only (every operand is on tgt's family)
+        check_start_partitions(label, (("stationary", stationary), ("moving", moving),
+                                       ("dst", dst)))
+    if not (dst.dynamic is None and stationary.dynamic is None and moving.dynamic is None):
+        _matmul_indirection(label, dst, stationary, moving, transpose, tile_position)
     accs = resolve_operands(label, ex.TI_GROUP_MATMUL, ("stationary", stationary), ("moving", moving),
                      ("dst", dst))
     ss, ms, ds = operand_shapes(accs, stationary, moving, dst)
@@ -106,11 +115,13 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
                               help=f"split {what} into tiles of at most {lim}"
                               + (" and accumulate over K tiles" if what == "K" else ""),
                               dim=what, value=val, limit=lim)
-    if tgt.name in ("trn1", "trn2"):
+    if tgt.name in ("trn1", "trn2") and _banks_checked.get(dst) != tgt.name:
         if accs is not None:
             _check_psum_bank(accs[2], tgt, label)
         elif dst.dynamic is None and dst.layout.static:
             _check_psum_bank(ex.resolve(dst, label, "dst"), tgt, label)
+        if dst.dynamic is None and dst.layout.static:
+            _banks_checked[dst] = tgt.name  # the view's bytes cannot move: once per target
     trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
     if accs is None:
         return
@@ -313,6 +324,14 @@ def _accumulation(d: ex.Access, accumulate: bool | None, tgt: targets.Target,
     """Whether this matmul adds into dst (SPEC section 4's rule over the PSUM state)."""
     if accumulate is False:
         return False
+    state = psum.uniform_state(d)
+    if state is not None:  # every touched byte in one state: the answer without counting
+        if accumulate is None:
+            return state == psum.ACCUMULATING
+        if state in (psum.ACCUMULATING, psum.MATMUL_LAST_WROTE) or (
+                state == psum.OTHER_WROTE_AFTER_MATMUL and tgt.name not in ("trn1", "trn2")):
+            return True
+        # the refusals below, with their counts
     counts = psum.counts(d)
     item = max(d.dtype.bits // 8, 1)
     total = int(counts.sum()) // item

@@ -93,6 +93,15 @@ def _indices(acc: Any) -> np.ndarray:
     return (offs[:, None] * item + np.arange(item)).reshape(-1)
 
 
+def uniform_state(acc: Any) -> int | None:
+    """The one state of every byte the access touches when its storage's state is uniform
+    (the common case), else None (`counts` then says how many bytes are in each)."""
+    st = _states.get(acc.storage)
+    if st is None:
+        return NEW
+    return st.uniform if st.bytes is None else None
+
+
 def counts(acc: Any) -> np.ndarray:
     """How many touched bytes are in each state (length STATES)."""
     st = _states.get(acc.storage)

@@ -322,3 +322,92 @@ kernel k() -> f32[4, 4] @ hbm:
         with pytest.raises(ApdslError) as e:
             program.run("k")
     assert e.value.code == "APK430" and e.value.span.line == 4
+
+
+# -- integer arithmetic on names ------------------------------------------------------------------
+
+def _run_outcome(source: str):
+    try:
+        Program(source, "t.apk").run(None)
+    except ApdslError as e:
+        return (e.code, e.message)
+    return "ok"
+
+
+_operand = st.one_of(
+    st.integers(-5, 5), st.integers(-(2 ** 70), 2 ** 70),
+    st.sampled_from([2 ** 1023, -(2 ** 1023), 2 ** 1024 - 1, 0]),
+    st.floats(-4, 4, allow_nan=False), st.booleans(), st.sampled_from(["'ab'", "None"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(op=st.sampled_from(["+", "-", "*", "%", "//"]), a=_operand, b=_operand,
+       const=st.booleans(), where=st.sampled_from(["top", "def", "loop"]))
+def test_name_arithmetic_is_the_general_arithmetic(op, a, b, const, where):
+    """`a OP b` on names (the inline int path, stored or as an expression) against the same
+    operation on values the general closure computes (read out of tuples)."""
+    right = repr(b) if const and not isinstance(b, str) else "b"
+    body = [f"a = {a!r}" if not isinstance(a, str) else f"a = {a}",
+            f"b = {b!r}" if not isinstance(b, str) else f"b = {b}",
+            "xs = (a, b)"]
+    fast = body + [f"r = a {op} {right}", f"s = str(a {op} {right})"]
+    slow = body + [f"r = xs[0] {op} xs[1]", "s = str(r)"]
+
+    def program(lines: list[str], check: str) -> str:
+        lines = lines + [check]
+        if where == "top":
+            return "\n".join(lines) + "\n"
+        if where == "def":
+            return "def f():\n" + "".join(f"    {x}\n" for x in lines) + "f()\n"
+        return "for i in range(2):\n" + "".join(f"    {x}\n" for x in lines)
+
+    want = _run_outcome(program(slow, "print_ = 0"))
+    if want != "ok":
+        assert _run_outcome(program(fast, "print_ = 0")) == want
+        return
+    # both succeed: the same value and type
+    value = f"xs[0] {op} xs[1]"
+    kinds = " and ".join(f"isinstance(r, {k}) == isinstance({value}, {k})"
+                         for k in ("bool", "int", "float"))
+    check = f"assert r == {value} and s == str({value}) and {kinds}"
+    assert _run_outcome(program(fast, check)) == "ok"
+
+
+# -- allocation in a loop ---------------------------------------------------------------------------
+
+def test_repeated_allocations_validate_as_the_first():
+    """The arguments an allocation was validated with are kept; any other value (a bool size,
+    a list shape, another spelling of the buffer) is validated afresh, and every allocation
+    is a new storage with its own name and capacity."""
+    src = """
+kernel k() -> f32[1, 1] @ hbm:
+    names = []
+    for i in range(3):
+        t = ndarray((1, 64), f32, sbuf)
+        u = ndarray([1, 64], "float32", "SBUF")
+        names.append(t.name)
+        assert t.shape == u.shape and t.buffer == u.buffer == "sbuf"
+    assert len(names) == 3
+    v = ndarray(({size}, 64), f32, sbuf)
+    out = ndarray((1, 1), f32, hbm)
+    return out
+"""
+    with pytest.raises(ApdslError) as e:
+        Program(src.format(size="True"), "t.apk").run("k")
+    assert e.value.code == "APK111" and e.value.span.line == 10
+    with pytest.raises(ApdslError) as e:
+        Program(src.format(size="129"), "t.apk").run("k")
+    assert e.value.code == "APK301"
+    # the capacity of the target in force, every time: 192 KiB a partition on trn1
+    big = """
+kernel k() -> f32[1, 1] @ hbm:
+    for i in range(2):
+        if i == 1:
+            set_target("trn1")
+        t = ndarray((1, 49153), f32, sbuf)
+    out = ndarray((1, 1), f32, hbm)
+    return out
+"""
+    with pytest.raises(ApdslError) as e:
+        Program(big, "t.apk").run("k")
+    assert e.value.code == "APK302" and e.value.span.line == 6

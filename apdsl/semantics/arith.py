@@ -292,3 +292,96 @@ def _plain(op: Callable[[Any, Any], Any]) -> Callable[..., Closure]:
 FAST_BINOPS: dict[str, Callable[..., Closure]] = {
     "+": _fast_add, "-": _fast_sub, "*": _fast_mul, "%": _fast_mod,
     **{op: _plain(BINOPS[op]) for op in ("/", "//", "@", "&", "|", "^", ">>")}}
+
+
+# Integer arithmetic on a name (`i * 64`, `x + 1`, `total + y`, `i % 7`), the statements of
+# index computations and counters: the name is read from the frame's locals inline and, when
+# both operands are ints, Python computes the result without the general closure's checks
+# (none can fail for ints, but the int range of SPEC 15).  Anything else (a name that is not
+# local, a float, a string, check mode's unknown) runs the general closure, which evaluates
+# the operands again: reading a name has no effect, so that is the same computation.
+INT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "%": operator.mod,
+    "//": operator.floordiv}
+_GROWS = frozenset({"+", "-", "*"})
+
+
+def name_int_op(op_name: str, left: str, right: Any, right_is_name: bool, general: Closure,
+                span: Span) -> Closure | None:
+    """The closure for `left OP right` with `left` a name and `right` a name or an int
+    constant; None where the general closure is all there is (a constant a division by
+    zero or a non-int)."""
+    op = INT_OPS.get(op_name)
+    if op is None:
+        return None
+    grows = op_name in _GROWS
+    if right_is_name:
+        def run_names(frame: Frame) -> Any:
+            local = frame.vars
+            try:
+                a = local[left]
+                b = local[right]
+            except KeyError:
+                return general(frame)
+            if type(a) is not int or type(b) is not int or (b == 0 and not grows):
+                return general(frame)
+            r = op(a, b)
+            if grows and (r > MAX_INT or r < MIN_INT):
+                raise limit_error(r, span)
+            return r
+        run_names.int_parts = (op, left, right, True, grows)  # type: ignore[attr-defined]
+        return run_names
+    if type(right) is not int or (right == 0 and not grows):
+        return None
+
+    def run_const(frame: Frame) -> Any:
+        try:
+            a = frame.vars[left]
+        except KeyError:
+            return general(frame)
+        if type(a) is not int:
+            return general(frame)
+        r = op(a, right)
+        if grows and (r > MAX_INT or r < MIN_INT):
+            raise limit_error(r, span)
+        return r
+    run_const.int_parts = (op, left, right, False, grows)  # type: ignore[attr-defined]
+    return run_const
+
+
+def name_int_assign(value: Closure, target: str, general: Closure, span: Span) -> Closure | None:
+    """`target = left OP right` for a `value` closure of `name_int_op`: the int result stored
+    straight into the frame's locals; anything else runs the `general` statement."""
+    parts = getattr(value, "int_parts", None)
+    if parts is None:
+        return None
+    op, left, right, right_is_name, grows = parts
+    if right_is_name:
+        def assign_names(frame: Frame) -> None:
+            local = frame.vars
+            try:
+                a = local[left]
+                b = local[right]
+            except KeyError:
+                return general(frame)
+            if type(a) is not int or type(b) is not int or (b == 0 and not grows):
+                return general(frame)
+            r = op(a, b)
+            if grows and (r > MAX_INT or r < MIN_INT):
+                raise limit_error(r, span)
+            local[target] = r
+        return assign_names
+
+    def assign_const(frame: Frame) -> None:
+        local = frame.vars
+        try:
+            a = local[left]
+        except KeyError:
+            return general(frame)
+        if type(a) is not int:
+            return general(frame)
+        r = op(a, right)
+        if grows and (r > MAX_INT or r < MIN_INT):
+            raise limit_error(r, span)
+        local[target] = r
+    return assign_const

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import ApdslError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
-from .arith import absorbs
+from .arith import absorbs, name_int_assign
 from .frames import Closure, Frame
 from .values import POISON, Absorbing
 
@@ -35,7 +35,8 @@ class AssignmentCompiler:
                         if value.storage.name.startswith("%"):
                             value.storage.name = target_name  # `x = ndarray(...)` is called x
                     frame.vars[target_name] = value
-                return run_name
+                # `x = i * 3`: ints computed and stored in one closure
+                return name_int_assign(ev, target_name, run_name, node.value.span) or run_name
 
             def run1(frame: Frame) -> None:
                 value = ev(frame)

@@ -105,29 +105,14 @@ class BlockCompiler:
             run.counted = scoped_counted  # type: ignore[attr-defined]
             return run
 
-        def inner(frame: Frame) -> None:
-            span = None
-            try:
-                for st, span in pairs:  # noqa: B007
-                    st(frame)
-            except ApdslError as e:
-                raise e.with_span(span) from None
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
+        inner = _straight(pairs)
 
         def charged(frame: Frame) -> None:
             budget.left -= n
             if budget.left < 0:
                 budget.left += n
                 return counted(frame)
-            span = None
-            try:
-                for st, span in pairs:  # noqa: B007
-                    st(frame)
-            except ApdslError as e:
-                raise e.with_span(span) from None
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
+            inner(frame)
 
         run = scoped(charged, frees)
         run.n = n  # type: ignore[attr-defined]
@@ -146,3 +131,90 @@ class BlockCompiler:
             def refuse(frame: Frame) -> None:
                 raise limits.nested_too_deeply().with_span(span)
             return refuse
+
+
+_CAUGHT = (ApdslError, *PY_ERRORS)
+
+
+def _located(e: BaseException, span: Any) -> ApdslError:
+    """The error a statement raised, located at the statement (as `counted` does)."""
+    if isinstance(e, ApdslError):
+        return e.with_span(span)
+    return python_error(e, span)  # type: ignore[arg-type]
+
+
+def _straight(pairs: list[tuple[Closure, Any]]) -> Closure:
+    """Run the statements in order, the failing one's span attached; unrolled for the short
+    bodies loops mostly have (a loop over the pairs costs more than the statements' calls)."""
+    n = len(pairs)
+    if n == 1:
+        (s0, p0), = pairs
+
+        def one(frame: Frame) -> None:
+            try:
+                s0(frame)
+            except _CAUGHT as e:
+                raise _located(e, p0) from None
+        return one
+    if n == 2:
+        (s0, p0), (s1, p1) = pairs
+
+        def two(frame: Frame) -> None:
+            try:
+                s0(frame)
+            except _CAUGHT as e:
+                raise _located(e, p0) from None
+            try:
+                s1(frame)
+            except _CAUGHT as e:
+                raise _located(e, p1) from None
+        return two
+    if n == 3:
+        (s0, p0), (s1, p1), (s2, p2) = pairs
+
+        def three(frame: Frame) -> None:
+            try:
+                s0(frame)
+            except _CAUGHT as e:
+                raise _located(e, p0) from None
+            try:
+                s1(frame)
+            except _CAUGHT as e:
+                raise _located(e, p1) from None
+            try:
+                s2(frame)
+            except _CAUGHT as e:
+                raise _located(e, p2) from None
+        return three
+    if n == 4:
+        (s0, p0), (s1, p1), (s2, p2), (s3, p3) = pairs
+
+        def four(frame: Frame) -> None:
+            try:
+                s0(frame)
+            except _CAUGHT as e:
+                raise _located(e, p0) from None
+            try:
+                s1(frame)
+            except _CAUGHT as e:
+                raise _located(e, p1) from None
+            try:
+                s2(frame)
+            except _CAUGHT as e:
+                raise _located(e, p2) from None
+            try:
+                s3(frame)
+            except _CAUGHT as e:
+                raise _located(e, p3) from None
+        return four
+
+    def inner(frame: Frame) -> None:
+        span = None
+        try:
+            for st, span in pairs:  # noqa: B007 - `span` names the failing statement
+                st(frame)
+        except ApdslError as e:
+            raise e.with_span(span) from None
+        except PY_ERRORS as e:
+            raise python_error(e, span) from None
+    return inner

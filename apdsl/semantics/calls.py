@@ -108,7 +108,14 @@ class CallCompiler:
 
     def _expr_Call(self, node: Any) -> Closure:
         func = self.compile_expr(node.func)
-        args = [self.compile_expr(a) for a in node.args]
+        spread = self._spread_arguments(node)
+        # A view made in an argument (`dma_copy(t, A[:, 0:64])`) has its origin recorded
+        # here, before a call that could name it (a helper, a method), and not at all when a
+        # builtin instruction consumes it: no error or `show` can ask where it was made.
+        unrecorded = [(i, a.span) for i, a in enumerate(node.args)
+                      if type(a) is ast.Subscript] if spread is None else []
+        args = [self.compile_subscript(a, record=False) if type(a) is ast.Subscript and
+                spread is None else self.compile_expr(a) for a in node.args]
         kwargs = [(k.name, self.compile_expr(k.value)) for k in node.keywords]
         span = node.span
         interp = self
@@ -122,7 +129,8 @@ class CallCompiler:
         kw_where = {**{(k.name, "name"): k.name_span for k in node.keywords},
                     **{(k.name, "argument"): k.span for k in node.keywords}}
         budget = self.budget
-        spread = self._spread_arguments(node)
+        origins = self.origins
+        dry = self.dry
         positional = _positional(args)
         keywords = _keywords(kwargs)
         # Run mode: a builtin instruction is called straight, without its builtin wrapper and
@@ -151,14 +159,17 @@ class CallCompiler:
                 # whose definition failed), even inside a tuple or list, is skipped: its
                 # checks would only report the unknown.  A helper is still entered, so its
                 # body is checked as far as the known arguments allow.
-                if interp.dry and type(fn) is not Function and (
+                if dry and type(fn) is not Function and (
                         absorbs(a) or absorbs(list(kw.values()))):
                     return POISON
                 if not callable(fn):
                     raise ApdslTypeError(f"{type_name(fn)} is not callable",
                                          code="APK109").with_span(span)
+                for i, made in unrecorded:
+                    if type(a[i]) is Tensor:
+                        origins.setdefault(a[i], made)
             interp.call_span = span
-            helper = interp.dry and type(fn) is Function
+            helper = dry and type(fn) is Function
             if helper:
                 interp.calls.append((fn.name, span))
             try:

@@ -16,6 +16,7 @@ from .arith import (
     UNARY,
     absorbs,
     compare,
+    name_int_op,
     not_,
     truth,
     truth_or_absorb,
@@ -102,8 +103,14 @@ class ExpressionCompiler:
         span = node.span
         if node.op in FAST_BINOPS:
             is_const = isinstance(node.right, ast.Const)
-            return FAST_BINOPS[node.op](left, right, span, node.right.value if is_const else None,
-                                  is_const, self.budget)
+            general = FAST_BINOPS[node.op](left, right, span,
+                                           node.right.value if is_const else None, is_const,
+                                           self.budget)
+            by_name = type(node.left) is ast.Name and (
+                is_const or type(node.right) is ast.Name) and name_int_op(
+                node.op, node.left.id, node.right.value if is_const else node.right.id,
+                not is_const, general, span)
+            return by_name or general
         # `**`, `<<` and `*` of sequences could build something huge: checked before they run
         op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):
@@ -207,6 +214,11 @@ class ExpressionCompiler:
         return run
 
     def _expr_Subscript(self, node: Any) -> Closure:
+        return self.compile_subscript(node)
+
+    def compile_subscript(self, node: Any, record: bool = True) -> Closure:
+        """`value[key]`; `record=False` leaves a resulting view's origin to the caller (an
+        argument of a call: recorded there unless an instruction consumes it)."""
         ev = self.compile_expr(node.value)
         parts = [self._compile_index(i) for i in node.index]
         # one index, a slice too, is passed as itself: lists, tuples and strings take a slice,
@@ -226,10 +238,13 @@ class ExpressionCompiler:
             def key_of(frame: Frame) -> Any:
                 return tuple([p(frame) for p in parts])
 
+        dry = interp.dry
+        origins = interp.origins
+
         def run(frame: Frame) -> Any:
             value = ev(frame)
             key = key_of(frame)
-            if interp.dry and absorbs((key,)):
+            if dry and absorbs((key,)):
                 return POISON  # an index check mode cannot know
             try:
                 result = value[key]
@@ -237,8 +252,8 @@ class ExpressionCompiler:
                 raise e.with_span(span) from None
             except PY_ERRORS as e:
                 raise python_error(e, span) from None
-            if type(result) is Tensor:
-                interp.origins.setdefault(result, span)
+            if record and type(result) is Tensor:
+                origins.setdefault(result, span)
             return result
         return run
 

@@ -28,6 +28,9 @@ import numpy as np
 from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
 from ..runtime import trace as _trace
 from ..syntax import ast
+from ..tensor.dtypes import DType
+from ..tensor.layout import Layout
+from ..tensor.storage import Storage
 from ..tensor.view import Tensor
 from . import limits
 from .assignments import AssignmentCompiler
@@ -98,6 +101,8 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         # check mode: tests whose value was unknown, so the block was skipped (a `while` loop
         # whose iteration met one stops: its course depends on unknown values)
         self.unknown_tests = 0
+        # validated ndarray arguments -> (dtype, buffer, layout) (`allocate`; bounded)
+        self._allocations: dict[tuple, tuple[DType, str, Layout]] = {}
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
         self._functions = 0
 
@@ -131,8 +136,26 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
     # -- services used by builtins ------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Span | None = None) -> Tensor:
+        # A tile allocated again and again (in a loop) was validated the first time: its
+        # dtype, buffer and row-major layout are kept per argument values, exactly typed (a
+        # bool is not an int), and the storage (capacity, budget) is made anew each time.
+        key = None
+        if type(shape) is tuple and type(buffer) is str and (format == "ND" or not format) \
+                and (type(dtype) is str or type(dtype) is DType) and _int_tuple(shape):
+            key = (shape, dtype, buffer)
+            plan = self._allocations.get(key)
+            if plan is not None:
+                dt, buf, layout = plan
+                t = Tensor(Storage(shape, dt, buf, name=name, span=span), dt, layout)
+                shared = self.shared_hbm
+                if shared is None or buf != "shared_hbm":
+                    return t
+                return shared.take(t, self.launch.ids[0])
         from ..tensor.view import ndarray
         t = ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
+        if key is not None and len(self._allocations) < 64 and t.layout == \
+                Layout.row_major(shape):
+            self._allocations[key] = (t.dtype, t.buffer, t.layout)
         shared = self.shared_hbm
         if shared is None or t.buffer != "shared_hbm":
             return t
@@ -192,3 +215,11 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
                 block(frame)
             except ReturnSignal:
                 pass
+
+
+def _int_tuple(shape: tuple) -> bool:
+    """Every size a plain int (what `ndarray` takes as given, without converting)."""
+    for n in shape:
+        if type(n) is not int:
+            return False
+    return True

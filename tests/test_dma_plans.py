@@ -6,6 +6,9 @@ written by other instructions, and on views whose layout repeats elements."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -19,7 +22,7 @@ from apdsl.runtime.copies import dma_copy, memset
 from apdsl.runtime.dmaplan import DmaPlan
 from apdsl.runtime.resolve import resolve
 from apdsl.runtime.written import forget_all, forget_written
-from apdsl.tensor.viewcache import KIDS_PER_VIEW
+from apdsl.tensor.viewcache import GATHERS_PER_VIEW, KIDS_PER_VIEW
 
 P, F, T = 16, 8, 4
 
@@ -234,3 +237,35 @@ def test_repeated_copies_follow_numpy(steps):
             s[aj, bj] = v
     np.testing.assert_array_equal(S.numpy(), s)
     np.testing.assert_array_equal(H.numpy(), h)
+
+
+def test_plans_and_kept_children_keep_no_other_tensor_alive():
+    """A plan holds its source weakly, row-gather plans hold no storage, and a view keeps the
+    gather children of a few index tensors only: storage the program let go is collected (and
+    its capacity returned) as before."""
+    A = apdsl.from_numpy(np.ones((64, 16), np.float32))
+    D = apdsl.ndarray((8, 16), "float32", "sbuf")
+    first = apdsl.from_numpy(np.zeros((8, 1), np.int32), "sbuf")
+    for _ in range(2):
+        dma_copy(D, A.vector_select(0, first))
+    gone = weakref.ref(first.storage)
+    del first
+    for k in range(GATHERS_PER_VIEW):  # other index tensors push the first one out
+        idx = apdsl.from_numpy(np.full((8, 1), k, np.int32), "sbuf")
+        dma_copy(D, A.vector_select(0, idx))
+        np.testing.assert_array_equal(D.numpy(), np.ones((8, 16), np.float32))
+    gc.collect()
+    assert gone() is None
+    table = weakref.ref(A.storage)
+    del A, idx
+    gc.collect()
+    assert table() is None
+    S = apdsl.ndarray((8, 16), "float32", "sbuf")
+    memset(S, 1.0)
+    dma_copy(D, S)
+    dma_copy(D, S)
+    assert type(D.pair) is DmaPlan
+    src = weakref.ref(S.storage)
+    del S
+    gc.collect()
+    assert src() is None

@@ -300,16 +300,17 @@ class Indexed(Access):
 
 class RowsPlan:
     """The static part of a per-partition row gather over a regular rest: cached per view.
-    `rows` is a strided array whose first axis steps `scale` elements, covering every row whose
-    elements all lie in storage (`limit` rows)."""
+    `rows(data)` is a strided array over the storage's bytes whose first axis steps `scale`
+    elements, covering every row whose elements all lie in storage (`limit` rows).  It holds
+    no reference to the Storage object (the plans of a storage are kept by it, weakly)."""
 
-    __slots__ = ("name", "storage", "dtype", "shape", "scale", "base", "rshape", "rstrides",
+    __slots__ = ("name", "dtype", "shape", "scale", "base", "rshape", "rstrides",
                  "limit", "bound", "_rows", "_inj")
 
-    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+    def __init__(self, name: str, dtype: DType, shape: tuple[int, ...],
                  scale: int, base: int, rshape: tuple[int, ...], rstrides: tuple[int, ...],
                  limit: int, bound: int | None) -> None:
-        self.name, self.storage, self.dtype, self.shape = name, storage, dtype, shape
+        self.name, self.dtype, self.shape = name, dtype, shape
         self.scale, self.base, self.rshape, self.rstrides = scale, base, rshape, rstrides
         self.limit = limit  # valid rows: [0, limit)
         self.bound = bound if bound is not None and bound < limit else limit
@@ -317,11 +318,12 @@ class RowsPlan:
         terms = [(abs(s), abs(s) * (c - 1)) for c, s in zip(rshape, rstrides)]
         self._inj = terms_injective(terms) and scale > sum(e for _, e in terms)
 
-    def rows(self) -> np.ndarray:
+    def rows(self, data: np.ndarray) -> np.ndarray:
+        """The row array over `data`, the storage's bytes (made once: they never move)."""
         if self._rows is None:
             item = self.dtype.np.itemsize
             self._rows = np.ndarray((self.limit,) + self.rshape, self.dtype.np,
-                                    buffer=self.storage.data, offset=self.base * item,
+                                    buffer=data, offset=self.base * item,
                                     strides=tuple(s * item for s in (self.scale,) + self.rstrides))
         return self._rows
 
@@ -331,20 +333,20 @@ class Rows(Access):
 
     __slots__ = ("idx", "plan")
 
-    def __init__(self, plan: RowsPlan, idx: np.ndarray) -> None:
-        super().__init__(plan.name, plan.storage, plan.dtype, plan.shape, None)
+    def __init__(self, plan: RowsPlan, idx: np.ndarray, storage: Storage) -> None:
+        super().__init__(plan.name, storage, plan.dtype, plan.shape, None)
         self.idx = idx  # intp, checked to lie in [0, plan.bound)
         self.plan = plan
 
     def take_into(self, out: np.ndarray) -> None:
         # Indices were checked already; mode="clip" lets NumPy skip its own checks and buffer.
-        self.plan.rows().take(self.idx, axis=0, out=out, mode="clip")
+        self.plan.rows(self.storage.data).take(self.idx, axis=0, out=out, mode="clip")
 
     def read(self) -> np.ndarray:
-        return np.take(self.plan.rows(), self.idx, axis=0, mode="clip").reshape(self.shape)
+        return np.take(self.plan.rows(self.storage.data), self.idx, axis=0, mode="clip").reshape(self.shape)
 
     def write(self, values: np.ndarray) -> None:
-        self.plan.rows()[self.idx] = np.reshape(values, (self.idx.size,) + self.plan.rshape)
+        self.plan.rows(self.storage.data)[self.idx] = np.reshape(values, (self.idx.size,) + self.plan.rshape)
 
     def offsets(self) -> np.ndarray:
         p = self.plan

@@ -7,7 +7,7 @@ Indirection, PSUM, the element counts, the bounds of static patterns, the on-chi
 (and, with every hint at its default, no hint rule can fail).  So once a copy from `src` to
 `dst` has passed them, the plan repeats only what can change from one call to the next:
 
-- whether either storage was freed (APK408: the slow path then runs and reports it);
+- whether either storage was freed (APK408: the full path then runs and reports it);
 - the init check of the source (APK404), which reads the current written state;
 - the written-state refinement a narrow destination needs, and marking dst written;
 - runtime indices and registers: a plan whose views have none copies between NumPy views
@@ -36,21 +36,21 @@ from .written import check_init, check_unique, mark_written
 
 
 class DmaPlan:
-    """What one (dst, src) copy needs per call.  `d`/`s`: NumPy views of one shape over the
-    storages (None for a plan that resolves its views each call)."""
+    """What one (dst, src) copy needs per call.  `d`: a NumPy view of dst's storage for a
+    plain copy (None for a plan that resolves its views each call), `common`: the shape the
+    source array is viewed as when it differs from dst's.  Nothing of the source is held but
+    a weak reference: a plan never keeps another tensor's storage alive."""
 
-    __slots__ = ("src", "target", "dacc", "sacc", "d", "s", "convert", "dbuf", "sbuf")
+    __slots__ = ("src", "target", "dacc", "d", "common", "convert")
 
     def __init__(self, src: weakref.ref, target: str, dacc: Access, sacc: Access,
-                 arrays: tuple[np.ndarray, np.ndarray] | None) -> None:
+                 d: np.ndarray | None, common: tuple[int, ...] | None) -> None:
         self.src = src
         self.target = target
-        self.dacc, self.sacc = dacc, sacc
-        self.d, self.s = arrays if arrays is not None else (None, None)
+        self.dacc = dacc
+        self.d = d
+        self.common = common
         self.convert = sacc.dtype != dacc.dtype
-        # the storages' bytes the arrays view (a storage never reallocates while live; checked)
-        self.dbuf = dacc.storage.data if arrays is not None else None
-        self.sbuf = sacc.storage.data if arrays is not None else None
 
 
 def run(dst: Any, src: Any, name: Any) -> bool:
@@ -70,16 +70,20 @@ def run(dst: Any, src: Any, name: Any) -> bool:
         sacc = resolve(src, label, "src")  # a storage freed: APK408 as always
         copy(resolve(dst, label, "dst"), sacc, label)
         return True
-    dacc, sacc = p.dacc, p.sacc
-    ds, ss = dacc.storage, sacc.storage
-    if ds.freed or ss.freed or ds.data is not p.dbuf or ss.data is not p.sbuf:
+    dacc = p.dacc
+    sacc = getattr(src, "memo", None)  # the source's memoised access (a static view's)
+    ds, ss = dacc.storage, src.storage
+    if ds.freed or ss.freed or type(sacc) is not Strided:
         return False  # the full path reports it
     if not ss.all_written and m.options.init_check:
         check_init(sacc, label, "src")
     if dacc.dtype.bits < ds.unit_bits:
         check_unique(dacc, label, "dst")  # refines the written state before anything moves
+    s = sacc.array()
+    if p.common is not None:
+        s = np.reshape(s, p.common, copy=False)
     try:
-        np.copyto(p.d, cast(p.s, dacc.dtype) if p.convert else p.s)
+        np.copyto(p.d, cast(s, dacc.dtype) if p.convert else s)
         mark_written(dacc)
     except MemoryError as e:
         raise oom(label, "dst", ds, e) from None
@@ -98,11 +102,14 @@ def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
         if type(p) is DmaPlan and p.target == target:
             return  # (the plan was bypassed: tracing or checking)
         sacc, dacc = accs
-        arrays = None
+        d = common = None
         if type(dacc) is Strided and type(sacc) is Strided and getattr(dst, "memo", None) is \
                 dacc and getattr(src, "memo", None) is sacc:
-            arrays = plain_pair(dacc.array(), sacc.array())
-        p = DmaPlan(ref, target, dacc, sacc, arrays)
+            pair = plain_pair(dacc.array(), sacc.array())
+            if pair is not None:
+                d = pair[0]
+                common = None if pair[1].shape == sacc.array().shape else pair[1].shape
+        p = DmaPlan(ref, target, dacc, sacc, d, common)
     else:
         p = weakref.ref(src)
     try:

@@ -301,10 +301,11 @@ def warn_static(t: Any, op: str, role: str) -> None:
             "if the limitation is lifted"), key=("APK450", op, role))
 
 
-# Row-gather plans per storage, by layout value: a gather's view is usually made afresh in
-# every call (`A.vector_select(0, idx)` in a loop), and the plan depends only on values (layouts
-# are immutable), so equal views share one.  Bounded per storage: a loop over ever new layouts
-# starts the table over rather than growing it.
+# Row-gather plans per storage, by layout value: a gather's view may be made afresh in every
+# call (`.ap(vector_offset=)` in a loop), and the plan depends only on values (layouts are
+# immutable), so equal views share one.  Bounded per storage: a loop over ever new layouts
+# starts the table over rather than growing it.  A plan holds no reference to its storage, so
+# the table's entry dies with the storage.
 _row_plans: weakref.WeakKeyDictionary[Any, dict[Any, RowsPlan | None]] = \
     weakref.WeakKeyDictionary()
 _ROW_PLANS_PER_STORAGE = 64
@@ -338,8 +339,8 @@ def _new_rows_plan(t: Any, layout: Layout) -> RowsPlan | None:
     if lo < 0 or hi >= limit:
         return None  # the general path reports it
     rows = (limit - 1 - hi) // dyn.scale + 1  # rows whose every element lies in storage
-    return RowsPlan(t.name, t.storage, t.dtype, layout.shape, dyn.scale, rest.base, ls, lt,
-                    rows, dyn.bound)
+    return RowsPlan(t.name, t.dtype, layout.shape, dyn.scale, rest.base, ls, lt, rows,
+                    dyn.bound)
 
 
 def _bind_rows(t: Any, plan: RowsPlan, op: str, role: str) -> Rows:
@@ -347,7 +348,7 @@ def _bind_rows(t: Any, plan: RowsPlan, op: str, role: str) -> Rows:
     if top >= plan.bound:
         # within the select's range but past the storage (a bad .ap, or a broken base view)
         _vector_access(t, t.layout, op, role)
-    return Rows(plan, idx)
+    return Rows(plan, idx, t.storage)
 
 
 def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:

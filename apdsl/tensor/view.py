@@ -197,12 +197,10 @@ class Tensor(TensorCore):
         >>> table.vector_select(0, rows).shape
         (64, 512)
         """
-        if type(dim) is not int or not isinstance(vector_offset, Tensor):
-            return viewdyn.vector_select(self, dim, vector_offset)
-        key = ("vector_select", dim, vector_offset)  # the index tensor by identity
-        view = viewcache.child(self, key)
+        view = viewcache.gather_child(self, dim, vector_offset)
         if view is None:
-            view = viewcache.keep(self, key, viewdyn.vector_select(self, dim, vector_offset))
+            view = viewcache.keep_gather(self, dim, vector_offset,
+                                         viewdyn.vector_select(self, dim, vector_offset))
         return view
 
     def indirect(self, index: Tensor, num_elem: int | None = None) -> Tensor:

@@ -9,7 +9,10 @@ that makes its views afresh in every iteration.  Only children that were made su
 kept, so a key that raises raises every time.
 
 The table lives on the parent (it dies with it) and is bounded: a loop over ever new keys
-starts it over instead of growing it.
+starts it over instead of growing it.  A slice's child holds nothing its parent does not (the
+same storage); a gather's child holds its index tensor, so a parent keeps the children of at
+most `GATHERS_PER_VIEW` index tensors (the last ones used), lest it keep many tensors alive
+(and their capacity counted) that the program has let go.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 KIDS_PER_VIEW = 256  # children kept per view; past it the table starts over
+GATHERS_PER_VIEW = 4  # vector_select children kept per view (each holds its index tensor)
 
 
 def index_key(key: Any) -> tuple[Any, ...] | None:
@@ -60,4 +64,31 @@ def keep(t: Any, key: tuple[Any, ...], view: Any) -> Any:
     elif len(kids) >= KIDS_PER_VIEW:
         kids.clear()
     kids[key] = view
+    return view
+
+
+def gather_child(t: Any, dim: Any, index: Any) -> Any:
+    """The child `t.vector_select(dim, index)` made before, or None."""
+    kids = getattr(t, "kids", None)
+    if kids is None or type(dim) is not int:
+        return None
+    gathers = kids.get(("vector_select", dim))
+    if gathers is None:
+        return None
+    entry = gathers.get(id(index))
+    return entry[1] if entry is not None and entry[0] is index else None
+
+
+def keep_gather(t: Any, dim: Any, index: Any, view: Any) -> Any:
+    """Keep `view`, made by `t.vector_select(dim, index)`; returns it."""
+    if type(dim) is not int:
+        return view
+    key = ("vector_select", dim)
+    gathers = child(t, key)
+    if gathers is None:
+        gathers = {}
+        keep(t, key, gathers)
+    elif len(gathers) >= GATHERS_PER_VIEW:
+        del gathers[next(iter(gathers))]  # the oldest
+    gathers[id(index)] = (index, view)  # by identity (an id is unique while the index lives)
     return view

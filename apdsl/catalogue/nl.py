@@ -164,3 +164,35 @@ kernel k(x: f32[128, 64] @ hbm):
     nisa.dma_copy(x, a)
 """),
 ]
+ENTRIES += [
+    entry("APK167", "nl.transpose takes a 2-D tile", """
+`nl.transpose(x, dtype=None)` "transposes a 2D tile between its partition and free dimension"
+(the NKI language reference): x is a tensor with a partition dimension and one free dimension.
+To transpose a tile with several free dimensions, use `nisa.nc_transpose`, which flattens them
+first, or reshape the tile to 2-D.
+""", """
+kernel k():
+    t = nl.ndarray((4, 2, 2), nl.float32, buffer=nl.sbuf)
+    nisa.memset(t, 1.0)
+    r = nl.transpose(t)
+"""),
+    entry("APK168", "nl.transpose of a tensor in HBM", """
+`nl.transpose` transposes an on-chip tile (SBUF, or PSUM for the Vector Engine's small tiles)
+into a new PSUM tile with `nisa.nc_transpose`; no engine transposes HBM in place. Load the
+tensor first (`nl.load`), or transpose while moving it with `nisa.dma_transpose` (trn2 and
+later).
+""", """
+kernel k(a: f32[8, 8] @ hbm):
+    r = nl.transpose(a)
+"""),
+    entry("APK169", "nl.transpose result has too many partitions", """
+The transpose of an [P, F] tile is [F, P]: its F free elements become partitions, of which a
+tile has at most 128 (`nl.tile_size.pmax`), and the Tensor Engine transposes at most [128, 128]
+(the Vector Engine [32, 32]). Transpose a wider tile in blocks of at most 128 columns.
+""", """
+kernel k():
+    t = nl.ndarray((128, 256), nl.float32, buffer=nl.sbuf)
+    nisa.memset(t, 1.0)
+    r = nl.transpose(t)
+"""),
+]

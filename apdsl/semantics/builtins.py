@@ -181,17 +181,20 @@ def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
     from . import placing  # nl.ndarray with the reference's parameters (name 4th, address)
     for name, fn in placing.make(interp).items():
         overlay[f"nl.{name}"] = fn
+    from . import nl_transpose  # nl.transpose: nc_transpose into a new PSUM tile
+    for name, fn in nl_transpose.make(interp, table).items():
+        overlay[f"nl.{name}"] = fn
     return overlay
 
 
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` files, without building them."""
-    from . import nl_functions, nl_legacy, placing
+    from . import nl_functions, nl_legacy, nl_transpose, placing
     from .nl_operators import VALUES_ONLY
     from .nl_random import NAMES as RANDOM
     from .nl_reductions import NAMES as REDUCTIONS
     return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
-                                       *placing.NAMES,
+                                       *placing.NAMES, *nl_transpose.NAMES,
                                        *RANDOM,
                                        *(o for o in OPERATORS if o not in VALUES_ONLY)))
 

@@ -314,3 +314,84 @@ def test_accumulation_from_a_uniform_psum_state_follows_spec_section_4(state, ac
             want = 4.0
         nc_matmul(dst, st_, mv, accumulate=accumulate)
         np.testing.assert_array_equal(dst.numpy(), np.full((4, 4), want, F32))
+
+
+# -- nc_matmul's work arrays: the same float32 sums as NumPy, nothing carried between calls ---
+
+MM_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3", "tfloat32")
+
+
+def _engine_values(x: np.ndarray, dtype: str) -> np.ndarray:
+    """`x` (float32) stored as `dtype` and read by the tensor engine, in float32 (NumPy and
+    ml_dtypes' casts; tfloat32 keeps 10 mantissa bits, rounded to nearest even)."""
+    if dtype == "tfloat32":
+        bits = x.astype(F32).view(np.uint32).astype(np.uint64)
+        lsb = (bits >> 13) & 1
+        return ((bits + 0x0FFF + lsb) & 0xFFFFE000).astype(np.uint32).view(F32)
+    np_dt = {"float32": F32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+             "float8_e4m3": ml_dtypes.float8_e4m3}[dtype]
+    return x.astype(np_dt).astype(F32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MM_DTYPES), st.lists(st.tuples(st.integers(1, 128), st.integers(1, 16),
+                                                       st.integers(1, 64)),
+                                             min_size=1, max_size=4),
+       st.integers(1, 3), st.sampled_from(["plain", "strided", "pieces"]),
+       st.integers(0, 2**31 - 1))
+def test_matmuls_in_work_arrays_are_numpys_float32_sums(dtype, shapes, steps, layout, seed):
+    """Several (K, M, N) into views of one PSUM storage (work arrays of several shapes, reused
+    and replaced), each accumulated over `steps` matmuls: bit-equal to NumPy's float32
+    `x.T @ y` summed in the same order, operands plain, strided or in pieces."""
+    rng = np.random.default_rng(seed)
+    psum_tile = ndarray((16, 512), "float32", "psum")
+    col = 0
+    for k, m, n in shapes:
+        if col + n > 512:
+            break
+        dst = psum_tile[:m, col:col + n]
+        want = np.zeros((m, n), F32)
+        for step in range(steps):
+            x = rng.uniform(-2, 2, (k, m)).astype(F32)
+            y = rng.uniform(-2, 2, (k, n)).astype(F32)
+            st_, mv = _operand(x, dtype, layout), _operand(y, dtype, layout)
+            nc_matmul(dst, st_, mv)
+            prod = _engine_values(x, dtype).T @ _engine_values(y, dtype)
+            want = prod if step == 0 else want + prod
+            np.testing.assert_array_equal(dst.numpy(), want)
+        col += n
+
+
+def _operand(x: np.ndarray, dtype: str, layout: str):
+    """An SBUF operand holding `x` (k, w): a whole tile, every other column of a wider one,
+    or a view in pieces (not one access pattern)."""
+    k, w = x.shape
+    if layout == "plain":
+        return from_numpy(x, "sbuf", dtype=dtype)
+    if layout == "strided":
+        wide = np.zeros((k, 2 * w), F32)
+        wide[:, ::2] = x
+        return from_numpy(wide, "sbuf", dtype=dtype)[:, ::2]
+    # pieces: w columns from column 1 of the merged (a b) columns of a (k, a, 3)[:, :, 1:3]
+    # view, which cross the a boundaries (resolved as several strided pieces)
+    a = w + 1
+    t = ndarray((k, a, 3), dtype, "sbuf")
+    full = np.zeros((k, a, 3), F32)
+    flat = full[:, :, 1:3].reshape(k, 2 * a)
+    flat[:, 1:1 + w] = x
+    full[:, :, 1:3] = flat.reshape(k, a, 2)
+    write_view(t, full)
+    return t[:, :, 1:3].rearrange("p a b -> p (a b)")[:, 1:1 + w]
+
+
+def test_a_later_matmul_does_not_change_an_earlier_result():
+    psum_tile = ndarray((4, 16), "float32", "psum")
+    x = from_numpy(np.ones((8, 4), F32), "sbuf")
+    y1 = from_numpy(np.full((8, 8), 2.0, F32), "sbuf")
+    y2 = from_numpy(np.full((8, 8), 3.0, F32), "sbuf")
+    nc_matmul(psum_tile[:, :8], x, y1)
+    nc_matmul(psum_tile[:, 8:], x, y2)  # the same work arrays, other values
+    np.testing.assert_array_equal(psum_tile[:, :8].numpy(), np.full((4, 8), 16.0, F32))
+    np.testing.assert_array_equal(psum_tile[:, 8:].numpy(), np.full((4, 8), 24.0, F32))
+    with raises_code("APK404"):  # an unwritten input is still refused, work arrays or not
+        nc_matmul(psum_tile[:, :8], x, ndarray((8, 8), "float32", "sbuf"))

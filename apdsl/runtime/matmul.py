@@ -135,10 +135,11 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         a32 = _engine_read(s, label, "stationary").reshape(k // 2, 2, mm)
         b32 = _engine_read(m, label, "moving").reshape(k // 2, 2, n)
         result = np.einsum("pkm,pkn->mn", a32, b32, dtype=np.float32)
-    else:
-        a = _engine_read(s, label, "stationary").reshape(k, mm)
-        b = _engine_read(m, label, "moving").reshape(k, n)
-        result = a.T @ b
+    else:  # float32 inputs and product in the dst storage's work arrays (`_Work`)
+        work = _work_of(d.storage)
+        a = _engine_read_into(s, label, "stationary", work.array("stationary", (k, mm)))
+        b = _engine_read_into(m, label, "moving", work.array("moving", (k, n)))
+        result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
     if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
             d.storage.all_written and d.injective():
         # add in place through dst's strided view: every element is written (nothing to
@@ -181,6 +182,56 @@ def _matmul_indirection(label: str, dst: Tensor, st: Tensor, mv: Tensor, transpo
                           code="APK346", help="drop tile_position/tile_size, or gather first")
     check_ti_partitions(label, {"stationary": "stationary", "moving": "moving",
                            "dst": "stationary"}, *pairs)
+
+
+class _Work:
+    """The float32 arrays a PSUM storage's matmuls compute in (inputs as the engine reads
+    them, the product), made once per shape instead of per call: a tile loop's temporaries of
+    hundreds of KiB, allocated afresh, cost page faults on every call (more than the copies
+    into them).  Never visible: each call overwrites what it reads before reading it."""
+
+    __slots__ = ("arrays",)
+    LIMIT = 6  # shapes kept (a storage matmul'ed through views of several shapes: the newest)
+
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[str, tuple[int, int]], np.ndarray] = {}
+
+    def array(self, role: str, shape: tuple[int, int]) -> np.ndarray:
+        key = (role, shape)
+        arr = self.arrays.get(key)
+        if arr is None:
+            if len(self.arrays) >= self.LIMIT:
+                self.arrays.clear()
+            arr = self.arrays[key] = np.empty(shape, np.float32)
+        return arr
+
+
+# Work arrays per PSUM storage (weakly keyed: they die with it).  Per storage, not shared, so
+# two programs on different machines (threads) never compute in the same arrays.
+_works: weakref.WeakKeyDictionary[Any, _Work] = weakref.WeakKeyDictionary()
+
+
+def _work_of(storage: Any) -> _Work:
+    work = _works.get(storage)
+    if work is None:
+        work = _works[storage] = _Work()
+    return work
+
+
+def _engine_read_into(acc: ex.Access, label: str, role: str, out: np.ndarray) -> np.ndarray:
+    """`_engine_read` into `out` (float32, C-contiguous, the operand's element count): the
+    same init check, the same cast (NumPy's, as `astype`), the same logical row-major order."""
+    ex.check_init(acc, label, role)
+    if acc.storage.buffer == "psum":
+        psum.note_read(acc)
+    if type(acc) is ex.Strided:
+        src = acc.array()  # leaf shape: its row-major order is the logical one
+        np.copyto(out.reshape(src.shape), src, casting="unsafe")
+    else:
+        np.copyto(out, acc.read().reshape(out.shape), casting="unsafe")
+    if acc.dtype.name == "tfloat32":
+        out[...] = round_tfloat32(out)
+    return out
 
 
 def _engine_read(acc: ex.Access, label: str, role: str) -> np.ndarray:

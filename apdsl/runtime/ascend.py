@@ -38,18 +38,13 @@ from functools import lru_cache
 from math import lcm
 from typing import Any
 
-import numpy as np
-
 from ..errors import FormatError
 from ..tensor import formats
 from ..tensor.layout import is_static
-from ..tensor.machine import current
 from ..tensor.tla import reach, region, valid_shape, valid_view
 from ..tensor.view import Tensor
+from . import ascend_plans as plans
 from . import execute as ex
-from . import trace
-from .dma import nki_dma
-from .operands import resolve_operands
 
 MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 L0 = ("l0a", "l0b", "l0c")
@@ -82,14 +77,6 @@ def fractal_elements(t: Tensor) -> int:
 @lru_cache(maxsize=64)
 def _is_fractal(fmt: str) -> bool:
     return formats.lookup(fmt).fractal
-
-
-@lru_cache(maxsize=256)
-def _line_mode(fmt: str, shape: tuple[int, ...], dtype: Any, buffer: str,
-               axis: int) -> tuple[int, int]:
-    """(fractal width, stride) of the inner mode of logical axis `axis` of a matrix fractal
-    storage."""
-    return formats.stored(fmt, shape, dtype, buffer).modes[axis][0]
 
 
 # Views that passed the alignment rules (a rule of the view alone; loops reuse their tiles).
@@ -138,12 +125,22 @@ def _check_alignment(t: Tensor, label: str, role: str) -> None:
 def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     """The Ascend DMA after its path rule (instructions.py): dtypes, alignment, TLA valid
     extents, then the whole-fractal move of Load2D/LoadData or the row-major copy (with the
-    GM -> fractal row-tail zero-fill of Nd2Nz)."""
-    per = _load_plans.get(dst)
-    sizes = per.get(src) if per is not None else None
-    if sizes is not None:  # this load passed its checks before (a loop's tiles come back)
-        _load_fractals(dst, src, sizes, name, label)
-        return
+    GM -> fractal row-tail zero-fill of Nd2Nz).  The rules of a pair of views are checked once
+    (`apdsl.runtime.ascend_plans`)."""
+    plan = plans.lookup(COPY_PLANS, dst, (src,))
+    if plan is None:
+        plan = copy_plan(dst, src, label)
+        if plans.cacheable(dst, src):
+            plans.keep(COPY_PLANS, dst, (src,), None, plan)
+    plans.run_copy(plan, dst, src, name, label)
+
+
+COPY_PLANS: plans.Table = plans.Table()
+
+
+def copy_plan(dst: Tensor, src: Tensor, label: str) -> plans.CopyPlan:
+    """Check every rule of an Ascend copy of these views (raising the first that fails) and
+    say what it moves."""
     path = (src.buffer, dst.buffer)
     check_dtypes(dst, src, label, path)
     load = path in LOAD_PATHS
@@ -166,21 +163,21 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
                        "the destination with make_tensor_like(buffer, src, format) so it "
                        "inherits the source's valid extent", dst_shape=vd, src_shape=vs)
         if 0 in vd:
-            return  # a tile wholly past the edge of its parent: nothing to move
+            return plans.CopyPlan(empty=True)  # a tile wholly past the edge of its parent
     if load:
         sizes = fractal_extent(dst, src)
-        if t_static(dst) and t_static(src) and dst.layout.static and src.layout.static:
-            if per is None:
-                per = _load_plans[dst] = weakref.WeakKeyDictionary()
-            per[src] = sizes
-        _load_fractals(dst, src, sizes, name, label)
-        return
-    if dst.origin_shape is not None or src.origin_shape is not None:
-        dst, src = valid_view(dst), valid_view(src)
-    nki_dma(dst, src, name, label)
-    if not current().check and src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
-            and not _is_fractal(src.format):
-        _zero_row_tails(dst, _column_major(src))
+        return plans.CopyPlan(load=True, dv=_other(region_cached(dst, sizes), dst),
+                              sv=_other(region_cached(src, sizes), src))
+    dv, sv = valid_view(dst), valid_view(src)
+    tails = src.buffer == "gm" and dst.format in plans.MATRIX_FRACTAL \
+        and not _is_fractal(src.format)
+    return plans.CopyPlan(dv=_other(dv, dst), sv=_other(sv, src), tails=tails,
+                          column_major=tails and plans.column_major(sv))
+
+
+def _other(view: Tensor, t: Tensor) -> Tensor | None:
+    """`view`, or None when it is `t` itself (a plan never holds its own key)."""
+    return None if view is t else view
 
 
 # -- dtypes -----------------------------------------------------------------------------------
@@ -253,28 +250,6 @@ def t_static(t: Tensor) -> bool:
     return t.dynamic is None and is_static(t.layout.base)
 
 
-# Per destination, per source: the extent of a load that passed its checks (only the sizes:
-# a value holding either tensor would keep the weak keys alive).
-_load_plans: weakref.WeakKeyDictionary[Tensor, weakref.WeakKeyDictionary[Tensor,
-                                                                         tuple[int, ...]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _load_fractals(dst: Tensor, src: Tensor, sizes: tuple[int, ...], name: str | None,
-                   label: str) -> None:
-    """Every fractal the valid extent touches (`sizes`, from `fractal_extent`), copied entire
-    with its written state (not an init-checked read: unwritten padding stays unwritten, for
-    `mmad --strict-padding`)."""
-    dv, sv = region_cached(dst, sizes), region_cached(src, sizes)
-    accs = resolve_operands(label, ex.TI_GROUP, ("src", sv), ("dst", dv))
-    trace.record("dma_copy", name, {"dst": dv, "src": sv})
-    if accs is None:
-        return
-    sacc, dacc = accs
-    ex.prepare_write(dacc, label, "dst")
-    move_bytes(dacc, sacc)
-
-
 def fractal_extent(*ts: Tensor, extent: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """`extent` (default: the valid extent of the first view) rounded up, per dimension, to
     whole fractals of every view (the least common multiple of their fractal sides), within
@@ -320,85 +295,6 @@ def region_cached(t: Tensor, sizes: tuple[int, ...]) -> Tensor:
     if view is None:
         view = per[sizes] = region(t, sizes)
     return view
-
-
-def move_bytes(dacc: ex.Access, sacc: ex.Access) -> None:
-    """Copy `sacc` to `dacc` (same dtype) as stored, written state included."""
-    if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
-        ex.strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
-    else:
-        dacc.write(sacc.read().reshape(dacc.shape))
-    ex.copy_written(dacc, sacc)
-
-
-# -- Nd2Nz ------------------------------------------------------------------------------------
-
-def _column_major(src: Tensor) -> bool:
-    """A matrix view whose columns are contiguous (a COLUMN_MAJOR tensor, a transposed view).
-    A single row or column is both row- and column-major; it counts as column-major, the one
-    reading under which Nd2Nz produces ZN."""
-    if src.ndim != 2 or not src.layout.static:
-        return False
-    rows, cols = src.layout.dims
-    return src.format == "COLUMN_MAJOR" or rows.size == 1 or rows.stride == 1
-
-
-# Per (destination view, axis): the storage offsets its tails zero-fill (None: no tails).
-_tails: weakref.WeakKeyDictionary[Tensor, dict[int, np.ndarray | None]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _zero_row_tails(d: Tensor, column_major: bool) -> None:
-    """Nd2Nz: after a copy from GM into a matrix fractal format, zero each written line from its
-    last element to the end of its fractal line.  The lines are the source's contiguous runs
-    laid along the fractal's contiguous axis: the rows of NZ and ZZ, and, from a column-major
-    source, the columns of ZN (its K axis); a row-major source into ZN fills nothing."""
-    fmt = d.storage.format
-    if fmt == "ZN":
-        if not column_major:
-            return
-        axis = d.ndim - 2  # K
-    else:
-        axis = d.ndim - 1
-    per = _tails.get(d)
-    if per is None:
-        per = _tails[d] = {}
-    try:
-        offs = per[axis]
-    except KeyError:
-        offs = per[axis] = _line_tails(d, axis)
-    if offs is not None:
-        ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
-                 np.zeros(offs.size, d.dtype.np))
-
-
-def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:
-    """The offsets `_zero_row_tails` writes: only when the view's dimension `axis` runs along the
-    fractal's contiguous axis (it steps through that axis's inner mode)."""
-    storage = d.storage
-    fmt = storage.format
-    if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
-        return None
-    # the storage's own logical axis that is contiguous inside a fractal
-    own = len(storage.shape) - (2 if fmt == "ZN" else 1)
-    width, inner = _line_mode(fmt, storage.shape, storage.dtype, storage.buffer, own)
-    layout = d.layout
-    line = layout.dims[axis]
-    n = line.size
-    if n == 0 or line.step != 1 or (n > 1 and line.modes[0][1] != inner):
-        return None
-    # In NZ, ZZ and ZN an element's place inside its fractal line does not depend on the other
-    # coordinates, so the first line says whether any line has a tail.
-    first = layout.base + line.phi(line.start + n - 1) + sum(
-        dim.phi(dim.start) for k, dim in enumerate(layout.dims) if k != axis)
-    if (first // inner) % width == width - 1:
-        return None
-    ends = layout.index(axis, n - 1).offsets().reshape(-1)
-    tail = width - 1 - (ends // inner) % width
-    if not tail.any():
-        return None
-    steps = np.arange(1, width)
-    return (ends[:, None] + inner * steps)[steps <= tail[:, None]]
 
 
 # =============================================================================================

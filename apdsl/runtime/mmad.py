@@ -16,6 +16,7 @@ from ..tensor import formats
 from ..tensor.machine import current
 from ..tensor.tla import region, valid_shape
 from ..tensor.view import Tensor
+from . import ascend_plans as plans
 from . import execute as ex
 from . import trace
 from .ascend import check_alignment, shape_text
@@ -53,10 +54,29 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
     array([16., 16., 16., 16.], dtype=float32)
     """
     label = instruction_label("mmad", name)
+    if not isinstance(accumulate, (bool, np.bool_)):
+        for role, t in (("dst", dst), ("a", a), ("b", b)):
+            tensor_arg(t, label, role)
+        raise arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
+    strict = current().options.strict_padding
+    plan = plans.lookup(PLANS, dst, (a, b), strict)
+    if plan is None:
+        plan = mmad_plan(dst, a, b, label, strict)
+        if plans.cacheable(dst, a, b):
+            plans.keep(PLANS, dst, (a, b), strict, plan)
+    run(plan, dst, a, b, bool(accumulate), name, label)
+
+
+# Per (dst, a, b, strict_padding): the outcome of mmad's rules (`apdsl.runtime.ascend_plans`).
+PLANS: plans.Table = plans.Table()
+
+
+def mmad_plan(dst: Any, a: Any, b: Any, label: str, strict: bool) -> tuple[Any, ...]:
+    """Check every rule of mmad on these operands (raising the first that fails) and return
+    what it computes: (M, N, K as read, the views of dst, a and b it reads or writes; None
+    for dst itself, or a view not read)."""
     ops = {"dst": tensor_arg(dst, label, "dst"), "a": tensor_arg(a, label, "a"),
            "b": tensor_arg(b, label, "b")}
-    if not isinstance(accumulate, (bool, np.bool_)):
-        raise arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
     for role, buffer, fmt in OPERANDS:
         t = ops[role]
         if t.buffer != buffer or t.format != fmt or t.ndim != 2:
@@ -90,18 +110,35 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
                    help="tiles made with make_tensor_like from one GM tiling agree by "
                    "construction", m=(m, m2), k=(k, k2), n=(n, n2))
     if m == 0 or n == 0:
-        return
+        return (m, n, 0, None, None, None)
     c0 = formats.c0_for(a.dtype)
-    kr = -(-k // c0) * c0 if current().options.strict_padding else k
+    kr = -(-k // c0) * c0 if strict else k
     dv = region(dst, (m, n), op=label, role="dst")
     if kr == 0:  # no K at all: the product is zero
+        return (m, n, 0, _other(dv, dst), None, None)
+    av = region(a, (m, kr), op=label, role="a")
+    bv = region(b, (kr, n), op=label, role="b")
+    return (m, n, kr, _other(dv, dst), av, bv)
+
+
+def _other(view: Tensor, t: Tensor) -> Tensor | None:
+    return None if view is t else view
+
+
+def run(plan: tuple[Any, ...], dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
+        name: str | None, label: str) -> None:
+    """Execute a checked mmad: resolve (freed storage), record (sync checker, trace), the
+    init-checked loads of a and b, the product on one BLAS thread, the accumulation."""
+    m, n, kr, dv, av, bv = plan
+    if m == 0 or n == 0:
+        return
+    dv = dst if dv is None else dv
+    if kr == 0:
         accs = resolve_operands(label, ex.TI_GROUP, ("dst", dv))
         trace.record("mmad", name, {"dst": dv})
         if accs is not None:
             _finish(accs[0], np.zeros((m, n), np.float64), accumulate, label, dst.dtype.np)
         return
-    av = region(a, (m, kr), op=label, role="a")
-    bv = region(b, (kr, n), op=label, role="b")
     accs = resolve_operands(label, ex.TI_GROUP, ("a", av), ("b", bv), ("dst", dv))
     trace.record("mmad", name, {"dst": dv, "a": av, "b": bv})
     if accs is None:

@@ -28,14 +28,12 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from difflib import get_close_matches
-from math import prod
 from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslRuntimeError, Span, Warning_
 from ..records import record
-from ..tensor.layout import pattern_bounds, plain_leaves
 from ..tensor.machine import current
 from .pipes import (
     BARRIER_PIPES,
@@ -46,6 +44,7 @@ from .pipes import (
     pipe_of,
     split_event,
 )
+from .sync_facts import Touch, facts_of
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
@@ -72,106 +71,13 @@ class SyncError(ApdslRuntimeError):
     default_code = "APK570"
 
 
-class _Access:
-    """One operand access of one executed instruction."""
-
-    __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "opname",
-                 "span", "location", "base", "n")
-
-    def __init__(self, pipe: int, seq: int, write: bool, lo: int, hi: int, dense: bool,
-                 layout: Any, bits: int, opname: tuple[str, Any], span: Span | None,
-                 location: Any, base: int, n: int) -> None:
-        self.pipe, self.seq, self.write = pipe, seq, write
-        self.n = n  # the checker's access number: which of two earlier accesses came first
-        self.lo, self.hi, self.dense = lo, hi, dense  # bytes [lo, hi] of the region
-        # the view's layout (None: not static), not the view: the checker must not keep freed
-        # storage alive
-        self.layout, self.bits = layout, bits
-        self.opname, self.span, self.location = opname, span, location  # (op, name= given)
-        self.base = base  # the region byte where the view's storage starts
-
-    @property
-    def op(self) -> str:
-        """How messages name the instruction (made only when a message needs it)."""
-        op, name = self.opname
-        return f"{op} {name!r}" if name is not None else op
-
-    def exact(self) -> np.ndarray:
-        """The sorted region bytes the access touches."""
-        if self.layout is None:
-            return np.arange(self.lo, self.hi + 1, dtype=np.int64)
-        offs = np.unique(np.asarray(self.layout.offsets(), dtype=np.int64).ravel())
-        bits = self.bits
-        if bits < 8:
-            out = np.unique(offs * bits // 8)
-        else:
-            size = bits // 8
-            out = (offs[:, None] * size + np.arange(size, dtype=np.int64)).ravel()
-        return np.unique(out) + self.base
-
-
-def _region(t: Any) -> tuple[Any, int]:
-    """The key of the region a view's storage lies in, and where the storage starts in it:
-    on-chip Ascend buffers are one address space each (a freed tile's bytes are the next
-    allocation's), GM is one region per storage."""
-    s = t.storage
-    address = getattr(s, "address", None)
-    if s.buffer != "gm" and isinstance(address, int):
-        return s.buffer, address
-    return s.id, 0  # the id, not the storage: a freed tensor must be freed
-
-
-# What the checker needs of a view, per view: (region key, region byte of its storage's start,
-# first region byte, last region byte, dense, layout or None, element bits, buffer).  A loop's
-# tiles come back (apdsl.runtime.ascend caches them), so most instructions find their operands
-# here and the checker does no layout work for them.
-_Facts = tuple[Any, int, int, int, bool, Any, int, str]
-_facts: weakref.WeakKeyDictionary[Any, _Facts] = weakref.WeakKeyDictionary()
-
-
-def _facts_of(t: Any) -> _Facts:
-    try:
-        return _facts[t]
-    except (KeyError, TypeError):
-        pass
-    key, base = _region(t)
-    lo, hi, dense = _measure(t)
-    static = t.dynamic is None and t.layout.static
-    out = (key, base, lo + base, hi + base, dense, t.layout if static else None, t.dtype.bits,
-           t.storage.buffer)
-    if t.dynamic is None:
-        try:
-            _facts[t] = out
-        except TypeError:
-            pass
-    return out
-
-
 # The pipe of an instruction by (op, its operands' roles and buffers): the table decides by the
 # path the operands take (`pipe_of`), the same for every instance on the same buffers.
 _pipes: dict[tuple[Any, ...], str | None] = {}
+_PLAN_LIMIT = 4096  # instruction signatures a checker remembers (`Sync._plan`)
 
 
-def _measure(t: Any) -> tuple[int, int, bool]:
-    fast = plain_leaves(t.layout) if t.dynamic is None else None
-    if fast is not None:
-        counts, strides = fast
-        if 0 in counts:
-            return 0, -1, True
-        lo, hi = pattern_bounds(t.layout.base, counts, strides)
-        bits = t.dtype.bits
-        return lo * bits // 8, ((hi + 1) * bits - 1) // 8, prod(counts) == hi - lo + 1
-    if t.dynamic is None and t.layout.static:
-        lo, hi = t.layout.span()
-        if hi < lo:
-            return 0, -1, True
-        bits = t.dtype.bits
-        dense = prod(t.shape) == hi - lo + 1
-        return lo * bits // 8, ((hi + 1) * bits - 1) // 8, dense
-    return 0, t.storage.nbytes - 1, False
-
-
-def _where(a: _Access) -> str:
+def _where(a: Touch) -> str:
     if a.location is None:
         return a.op
     return f"{a.op} (line {a.location[1]})"
@@ -187,43 +93,41 @@ class Sync:
         self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
         # per region, its earlier reads and its earlier writes, each oldest first: a read
         # conflicts only with writes, so a read need not walk the (often long) list of reads
-        self.regions: dict[Any, tuple[list[_Access], list[_Access]]] = {}
+        self.regions: dict[Any, tuple[list[Touch], list[Touch]]] = {}
         self.accesses = 0
         # a race was reported (check mode goes on): leftover flags are then its consequence
         self.failed = False
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
+        # per instruction signature, its pipe and operand facts (`_plan`)
+        self._plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
-               location: Any) -> Order | None:
+               location: Any, order: bool = True) -> Order | None:
         """Check and record the accesses of one instruction before it moves data; return its
-        place in the happens-before order (None: it runs on no pipe)."""
-        facts = [(role, t, _facts_of(t)) for role, t in operands.items()]
-        pkey = (op,) + tuple((role, f[7]) for role, _, f in facts)
-        try:
-            pipe = _pipes[pkey]
-        except KeyError:
-            pipe = _pipes[pkey] = pipe_of(op, operands)
+        place in the happens-before order (None: it runs on no pipe, or `order` is False: the
+        caller does not keep it)."""
+        plan = self._plan(op, operands)
+        pipe = plan[0]
         if pipe is None:
             return None
-        p = PIPE_INDEX[pipe]
-        self.count[p] += 1
-        seq = self.count[p]
+        p = plan[1]
+        count = self.count
+        count[p] += 1
+        seq = count[p]
         clk = self.clock[p]
         if p != _V:
             clk[p] = seq - 1  # program order within the pipe
         opname = (op, name)
         regions = self.regions
-        new: list[tuple[Any, _Access]] = []
-        for role, t, (key, base, lo, hi, dense, layout, bits, _) in facts:
-            if hi < lo:
-                continue
+        new: list[tuple[Any, Touch]] = []
+        for key, base, lo, hi, dense, layout, bits, write, role in plan[2]:
             self.accesses += 1
-            acc = _Access(p, seq, role == "dst", lo, hi, dense, layout, bits, opname, span,
+            acc = Touch(p, seq, write, lo, hi, dense, layout, bits, opname, span,
                           location, base, self.accesses)
             earlier = regions.get(key)
-            if earlier is not None:
-                self._check(acc, earlier, clk, t)
+            if earlier is not None and self._may_race(acc, earlier, clk):
+                self._check(acc, earlier, clk, operands[role])
             new.append((key, acc))
         for key, acc in new:
             lists = regions.get(key)
@@ -235,19 +139,71 @@ class Sync:
                 # a read hides reads
                 lo, hi = acc.lo, acc.hi
                 for lst in (lists if acc.write else lists[:1]):
-                    keep = [e for e in lst if not (
-                        (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
-                        and lo <= e.lo and e.hi <= hi)]
-                    if len(keep) != len(lst):
-                        lst[:] = keep
+                    for e in lst:
+                        if lo <= e.lo and e.hi <= hi and (
+                                e.pipe == p and p != _V or e.seq <= clk[e.pipe]):
+                            lst[:] = [e for e in lst if not (
+                                (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
+                                and lo <= e.lo and e.hi <= hi)]
+                            break
             lists[1 if acc.write else 0].append(acc)
-        return Order(pipe, seq, tuple(clk), self)
+        return Order(pipe, seq, tuple(clk), self) if order else None
 
-    def _check(self, acc: _Access, earlier: tuple[list[_Access], list[_Access]],
+    def _plan(self, op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
+        """(pipe, pipe index, the accesses' facts) of an instruction on these operands, made
+        once per instruction and operand views: views are immutable and a loop issues the
+        same instruction on the same tiles again and again.  Keyed by the views' ids and
+        checked by weak references (a dead view's id may be reused), so the cache keeps no
+        storage alive; bounded."""
+        key = (op, tuple(operands), tuple(map(id, operands.values())))
+        plans = self._plans
+        got = plans.get(key)
+        if got is not None:
+            for ref, t in zip(got[0], operands.values()):
+                if ref() is not t:
+                    break
+            else:
+                return got[1]
+        facts = [(role, t, facts_of(t)) for role, t in operands.items()]
+        pkey = (op,) + tuple((role, f[7]) for role, _, f in facts)
+        try:
+            pipe = _pipes[pkey]
+        except KeyError:
+            pipe = _pipes[pkey] = pipe_of(op, operands)
+        entries = tuple((k, base, lo, hi, dense, layout, bits, role == "dst", role)
+                        for role, _, (k, base, lo, hi, dense, layout, bits, _) in facts
+                        if hi >= lo)
+        plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
+        if all(t.dynamic is None for t in operands.values()):
+            try:
+                refs = tuple(weakref.ref(t) for t in operands.values())
+            except TypeError:  # not a weakly referable view: not cached
+                return plan
+            if len(plans) >= _PLAN_LIMIT:
+                plans.clear()
+            plans[key] = (refs, plan)
+        return plan
+
+    @staticmethod
+    def _may_race(acc: Touch, earlier: tuple[list[Touch], list[Touch]],
+                  clk: list[int]) -> bool:
+        """Whether some earlier access of another pipe, not ordered before `acc`, overlaps
+        its byte range (the cheap test; `_check` then compares exact bytes)."""
+        p = acc.pipe
+        same = p != _V
+        lo, hi = acc.lo, acc.hi
+        for lst in (earlier if acc.write else earlier[1:]):
+            for e in lst:
+                q = e.pipe
+                if not (q == p and same or e.seq <= clk[q] or e.hi < lo or hi < e.lo):
+                    return True
+        return False
+
+    def _check(self, acc: Touch, earlier: tuple[list[Touch], list[Touch]],
                clk: list[int], t: Any) -> None:
         """Raise on the oldest earlier access that races with `acc`: a write checks the
         region's reads and writes, a read its writes."""
-        first: tuple[_Access, np.ndarray] | None = None
+        first: tuple[Touch, np.ndarray] | None = None
         for lst in (earlier if acc.write else earlier[1:]):
             found = self._first_race(acc, lst, clk)
             if found is not None and (first is None or found[0].n < first[0].n):
@@ -257,8 +213,8 @@ class Sync:
             raise self._race(acc, first[0], t, first[1])
 
     @staticmethod
-    def _first_race(acc: _Access, earlier: list[_Access],
-                    clk: list[int]) -> tuple[_Access, np.ndarray] | None:
+    def _first_race(acc: Touch, earlier: list[Touch],
+                    clk: list[int]) -> tuple[Touch, np.ndarray] | None:
         p = acc.pipe
         same = p != _V  # instructions of one pipe (but V) run in program order
         lo, hi = acc.lo, acc.hi
@@ -271,7 +227,7 @@ class Sync:
                 return e, both
         return None
 
-    def _race(self, acc: _Access, e: _Access, t: Any, both: np.ndarray) -> SyncError:
+    def _race(self, acc: Touch, e: Touch, t: Any, both: np.ndarray) -> SyncError:
         kind = ("write-after-write" if acc.write and e.write else
                 "write-after-read" if acc.write else "read-after-write")
         p, q = PIPES[acc.pipe], PIPES[e.pipe]

@@ -165,7 +165,7 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
         # Ascend pipes and events (SPEC 13; an instruction on NKI buffers runs on no pipe)
         from .sync import active
         order = active().access(op, name, operands, m.span,  # type: ignore[union-attr]
-                                m.location)
+                                m.location, m.trace is not None)  # the trace keeps the order
     trace = m.trace
     if trace is None:  # nothing traces: only the on-chip entry limit, cheaply when it holds
         for role, t in operands.items():

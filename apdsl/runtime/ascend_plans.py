@@ -1,0 +1,237 @@
+"""Plans of the Ascend hot paths: a copy's (or an mmad's) rules checked once per operand views.
+
+Views are immutable, so every rule an Ascend copy or `mmad` checks of its operands (path,
+dtypes, alignment, formats, valid extents, whole-fractal extents, element counts, strict-padding
+K) has the same answer whenever the same views come back, as a loop's tiles do
+(`apdsl.tensor.tla` memoises them).  `ascend.dma_copy` and `mmad.mmad` check a new set of views
+in full and keep the outcome, a plan, here; a call with a plan only does what can differ from
+call to call: freed storage (`resolve`), the init check of what it reads, the duplicate check
+and written marks of what it writes, the synchronisation checker and the trace
+(`trace.record`), and the data itself.  The first call runs the same plan right after making
+it, so both paths are one code path.
+
+Plans are kept per first view (weakly: they die with it), per the other views by id, each
+checked by a weak reference (a dead view's id may be reused), at most `LIMIT` per first view.
+A plan never refers to its first view (that would keep the weak key alive): `None` stands for it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..errors import TargetError
+from ..tensor.machine import current
+from ..tensor.view import Tensor
+from . import execute as ex
+from . import trace
+from .access import oom
+from .move import plain_pair
+from .operands import operand_shapes, resolve_operands
+from .written import check_init, check_unique, mark_written
+
+LIMIT = 64  # plans per first view (a loop over fresh views must not grow memory)
+MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
+Table = weakref.WeakKeyDictionary  # first view -> {(extra, ids of the others): (refs, plan)}
+
+
+def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -> Any:
+    """The plan kept for these views (and `extra`, what else the checks depended on), or
+    None."""
+    try:
+        per = table.get(first)
+    except TypeError:  # not a view: the full checks report it
+        return None
+    if per is None:
+        return None
+    got = per.get((extra,) + tuple(map(id, rest)))
+    if got is None:
+        return None
+    for ref, t in zip(got[0], rest):
+        if ref() is not t:
+            return None
+    return got[1]
+
+
+def keep(table: Table, first: Tensor, rest: tuple[Tensor, ...], extra: Any, plan: Any) -> None:
+    """Keep `plan` for these views.  The entry goes when any of the other views dies (a plan
+    holds views of their storage and NumPy arrays over it, which must not outlive them)."""
+    per = table.get(first)
+    if per is None:
+        per = table[first] = {}
+    elif len(per) >= LIMIT:
+        per.clear()
+    key = (extra,) + tuple(map(id, rest))
+
+    def drop(_: Any, per: dict[Any, Any] = per, key: Any = key) -> None:
+        per.pop(key, None)
+
+    per[key] = (tuple(weakref.ref(t, drop) for t in rest), plan)
+
+
+def cacheable(*ts: Tensor) -> bool:
+    """Views whose checks depend on nothing but the views: no runtime index, no register."""
+    return all(t.dynamic is None and t.layout.static for t in ts)
+
+
+# =============================================================================================
+# Copies
+# =============================================================================================
+
+class CopyPlan:
+    """What an Ascend `dma_copy` moves once its rules passed: the views it moves (`dv`, `sv`;
+    None: dst or src itself), whether it is a whole-fractal load (LoadData/Load2D: bytes and
+    their written state) or a row-major copy (with Nd2Nz's row-tail zero fill into `tails`),
+    and, once known, the two NumPy arrays the copy is."""
+
+    __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "arrays", "counted")
+
+    def __init__(self, *, empty: bool = False, load: bool = False, dv: Tensor | None = None,
+                 sv: Tensor | None = None, tails: bool = False,
+                 column_major: bool = False) -> None:
+        self.empty = empty  # a tile wholly past the edge of its parent: nothing moves
+        self.load = load
+        self.dv, self.sv = dv, sv
+        self.tails, self.column_major = tails, column_major
+        self.arrays: tuple[np.ndarray, np.ndarray] | None | bool = False  # False: not yet
+        self.counted = False  # the element counts were found equal (static views: for good)
+
+
+def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
+    """Execute a checked copy: resolve (freed storage), record (sync checker, trace), move."""
+    if plan.empty:
+        return
+    dv = dst if plan.dv is None else plan.dv
+    sv = src if plan.sv is None else plan.sv
+    accs = resolve_operands(label, ex.TI_GROUP, ("src", sv), ("dst", dv))
+    if not plan.load and not plan.counted:
+        ss, ds = operand_shapes(accs, sv, dv)
+        if ss is not None and ds is not None and prod(ss) != prod(ds):
+            raise TargetError(f"{label}: dst has {prod(ds)} elements {ds}, src has {prod(ss)} "
+                              f"{ss}", code="APK306",
+                              notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ "
+                                     f"{src.buffer}"],
+                              help="a DMA moves elements in row-major order; both sides must "
+                              "hold the same number of elements", dst_shape=ds, src_shape=ss)
+        plan.counted = cacheable(dv, sv)
+    trace.record("dma_copy", name, {"dst": dv, "src": sv})
+    if accs is None:
+        return
+    sacc, dacc = accs
+    if plan.load:  # whole fractals as stored, written state too; not an init-checked read
+        check_unique(dacc, label, "dst")
+        if not _copy_arrays(plan, dacc, sacc):
+            if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
+                ex.strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
+            else:
+                dacc.write(sacc.read().reshape(dacc.shape))
+        ex.copy_written(dacc, sacc)
+        return
+    if not (dacc.dtype == sacc.dtype and _fast_copy(plan, dacc, sacc, label)):
+        ex.copy(dacc, sacc, label)
+    if not current().check and plan.tails:
+        zero_row_tails(dv, plan.column_major)
+
+
+def _copy_arrays(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access) -> bool:
+    """np.copyto of the plan's arrays (found on first use: both sides strided); False when the
+    copy takes another form."""
+    arrays = plan.arrays
+    if arrays is False:
+        arrays = plan.arrays = None
+        if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
+            arrays = plan.arrays = plain_pair(dacc.array(), sacc.array())
+    if arrays is None:
+        return False
+    np.copyto(arrays[0], arrays[1])  # type: ignore[index]
+    return True
+
+
+def _fast_copy(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, label: str) -> bool:
+    """`ex.copy` of a same-dtype strided pair with the plan's arrays (False: not that case)."""
+    if plan.arrays is None or not (type(dacc) is ex.Strided and type(sacc) is ex.Strided):
+        return False
+    try:
+        check_init(sacc, label, "src")
+        check_unique(dacc, label, "dst")
+        if not _copy_arrays(plan, dacc, sacc):
+            return False  # (nothing written yet: ex.copy does it all)
+        mark_written(dacc)
+    except MemoryError as e:
+        raise oom(label, "dst", dacc.storage, e) from None
+    return True
+
+
+# -- Nd2Nz ------------------------------------------------------------------------------------
+
+def column_major(src: Tensor) -> bool:
+    """A matrix view whose columns are contiguous (a COLUMN_MAJOR tensor, a transposed view).
+    A single row or column is both row- and column-major; it counts as column-major, the one
+    reading under which Nd2Nz produces ZN."""
+    if src.ndim != 2 or not src.layout.static:
+        return False
+    rows, cols = src.layout.dims
+    return src.format == "COLUMN_MAJOR" or rows.size == 1 or rows.stride == 1
+
+
+# Per (destination view, axis): the storage offsets its tails zero-fill (None: no tails).
+_tails: weakref.WeakKeyDictionary[Tensor, dict[int, np.ndarray | None]] = \
+    weakref.WeakKeyDictionary()
+
+
+def zero_row_tails(d: Tensor, column_major: bool) -> None:
+    """Nd2Nz: after a copy from GM into a matrix fractal format, zero each written line from its
+    last element to the end of its fractal line.  The lines are the source's contiguous runs
+    laid along the fractal's contiguous axis: the rows of NZ and ZZ, and, from a column-major
+    source, the columns of ZN (its K axis); a row-major source into ZN fills nothing."""
+    fmt = d.storage.format
+    if fmt == "ZN":
+        if not column_major:
+            return
+        axis = d.ndim - 2  # K
+    else:
+        axis = d.ndim - 1
+    per = _tails.get(d)
+    if per is None:
+        per = _tails[d] = {}
+    try:
+        offs = per[axis]
+    except KeyError:
+        offs = per[axis] = _line_tails(d, axis)
+    if offs is not None:
+        ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
+                 np.zeros(offs.size, d.dtype.np))
+
+
+def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:
+    """The offsets `zero_row_tails` writes: only when the view's dimension `axis` runs along the
+    fractal's contiguous axis (it steps through that axis's inner mode)."""
+    from ..tensor import formats
+    storage = d.storage
+    fmt = storage.format
+    if fmt not in MATRIX_FRACTAL or d.ndim < 2 or d.dtype != storage.dtype:
+        return None
+    # the storage's own logical axis that is contiguous inside a fractal
+    own = len(storage.shape) - (2 if fmt == "ZN" else 1)
+    width, inner = formats.stored(fmt, storage.shape, storage.dtype,
+                                  storage.buffer).modes[own][0]
+    layout = d.layout
+    line = layout.dims[axis]
+    n = line.size
+    if n == 0 or line.step != 1 or (n > 1 and line.modes[0][1] != inner):
+        return None
+    # In NZ, ZZ and ZN an element's place inside its fractal line does not depend on the other
+    # coordinates, so the first line says whether any line has a tail.
+    first = layout.base + line.phi(line.start + n - 1) + sum(
+        dim.phi(dim.start) for k, dim in enumerate(layout.dims) if k != axis)
+    if (first // inner) % width == width - 1:
+        return None
+    ends = layout.index(axis, n - 1).offsets().reshape(-1)
+    tail = width - 1 - (ends // inner) % width
+    if not tail.any():
+        return None
+    steps = np.arange(1, width)
+    return (ends[:, None] + inner * steps)[steps <= tail[:, None]]

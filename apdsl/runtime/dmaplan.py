@@ -93,14 +93,16 @@ def run(dst: Any, src: Any, name: Any) -> bool:
 def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
     """After the full `dma_copy` (every hint at its default) copied `src` to `dst` with the
     resolved accesses `accs` (src, dst): remember the pair, and the second time keep its plan."""
-    if accs is None or not (dst.layout.static and src.layout.static):
-        return  # check mode, or registers decide a shape: nothing to keep
+    if accs is None:
+        return  # check mode
     p = getattr(dst, "pair", None)
-    target = current().targets["nki"]
     ref = p.src if type(p) is DmaPlan else p
     if type(ref) is weakref.ref and ref() is src:
+        target = current().targets["nki"]
         if type(p) is DmaPlan and p.target == target:
             return  # (the plan was bypassed: tracing or checking)
+        if not (dst.layout.static and src.layout.static):
+            return  # registers decide a shape: resolved afresh every time
         sacc, dacc = accs
         d = common = None
         if type(dacc) is Strided and type(sacc) is Strided and getattr(dst, "memo", None) is \

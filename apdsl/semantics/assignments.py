@@ -22,6 +22,8 @@ class AssignmentCompiler:
         setters = [self.compile_target(t) for t in node.targets]
         value_span = node.value.span
         origins = self.origins
+        # a call records the view it returns at its own span, this value's (`t = ndarray(...)`)
+        recorded = type(node.value) is ast.Call
         if len(setters) == 1:
             setter = setters[0]
 
@@ -31,7 +33,8 @@ class AssignmentCompiler:
                     # the common `name = expr`, stored here rather than through a setter call
                     value = ev(frame)
                     if type(value) is Tensor:
-                        origins.setdefault(value, value_span)
+                        if not recorded:
+                            origins.setdefault(value, value_span)
                         if value.storage.name.startswith("%"):
                             value.storage.name = target_name  # `x = ndarray(...)` is called x
                     frame.vars[target_name] = value

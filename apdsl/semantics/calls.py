@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import FunctionType
 from typing import Any
 
-from ..errors import ApdslError, ApdslTypeError, LimitError, PatternError
+from ..errors import ApdslError, ApdslTypeError, PatternError
 from ..runtime.trace import calling
 from ..syntax import ast
 from ..tensor.machine import current
@@ -152,39 +152,60 @@ class CallCompiler:
                 if a is None:
                     return POISON  # check mode: `*xs` or `**kw` it cannot know
             impl = direct.get(fn) if type(fn) is FunctionType else None
-            if impl is None:
-                if isinstance(fn, Absorbing):
-                    return fn
-                # Check mode: a builtin given a value it cannot know (a host value, or a name
-                # whose definition failed), even inside a tuple or list, is skipped: its
-                # checks would only report the unknown.  A helper is still entered, so its
-                # body is checked as far as the known arguments allow.
-                if dry and type(fn) is not Function and (
-                        absorbs(a) or absorbs(list(kw.values()))):
-                    return POISON
-                if not callable(fn):
-                    raise ApdslTypeError(f"{type_name(fn)} is not callable",
-                                         code="APK109").with_span(span)
-                for i, made in unrecorded:
-                    if type(a[i]) is Tensor:
-                        origins.setdefault(a[i], made)
+            if impl is not None:  # a builtin instruction (run mode): no helper, no receiver
+                interp.call_span = span
+                m = current()
+                m.location = location
+                m.span = span
+                try:
+                    if m.trace is not None:
+                        result = calling(impl, a, kw)
+                    elif kw:
+                        result = impl(*a, **kw)
+                    else:
+                        result = impl(*a)
+                except CALL_ERRORS as e:
+                    raise failed(fn, e) from None
+                if type(result) is Tensor:
+                    origins.setdefault(result, span)
+                return result
+            if isinstance(fn, Absorbing):
+                return fn
+            # Check mode: a builtin given a value it cannot know (a host value, or a name
+            # whose definition failed), even inside a tuple or list, is skipped: its checks
+            # would only report the unknown.  A helper is still entered, so its body is
+            # checked as far as the known arguments allow.
+            if dry and type(fn) is not Function and (
+                    absorbs(a) or absorbs(list(kw.values()))):
+                return POISON
+            if not callable(fn):
+                raise ApdslTypeError(f"{type_name(fn)} is not callable",
+                                     code="APK109").with_span(span)
+            for i, made in unrecorded:
+                if type(a[i]) is Tensor:
+                    origins.setdefault(a[i], made)
             interp.call_span = span
             helper = dry and type(fn) is Function
             if helper:
                 interp.calls.append((fn.name, span))
             try:
-                if impl is None:
-                    result = fn(*a, **kw)
-                else:
-                    m = current()
-                    m.location = location
-                    m.span = span
-                    result = impl(*a, **kw) if m.trace is None else calling(impl, a, kw)
-            except PatternError as e:
+                result = fn(*a, **kw)
+            except CALL_ERRORS as e:
+                raise failed(fn, e) from None
+            finally:
+                if helper:
+                    interp.calls.pop()
+            if type(result) is Tensor:
+                origins.setdefault(result, span)
+            return result
+
+        def failed(fn: Any, e: BaseException) -> BaseException:
+            """The located error for what the call of `fn` raised."""
+            if isinstance(e, PatternError):
                 if pattern_node is not None and e.start is not None and e.span is None:
                     e = e.replace(span=pattern_node.char_span(e.start, e.end))
-                raise e.with_span(span) from None
-            except ApdslError as e:
+                return e.with_span(span)
+            if isinstance(e, ApdslError):
                 if type(fn) is Function and e.span is not None and not inside(e.span, span):
                     e = e.with_label(span, f"in this call of {fn.name}")  # the caller's view
                 if e.span is None:
@@ -192,28 +213,21 @@ class CallCompiler:
                         e.facts.get("param"), arg_spans, kw_spans))
                 receiver = getattr(fn, "__self__", None)
                 if type(receiver) is Tensor and not e.labels:
-                    made = interp.origins.get(receiver)
+                    made = origins.get(receiver)
                     if made is not None and made != span:
                         how = "declared" if made == receiver.storage.span else "made"
                         e = e.with_label(made, f"{receiver_text} {how} here")
-                raise e.with_span(span) from None
-            except LimitError as e:
-                if type(fn) is Function and e.span is not None and not inside(e.span, span):
-                    e = e.with_label(span, f"in this call of {fn.name}")
-                raise e.with_span(span) from None
-            except TypeError as e:
-                raise call_error(fn, e, span, kw_where) from None
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
-            finally:
-                if helper:
-                    interp.calls.pop()
-            if type(result) is Tensor:
-                interp.origins.setdefault(result, span)
-            return result
+                return e.with_span(span)
+            if isinstance(e, TypeError):
+                return call_error(fn, e, span, kw_where)
+            return python_error(e, span)  # type: ignore[arg-type]
         return run
 
 
+
+
+# what a call's closure turns into a located error (`failed`); anything else passes through
+CALL_ERRORS = (ApdslError, *PY_ERRORS)
 
 
 def _positional(args: list[Closure]) -> Closure:

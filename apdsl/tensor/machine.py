@@ -90,7 +90,13 @@ class Accounting:
         blocks = self.live.get(buffer)
         if blocks is None:
             blocks = self.live[buffer] = []
-        blocks.sort(key=_start)
+        if not blocks:  # the buffer's first tile (the one live tile of a loop's body, freed)
+            if capacity is not None and size > capacity:
+                return -1
+            blocks.append((sid, 0, size))
+            return 0
+        if len(blocks) > 1:
+            blocks.sort(key=_start)
         small = bool(bank) and size <= bank  # (a PSUM tile of at most a bank stays in one)
         addr = 0
         at = len(blocks)

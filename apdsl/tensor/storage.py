@@ -100,7 +100,7 @@ class Storage:
         cap = t.capacity_of(self.buffer)
         if cap is None:
             return 0
-        onchip = targets.is_onchip(self.buffer)
+        onchip = self.buffer in targets.NKI_ONCHIP
         if onchip:
             parts = self.shape[0] if self.shape else 1
             if parts > t.partitions:

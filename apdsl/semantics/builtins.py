@@ -84,6 +84,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
 
     def ndarray(shape: Any, dtype: Any = "float32", buffer: Any = "sbuf", format: str = "ND",
                 name: str = "", address: Any = None) -> Tensor:
+        if address is None:
+            return interp.allocate(shape, dtype, buffer, format, name, span=interp.call_span)
         from .placing import allocate  # address=(partition, byte) places it (SPEC 4)
         return allocate(interp, shape, dtype, buffer, format, name, address)
 

@@ -44,6 +44,8 @@ def make(interp: Any) -> dict[str, Callable[..., Any]]:
         """`nl.ndarray(shape, dtype, buffer=nl.sbuf, name='', address=None)`: a new tensor
         (memory unwritten), at `address` = (partition_offset, free_offset in bytes) when
         given."""
+        if address is None:
+            return interp.allocate(shape, dtype, buffer, "ND", name, span=interp.call_span)
         return allocate(interp, shape, dtype, buffer, "ND", name, address)
 
     return {"ndarray": ndarray}

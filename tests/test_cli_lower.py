@@ -114,7 +114,7 @@ def test_lower_prints_what_ran_before_a_runtime_error(tmp_path):
     table = apdsl("lower", str(f))
     assert table.returncode == 1
     heads = [line for line in table.stdout.splitlines() if line.startswith(str(f))]
-    assert heads == [f"{f}:4  dma_copy", f"{f}:6  memset"]  # not the copy that failed
+    assert heads == [f"{f}:4  dma_copy", f"{f}:6  memset  value=1.0"]  # not the copy that failed
     assert codes(table.stderr) == ["APK404"] and f"{f}:8:1" in table.stderr
     js = apdsl("lower", str(f), "--json")
     assert js.returncode == 1 and codes(js.stderr) == ["APK404"]

@@ -48,6 +48,8 @@ class Record:
     order: Any = None
     # an event (set_flag, wait_flag, pipe_barrier): its arguments; it has no operands
     event: tuple[Any, ...] | None = None
+    # its non-tensor operands (op=, scale=, axis=, ...), JSON-plain (`apdsl.runtime.arguments`)
+    arguments: dict[str, Any] | None = None
 
     def to_json(self) -> list[dict[str, Any]]:
         """SPEC section 8: one object per instruction, or one per piece (`piece: [i, n]`) when
@@ -63,6 +65,8 @@ class Record:
                 "name": self.name,
                 "operands": {role: ap.to_json() for role, ap in operands.items()},
             }
+            if self.arguments:  # the non-tensor operands: operators, numbers, flags, enums
+                obj["arguments"] = dict(self.arguments)
             if self.engine in PIPES:  # an Ascend instruction: the pipe that runs it
                 obj["pipe"] = self.engine
             if self.hints:  # engine=, dge_mode=, oob_mode=, priority= as the program gave them
@@ -139,11 +143,15 @@ def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     n = len(trace.records)
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except Exception:
         if len(trace.records) > n and trace.failed is None:
             trace.failed = len(trace.records) - 1
         raise
+    if len(trace.records) > n:  # `lower` shows its non-tensor operands too
+        from .arguments import attach
+        attach(trace.records, n, fn, args, kwargs)
+    return result
 
 
 def instruction_label(op: str, name: Any) -> str:

@@ -221,6 +221,9 @@ def format_lowered(records: list[Any]) -> str:
             piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
             pipe = f"  [pipe {obj['pipe']}]" if obj.get("pipe") else ""
             hints = "".join(f"  {k}={v}" for k, v in obj.get("hints", {}).items())
+            if obj.get("arguments"):  # the non-tensor operands, before the hints
+                from ..runtime.arguments import text
+                hints = "".join(f"  {k}={text(v)}" for k, v in obj["arguments"].items()) + hints
             call = obj["op"]
             if obj.get("event") is not None:  # an Ascend event: its arguments, no operands
                 call += "(" + ", ".join(json.dumps(a) for a in obj["event"]) + ")"

@@ -1,0 +1,123 @@
+"""The non-tensor operands of an executed instruction, for `apdsl lower` (SPEC section 8).
+
+An instruction's tensor operands are the roles its table entry declares (`Operand`); `lower`
+shows each as its access pattern.  Everything else a program passes is a non-tensor operand:
+operators (`op=nl.add`, `op0=`, `reduce_op=`), numbers (`scale=1.5`, a scalar `operand0=2.0`,
+`value=`, `imm=`), flags (`negate=True`), enums (`reduce_cmd=reset_reduce`), shapes and patterns
+(`axis=[1]`, `pattern=[[1, 64]]`) and registers.  One mechanism finds them for every
+instruction: the executor's signature binds the call's arguments to parameter names; a tensor
+is an operand the table declares (`trace.record` lowers it), while a declared role holding a
+number (`operand0=2.0`, `scale=1.5`, `prob=0.1`) is a non-tensor operand shown here, as is every
+parameter the table declares no operand for; and a value equal to the parameter's default says
+nothing, as a hint keyword left at its default does (`apdsl.runtime.hints.given`).  `name=` is
+the instruction's label, shown already; the hint keywords `trace.record` keeps are left to it.
+
+Values are recorded JSON-plain (`plain`), as they were when the instruction ran: operators by
+their `nl.` name, tensors by name, a register as its name and value, tuples as lists.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from functools import cache
+from typing import Any
+
+from ..records import replace
+from ..tensor.registers import VirtualRegister
+from ..tensor.view import Tensor
+from .operators import Operator
+
+_NONE = object()  # a parameter without a default: every value given is shown
+Plan = tuple[tuple[str, ...], dict[str, Any]]
+
+
+@cache
+def _plan(fn: Any) -> Plan | None:
+    """(positional parameter names, each parameter's default)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    positional = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                            p.POSITIONAL_OR_KEYWORD))
+    defaults = {p.name: _NONE if p.default is p.empty else p.default for p in params
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return positional, defaults
+
+
+def given(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """The non-tensor operands of the call `fn(*args, **kwargs)` of an instruction executor,
+    JSON-plain, by parameter name in the signature's order (None when there are none)."""
+    plan = _plan(fn)
+    if plan is None:
+        return None
+    positional, defaults = plan
+    found: dict[str, Any] = {}
+    for name, value in (*zip(positional, args), *kwargs.items()):
+        if name == "name" or name not in defaults:
+            continue
+        if type(value) is Tensor:
+            continue  # a tensor operand: lowered to its access pattern
+        value = plain(value)
+        default = defaults[name]
+        if default is not _NONE and type(value) is type(d := plain(default)) and value == d:
+            continue
+        found[name] = value
+    if not found:
+        return None
+    order = list(defaults)
+    return dict(sorted(found.items(), key=lambda kv: order.index(kv[0])))
+
+
+def plain(value: Any) -> Any:
+    """`value` as JSON data: what `lower --json` prints and the text table shows."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Operator):
+        return repr(value)  # nl.add
+    if type(value) is Tensor:
+        return value.name
+    if isinstance(value, VirtualRegister):  # its value when the instruction ran
+        return {"register": value.name, "value": value.value}
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else str(value)
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return plain(value.item())  # a NumPy scalar
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else str(value)
+
+
+def text(value: Any) -> str:
+    """A plain value as the text table shows it: strings (operator and enum names) bare,
+    the rest as Python writes it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + ", ".join(text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {text(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def attach(records: list[Any], start: int, fn: Any, args: tuple, kwargs: dict) -> None:
+    """Give the records the call `fn(*args, **kwargs)` made (`records[start:]`, those of
+    instruction `fn.__name__`) its non-tensor operands, less the hints they keep already."""
+    found = given(fn, args, kwargs)
+    if found is None:
+        return
+    op = getattr(fn, "__name__", None)
+    for i in range(start, len(records)):
+        rec = records[i]
+        if rec.op != op:
+            continue
+        shown = {k: v for k, v in found.items() if not (rec.hints and k in rec.hints)}
+        if shown:
+            records[i] = replace(rec, arguments=shown)

@@ -67,6 +67,28 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 
 
+@cache
+def _output_roles(op: str) -> frozenset[str]:
+    entry = TABLE.get(op)
+    return frozenset(o.role for o in entry.operands if o.writes) if entry else frozenset()
+
+
+def written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensors the call of instruction `op` writes: every operand its table entry declares
+    written (`dst`, `reduce_res`, `dst_idx`, ...), by keyword or by position.  When the call
+    does not bind (the instruction will refuse it), every tensor passed counts: forgetting a
+    value check mode knew costs a check, a stale one would be checked as if it were true."""
+    roles = _output_roles(op)
+    sig = _signature(fn)
+    try:
+        bound = sig.bind(*args, **kwargs).arguments if sig is not None else None
+    except TypeError:
+        bound = None
+    if bound is None:
+        return [v for v in (*args, *kwargs.values()) if type(v) is Tensor]
+    return [v for role, v in bound.items() if role in roles and type(v) is Tensor]
+
+
 def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
     """The register a `register_load` set (its value comes from memory, which check mode does
     not read), else None."""
@@ -79,13 +101,13 @@ def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
 
 def run_dry(program: Any, op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Check mode's call of instruction `op`: it validates and lowers its operands, moves no
-    data, and makes the checks executing it would make on its destination.  `program` (an
+    data, and makes the checks executing it would make on its destination.  Every output
+    operand (`written`) loses its known value first: a later `host()` of it is unknown.  `program` (an
     `.apk` interpreter or a Python kernel's host) keeps `known_values` (storage whose input
     values are still known) and `loaded_registers` (registers whose value check mode cannot
     know).  The program's machine is in check mode, so the instruction itself moves nothing."""
-    dst = kwargs.get("dst", args[0] if args else None)
-    if isinstance(dst, Tensor):  # its contents are no longer known without executing
-        program.known_values.discard(dst.storage)
+    for t in written(op, fn, args, kwargs):  # their contents are no longer known
+        program.known_values.discard(t.storage)
     result = fn(*args, **kwargs)
     check_destination(op, fn, args, kwargs)
     reg = loaded_register(op, args, kwargs)

@@ -50,3 +50,9 @@ class raises_code:  # noqa: N801 - used like pytest.raises
 
 # Examples that show an error on purpose: file name -> the code `run` and `check` must report.
 EXPECTED_TO_FAIL = {"ascend_race.apk": "APK570"}
+
+
+def lower_header(lines: list[str], head: str) -> int:
+    """The index of an instruction's line in `apdsl lower`'s table: `head`, then (after two
+    spaces) its non-tensor operands and hints, if any."""
+    return next(i for i, ln in enumerate(lines) if ln == head or ln.startswith(head + "  "))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import raises_code
+from support import lower_header, raises_code
 
 import apdsl
 from apdsl.runtime import trace
@@ -484,16 +484,16 @@ def test_lower_shows_every_operand(tmp_path):
                          text=True, check=False)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    k = lines.index(f"{f}:7  tensor_tensor sum")
+    k = lower_header(lines, f"{f}:7  tensor_tensor sum")
     assert [ln.split()[:4] for ln in lines[k + 1:k + 4]] == [
         ["dst", "s", "psum", "float32"], ["data1", "x", "sbuf", "float32"],
         ["data2", "y", "sbuf", "float32"]]
-    k = lines.index(f"{f}:11  tensor_scalar")
+    k = lower_header(lines, f"{f}:11  tensor_scalar")
     assert [ln.split()[:4] for ln in lines[k + 1:k + 4]] == [
         ["dst", "z", "sbuf", "bfloat16"], ["data", "s", "psum", "float32"],
         ["operand0", "c", "sbuf", "float32"]]
     assert lines[k + 3].split()[-2:] == ["[[1,", "128]]"]
-    k = lines.index(f"{f}:13  scalar_tensor_tensor")
+    k = lower_header(lines, f"{f}:13  scalar_tensor_tensor")
     assert [ln.split()[0] for ln in lines[k + 1:k + 5]] == ["dst", "data", "operand0",
                                                             "operand1"]
 

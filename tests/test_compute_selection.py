@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import raises_code
+from support import lower_header, raises_code
 
 import apdsl
 from apdsl.runtime.instructions import (
@@ -421,7 +421,7 @@ def test_lower_shows_every_operand(tmp_path):
     lines = out.stdout.splitlines()
 
     def roles(line_no, op_name, n):
-        k = lines.index(f"{f}:{line_no}  {op_name}")
+        k = lower_header(lines, f"{f}:{line_no}  {op_name}")
         return [ln.split()[0] for ln in lines[k + 1:k + 1 + n]]
 
     assert roles(5, "affine_select", 2) == ["dst", "on_true_tile"]

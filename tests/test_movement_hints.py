@@ -56,7 +56,7 @@ def test_lower_table_shows_the_hints(tmp_path):
              if not line.startswith(" ")]
     assert heads == ["dma_copy  dge_mode=hwdge  engine=scalar", "dma_transpose tr  dge_mode=hwdge",
                      "nc_transpose  engine=tensor", "tensor_copy  engine=vector",
-                     "memset  engine=gpsimd", "dma_copy"]
+                     "memset  value=0.0  engine=gpsimd", "dma_copy"]
 
 
 def test_given_names_enum_members_and_drops_defaults():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import raises_code
+from support import lower_header, raises_code
 
 import apdsl
 from apdsl.runtime import trace
@@ -265,7 +265,7 @@ nisa.activation(dst=o, op=nl.exp, data=a, bias=b, scale=s, reduce_op=nl.add, red
                          text=True, check=False)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    k = lines.index(f"{f}:6  activation act")
+    k = lower_header(lines, f"{f}:6  activation act")
     assert [ln.split()[:3] for ln in lines[k + 1:k + 6]] == [
         ["dst", "o", "psum"], ["data", "a", "sbuf"], ["scale", "s", "sbuf"],
         ["bias", "b", "sbuf"], ["reduce_res", "r", "sbuf"]]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import raises_code
+from support import lower_header, raises_code
 
 import apdsl
 from apdsl.runtime import trace
@@ -336,7 +336,7 @@ nisa.nc_match_replace8(o, a, v, 0.0, dst_idx=i, name="mr")
                          text=True, check=False)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    k = lines.index(f"{f}:6  nc_match_replace8 mr")
+    k = lower_header(lines, f"{f}:6  nc_match_replace8 mr")
     assert [ln.split()[:2] for ln in lines[k + 1:k + 5]] == [
         ["dst", "o"], ["data", "a"], ["vals", "v"], ["dst_idx", "i"]]
 

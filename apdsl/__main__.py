@@ -1,5 +1,3 @@
-import sys
+from .surfaces.cli import console
 
-from .surfaces.cli import main
-
-sys.exit(main())
+console()

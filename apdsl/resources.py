@@ -6,28 +6,41 @@ a wheel force-includes them as `apdsl/_data/grammar` and `apdsl/_data/stdlib`.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from typing import TYPE_CHECKING
 
-_PACKAGE = Path(__file__).resolve().parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# (os.path, not pathlib: importing pathlib costs a cold `apdsl check` 2 ms)
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
 
 
-def _data_dir(name: str) -> Path:
-    installed = _PACKAGE / "_data" / name
-    if installed.is_dir():
+def _data_dir(name: str) -> str:
+    installed = os.path.join(_PACKAGE, "_data", name)
+    if os.path.isdir(installed):
         return installed
-    return _PACKAGE.parent / name
+    return os.path.join(os.path.dirname(_PACKAGE), name)
 
 
 def grammar_path() -> Path:
     """The folder holding the grammar (`apk.lark`)."""
-    return _data_dir("grammar")
+    from pathlib import Path
+    return Path(_data_dir("grammar"))
 
 
 def grammar_file() -> Path:
     """The Lark grammar of the language."""
-    return grammar_path() / "apk.lark"
+    from pathlib import Path
+    return Path(grammar_filename())
+
+
+def grammar_filename() -> str:
+    """`grammar_file()` as a string."""
+    return os.path.join(_data_dir("grammar"), "apk.lark")
 
 
 def stdlib_path() -> Path:
     """The folder of the standard library's `.apk` modules."""
-    return _data_dir("stdlib")
+    from pathlib import Path
+    return Path(_data_dir("stdlib"))

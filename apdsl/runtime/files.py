@@ -22,7 +22,6 @@ import ast
 import errno
 import io
 import os
-import secrets
 import stat
 import warnings
 from collections.abc import Callable
@@ -244,6 +243,7 @@ def write_atomic(path: Path | str, write: Callable[[IO[bytes]], None], *,
 def _temporary(folder: Path, name: str, shown: str) -> tuple[int, str]:
     """A new file next to the target, opened with mode 0666 so the umask decides (mkstemp
     would make it 0600)."""
+    import secrets  # (imports hashlib: not on the start-up path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = str(folder / f".{name}.{secrets.token_hex(4)}.tmp")

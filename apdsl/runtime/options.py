@@ -19,7 +19,6 @@ A program cannot change these for its caller: it runs on a child machine
 from __future__ import annotations
 
 from dataclasses import fields
-from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ApdslRuntimeError
@@ -71,6 +70,7 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
     def __init__(self, **values: Any) -> None:
         for key, value in values.items():
             if key not in _TYPES:
+                from difflib import get_close_matches
                 close = get_close_matches(key, _TYPES, n=1)
                 raise ApdslRuntimeError(
                     f"unknown option '{key}'", code="APK421",

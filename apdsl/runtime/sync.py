@@ -27,7 +27,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from difflib import get_close_matches
 from typing import Any
 
 import numpy as np
@@ -330,6 +329,7 @@ def _event(event: Any, i: Any, what: str) -> tuple[str, int]:
             return event, i
     if not isinstance(event, str) or event not in HARD_EVENTS:
         text = event if isinstance(event, str) else repr(event)
+        from difflib import get_close_matches
         close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \
             else []
         raise SyncError(f"{what}: unknown event {text!r}", code="APK572",
@@ -402,6 +402,7 @@ def pipe_barrier(pipe: str) -> None:
                         help="remove it; scalar instructions are already in order")
     if not isinstance(pipe, str) or pipe not in BARRIER_PIPES:
         text = pipe if isinstance(pipe, str) else repr(pipe)
+        from difflib import get_close_matches
         close = get_close_matches(text.upper(), BARRIER_PIPES, n=2) if isinstance(pipe, str) \
             else []
         raise SyncError(f"pipe_barrier: unknown pipe {text!r}", code="APK576",

@@ -5,7 +5,6 @@ sandbox forbids.  Errors are collected, not raised, so `check` can report them a
 from __future__ import annotations
 
 import inspect
-from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
@@ -147,6 +146,7 @@ class Checker:
                 return
             if not self._known(node.id, scopes):
                 pool = sorted(self.names.union(*scopes))
+                from difflib import get_close_matches
                 close = get_close_matches(node.id, pool, n=3)
                 self.errors.append(ApdslNameError(
                     f"unknown name '{node.id}'", code="APK101", span=node.span,
@@ -248,6 +248,7 @@ class Checker:
         unknown = False
         for k in node.keywords:
             if k.name not in params:
+                from difflib import get_close_matches
                 close = get_close_matches(k.name, params, n=2)
                 unknown = True
                 self.errors.append(ApdslTypeError(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import ApdslIOError, ApdslNameError, Span
@@ -49,6 +48,8 @@ class ImportCompiler:
         return run
 
     def import_module(self, dotted: str, span: Span | None) -> Module:
+        from pathlib import Path
+
         from ..resources import stdlib_path
         from ..syntax.parser import parse
         if dotted in self.modules:
@@ -58,7 +59,8 @@ class ImportCompiler:
             self.modules[dotted] = builtin
             return builtin
         rel = Path(*dotted.split(".")).with_suffix(".apk")
-        search = [(self.base_dir / rel, str(self.base_dir / rel))]
+        base = Path(self.base_dir)
+        search = [(base / rel, str(base / rel))]
         std = Path(self.stdlib_dir) if self.stdlib_dir else stdlib_path()
         search.append((std / rel, f"<stdlib>/{rel.as_posix()}"))
         for path, shown in search:  # noqa: B007 - the hit is used after the loop
@@ -66,7 +68,7 @@ class ImportCompiler:
                 break
         else:
             raise ApdslIOError(f"no module named '{dotted}'", code="APK602",
-                               notes=[f"searched {self.base_dir / rel} and <stdlib>/{rel}"],
+                               notes=[f"searched {base / rel} and <stdlib>/{rel}"],
                                help="put the module next to the importing file or in stdlib/")
         if dotted in self.importing:
             raise ApdslIOError(f"circular import of '{dotted}'", code="APK604")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -72,7 +71,8 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.budget = limits.Budget(self.machine.options.max_steps)
         self.depth = 0  # helper and kernel calls under way
         self.out = out if out is not None else sys.stdout
-        self.base_dir = Path(base_dir or ".")
+        # the folder that relative file names and imports start from (a str or a Path)
+        self.base_dir: Any = base_dir or "."
         self.stdlib_dir = stdlib_dir
         self.builtins = make_builtins(self)
         # run mode: builtin instruction wrapper -> the implementation it calls, so a call site
@@ -175,7 +175,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
             return
         print(sep.join(show(v) for v in values), file=self.out)
 
-    def _safe_path(self, path: Any) -> Path:
+    def _safe_path(self, path: Any) -> Any:
         if not isinstance(path, str):
             raise ApdslTypeError("file names are strings", code="APK110")
         from ..runtime.files import confined

@@ -7,9 +7,9 @@ kernel with its inputs bound; `lower()` runs with the instruction trace on.
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,17 @@ from .values import Function
 class UsageError(Exception):
     """The command line itself is wrong (exit status 2): unknown kernel, `-i` naming no
     parameter, several kernels and none named."""
+
+
+def path_stem(file: str) -> str:
+    """`pathlib.PurePath(file).stem` (the last part of the path without its suffix), without
+    importing pathlib on the start-up path."""
+    seps = os.sep + (os.altsep or "")
+    parts = [p for p in "".join("/" if c in seps else c for c in file).split("/")
+             if p and p != "."]
+    name = parts[-1] if parts else ""
+    i = name.rfind(".")
+    return name[:i] if 0 < i < len(name) - 1 else name
 
 
 def pick_kernel(file: str, names: list[str], name: str | None, what: str) -> str | None:
@@ -64,7 +75,8 @@ class Program:
 
     @classmethod
     def from_path(cls, path: str) -> Program:
-        return cls(read_source(path), path, str(Path(path).parent))
+        # the folder (pathlib's spelling normalises it, as the interpreter does when it uses it)
+        return cls(read_source(path), path, os.path.dirname(path) or ".")
 
     # -- queries ------------------------------------------------------------------------------
     def kernels(self) -> list[ast.Kernel | ast.FunctionDef]:
@@ -94,6 +106,8 @@ class Program:
         """The buffer names the program mentions (declarations, parameters, `sbuf`/`nl.sbuf`
         names, `"l1"` strings), in this file and in the modules it imports (searched as
         `import` searches them), read without running anything."""
+        from pathlib import Path
+
         from ..resources import stdlib_path
         from ..syntax.parser import parse
         from ..tensor.targets import BUFFERS
@@ -130,7 +144,7 @@ class Program:
         interp.sources[self.file] = self.source
         # the file's name, as a .py file's module name: `if __name__ == "__main__":` blocks
         # (host code of NKI examples) do not run, as under the Python frontend (SPEC 12)
-        interp.builtins["__name__"] = Path(self.file).stem
+        interp.builtins["__name__"] = path_stem(self.file)
         return interp
 
     def check(self, out: Any = None, kernel: str | None = None,

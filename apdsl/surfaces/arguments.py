@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -12,6 +14,25 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"apdsl: error: {message}", file=sys.stderr)
         sys.exit(2)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's formatter imports `shutil` (and its compression modules) only to ask the
+        # terminal's width; `add_argument` makes one per argument
+        return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`: $COLUMNS, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
 
 
 def program_options(sp: argparse.ArgumentParser) -> None:
@@ -99,13 +120,24 @@ def grid_option(sp: argparse.ArgumentParser) -> None:
                     "(1 or 2; trn1: 1)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the whole command line.  Given the `argv` it will parse, when that starts
+    with a command's name, only that command's arguments are declared (the others' cost a
+    tenth of a cold `apdsl check`): argparse hands everything after the name to that command's
+    parser, so the outcome is the same."""
     p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
                 "patterns and Ascend fractal formats, executed on NumPy.")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    only = argv[0] if argv and argv[0] in _COMMANDS else None
+    for name, (help_text, declare) in _COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text)
+        if only is None or name == only:
+            declare(sp)
+    return p
 
-    r = sub.add_parser("run", help="run the top level, then a kernel")
+
+def _run(r: argparse.ArgumentParser) -> None:
     r.add_argument("file", metavar="FILE")
     r.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(r, "missing inputs get seeded data")
@@ -117,14 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict-padding", action="store_true",
                    help="mmad reads K in whole fractals, as hardware does")
 
-    c = sub.add_parser("check", help="parse and check without moving data")
+
+def _check(c: argparse.ArgumentParser) -> None:
     c.add_argument("file", metavar="FILE")
     c.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(c, "its shape, dtype and values are used to check KERNEL")
     c.add_argument("--json", action="store_true", help="one JSON object per diagnostic")
     program_options(c)
 
-    lw = sub.add_parser("lower", help="print every executed instruction's access patterns")
+
+def _lower(lw: argparse.ArgumentParser) -> None:
     lw.add_argument("file", metavar="FILE")
     lw.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(lw, "missing inputs get seeded data")
@@ -132,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     grid_option(lw)
     program_options(lw)
 
-    pf = sub.add_parser("profile", help="estimate where a kernel's time goes on the target")
+
+def _profile(pf: argparse.ArgumentParser) -> None:
     pf.add_argument("file", metavar="FILE")
     pf.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(pf, "missing inputs get seeded data")
@@ -144,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     grid_option(pf)
     program_options(pf)
 
-    sh = sub.add_parser("show", help="draw which storage elements a view touches")
+
+def _show(sh: argparse.ArgumentParser) -> None:
     sh.add_argument("file", metavar="FILE")
     sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
                     "view bound to NAME while KERNEL runs")
@@ -159,12 +195,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="draw only the rows and columns the view touches")
     program_options(sh)
 
-    program_options(sub.add_parser("repl", help="interactive session"))
 
-    e = sub.add_parser("explain", help="explain an error code")
+def _explain(e: argparse.ArgumentParser) -> None:
     e.add_argument("code", metavar="CODE", nargs="?")
     e.add_argument("--list", action="store_true", help="list every code")
-    return p
+
+
+# The commands in `apdsl -h` order: (help line, declaration of their arguments).
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("run the top level, then a kernel", _run),
+    "check": ("parse and check without moving data", _check),
+    "lower": ("print every executed instruction's access patterns", _lower),
+    "profile": ("estimate where a kernel's time goes on the target", _profile),
+    "show": ("draw which storage elements a view touches", _show),
+    "repl": ("interactive session", program_options),
+    "explain": ("explain an error code", _explain),
+}
 
 
 def _version() -> str:

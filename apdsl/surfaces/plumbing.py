@@ -4,7 +4,6 @@ diagnostics, `--target`, loading the program, `-i` inputs and the `lower` table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
@@ -159,6 +158,8 @@ def diagnose(errors: list[ApdslError], sources: dict[str, str], file: str,
     they make (1 when one is an error)."""
     errors = headed(errors, file)
     if as_json:
+        import json
+
         from .diagnostics import to_json
         for e in errors:
             obj = to_json(e)
@@ -187,11 +188,11 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
     """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2); an
     unreadable file is a diagnostic (a JSON line with `as_json`), exit 1.  `header_only`:
     (shape, dtype) pairs, the data left unread."""
-    from ..runtime.files import read_npy
-    from ..semantics.program import UsageError
     paths = parse_inputs(getattr(args, "inputs", []))
     if not paths:  # nothing to match to a kernel (`check` of a file of several kernels)
         return {}
+    from ..runtime.files import read_npy
+    from ..semantics.program import UsageError
     try:
         kernel = program.select_kernel(args.kernel)
         if paths and kernel is None:
@@ -214,6 +215,7 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
 
 def format_lowered(records: list[Any]) -> str:
     """The human table of `apdsl lower`: one block per executed instruction."""
+    import json
     lines: list[str] = []
     for rec in records:
         for obj in rec.to_json():

@@ -15,11 +15,10 @@ import _thread
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from ..errors import ApdslSyntaxError, Span
-from ..resources import grammar_file
+from ..resources import grammar_filename
 from . import ast
 from .build_displays import FieldSyntaxError
 from .builder import Builder
@@ -36,7 +35,7 @@ _STARTS = ["start", "fexpr"]
 class _Parser:
     """The parser with its builder and post-lexer; Lark and the error reporter on demand."""
 
-    def __init__(self, cache: Path | None) -> None:
+    def __init__(self, cache: str | os.PathLike | None) -> None:
         self.cache = cache
         self.builder = Builder()
         self.indenter = ApkIndenter()
@@ -102,7 +101,7 @@ class _Parser:
         from . import lalr_tables as T
         grammar = grammar_text()
         key = T.cache_key(grammar, repr((_OPTIONS, _STARTS)))
-        path = None if self.cache is None else str(self.cache / f"apk-lalr-{key}.tables")
+        path = None if self.cache is None else os.path.join(self.cache, f"apk-lalr-{key}.tables")
         tables = T.read_cache(path, key) if path is not None else None
         if tables is None:
             try:
@@ -151,16 +150,17 @@ def parse(source: str, file: str = "<string>") -> ast.Module:
     return _parser.parse(source, file)
 
 
-def cache_dir() -> Path | None:
+def cache_dir() -> str | None:
     """Where the analysed grammar is cached, or None to build it every time."""
     if os.environ.get("APDSL_NO_CACHE"):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "apdsl"
+    return os.path.join(base, "apdsl")
 
 
 def grammar_text() -> str:
-    return grammar_file().read_text(encoding="utf-8")
+    with open(grammar_filename(), encoding="utf-8") as f:
+        return f.read()
 
 
 def bare_parser() -> Any:
@@ -182,7 +182,7 @@ def _import_lark() -> Any:
     return lark
 
 
-def _load(builder: Builder | None, indenter: Any, cache: Path | None,
+def _load(builder: Builder | None, indenter: Any, cache: str | os.PathLike | None,
           start: str | list[str]) -> Any:
     """Lark's parser, through Lark's on-disk cache of the analysed grammar when possible.
 
@@ -195,10 +195,10 @@ def _load(builder: Builder | None, indenter: Any, cache: Path | None,
     path: str | bool = False
     if cache is not None:
         try:
-            cache.mkdir(parents=True, exist_ok=True)
+            os.makedirs(cache, exist_ok=True)
             key = hashlib.sha256((grammar + repr(start)).encode()).hexdigest()[:16]
-            path = str(cache / f"apk-grammar-{key}-py{sys.version_info[0]}{sys.version_info[1]}"
-                               f"-lark{lark.__version__}.cache")
+            path = os.path.join(cache, f"apk-grammar-{key}-py{sys.version_info[0]}"
+                                       f"{sys.version_info[1]}-lark{lark.__version__}.cache")
         except OSError:
             path = False
     return lark.Lark(grammar, transformer=builder, postlex=indenter, cache=path, start=start,

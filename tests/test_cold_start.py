@@ -1,0 +1,122 @@
+"""The start-up path of `apdsl check` (SPEC section 10, cold start): what it must not import,
+and the pieces that replaced heavier ones (no pathlib, a lean argparse, the exit)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path, PurePath
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from apdsl.semantics.program import path_stem
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Modules the check of a small correct file does not use.  Each was once on the path and cost
+# a cold `apdsl check` time: Lark (parsing runs on cached tables; Lark only reports syntax
+# errors), the terminal and colour libraries, the profile, the Python frontend, the error
+# catalogue, and standard modules imported for one rare use (pathlib and its urllib/ipaddress,
+# json, shutil and its compressors, hashlib and secrets, difflib, threading, logging).
+HEAVY = ("lark", "regex", "rich", "pygments", "prompt_toolkit", "apdsl.profile", "apdsl.nki",
+         "apdsl.catalogue", "apdsl.runtime.files", "apdsl.syntax.diagnose", "pathlib",
+         "urllib", "ipaddress", "json", "shutil", "bz2", "lzma", "hashlib", "secrets",
+         "difflib", "threading", "logging", "tempfile")
+
+
+def _imported_by_check(tmp_path: Path, text: str, *args: str) -> tuple[set[str], str]:
+    src = tmp_path / "small.apk"
+    src.write_text(text)
+    code = ("import io, sys, contextlib\n"
+            "from apdsl.surfaces.cli import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    status = main(['check', sys.argv[1], *{list(args)!r}])\n"
+            "print(status, out.getvalue().strip())\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("APDSL_NO_CACHE", None)
+    subprocess.run([sys.executable, "-c", code, str(src)], check=True, env=env,
+                   capture_output=True)  # computes and caches the parser tables
+    r = subprocess.run([sys.executable, "-c", code, str(src)], check=True, env=env,
+                       capture_output=True, text=True)
+    first, modules = r.stdout.splitlines()
+    return set(modules.split()), first
+
+
+@pytest.mark.parametrize("name", ["views.apk", "softmax.apk", "matmul.apk"])
+def test_checking_a_small_file_imports_none_of_the_heavy_modules(tmp_path: Path,
+                                                                 name: str) -> None:
+    example = ROOT / "examples" / name
+    if not example.exists():
+        pytest.skip(f"no {name}")
+    modules, first = _imported_by_check(tmp_path, example.read_text())
+    assert first.startswith("0 ") and ": ok" in first, first
+    loaded = sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
+    assert loaded == [], f"the check path imported {loaded}"
+
+
+def test_a_syntax_error_still_imports_lark_and_reports_as_before(tmp_path: Path) -> None:
+    modules, first = _imported_by_check(tmp_path, "x = (1,\n")
+    assert first.startswith("1"), first
+    assert "lark" in modules  # the diagnostic comes from Lark's parse of the text
+
+
+@given(st.lists(st.sampled_from(["a", "b.apk", ".", "..", "", ".x", "x.", "a.b.c", "/", "<s>"]),
+                max_size=5))
+def test_path_stem_is_pathlib_s(parts: list[str]) -> None:
+    for text in ("/".join(parts), "/" + "/".join(parts), "/".join(parts) + "/"):
+        assert path_stem(text) == PurePath(text).stem, text
+
+
+def test_python_m_apdsl_exits_with_the_command_s_status_and_flushed_output(
+        tmp_path: Path) -> None:
+    """`leave` ends the process without Python's teardown: everything printed is there, the
+    status is the command's, and exit handlers (a program's, or a library's) still run."""
+    good = tmp_path / "good.apk"
+    good.write_text("x = 1\nprint(x)\n")
+    bad = tmp_path / "bad.apk"
+    bad.write_text("assert 1 == 2\n")
+    r = subprocess.run([sys.executable, "-m", "apdsl", "check", str(good)],
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (0, f"{good}: ok (0 kernels)\n")
+    r = subprocess.run([sys.executable, "-m", "apdsl", "check", str(bad)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "APK" in r.stderr and r.stderr.endswith("1 error\n")
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+            "from apdsl.surfaces.cli import leave\n"
+            "print('out', end='')\n"
+            "leave(3)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out", "handler ran\n")
+
+
+def test_leave_to_a_closed_pipe_behaves_as_python_s_exit() -> None:
+    """When flushing fails the interpreter's own exit reports it, as before `leave`."""
+    code = ("import sys\n"
+            "from apdsl.surfaces.cli import leave\n"
+            "print('x' * 100000)\n"
+            "leave(0)\n")
+    plain = "import sys\nprint('x' * 100000)\nsys.exit(0)\n"
+    got = []
+    for c in (code, plain):
+        p = subprocess.Popen([sys.executable, "-c", c], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        p.stdout.close()  # the reader went away
+        err = p.stderr.read()
+        got.append((p.wait(), b"BrokenPipeError" in err))
+    assert got[0] == got[1]
+
+
+def test_only_the_named_command_s_arguments_are_declared() -> None:
+    from apdsl.surfaces.arguments import build_parser
+    full = build_parser()
+    lean = build_parser(["check", "f.apk"])
+    assert lean.parse_args(["check", "f.apk", "--json"]) == \
+        full.parse_args(["check", "f.apk", "--json"])
+    for argv in (["run", "f.apk", "-o", "o.npy"], ["explain", "--list"], ["show", "f", "t"]):
+        assert build_parser(argv).parse_args(argv) == full.parse_args(argv)

@@ -269,3 +269,61 @@ def test_plans_and_kept_children_keep_no_other_tensor_alive():
     del S
     gc.collect()
     assert src() is None
+
+
+def _world(seed: int):
+    rng = np.random.default_rng(seed)
+    S = apdsl.from_numpy(rng.standard_normal((8, 24), dtype=np.float32), "sbuf")
+    H = apdsl.from_numpy(rng.standard_normal((4, 48), dtype=np.float32), "hbm")
+    return S, H, H.view("bfloat16")
+
+
+_PAIRS = st.lists(st.tuples(st.integers(-2, 9), st.integers(1, 6)), min_size=1, max_size=3)
+_VIEW = st.tuples(st.sampled_from(["S", "H", "H16"]), _PAIRS, st.integers(-4, 200))
+
+
+def _make(world, spec, counts=None):
+    which, pattern, offset = spec
+    if counts is not None:  # the other side's counts, this side's strides
+        pattern = [(st_, c) for (st_, _), c in zip(pattern * 3, counts)]
+    t = dict(zip(["S", "H", "H16"], world))[which]
+    if which == "S":  # on chip: the partition pair comes first, its stride the free size
+        pattern = [(24, min(pattern[0][1], 8))] + list(pattern[1:])
+    return t.ap([list(p) for p in pattern], offset=offset)
+
+
+@settings(max_examples=200, deadline=None)
+@given(dst=_VIEW, src=_VIEW, same=st.booleans(),
+       between=st.sampled_from(["nothing", "forget", "memset", "free"]))
+def test_the_plan_and_the_full_path_agree(dst, src, same, between):
+    """Random views (bounds, duplicates, repeats, dtype conversions), with the source's state
+    changed between copies (unwritten again, rewritten, freed): each of four copies of the
+    same pair raises the same code, or leaves the same bytes and written state, by the plan as
+    by the full path (forced by tracing)."""
+    outcomes = []
+    for traced in (False, True):
+        world = _world(7)
+        try:
+            d = _make(world, dst)
+            s = _make(world, src, [c for _, c in d.get_pattern()] if same else None)
+        except ApdslError as e:
+            outcomes.append(("view", e.code))
+            continue
+        seen = []
+        for k in range(4):
+            if k == 2 and between == "forget":
+                forget_written(resolve(world[0][0:4, 0:12], "test"))
+                forget_written(resolve(world[1][1:3, 0:20], "test"))
+            elif k == 2 and between == "memset":
+                memset(world[0][2:6, 4:16], 1.25)
+            elif k == 3 and between == "free":
+                s.storage.free()
+            if traced:
+                with trace.tracing():
+                    seen.append(_code(lambda d=d, s=s: dma_copy(d, s)))
+            else:
+                seen.append(_code(lambda d=d, s=s: dma_copy(d, s)))
+        live = [t for t in world[:2] if not t.storage.freed]
+        written = [t.storage.all_written or t.storage.mask.tobytes() for t in live]
+        outcomes.append((seen, [t.storage.data.tobytes() for t in live], written))
+    assert outcomes[0] == outcomes[1]

@@ -395,3 +395,63 @@ def test_a_later_matmul_does_not_change_an_earlier_result():
     np.testing.assert_array_equal(psum_tile[:, 8:].numpy(), np.full((4, 8), 24.0, F32))
     with raises_code("APK404"):  # an unwritten input is still refused, work arrays or not
         nc_matmul(psum_tile[:, :8], x, ndarray((8, 8), "float32", "sbuf"))
+
+
+# -- nc_matmul plans: a loop's new-but-alike operand tiles checked once per dst view ------------
+
+def _loop_tiles(k=8, m=4, n=8, value=1.0, dtype="bfloat16"):
+    """Fresh SBUF operand tiles, as a tile loop allocates them (shared row-major layouts)."""
+    st_ = from_numpy(np.full((k, m), value, F32), "sbuf", dtype=dtype)
+    mv = from_numpy(np.full((k, n), 2.0, F32), "sbuf", dtype=dtype)
+    return st_, mv
+
+
+def test_a_matmul_loop_into_one_view_uses_its_plan_and_sums_like_numpy():
+    from apdsl.runtime import matmul
+    dst = ndarray((4, 8), "float32", "psum")
+    for step in range(5):
+        nc_matmul(dst, *_loop_tiles(value=float(step + 1)))
+        assert len(matmul._plans.get(dst, {})) == 1
+        np.testing.assert_array_equal(dst.numpy(), np.full((4, 8), 16.0 * sum(
+            range(1, step + 2)), F32))
+    with trace.tracing() as tr:
+        nc_matmul(dst, *_loop_tiles())
+    assert [r.op for r in tr] == ["nc_matmul"]  # tracing: the full path, recorded
+    with apdsl.target("trn1"):
+        other = ndarray((4, 8), "float32", "psum")
+        for _ in range(2):
+            nc_matmul(other, *_loop_tiles())
+        assert not matmul._plans.get(other)  # trn1's start-partition rule: every call
+
+
+def test_the_planned_matmul_still_refuses_what_can_change():
+    dst = ndarray((4, 8), "float32", "psum")
+    nc_matmul(dst, *_loop_tiles())
+    st_, mv = _loop_tiles()
+    unwritten = ndarray((8, 8), "bfloat16", "sbuf")
+    with raises_code("APK404"):
+        nc_matmul(dst, st_, unwritten)
+    mv.storage.free()
+    with raises_code("APK408"):
+        nc_matmul(dst, st_, mv)
+    from apdsl.runtime.copies import memset
+    memset(dst, 0.0)  # another instruction wrote dst after the matmul
+    with raises_code("APK332"):
+        nc_matmul(dst, *_loop_tiles(), accumulate=True)
+    fresh = ndarray((4, 8), "float32", "psum")
+    for _ in range(2):
+        with raises_code("APK331"):  # no matmul ever wrote it
+            nc_matmul(fresh, *_loop_tiles(), accumulate=True)
+    with apdsl.target("trn3"):
+        b16 = ndarray((4, 8), "bfloat16", "psum")  # bfloat16 results need trn3
+        for _ in range(2):
+            nc_matmul(b16, *_loop_tiles())
+    with raises_code("APK315"):
+        nc_matmul(b16, *_loop_tiles())
+    with raises_code("APK333"):  # another dtype is another key: checked
+        nc_matmul(dst, *_loop_tiles(dtype="int32"))
+    with raises_code("APK420"):  # a flag of the wrong type is never planned
+        nc_matmul(dst, *_loop_tiles(), is_transpose=1)
+    with apdsl.options(execute=False):
+        nc_matmul(dst, *_loop_tiles())  # check mode moves no data
+    np.testing.assert_array_equal(dst.numpy(), np.zeros((4, 8), F32))

@@ -9,13 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslRuntimeError, TargetError
+from ..errors import TargetError
 from ..tensor import targets
-from ..tensor.dtypes import DTYPES, round_tfloat32
+from ..tensor.dtypes import DTYPES
 from ..tensor.layout import pattern_bounds
+from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import execute as ex
-from . import psum, trace
+from . import matmul_run as run
+from . import trace
 from .operands import (
     arg_error,
     check_start_partitions,
@@ -65,6 +67,18 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     >>> dst.numpy()[0]
     array([8., 8., 8.], dtype=float32)
     """
+    key = _plan_key(dst, stationary, moving, (is_stationary_onezero, is_moving_onezero,
+                                              is_transpose, accumulate, tile_position,
+                                              tile_size, perf_mode, name))
+    plan = None if key is None else _find(dst, key)
+    if plan is not None:  # the same kind of operands again: only the per-call work (`_Plan`)
+        accs = resolve_operands(plan.label, ex.TI_GROUP_MATMUL, ("stationary", stationary),
+                                ("moving", moving), ("dst", dst))
+        run.execute(accs, plan.label, plan.tgt, plan.k, plan.m, plan.n,  # type: ignore[arg-type]
+                    transpose=plan.transpose, double=plan.double,
+                    is_transpose=is_transpose, accumulate=accumulate)
+        return
+    planned = key is not None and _plannable(dst)
     label = instruction_label("nc_matmul", name)
     dst = tensor_arg(dst, label, "dst")
     stationary = tensor_arg(stationary, label, "stationary")
@@ -125,35 +139,11 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
     if accs is None:
         return
-    s, m, d = accs
-    # a transpose (even trn1's labelled one) is not an accumulating-kind matmul: it overwrites
-    adding = False if is_transpose else _accumulation(d, accumulate, tgt, label)
-    if transpose:  # bits move as they are, tfloat32 included
-        result = _transpose_bits(ex.read(s, label, "stationary").reshape(k, mm),
-                                 ex.read(m, label, "moving").reshape(k, n), label)
-    elif double:  # K = partitions x 2: contract over both
-        a32 = _engine_read(s, label, "stationary").reshape(k // 2, 2, mm)
-        b32 = _engine_read(m, label, "moving").reshape(k // 2, 2, n)
-        result = np.einsum("pkm,pkn->mn", a32, b32, dtype=np.float32)
-    else:  # float32 inputs and product in the dst storage's work arrays (`_Work`)
-        work = _work_of(d.storage)
-        a = _engine_read_into(s, label, "stationary", work.array("stationary", (k, mm)))
-        b = _engine_read_into(m, label, "moving", work.array("moving", (k, n)))
-        result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
-    if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
-            d.storage.all_written and d.injective():
-        # add in place through dst's strided view: every element is written (nothing to
-        # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
-        # would note is overwritten by note_matmul below.  dst + product, as the general path.
-        out = d.array()
-        np.add(out, result.reshape(d.lshape), out=out)
-        psum.note_matmul(d, False)
-        return
-    if adding:
-        result += ex.read_float32(d, label, "dst").reshape(mm, n)
-    ex.prepare_write(d, label, "dst")
-    ex.store(d, result.reshape(d.shape))
-    psum.note_matmul(d, bool(is_transpose))
+    if planned:
+        _keep(dst, key, _Plan((stationary.layout, moving.layout), tgt, label, k, mm, n,
+                              transpose, double))
+    run.execute(accs, label, tgt, k, mm, n, transpose=transpose, double=double,
+                is_transpose=bool(is_transpose), accumulate=accumulate)
 
 
 # Tensor Engine dtypes an indirect() matmul operand may have (NKI nc_matmul docstring).
@@ -182,62 +172,6 @@ def _matmul_indirection(label: str, dst: Tensor, st: Tensor, mv: Tensor, transpo
                           code="APK346", help="drop tile_position/tile_size, or gather first")
     check_ti_partitions(label, {"stationary": "stationary", "moving": "moving",
                            "dst": "stationary"}, *pairs)
-
-
-class _Work:
-    """The float32 arrays a PSUM storage's matmuls compute in (inputs as the engine reads
-    them, the product), made once per shape instead of per call: a tile loop's temporaries of
-    hundreds of KiB, allocated afresh, cost page faults on every call (more than the copies
-    into them).  Never visible: each call overwrites what it reads before reading it."""
-
-    __slots__ = ("arrays",)
-    LIMIT = 6  # shapes kept (a storage matmul'ed through views of several shapes: the newest)
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[str, tuple[int, int]], np.ndarray] = {}
-
-    def array(self, role: str, shape: tuple[int, int]) -> np.ndarray:
-        key = (role, shape)
-        arr = self.arrays.get(key)
-        if arr is None:
-            if len(self.arrays) >= self.LIMIT:
-                self.arrays.clear()
-            arr = self.arrays[key] = np.empty(shape, np.float32)
-        return arr
-
-
-# Work arrays per PSUM storage (weakly keyed: they die with it).  Per storage, not shared, so
-# two programs on different machines (threads) never compute in the same arrays.
-_works: weakref.WeakKeyDictionary[Any, _Work] = weakref.WeakKeyDictionary()
-
-
-def _work_of(storage: Any) -> _Work:
-    work = _works.get(storage)
-    if work is None:
-        work = _works[storage] = _Work()
-    return work
-
-
-def _engine_read_into(acc: ex.Access, label: str, role: str, out: np.ndarray) -> np.ndarray:
-    """`_engine_read` into `out` (float32, C-contiguous, the operand's element count): the
-    same init check, the same cast (NumPy's, as `astype`), the same logical row-major order."""
-    ex.check_init(acc, label, role)
-    if acc.storage.buffer == "psum":
-        psum.note_read(acc)
-    if type(acc) is ex.Strided:
-        src = acc.array()  # leaf shape: its row-major order is the logical one
-        np.copyto(out.reshape(src.shape), src, casting="unsafe")
-    else:
-        np.copyto(out, acc.read().reshape(out.shape), casting="unsafe")
-    if acc.dtype.name == "tfloat32":
-        out[...] = round_tfloat32(out)
-    return out
-
-
-def _engine_read(acc: ex.Access, label: str, role: str) -> np.ndarray:
-    """An input as the tensor engine reads it, in float32: tfloat32 keeps 10 mantissa bits."""
-    values = ex.read_float32(acc, label, role)
-    return round_tfloat32(values) if acc.dtype.name == "tfloat32" else values
 
 
 def _perf_mode(perf_mode: Any, label: str, tgt: targets.Target) -> bool:
@@ -370,84 +304,6 @@ def _tiling(position: Any, size: Any, label: str, tgt: targets.Target,
     return int(size[0]), int(size[1])
 
 
-def _accumulation(d: ex.Access, accumulate: bool | None, tgt: targets.Target,
-                  label: str) -> bool:
-    """Whether this matmul adds into dst (SPEC section 4's rule over the PSUM state)."""
-    if accumulate is False:
-        return False
-    state = psum.uniform_state(d)
-    if state is not None:  # every touched byte in one state: the answer without counting
-        if accumulate is None:
-            return state == psum.ACCUMULATING
-        if state in (psum.ACCUMULATING, psum.MATMUL_LAST_WROTE) or (
-                state == psum.OTHER_WROTE_AFTER_MATMUL and tgt.name not in ("trn1", "trn2")):
-            return True
-        # the refusals below, with their counts
-    counts = psum.counts(d)
-    item = max(d.dtype.bits // 8, 1)
-    total = int(counts.sum()) // item
-    adding = int(counts[psum.ACCUMULATING]) // item
-    where = f"dst {d.name} (shape {d.shape}, storage {d.storage.describe()})"
-
-    def first(*states: int) -> str:
-        # the first logical element in one of `states` (only on the error path)
-        found = np.isin(psum.element_states(d), states)
-        coord = np.unravel_index(int(np.argmax(found)), d.shape)
-        return f"{d.name}[{', '.join(str(int(c)) for c in coord)}]"
-
-    if accumulate is None:
-        if adding and adding != total:
-            fresh = (psum.NEW, psum.OTHER_NO_MATMUL, psum.MATMUL_LAST_WROTE,
-                     psum.OTHER_WROTE_AFTER_MATMUL)
-            raise ApdslRuntimeError(
-                f"{label}: accumulate=None cannot decide: part of {where} holds an "
-                "accumulation an earlier nc_matmul started, part is fresh", code="APK330",
-                notes=[f"{adding} of {total} elements are accumulating (last written by "
-                       f"nc_matmul; first {first(psum.ACCUMULATING)}), {total - adding} are "
-                       f"fresh (new, or last touched by another instruction; first "
-                       f"{first(*fresh)})"],
-                help="pass accumulate=False to start a new accumulation or accumulate=True "
-                "to add to it, or cover exactly the earlier matmuls' dst")
-        return adding > 0
-    unmatmuled = int(counts[psum.NEW] + counts[psum.OTHER_NO_MATMUL]) // item
-    if unmatmuled:
-        raise ApdslRuntimeError(
-            f"{label}: accumulate=True onto {where}, which no nc_matmul has written",
-            code="APK331", notes=[f"{unmatmuled} of {total} elements were never written by a "
-                                  f"matmul (first {first(psum.NEW, psum.OTHER_NO_MATMUL)}); "
-                                  "accumulating there is undefined on hardware"],
-            help="start the accumulation with accumulate=False (or leave accumulate=None)")
-    other = int(counts[psum.OTHER_WROTE_AFTER_MATMUL]) // item
-    if other and tgt.name in ("trn1", "trn2"):
-        raise ApdslRuntimeError(
-            f"{label}: accumulate=True onto {where}, which another instruction wrote after "
-            f"the last nc_matmul; on {tgt.name} that is undefined", code="APK332",
-            notes=[f"{other} of {total} elements were last written by a non-matmul "
-                   f"instruction such as memset or tensor_copy (first "
-                   f"{first(psum.OTHER_WROTE_AFTER_MATMUL)})"],
-            help="start with accumulate=False, or add the value in SBUF after the matmuls")
-    return True
-
-
-def _transpose_bits(a: np.ndarray, b: np.ndarray, label: str) -> np.ndarray:
-    """Transpose mode: dst[m, n] = stationary[k, m] where moving[k, n] is 1 (bit for bit), 0
-    where a column of moving is all zero.  Another moving has no documented meaning."""
-    ones = b.astype(np.float32)
-    col_ones = (ones == 1).sum(axis=0)
-    if not (((ones == 0) | (ones == 1)).all() and (col_ones <= 1).all()):
-        raise TargetError(f"{label}: transpose mode needs moving to be a 0/1 selection "
-                          "matrix (an identity, at most one 1 per column)", code="APK336",
-                          help="pass an identity matrix as moving, or is_transpose=False to "
-                          "multiply")
-    src = np.argmax(ones == 1, axis=0)
-    out = a.T[:, src]  # (M, N), the input dtype's exact values
-    zero = col_ones == 0
-    if zero.any():
-        out = out.copy()
-        out[:, zero] = 0
-    return out
-
-
 def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
     """A matmul result must lie within one 2 KiB PSUM bank of each partition (trn1/trn2)."""
     storage = d.storage
@@ -473,3 +329,73 @@ def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
                                  f"{storage.describe()} starts at byte {storage.address}"],
                           help=f"keep N * 4 bytes within one bank: at most {bank // 4} float32 "
                           "columns starting on a bank boundary", first=first, last=last)
+
+
+# -- plans: a matmul loop's repeated checks done once ------------------------------------------
+#
+# A tile loop calls nc_matmul into one PSUM view again and again, with operand tiles that are
+# new each time but alike: the same (shared) layout value, dtype and buffer.  Every rule
+# checked above depends only on those, the flags, the (fixed) dst view and the target -- except
+# trn1's start-partition rule, which also reads the storage's shape (no plan on trn1).  So a
+# plan per dst view and (operand layouts by identity, held by the plan; dtypes; buffers;
+# flags) keeps the checked shapes; each call still resolves the operands (freed storage,
+# bounds), init-checks the inputs and decides the accumulation from the PSUM state.  Used only
+# while executing with nothing tracing (a trace records every call) on the plan's target.
+
+class _Plan:
+    __slots__ = ("pins", "tgt", "label", "k", "m", "n", "transpose", "double")
+
+    def __init__(self, pins: tuple, tgt: targets.Target, label: str, k: int, m: int, n: int,
+                 transpose: bool, double: bool) -> None:
+        self.pins = pins  # the operand layouts the key names by id
+        self.tgt, self.label, self.k, self.m, self.n = tgt, label, k, m, n
+        self.transpose, self.double = transpose, double
+
+
+_PLANS_PER_VIEW = 8
+_plans: weakref.WeakKeyDictionary[Tensor, dict[tuple, _Plan]] = weakref.WeakKeyDictionary()
+
+
+def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
+    """The plan key of a call, or None when the call is not one a plan may stand for (an
+    operand not a static view; a flag not of its exact documented type)."""
+    for t in (dst, st, mv):
+        if not isinstance(t, Tensor) or t.dynamic is not None:
+            return None
+    s1z, m1z, tr, acc, pos, size, perf, name = flags
+    if type(s1z) is not bool or type(m1z) is not bool or type(tr) is not bool or not (
+            acc is None or type(acc) is bool) or type(pos) is not tuple or pos != () or \
+            type(size) is not tuple or size != () or not (
+            perf is None or type(perf) is str) or not (name is None or type(name) is str):
+        return None
+    return (id(st.layout), st.dtype.name, st.storage.buffer, id(mv.layout), mv.dtype.name,
+            mv.storage.buffer, *flags)
+
+
+def _find(dst: Tensor, key: tuple) -> _Plan | None:
+    table = _plans.get(dst)
+    plan = None if table is None else table.get(key)
+    if plan is None:
+        return None
+    m = current()
+    if m.trace is not None or m.check or m.targets["nki"] != plan.tgt.name:
+        return None
+    return plan
+
+
+def _plannable(dst: Tensor) -> bool:
+    """Asked before the checks: executing, nothing tracing, not trn1, static dst."""
+    m = current()
+    return m.trace is None and not m.check and m.targets["nki"] != "trn1" and \
+        dst.layout.static
+
+
+def _keep(dst: Tensor, key: tuple, plan: _Plan) -> None:
+    if not (plan.pins[0].static and plan.pins[1].static):
+        return  # registers decide a shape: checked every call
+    table = _plans.get(dst)
+    if table is None:
+        table = _plans[dst] = {}
+    elif len(table) >= _PLANS_PER_VIEW:
+        del table[next(iter(table))]
+    table[key] = plan

@@ -45,14 +45,18 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
         tracks = [f"DMA q{i}" for i in range(int(model.v("dma_queues")))] + [
             "Tensor", "Vector", "Scalar", "GpSimd"]
         notes = ["tensor_copy and memset without engine= are placed on Vector (assumed)"]
-    if any(not isinstance(ap.offset, int) or any(not isinstance(x, int) for p in ap.pattern
-                                                 for x in p)
-           for s in slots for ap in s.operands.values()):
+    if any(_has_registers(ap) for ap in {id(ap): ap for s in slots
+                                         for ap in s.operands.values()}.values()):
         notes.append("some patterns hold registers: they are sized with each register's "
                      "last value")
     out = ProfileResult(target, slots, tracks, result.kernel, notes)
     out._records = records
     return out
+
+
+def _has_registers(ap: Any) -> bool:
+    return not isinstance(ap.offset, int) or any(not isinstance(x, int) for p in ap.pattern
+                                                 for x in p)
 
 
 def profile(source_or_path: str | os.PathLike, kernel: str | None = None,

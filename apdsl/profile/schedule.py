@@ -150,7 +150,8 @@ class Scheduler:
         for i, piece in enumerate(pieces):
             self._add(rec_index, rec, (i, n), piece, keys, after)
         if order is not None:
-            last = max(self.slots[first:], key=lambda slot: slot.end)
+            last = self.slots[first] if n == 1 else max(self.slots[first:],
+                                                          key=lambda slot: slot.end)
             self.pipe_ends.setdefault((order.sync, order.pipe), []).append(
                 (last.end, last.index))
 
@@ -181,7 +182,10 @@ class Scheduler:
         index = len(self.slots)
         ready, pred = 0.0, -1
         touched = []
-        for role, ap in piece.items():
+        # the storage accesses order only instructions that nothing else orders: with `after`
+        # (Ascend: the events, or every earlier instruction) they would change nothing, and no
+        # later instruction reads them (an NKI instruction never touches an Ascend storage)
+        for role, ap in piece.items() if after is None else ():
             key = keys.get(role, (ap.tensor, ap.buffer))
             fp = self._footprints.get(id(ap))
             if fp is None:
@@ -246,8 +250,10 @@ def schedule(records: list[Any], model: Model, *, serial_order: bool = False) ->
     """Every piece of every record, scheduled; with `serial_order` each waits for all earlier
     ones."""
     s = Scheduler(model, serial_order)
+    add = s.add
     for i, rec in enumerate(records):
-        s.add(i, rec)
+        if rec.op not in EVENTS:  # (an event takes no time: its ordering is in `order`)
+            add(i, rec)
     return s.slots
 
 

@@ -13,9 +13,11 @@ location and the warnings are all state of the current machine (`apdsl.tensor.ma
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 from typing import Any
 
@@ -87,6 +89,9 @@ class Trace:
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
     machine: Any = None  # the machine it records
     failed: int | None = None  # the index of the record of an instruction that raised
+    # per instruction signature (op, engine, roles, operand views by id, target): its lowered
+    # operands, pieces, storages and engine (`record`; views checked by weak reference)
+    signatures: dict[Any, Any] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
@@ -180,6 +185,31 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
             if t.storage.buffer in NKI_ONCHIP and _may_exceed_entries(t):
                 lower(t, role=role, label=instruction_label(op, name))
         return
+    views = operands.values()
+    first = next(iter(views), None)
+    sig = (op, engine, tuple(operands), tuple(map(id, views)),
+           None if first is None else m.targets[targets.family(first.buffer)])
+    got = trace.signatures.get(sig)
+    if got is not None and all(r() is t for r, t in zip(got[0], views)):
+        lowered, pieces, storages, engine = got[1]  # the same views again (a loop)
+    else:
+        lowered, pieces, storages, engine = _lowered(op, name, operands, engine, trace)
+        if all(t.dynamic is None for t in views):
+            if len(trace.signatures) >= _SIGNATURES:
+                trace.signatures.clear()
+            trace.signatures[sig] = (tuple(weakref.ref(t) for t in views),
+                                     (lowered, pieces, storages, engine))
+    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages,
+                                hints or None, order))
+
+
+_SIGNATURES = 4096  # instruction signatures a trace remembers
+
+
+def _lowered(op: str, name: str | None, operands: dict[str, Any], engine: str | None,
+             trace: Trace) -> tuple[Any, ...]:
+    """An instruction's lowered operands, pieces, storage ids and engine."""
+    m = current()
     where = instruction_label(op, name)
     cache = trace.lowered
     lowered = {}
@@ -197,8 +227,7 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     storages = {role: t.storage.id for role, t in operands.items()}
     if engine is None:
         engine = engine_of(op, operands)
-    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages,
-                                hints or None, order))
+    return lowered, pieces, storages, engine
 
 
 def record_event(op: str, args: tuple[Any, ...]) -> None:
@@ -207,13 +236,17 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
     trace = current().trace
     if trace is None:
         return
+    trace.records.append(Record(op, None, current().location, {}, [], _event_pipe(op, args[0]),
+                                None, None, None, tuple(args)))
+
+
+@lru_cache(maxsize=256)
+def _event_pipe(op: str, what: Any) -> Any:
+    """The pipe an event runs on: a barrier's own, a set's source, a wait's destination."""
     if op == "pipe_barrier":
-        pipe = args[0]
-    else:
-        src, _, dst = str(args[0]).partition("_")
-        pipe = src if op == "set_flag" else dst
-    trace.records.append(Record(op, None, current().location, {}, [], pipe, None, None, None,
-                                tuple(args)))
+        return what
+    src, _, dst = str(what).partition("_")
+    return src if op == "set_flag" else dst
 
 
 def _may_exceed_entries(t: Any) -> bool:

@@ -122,18 +122,17 @@ def grid_option(sp: argparse.ArgumentParser) -> None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of the whole command line.  Given the `argv` it will parse, when that starts
-    with a command's name, only that command's arguments are declared (the others' cost a
-    tenth of a cold `apdsl check`): argparse hands everything after the name to that command's
-    parser, so the outcome is the same."""
+    with a command's name, only that command's parser is made (the others' cost a tenth of a
+    cold `apdsl check`): argparse hands everything after the name to that command's parser and
+    consults no other, so the outcome is the same."""
     p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
                 "patterns and Ascend fractal formats, executed on NumPy.")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     only = argv[0] if argv and argv[0] in _COMMANDS else None
     for name, (help_text, declare) in _COMMANDS.items():
-        sp = sub.add_parser(name, help=help_text)
         if only is None or name == only:
-            declare(sp)
+            declare(sub.add_parser(name, help=help_text))
     return p
 
 

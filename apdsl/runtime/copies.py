@@ -69,13 +69,14 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
                           notes=["NKI buffers: sbuf, psum, hbm, private_hbm, shared_hbm; Ascend "
                                  "buffers: gm, l1, l0a, l0b, l0c, ub"],
                           help="a kernel targets one accelerator family; keep both operands in it")
-    for role, t in (("dst", dst), ("src", src)):
+    pairs = (("dst", dst), ("src", src))
+    for role, t in pairs if dst.dynamic is not None or src.dynamic is not None else ():
         if is_ti(t):
             raise TargetError(f"{label}: {role} {t.name} is a Tensor Indirection view "
                               "(indirect()); DMA cannot use it", code="APK307",
                               help="use vector_select or .ap(vector_offset=) for a DMA gather, "
                               "or a compute instruction such as tensor_copy for indirect()")
-    for role, t in (("dst", dst), ("src", src)):
+    for role, t in pairs if dst.buffer == "psum" or src.buffer == "psum" else ():
         if t.buffer == "psum":
             raise TargetError(f"{label}: {role} {t.name} is in PSUM; DMA moves data between "
                               "SBUF and HBM only", code="APK342",

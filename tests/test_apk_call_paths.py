@@ -411,3 +411,24 @@ kernel k() -> f32[1, 1] @ hbm:
     with pytest.raises(ApdslError) as e:
         Program(big, "t.apk").run("k")
     assert e.value.code == "APK302" and e.value.span.line == 6
+
+
+def test_names_read_inline_fall_back_to_module_and_unknown_names():
+    """A call's first argument and a subscripted value are read from the locals inline; a
+    module name is still found, and an unknown one is still APK101 at the name."""
+    src = """
+G = (1, 2, 3)
+kernel k(A: f32[8, 16] @ hbm) -> f32[8, 16] @ hbm:
+    t = ndarray((8, 16), f32, sbuf)
+    dma_copy(t, A[0:G[2] + 5, :])
+    assert len(G) == 3 and G[1] == 2
+    B = ndarray((8, 16), f32, hbm)
+    dma_copy(B, t)
+    return B
+"""
+    got = _same_both_ways(src, inputs={"A": A})
+    assert got[0] == "value" and got[1] == A.tobytes()
+    got = _same_both_ways(src.replace("dma_copy(B, t)", "dma_copy(Bx, t)"), inputs={"A": A})
+    assert got[1] == "APK101" and got[3][:2] == (8, 14)
+    got = _same_both_ways(src.replace("G[1] == 2", "Gx[1] == 2"), inputs={"A": A})
+    assert got[1] == "APK101" and got[3][:2] == (6, 28)

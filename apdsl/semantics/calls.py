@@ -241,6 +241,15 @@ def _positional(args: list[Closure]) -> Closure:
         return lambda frame: (a0(frame),)
     if n == 2:
         a0, a1 = args
+        name = getattr(a0, "local_name", None)
+        if name is not None:  # `dma_copy(t, ...)`: the local read inline
+            def named(frame: Frame) -> tuple:
+                try:
+                    first = frame.vars[name]
+                except KeyError:
+                    first = a0(frame)
+                return first, a1(frame)
+            return named
         return lambda frame: (a0(frame), a1(frame))
     if n == 3:
         a0, a1, a2 = args

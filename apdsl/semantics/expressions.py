@@ -80,6 +80,8 @@ class ExpressionCompiler:
                 return builtins[name]
             except KeyError:
                 raise interp.unknown_name(name, frame, span) from None
+        # a consumer may read `frame.vars[name]` itself and call `load` only when it misses
+        load.local_name = name  # type: ignore[attr-defined]
         return load
 
     def _expr_NkiName(self, node: Any) -> Closure:
@@ -240,6 +242,16 @@ class ExpressionCompiler:
 
         dry = interp.dry
         origins = interp.origins
+
+        local_name = getattr(ev, "local_name", None)
+        if local_name is not None:  # `A[...]`: the name read inline when it is a local
+            load = ev
+
+            def ev(frame: Frame) -> Any:
+                try:
+                    return frame.vars[local_name]
+                except KeyError:
+                    return load(frame)
 
         def run(frame: Frame) -> Any:
             value = ev(frame)

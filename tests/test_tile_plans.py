@@ -452,6 +452,41 @@ def test_the_planned_matmul_still_refuses_what_can_change():
         nc_matmul(dst, *_loop_tiles(dtype="int32"))
     with raises_code("APK420"):  # a flag of the wrong type is never planned
         nc_matmul(dst, *_loop_tiles(), is_transpose=1)
+    with raises_code("APK318"):  # other layouts are another key: checked
+        nc_matmul(dst, _loop_tiles()[0], _loop_tiles(k=6)[1])
+    with raises_code("APK317"):
+        nc_matmul(dst, _loop_tiles(dtype="float32")[0], _loop_tiles()[1])
+    with raises_code("APK309"):
+        nc_matmul(dst, _loop_tiles()[0], from_numpy(np.ones((8, 8), F32), "hbm"))
     with apdsl.options(execute=False):
         nc_matmul(dst, *_loop_tiles())  # check mode moves no data
     np.testing.assert_array_equal(dst.numpy(), np.zeros((4, 8), F32))
+
+
+def test_a_planned_destination_still_refuses_other_operands():
+    """A plan stands only for its own operands, operator and hints: with a plan on `d`, each
+    static rule still refuses other arguments with its code."""
+    import pytest as _pytest
+
+    from apdsl.errors import ApdslError
+    d, x, y, op = planned()
+    wrong = {
+        "APK460": lambda: tensor_tensor(d, x, ndarray((4, 4), "float32", "sbuf"), op),
+        "APK353": lambda: tensor_tensor(d, from_numpy(np.ones((4, 8), F32), "psum"),
+                                        from_numpy(np.ones((4, 8), F32), "psum"), op),
+        "APK354": lambda: tensor_tensor(d, x, y, OPERATORS["bitwise_and"]),
+        "APK356": lambda: tensor_tensor(d, x, from_numpy(np.ones((4, 8), F32), "psum"),
+                                        OPERATORS["power"]),
+        "APK309": lambda: tensor_tensor(d, x, from_numpy(np.ones((4, 8), F32), "hbm"), op),
+        "APK351": lambda: tensor_tensor(d, x, y, OPERATORS["exp"]),
+        "APK350": lambda: tensor_tensor(d, x, y, "add"),
+        "APK348": lambda: tensor_tensor(d, x, y, op, engine="tensor"),
+        "APK347": lambda: tensor_tensor(d, x, y, op, engine="warp"),
+        "APK420": lambda: tensor_tensor(d, x, np.ones((4, 8), F32), op),
+    }
+    for code, call in wrong.items():
+        with _pytest.raises(ApdslError) as e:
+            call()
+        assert e.value.code == code, (code, e.value.message)
+    tensor_tensor(d, x, y, op)  # and the plan still serves its own call
+    np.testing.assert_array_equal(d.numpy(), np.full((4, 8), 3.0, F32))

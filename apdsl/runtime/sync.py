@@ -119,19 +119,18 @@ class Sync:
             clk[p] = seq - 1  # program order within the pipe
         opname = (op, name)
         regions = self.regions
-        new: list[tuple[Any, Touch]] = []
+        new: list[tuple[tuple[list[Touch], list[Touch]], Touch]] = []
         for key, base, lo, hi, dense, layout, bits, write, role in plan[2]:
             self.accesses += 1
             acc = Touch(p, seq, write, lo, hi, dense, layout, bits, opname, span,
-                          location, base, self.accesses)
-            earlier = regions.get(key)
-            if earlier is not None and self._may_race(acc, earlier, clk):
-                self._check(acc, earlier, clk, operands[role])
-            new.append((key, acc))
-        for key, acc in new:
+                        location, base, self.accesses)
             lists = regions.get(key)
             if lists is None:
                 lists = regions[key] = ([], [])
+            elif self._may_race(acc, lists, clk):
+                self._check(acc, lists, clk, operands[role])
+            new.append((lists, acc))
+        for lists, acc in new:
             if acc.dense:
                 # an earlier access ordered before this one and inside its bytes can no longer
                 # race with anything later that this one does not: a write hides both kinds,
@@ -367,10 +366,15 @@ def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter n
     ...     apdsl.set_flag("MTE2_MTE1", 0)
     ...     apdsl.wait_flag("MTE2_MTE1", 0)
     """
+    m = current()
+    s = m.sync
+    if s is not None and type(event) is str and type(id) is int and event in _EVENT_PIPES \
+            and 0 <= id < EVENT_IDS.get(m.targets.get("ascend", "ascend-a2"), 8):
+        s.set_flag(event, id, m.span, m.location)  # a valid event in a checked kernel
+        return
     ev, i = _event(event, id, "set_flag")
     s = active()
     if s is not None:
-        m = current()
         s.set_flag(ev, i, m.span, m.location)
 
 
@@ -381,6 +385,12 @@ def wait_flag(event: str, id: int) -> None:  # noqa: A002
     ...     apdsl.set_flag("MTE1_M", 1)
     ...     apdsl.wait_flag("MTE1_M", 1)
     """
+    m = current()
+    s = m.sync
+    if s is not None and type(event) is str and type(id) is int and event in _EVENT_PIPES \
+            and 0 <= id < EVENT_IDS.get(m.targets.get("ascend", "ascend-a2"), 8):
+        s.wait_flag(event, id)  # a valid event in a checked kernel
+        return
     ev, i = _event(event, id, "wait_flag")
     s = active()
     if s is not None:

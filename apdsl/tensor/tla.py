@@ -346,6 +346,16 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     >>> l1.buffer, l1.format, l1.shape, l1.origin_shape
     ('l1', 'NZ', (16, 16), (2, 6))
     """
+    if dtype is None and type(format) is str and (layout_base is None or
+                                                   type(layout_base) is Tensor):
+        # the same target, like and layout_base objects as before: the same tile (each is
+        # immutable), found without recomputing its key; bound again, it is unwritten again
+        per = _memo.get(target) if type(target) is Tensor else None
+        hit = per.get(("like", id(like), format, id(layout_base))) if per is not None else None
+        if hit is not None and hit[0]() is like and (layout_base is None
+                                                     or hit[1]() is layout_base):
+            current().device.forget(hit[2])
+            return hit[2]
     like = _tensor(like, "make_tensor_like", "like")
     if like.ndim > 2:
         raise _err("APK534", f"make_tensor_like: like {like.name} has rank {like.ndim}; "
@@ -359,6 +369,14 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
         tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
                          lambda: _bind(target, origin, fmt, dt, layout_base))
         current().device.forget(tile)
+        per = _memo.get(target)
+        if per is not None and dtype is None and type(format) is str and \
+                (layout_base is None or type(layout_base) is Tensor):
+            if len(per) >= _MEMO_LIMIT:
+                per.clear()
+            per[("like", id(like), format, id(layout_base))] = (
+                weakref.ref(like), None if layout_base is None else weakref.ref(layout_base),
+                tile)
         return tile
     buffer = targets.buffer_name(target)
     formats.check_buffer(fmt, buffer)

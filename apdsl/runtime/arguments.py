@@ -18,7 +18,6 @@ their `nl.` name, tensors by name, a register as its name and value, tuples as l
 
 from __future__ import annotations
 
-import inspect
 import math
 from functools import cache
 from typing import Any
@@ -35,6 +34,7 @@ Plan = tuple[tuple[str, ...], dict[str, Any]]
 @cache
 def _plan(fn: Any) -> Plan | None:
     """(positional parameter names, each parameter's default)."""
+    import inspect  # (only when a trace records: not on a cold `apdsl check`'s path)
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -54,21 +54,34 @@ def given(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
     if plan is None:
         return None
     positional, defaults = plan
-    found: dict[str, Any] = {}
-    for name, value in (*zip(positional, args), *kwargs.items()):
-        if name == "name" or name not in defaults:
-            continue
-        if type(value) is Tensor:
-            continue  # a tensor operand: lowered to its access pattern
-        value = plain(value)
-        default = defaults[name]
-        if default is not _NONE and type(value) is type(d := plain(default)) and value == d:
-            continue
-        found[name] = value
+    found: dict[str, Any] | None = None
+    # (two loops, no pairs built: this runs for every instruction a trace records)
+    for i, value in enumerate(args):
+        if type(value) is not Tensor and i < len(positional):  # a tensor: an operand
+            found = _note(found, positional[i], value, defaults)
+    for name, value in kwargs.items():
+        if type(value) is not Tensor:
+            found = _note(found, name, value, defaults)
     if not found:
         return None
     order = list(defaults)
     return dict(sorted(found.items(), key=lambda kv: order.index(kv[0])))
+
+
+def _note(found: dict[str, Any] | None, name: str, value: Any,
+          defaults: dict[str, Any]) -> dict[str, Any] | None:
+    """`found` with parameter `name`'s value added, unless it says nothing (its default, the
+    `name=` label, or no such parameter)."""
+    default = defaults.get(name, _NONE)
+    if name == "name" or (default is _NONE and name not in defaults):
+        return found
+    value = plain(value)
+    if default is not _NONE and type(value) is type(d := plain(default)) and value == d:
+        return found
+    if found is None:
+        found = {}
+    found[name] = value
+    return found
 
 
 def plain(value: Any) -> Any:

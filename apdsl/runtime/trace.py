@@ -27,6 +27,7 @@ from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
 from ..tensor.targets import NKI_ONCHIP
+from .arguments import attach as attach_arguments
 from .pipes import ASCEND_BUFFERS, PIPES
 from .table import engine_of
 from .warn import collect_warnings, take_warnings, warn  # noqa: F401 - their home was here
@@ -154,8 +155,7 @@ def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
             trace.failed = len(trace.records) - 1
         raise
     if len(trace.records) > n:  # `lower` shows its non-tensor operands too
-        from .arguments import attach
-        attach(trace.records, n, fn, args, kwargs)
+        attach_arguments(trace.records, n, fn, args, kwargs)
     return result
 
 

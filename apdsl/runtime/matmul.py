@@ -72,9 +72,11 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
                                               tile_size, perf_mode, name))
     plan = None if key is None else _find(dst, key)
     if plan is not None:  # the same kind of operands again: only the per-call work (`_Plan`)
-        accs = resolve_operands(plan.label, ex.TI_GROUP_MATMUL, ("stationary", stationary),
-                                ("moving", moving), ("dst", dst))
-        run.execute(accs, plan.label, plan.tgt, plan.k, plan.m, plan.n,  # type: ignore[arg-type]
+        label, group = plan.label, ex.TI_GROUP_MATMUL  # static views, executing: resolved
+        accs = [ex.resolve(stationary, label, "stationary", group=group),  # (freed, bounds)
+                ex.resolve(moving, label, "moving", group=group),
+                ex.resolve(dst, label, "dst", group=group)]
+        run.execute(accs, label, plan.tgt, plan.k, plan.m, plan.n,
                     transpose=plan.transpose, double=plan.double,
                     is_transpose=is_transpose, accumulate=accumulate)
         return

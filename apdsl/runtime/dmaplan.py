@@ -1,23 +1,31 @@
-"""A `dma_copy` plan per (destination view, source view), kept on the destination view.
+"""`dma_copy` plans: what a copy between two views checked once, kept on the views.
 
-A kernel copies the same views again and again (views asked for again are the same objects:
-`apdsl.tensor.viewcache`).  Everything `dma_copy` checks about its operands besides their
-state is decided by the two immutable views and the target: the buffer family, Tensor
-Indirection, PSUM, the element counts, the bounds of static patterns, the on-chip entry limit
-(and, with every hint at its default, no hint rule can fail).  So once a copy from `src` to
-`dst` has passed them, the plan repeats only what can change from one call to the next:
+Everything `dma_copy` checks about its operands besides their state is decided by values: each
+view's layout, dtype, buffer, runtime index and storage size, and the target (the buffer
+family, Tensor Indirection, PSUM, the element counts, the bounds of static patterns, the
+on-chip entry limit, duplicate writes; with every hint at its default no hint rule can fail).
+So once a copy has passed them, a plan repeats only what can change from one call to the next:
 
 - whether either storage was freed (APK408: the full path then runs and reports it);
 - the init check of the source (APK404), which reads the current written state;
-- the written-state refinement a narrow destination needs, and marking dst written;
-- runtime indices and registers: a plan whose views have none copies between NumPy views
-  made once; one with a runtime index (a `vector_select` gather) resolves both views each
-  call (their memoised accesses; the index read, shape- and range-checked as always).
+- the written-state refinement a narrow destination needs, and marking dst written.
+
+A *plain* plan (both views static strided, the copy one `np.copyto`) is matched by value: kept
+on the destination view (`pair`) for sources equal in those facts, and on the source view
+(`spair`) for such destinations.  So a tile declared in a loop, a new view of new storage in
+every iteration, still finds the plan of the view it is copied from or into: its own access
+is made from the plan's leaf pattern over its own storage (no layout work, the bounds already
+known to hold for a storage of that size), and NumPy views of the storages' bytes are made
+per call (a storage's bytes never move while it lives).  A plan holds no tensor or storage.
+
+Any other plan (a runtime index: a `vector_select` gather; a transposing copy in tiles) is
+kept on the destination for the very source object it was made with (held weakly) and
+resolves both views each call (their memoised accesses; an index is read, shape- and
+range-checked as always).
 
 A plan is used only while executing (not in check mode), with nothing tracing (a trace records
-every instruction through the slow path), on the target it was made for, and for the very
-source object it was made with (held weakly).  It is kept the second time the same pair is
-copied, so a copy whose views are new every time pays no more than a weak reference.
+every instruction through the slow path), and on the target it was made for.  It is made the
+second time the same facts meet, so copies whose views never repeat pay no more than a tuple.
 """
 
 from __future__ import annotations
@@ -36,85 +44,164 @@ from .written import check_init, check_unique, mark_written
 
 
 class DmaPlan:
-    """What one (dst, src) copy needs per call.  `d`: a NumPy view of dst's storage for a
-    plain copy (None for a plan that resolves its views each call), `common`: the shape the
-    source array is viewed as when it differs from dst's.  Nothing of the source is held but
-    a weak reference: a plan never keeps another tensor's storage alive."""
+    """A kept copy.  A plain plan (`src` None) describes the view it was matched by (`layout`,
+    `dtype`, `buffer`, `nbytes`) and that view's leaf pattern (`offset`, `lshape`,
+    `lstrides`, logical `shape`); `dshape`/`sshape`: the shapes the two arrays are viewed as
+    when they differ from their leaf shapes.  Otherwise `src` is a weak reference to the one
+    source the plan serves."""
 
-    __slots__ = ("src", "target", "dacc", "d", "common", "convert")
+    __slots__ = ("src", "target", "layout", "dtype", "buffer", "nbytes", "offset", "lshape",
+                 "lstrides", "shape", "dshape", "sshape", "convert")
 
-    def __init__(self, src: weakref.ref, target: str, dacc: Access, sacc: Access,
-                 d: np.ndarray | None, common: tuple[int, ...] | None) -> None:
+    def __init__(self, target: str, src: weakref.ref | None = None) -> None:
         self.src = src
         self.target = target
-        self.dacc = dacc
-        self.d = d
-        self.common = common
-        self.convert = sacc.dtype != dacc.dtype
+        self.layout = None
+
+
+def _plain_plan(target: str, other: Any, oacc: Strided, pair: tuple[np.ndarray, np.ndarray],
+                dacc: Strided, sacc: Strided) -> DmaPlan:
+    p = DmaPlan(target)
+    st = other.storage
+    p.layout, p.dtype, p.buffer, p.nbytes = other.layout, other.dtype, st.buffer, st.nbytes
+    p.offset, p.lshape, p.lstrides, p.shape = oacc.offset, oacc.lshape, oacc.lstrides, \
+        oacc.shape
+    d, s = pair
+    p.dshape = None if d.shape == dacc.lshape else d.shape
+    p.sshape = None if s.shape == sacc.lshape else s.shape
+    p.convert = sacc.dtype != dacc.dtype
+    return p
+
+
+def _facts(v: Any) -> tuple[Any, ...]:
+    st = v.storage
+    return (v.layout, v.dtype, st.buffer, st.nbytes)
+
+
+def _matches(p: DmaPlan, v: Any) -> bool:
+    """View `v` equals, in every fact the plan's checks depended on, the view it was made
+    with (the layout compared as the same object: fresh row-major layouts are shared)."""
+    if v.layout is not p.layout or v.dtype is not p.dtype or v.dynamic is not None:
+        return False
+    st = v.storage
+    return st.nbytes == p.nbytes and st.buffer == p.buffer
 
 
 def run(dst: Any, src: Any, name: Any) -> bool:
-    """Copy `src` to `dst` by the plan kept on `dst`; False (nothing done) when there is no
-    usable plan and the full `dma_copy` must run."""
+    """Copy `src` to `dst` by a kept plan; False (nothing done) when there is no usable plan
+    and the full `dma_copy` must run."""
     p = getattr(dst, "pair", None)
-    if type(p) is not DmaPlan or p.src() is not src:
+    if type(p) is DmaPlan:
+        if p.src is None:
+            if _matches(p, src):
+                return _plain(p, dst, src, False, name)
+        elif p.src() is src:
+            return _resolving(p, dst, src, name)
+    p = getattr(src, "spair", None)
+    if type(p) is DmaPlan and _matches(p, dst):
+        return _plain(p, dst, src, True, name)
+    return False
+
+
+def _usable(p: DmaPlan) -> bool:
+    m = current()
+    return not m.check and m.trace is None and m.targets["nki"] == p.target
+
+
+def _resolving(p: DmaPlan, dst: Any, src: Any, name: Any) -> bool:
+    if not _usable(p):
         return False
+    label = "dma_copy" if name is None else instruction_label("dma_copy", name)
+    for role, t in (("src", src), ("dst", dst)):
+        if t.dynamic is not None:
+            warn_static(t, label, role)
+    sacc = resolve(src, label, "src")  # a storage freed: APK408 as always
+    copy(resolve(dst, label, "dst"), sacc, label)
+    return True
+
+
+def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool:
     m = current()
     if m.check or m.trace is not None or m.targets["nki"] != p.target:
         return False
-    label = "dma_copy" if name is None else instruction_label("dma_copy", name)
-    if p.d is None:
-        for role, t in (("src", src), ("dst", dst)):
-            if t.dynamic is not None:
-                warn_static(t, label, role)
-        sacc = resolve(src, label, "src")  # a storage freed: APK408 as always
-        copy(resolve(dst, label, "dst"), sacc, label)
-        return True
-    dacc = p.dacc
-    sacc = getattr(src, "memo", None)  # the source's memoised access (a static view's)
-    ds, ss = dacc.storage, src.storage
-    if ds.freed or ss.freed or type(sacc) is not Strided:
+    ds, ss = dst.storage, src.storage
+    if ds.freed or ss.freed:
         return False  # the full path reports it
+    holder, other = (src, dst) if held_by_src else (dst, src)
+    hacc = getattr(holder, "memo", None)
+    oacc = getattr(other, "memo", None)
+    if type(hacc) is not Strided:
+        return False
+    if type(oacc) is not Strided:
+        if oacc is not None:
+            return False
+        # the other view's access, as `resolve` would make it (the same layout and dtype give
+        # the same leaves; a storage of the same size, the same bounds), memoised on it
+        oacc = Strided(other.name, other.storage, p.dtype, p.shape, p.layout, p.offset,
+                       p.lshape, p.lstrides)
+        try:
+            object.__setattr__(other, "memo", oacc)
+        except AttributeError:
+            pass
+    dacc, sacc = (oacc, hacc) if held_by_src else (hacc, oacc)
+    label = "dma_copy" if name is None else instruction_label("dma_copy", name)
     if not ss.all_written and m.options.init_check:
         check_init(sacc, label, "src")
     if dacc.dtype.bits < ds.unit_bits:
         check_unique(dacc, label, "dst")  # refines the written state before anything moves
-    s = sacc.array()
-    if p.common is not None:
-        s = np.reshape(s, p.common, copy=False)
     try:
-        np.copyto(p.d, cast(s, dacc.dtype) if p.convert else s)
+        d, s = dacc.array(), sacc.array()
+        if p.dshape is not None:
+            d = np.reshape(d, p.dshape, copy=False)
+        if p.sshape is not None:
+            s = np.reshape(s, p.sshape, copy=False)
+        np.copyto(d, cast(s, dacc.dtype) if p.convert else s)
         mark_written(dacc)
     except MemoryError as e:
         raise oom(label, "dst", ds, e) from None
     return True
 
 
+def _put(t: Any, slot: str, value: Any) -> None:
+    try:
+        object.__setattr__(t, slot, value)
+    except AttributeError:  # an object without the slot keeps nothing
+        pass
+
+
 def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
     """After the full `dma_copy` (every hint at its default) copied `src` to `dst` with the
-    resolved accesses `accs` (src, dst): remember the pair, and the second time keep its plan."""
+    resolved accesses `accs` (src, dst): remember the facts, and the second time keep a plan."""
     if accs is None:
         return  # check mode
+    target = current().targets["nki"]
+    sacc, dacc = accs
+    if type(sacc) is Strided and type(dacc) is Strided and \
+            getattr(dst, "memo", None) is dacc and getattr(src, "memo", None) is sacc:
+        pair: Any = None
+        for holder, slot, other, oacc in ((dst, "pair", src, sacc), (src, "spair", dst, dacc)):
+            p = getattr(holder, slot, None)
+            if type(p) is DmaPlan and p.src is None and p.target == target and \
+                    _matches(p, other):
+                continue  # (the plan was bypassed: tracing or checking)
+            facts = _facts(other)
+            if type(p) is tuple and p == facts:  # the second time: plan it
+                if pair is None:
+                    pair = plain_pair(dacc.array(), sacc.array()) or False
+                if pair is not False:
+                    facts = _plain_plan(target, other, oacc, pair, dacc, sacc)
+            _put(holder, slot, facts)
+        if pair is not False:
+            return
+    # not one np.copyto: a plan for this very source object, resolving both views each call
     p = getattr(dst, "pair", None)
     ref = p.src if type(p) is DmaPlan else p
     if type(ref) is weakref.ref and ref() is src:
-        target = current().targets["nki"]
         if type(p) is DmaPlan and p.target == target:
             return  # (the plan was bypassed: tracing or checking)
         if not (dst.layout.static and src.layout.static):
             return  # registers decide a shape: resolved afresh every time
-        sacc, dacc = accs
-        d = common = None
-        if type(dacc) is Strided and type(sacc) is Strided and getattr(dst, "memo", None) is \
-                dacc and getattr(src, "memo", None) is sacc:
-            pair = plain_pair(dacc.array(), sacc.array())
-            if pair is not None:
-                d = pair[0]
-                common = None if pair[1].shape == sacc.array().shape else pair[1].shape
-        p = DmaPlan(ref, target, dacc, sacc, d, common)
+        p = DmaPlan(target, ref)
     else:
         p = weakref.ref(src)
-    try:
-        object.__setattr__(dst, "pair", p)
-    except AttributeError:  # an object without the slot keeps nothing
-        pass
+    _put(dst, "pair", p)

@@ -51,8 +51,9 @@ class Tensor(TensorCore):
     # immutable, so the memo never goes stale, and it dies with the view.  Not part of the
     # view's value (unset until an instruction first uses the view).
     # `kids`: the children indexing and vector_select made, by key (`apdsl.tensor.viewcache`);
-    # `pair`: the runtime's dma_copy plan with this view as destination (`runtime.dmaplan`).
-    __slots__ = ("memo", "kids", "pair")
+    # `pair`, `spair`: the runtime's dma_copy plans with this view as destination, as source
+    # (`runtime.dmaplan`).
+    __slots__ = ("memo", "kids", "pair", "spair")
 
     def is_indirect(self) -> bool:
         """True when the view carries a runtime index (`select` with a tensor or register,

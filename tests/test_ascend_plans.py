@@ -164,3 +164,27 @@ def test_the_plans_of_a_view_are_bounded_and_die_with_their_views():
     del src
     gc.collect()
     assert len(ascend.COPY_PLANS[dst]) == 0  # each entry went with its source view
+
+
+class _Forgetful(dict):
+    """A signature memo that keeps nothing: every instruction is lowered afresh."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+def test_a_traced_loop_records_what_fresh_lowering_records():
+    from apdsl.runtime import trace
+    v = _views(24, 40, 20)
+    a = np.ones((24, 40), np.float16)
+    b = np.ones((40, 20), np.float16)
+    got = []
+    for memo in (True, False):
+        with trace.tracing() as t:
+            if not memo:
+                t.signatures = _Forgetful()
+            for _ in range(3):
+                _step(v, a, b)
+        assert bool(t.signatures) is memo
+        got.append([(r.to_json(), r.engine, r.storages) for r in t.records])
+    assert got[0] == got[1] and len(got[0]) == 3 * 9

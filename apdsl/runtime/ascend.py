@@ -138,6 +138,18 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
 COPY_PLANS: plans.Table = plans.Table()
 
 
+def planned_copy(dst: Any, src: Any, name: str | None) -> bool:
+    """`dma_copy(dst, src)` of a pair of views whose every rule (the family, Tensor Indirection
+    and PSUM rules of `copies.dma_copy` and the Ascend path rule included) passed before: run
+    its plan; False (nothing done) when there is none."""
+    plan = plans.lookup(COPY_PLANS, dst, (src,))
+    if plan is None:
+        return False
+    plans.run_copy(plan, dst, src, name, "dma_copy" if name is None else
+                   plans.trace.instruction_label("dma_copy", name))
+    return True
+
+
 def copy_plan(dst: Tensor, src: Tensor, label: str) -> plans.CopyPlan:
     """Check every rule of an Ascend copy of these views (raising the first that fails) and
     say what it moves."""

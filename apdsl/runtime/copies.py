@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from math import prod
 from typing import Any
 
@@ -42,6 +43,7 @@ MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 # The hint defaults, compared by identity: a call that leaves every hint out takes the short
 # path (no hint rule can fail, nothing to record); one that spells a default out is checked.
 _OOB, _DGE, _ENGINE = "error", "unknown", "unknown"
+_ASCEND = f"{__package__}.ascend"
 
 
 def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = _OOB,
@@ -59,6 +61,9 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     """
     defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
     if defaults and dmaplan.run(dst, src, name):  # a pair copied before (`dmaplan`)
+        return
+    ascend = sys.modules.get(_ASCEND)  # (loaded: Ascend copies ran, so plans may exist)
+    if ascend is not None and ascend.planned_copy(dst, src, name):  # an Ascend pair (ascend)
         return
     label = instruction_label("dma_copy", name)
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")

@@ -14,11 +14,12 @@ location and the warnings are all state of the current machine (`apdsl.tensor.ma
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import prod
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import Span
@@ -233,11 +234,19 @@ def _lowered(op: str, name: str | None, operands: dict[str, Any], engine: str | 
 def record_event(op: str, args: tuple[Any, ...]) -> None:
     """Put an Ascend event (`set_flag(E, id)`, `wait_flag(E, id)`, `pipe_barrier(P)`) in the
     trace, on the pipe that executes it, so `apdsl lower` shows where a kernel synchronises."""
-    trace = current().trace
+    m = current()
+    trace = m.trace
     if trace is None:
         return
-    trace.records.append(Record(op, None, current().location, {}, [], _event_pipe(op, args[0]),
-                                None, None, None, tuple(args)))
+    trace.records.append(Record(op, None, m.location, _NO_OPERANDS, _NO_PIECES,
+                                _event_pipe(op, args[0]), None, None, None, tuple(args)))
+
+
+# An event's operands and pieces: none, shared by every event record (records are read, never
+# changed; a traced GEMM has tens of thousands of events, and fewer containers in the trace
+# are less for the garbage collector to walk while it grows)
+_NO_OPERANDS: Mapping[str, Any] = MappingProxyType({})
+_NO_PIECES: tuple[()] = ()
 
 
 @lru_cache(maxsize=256)

@@ -24,8 +24,9 @@ resolves both views each call (their memoised accesses; an index is read, shape-
 range-checked as always).
 
 A plan is used only while executing (not in check mode), with nothing tracing (a trace records
-every instruction through the slow path), and on the target it was made for.  It is made the
-second time the same facts meet, so copies whose views never repeat pay no more than a tuple.
+every instruction through the slow path), and on the target it was made for.  A plain plan is
+made by the first copy (a tile declared in a loop meets each slice once per round of the
+loop); the others the second time the same pair is copied.
 """
 
 from __future__ import annotations
@@ -73,11 +74,6 @@ def _plain_plan(target: str, other: Any, oacc: Strided, pair: tuple[np.ndarray, 
     return p
 
 
-def _facts(v: Any) -> tuple[Any, ...]:
-    st = v.storage
-    return (v.layout, v.dtype, st.buffer, st.nbytes)
-
-
 def _matches(p: DmaPlan, v: Any) -> bool:
     """View `v` equals, in every fact the plan's checks depended on, the view it was made
     with (the layout compared as the same object: fresh row-major layouts are shared)."""
@@ -93,8 +89,11 @@ def run(dst: Any, src: Any, name: Any) -> bool:
     p = getattr(dst, "pair", None)
     if type(p) is DmaPlan:
         if p.src is None:
-            if _matches(p, src):
-                return _plain(p, dst, src, False, name)
+            # (`_matches`, inlined: this is every planned copy's first step)
+            if src.layout is p.layout and src.dtype is p.dtype and src.dynamic is None:
+                st = src.storage
+                if st.nbytes == p.nbytes and st.buffer == p.buffer:
+                    return _plain(p, dst, src, False, name)
         elif p.src() is src:
             return _resolving(p, dst, src, name)
     p = getattr(src, "spair", None)
@@ -129,9 +128,9 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
         return False  # the full path reports it
     holder, other = (src, dst) if held_by_src else (dst, src)
     hacc = getattr(holder, "memo", None)
-    oacc = getattr(other, "memo", None)
     if type(hacc) is not Strided:
         return False
+    oacc = getattr(other, "memo", None)
     if type(oacc) is not Strided:
         if oacc is not None:
             return False
@@ -143,12 +142,14 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
             object.__setattr__(other, "memo", oacc)
         except AttributeError:
             pass
-    dacc, sacc = (oacc, hacc) if held_by_src else (hacc, oacc)
-    label = "dma_copy" if name is None else instruction_label("dma_copy", name)
+    if held_by_src:
+        dacc, sacc = oacc, hacc
+    else:
+        dacc, sacc = hacc, oacc
     if not ss.all_written and m.options.init_check:
-        check_init(sacc, label, "src")
+        check_init(sacc, _label(name), "src")
     if dacc.dtype.bits < ds.unit_bits:
-        check_unique(dacc, label, "dst")  # refines the written state before anything moves
+        check_unique(dacc, _label(name), "dst")  # refines the written state before moving
     try:
         d, s = dacc.array(), sacc.array()
         if p.dshape is not None:
@@ -156,10 +157,15 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
         if p.sshape is not None:
             s = np.reshape(s, p.sshape, copy=False)
         np.copyto(d, cast(s, dacc.dtype) if p.convert else s)
-        mark_written(dacc)
+        if not ds.all_written:  # (NKI DMA: no PSUM operand, nothing else to note)
+            mark_written(dacc)
     except MemoryError as e:
-        raise oom(label, "dst", ds, e) from None
+        raise oom(_label(name), "dst", ds, e) from None
     return True
+
+
+def _label(name: Any) -> str:
+    return "dma_copy" if name is None else instruction_label("dma_copy", name)
 
 
 def _put(t: Any, slot: str, value: Any) -> None:
@@ -171,7 +177,8 @@ def _put(t: Any, slot: str, value: Any) -> None:
 
 def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
     """After the full `dma_copy` (every hint at its default) copied `src` to `dst` with the
-    resolved accesses `accs` (src, dst): remember the facts, and the second time keep a plan."""
+    resolved accesses `accs` (src, dst): keep its plans (one np.copyto: on both views, matched
+    by value; else on dst for this source, the second time the pair is copied)."""
     if accs is None:
         return  # check mode
     target = current().targets["nki"]
@@ -184,13 +191,11 @@ def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
             if type(p) is DmaPlan and p.src is None and p.target == target and \
                     _matches(p, other):
                 continue  # (the plan was bypassed: tracing or checking)
-            facts = _facts(other)
-            if type(p) is tuple and p == facts:  # the second time: plan it
-                if pair is None:
-                    pair = plain_pair(dacc.array(), sacc.array()) or False
-                if pair is not False:
-                    facts = _plain_plan(target, other, oacc, pair, dacc, sacc)
-            _put(holder, slot, facts)
+            if pair is None:
+                pair = plain_pair(dacc.array(), sacc.array()) or False
+            if pair is False:
+                break
+            _put(holder, slot, _plain_plan(target, other, oacc, pair, dacc, sacc))
         if pair is not False:
             return
     # not one np.copyto: a plan for this very source object, resolving both views each call

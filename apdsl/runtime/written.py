@@ -122,7 +122,8 @@ def mark_written(acc: Access) -> None:
     # The write was checked free of duplicates, so covering every bit means covering all.
     if acc.size * acc.dtype.bits >= storage.nbytes * 8:
         storage.note_written_all()
-        _written_count.pop(storage, None)
+        if _written_count:  # (a lookup makes a weak reference: none when nothing is counted)
+            _written_count.pop(storage, None)
         return
     if acc.dtype.bits < storage.unit_bits:
         _refine(storage, acc.dtype.bits)  # part of a unit: only that part is written

@@ -30,7 +30,7 @@ from ..syntax import ast
 from ..tensor.dtypes import DType
 from ..tensor.layout import Layout
 from ..tensor.storage import Storage
-from ..tensor.view import Tensor
+from ..tensor.view import Tensor, new_view
 from . import limits
 from .assignments import AssignmentCompiler
 from .blocks import BlockCompiler
@@ -146,7 +146,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
             plan = self._allocations.get(key)
             if plan is not None:
                 dt, buf, layout = plan
-                t = Tensor(Storage(shape, dt, buf, name=name, span=span), dt, layout)
+                t = new_view(Storage(shape, dt, buf, name=name, span=span), dt, layout)
                 shared = self.shared_hbm
                 if shared is None or buf != "shared_hbm":
                     return t

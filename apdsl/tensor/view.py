@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ApdslNameError, ApdslTypeError, ViewError
 from . import targets, viewcache, viewdyn, viewshape
+from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .indexing import fast_index, index_view
 from .layout import Layout
@@ -31,7 +32,7 @@ from .viewcore import (
     with_layout,
 )
 
-__all__ = ["Dynamic", "Tensor", "from_numpy", "ndarray"]
+__all__ = ["Dynamic", "Tensor", "from_numpy", "ndarray", "new_view"]
 
 
 def _err(message: str, code: str, **kw: Any) -> ViewError:
@@ -402,6 +403,18 @@ class Tensor(TensorCore):
 
 # -- construction ------------------------------------------------------------------------------
 
+_SLOTS = (Tensor.memo.__set__, Tensor.pair.__set__, Tensor.spair.__set__)  # type: ignore
+
+
+def new_view(storage: Storage, dtype: DType, layout: Layout) -> Tensor:
+    """The view of newly allocated storage, the runtime's slots set empty: reading a slot
+    never set raises inside `getattr` (a fresh tile's first instructions would pay for it)."""
+    t = Tensor(storage, dtype, layout)
+    for put in _SLOTS:
+        put(t, None)
+    return t
+
+
 def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *, name: str = "",
             span: Any = None, c0: int | None = None) -> Tensor:
     """Allocate a tensor (memory starts unwritten).
@@ -439,7 +452,7 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *,
                           storage_elements=placed.elements, span=span, c0=c0)
         return Tensor(storage, dt, placed.layout())
     storage = Storage(shape, dt, buf, name=name, span=span)
-    return Tensor(storage, dt, Layout.row_major(shape))
+    return new_view(storage, dt, Layout.row_major(shape))
 
 
 def from_numpy(array: Any, buffer: str = "hbm", dtype: Any = None, *, name: str = "") -> Tensor:

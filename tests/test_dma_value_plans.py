@@ -119,6 +119,18 @@ def test_another_dtype_converts_as_the_full_path():
             np.testing.assert_array_equal(B.numpy()[i * P:(i + 1) * P], want.astype(np.float32))
 
 
+def test_a_source_of_another_dtype_and_the_same_size_is_converted():
+    a, A, _ = _world()
+    Bi = apdsl.ndarray((T * P, F), "int32", "hbm")
+    for dtype in ("int32", "int32", "float32"):  # float32: the storage size of int32
+        for i in range(T):
+            t = apdsl.ndarray((P, F), dtype, "sbuf")
+            dma_copy(t, A[:, i * F:(i + 1) * F])
+            dma_copy(Bi[i * P:(i + 1) * P, :], t)
+        assert type(Bi[0:P, :].pair) is DmaPlan
+    np.testing.assert_array_equal(Bi.numpy(), np.rint(_expected(a)).astype(np.int32))
+
+
 def test_another_shape_or_buffer_is_checked_again():
     a, A, B = _world()
     _planned(A, B)

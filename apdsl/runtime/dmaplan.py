@@ -45,42 +45,39 @@ from .written import check_init, check_unique, mark_written
 
 
 class DmaPlan:
-    """A kept copy.  A plain plan (`src` None) describes the view it was matched by (`layout`,
-    `dtype`, `buffer`, `nbytes`) and that view's leaf pattern (`offset`, `lshape`,
-    `lstrides`, logical `shape`); `dshape`/`sshape`: the shapes the two arrays are viewed as
-    when they differ from their leaf shapes.  Otherwise `src` is a weak reference to the one
-    source the plan serves."""
+    """A kept copy.  A plain plan (`src` None) holds the facts of the two views it was made
+    with (`dside`, `sside`: layout, dtype, buffer, storage size, then the logical shape and
+    the leaf pattern: offset, leaf counts and strides) and is kept on both; `dshape`/`sshape`:
+    the shapes the two arrays are viewed as when they differ from their leaf shapes.
+    Otherwise `src` is a weak reference to the one source the plan serves."""
 
-    __slots__ = ("src", "target", "layout", "dtype", "buffer", "nbytes", "offset", "lshape",
-                 "lstrides", "shape", "dshape", "sshape", "convert")
+    __slots__ = ("src", "target", "dside", "sside", "dshape", "sshape", "convert")
 
-    def __init__(self, target: str, src: weakref.ref | None = None) -> None:
+    def __init__(self, target: str, src: weakref.ref | None = None, dside: tuple = (),
+                 sside: tuple = (), dshape: tuple[int, ...] | None = None,
+                 sshape: tuple[int, ...] | None = None, convert: bool = False) -> None:
         self.src = src
         self.target = target
-        self.layout = None
+        self.dside = dside
+        self.sside = sside
+        self.dshape = dshape
+        self.sshape = sshape
+        self.convert = convert
 
 
-def _plain_plan(target: str, other: Any, oacc: Strided, pair: tuple[np.ndarray, np.ndarray],
-                dacc: Strided, sacc: Strided) -> DmaPlan:
-    p = DmaPlan(target)
-    st = other.storage
-    p.layout, p.dtype, p.buffer, p.nbytes = other.layout, other.dtype, st.buffer, st.nbytes
-    p.offset, p.lshape, p.lstrides, p.shape = oacc.offset, oacc.lshape, oacc.lstrides, \
-        oacc.shape
-    d, s = pair
-    p.dshape = None if d.shape == dacc.lshape else d.shape
-    p.sshape = None if s.shape == sacc.lshape else s.shape
-    p.convert = sacc.dtype != dacc.dtype
-    return p
+def _side(v: Any, acc: Strided) -> tuple[Any, ...]:
+    st = v.storage
+    return (v.layout, v.dtype, st.buffer, st.nbytes, acc.shape, acc.offset, acc.lshape,
+            acc.lstrides)
 
 
-def _matches(p: DmaPlan, v: Any) -> bool:
+def _matches(f: tuple[Any, ...], v: Any) -> bool:
     """View `v` equals, in every fact the plan's checks depended on, the view it was made
     with (the layout compared as the same object: fresh row-major layouts are shared)."""
-    if v.layout is not p.layout or v.dtype is not p.dtype or v.dynamic is not None:
+    if v.layout is not f[0] or v.dtype is not f[1] or v.dynamic is not None:
         return False
     st = v.storage
-    return st.nbytes == p.nbytes and st.buffer == p.buffer
+    return st.nbytes == f[3] and st.buffer == f[2]
 
 
 def run(dst: Any, src: Any, name: Any) -> bool:
@@ -89,15 +86,15 @@ def run(dst: Any, src: Any, name: Any) -> bool:
     p = getattr(dst, "pair", None)
     if type(p) is DmaPlan:
         if p.src is None:
-            # (`_matches`, inlined: this is every planned copy's first step)
-            if src.layout is p.layout and src.dtype is p.dtype and src.dynamic is None:
+            f = p.sside  # (`_matches`, inlined: this is every planned copy's first step)
+            if src.layout is f[0] and src.dtype is f[1] and src.dynamic is None:
                 st = src.storage
-                if st.nbytes == p.nbytes and st.buffer == p.buffer:
+                if st.nbytes == f[3] and st.buffer == f[2]:
                     return _plain(p, dst, src, False, name)
         elif p.src() is src:
             return _resolving(p, dst, src, name)
     p = getattr(src, "spair", None)
-    if type(p) is DmaPlan and _matches(p, dst):
+    if type(p) is DmaPlan and p.src is None and _matches(p.dside, dst):
         return _plain(p, dst, src, True, name)
     return False
 
@@ -136,8 +133,8 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
             return False
         # the other view's access, as `resolve` would make it (the same layout and dtype give
         # the same leaves; a storage of the same size, the same bounds), memoised on it
-        oacc = Strided(other.name, other.storage, p.dtype, p.shape, p.layout, p.offset,
-                       p.lshape, p.lstrides)
+        f = p.dside if held_by_src else p.sside
+        oacc = Strided(other.name, other.storage, f[1], f[4], f[0], f[5], f[6], f[7])
         try:
             object.__setattr__(other, "memo", oacc)
         except AttributeError:
@@ -185,18 +182,19 @@ def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
     sacc, dacc = accs
     if type(sacc) is Strided and type(dacc) is Strided and \
             getattr(dst, "memo", None) is dacc and getattr(src, "memo", None) is sacc:
-        pair: Any = None
-        for holder, slot, other, oacc in ((dst, "pair", src, sacc), (src, "spair", dst, dacc)):
-            p = getattr(holder, slot, None)
-            if type(p) is DmaPlan and p.src is None and p.target == target and \
-                    _matches(p, other):
-                continue  # (the plan was bypassed: tracing or checking)
-            if pair is None:
-                pair = plain_pair(dacc.array(), sacc.array()) or False
-            if pair is False:
-                break
-            _put(holder, slot, _plain_plan(target, other, oacc, pair, dacc, sacc))
-        if pair is not False:
+        p = getattr(dst, "pair", None)
+        if type(p) is DmaPlan and p.src is None and p.target == target and \
+                _matches(p.sside, src) and getattr(src, "spair", None) is p:
+            return  # (the plan was bypassed: tracing or checking)
+        d, s = dacc.array(), sacc.array()
+        pair = plain_pair(d, s)
+        if pair is not None:
+            p = DmaPlan(target, None, _side(dst, dacc), _side(src, sacc),
+                        None if pair[0].shape == d.shape else pair[0].shape,
+                        None if pair[1].shape == s.shape else pair[1].shape,
+                        sacc.dtype != dacc.dtype)
+            _put(dst, "pair", p)
+            _put(src, "spair", p)
             return
     # not one np.copyto: a plan for this very source object, resolving both views each call
     p = getattr(dst, "pair", None)

@@ -123,26 +123,22 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
     ds, ss = dst.storage, src.storage
     if ds.freed or ss.freed:
         return False  # the full path reports it
-    holder, other = (src, dst) if held_by_src else (dst, src)
-    hacc = getattr(holder, "memo", None)
-    if type(hacc) is not Strided:
-        return False
-    oacc = getattr(other, "memo", None)
-    if type(oacc) is not Strided:
-        if oacc is not None:
-            return False
-        # the other view's access, as `resolve` would make it (the same layout and dtype give
-        # the same leaves; a storage of the same size, the same bounds), memoised on it
-        f = p.dside if held_by_src else p.sside
-        oacc = Strided(other.name, other.storage, f[1], f[4], f[0], f[5], f[6], f[7])
-        try:
-            object.__setattr__(other, "memo", oacc)
-        except AttributeError:
-            pass
+    dacc = getattr(dst, "memo", None)
+    sacc = getattr(src, "memo", None)
     if held_by_src:
-        dacc, sacc = oacc, hacc
+        if type(sacc) is not Strided:
+            return False
+        if type(dacc) is not Strided:
+            if dacc is not None:
+                return False
+            dacc = _access(dst, p.dside)
     else:
-        dacc, sacc = hacc, oacc
+        if type(dacc) is not Strided:
+            return False
+        if type(sacc) is not Strided:
+            if sacc is not None:
+                return False
+            sacc = _access(src, p.sside)
     if not ss.all_written and m.options.init_check:
         check_init(sacc, _label(name), "src")
     if dacc.dtype.bits < ds.unit_bits:
@@ -159,6 +155,17 @@ def _plain(p: DmaPlan, dst: Any, src: Any, held_by_src: bool, name: Any) -> bool
     except MemoryError as e:
         raise oom(_label(name), "dst", ds, e) from None
     return True
+
+
+def _access(t: Any, f: tuple[Any, ...]) -> Strided:
+    """View `t`'s access, as `resolve` would make it (the same layout and dtype give the same
+    leaves; a storage of the same size, the same bounds), memoised on it."""
+    acc = Strided(t.name, t.storage, f[1], f[4], f[0], f[5], f[6], f[7])
+    try:
+        object.__setattr__(t, "memo", acc)
+    except AttributeError:
+        pass
+    return acc
 
 
 def _label(name: Any) -> str:

@@ -56,3 +56,12 @@ def lower_header(lines: list[str], head: str) -> int:
     """The index of an instruction's line in `apdsl lower`'s table: `head`, then (after two
     spaces) its non-tensor operands and hints, if any."""
     return next(i for i, ln in enumerate(lines) if ln == head or ln.startswith(head + "  "))
+
+
+def error_code(fn) -> str | None:
+    """The code of the ApdslError `fn()` raises (None when it raises none)."""
+    try:
+        fn()
+    except ApdslError as e:
+        return e.code
+    return None

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import error_code
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -25,14 +26,6 @@ from apdsl.runtime.written import forget_all, forget_written
 from apdsl.tensor.viewcache import GATHERS_PER_VIEW, KIDS_PER_VIEW
 
 P, F, T = 16, 8, 4
-
-
-def _code(fn) -> str | None:
-    try:
-        fn()
-    except ApdslError as e:
-        return e.code
-    return None
 
 
 def _tiles():
@@ -75,8 +68,8 @@ def test_a_planned_pair_still_refuses_freed_storage(which):
     _loop(D, S)
     _loop(D, S)
     (S if which == "src" else D).storage.free()
-    assert _code(lambda: _loop(D, S)) == "APK408"
-    assert _code(lambda: _loop(D, S)) == "APK408"
+    assert error_code(lambda: _loop(D, S)) == "APK408"
+    assert error_code(lambda: _loop(D, S)) == "APK408"
 
 
 def test_a_planned_pair_still_checks_the_source_is_written():
@@ -86,14 +79,14 @@ def test_a_planned_pair_still_checks_the_source_is_written():
     for _ in range(3):
         dma_copy(D, S[:, 0:F])
     assert type(D.pair) is DmaPlan
-    assert _code(lambda: dma_copy(D, S[:, F:2 * F])) == "APK404"
+    assert error_code(lambda: dma_copy(D, S[:, F:2 * F])) == "APK404"
     forget_written(resolve(S[:, 0:F], "test"))  # the planned source unwritten again
-    assert _code(lambda: dma_copy(D, S[:, 0:F])) == "APK404"
+    assert error_code(lambda: dma_copy(D, S[:, 0:F])) == "APK404"
     memset(S, 3.0)
     dma_copy(D, S[:, 0:F])
     assert (D.numpy() == 3.0).all()
     forget_all(S.storage)  # (a reused buffer: its old contents are not data)
-    assert _code(lambda: dma_copy(D, S[:, 0:F])) == "APK404"
+    assert error_code(lambda: dma_copy(D, S[:, 0:F])) == "APK404"
     with apdsl.options(init_check=False):
         dma_copy(D, S[:, 0:F])  # unwritten reads 0 with the check off (the bytes are kept)
     np.testing.assert_array_equal(D.numpy(), np.full((P, F), 3.0, np.float32))
@@ -105,14 +98,14 @@ def test_hint_errors_are_raised_with_a_plan_in_place():
     _loop(D, S)
     d, t = D[0:P, :], S[:, 0:F]
     assert type(d.pair) is DmaPlan
-    assert _code(lambda: dma_copy(d, t, dge_mode="bogus")) == "APK347"
-    assert _code(lambda: dma_copy(d, t, oob_mode="bogus")) == "APK347"
-    assert _code(lambda: dma_copy(d, t, engine="gpsimd")) == "APK348"
-    assert _code(lambda: dma_copy(d, t, priority=1)) == "APK347"  # trn3 only
-    assert _code(lambda: dma_copy(d, S[:, 0:F].view("int32"), dge_mode="hwdge")) == \
+    assert error_code(lambda: dma_copy(d, t, dge_mode="bogus")) == "APK347"
+    assert error_code(lambda: dma_copy(d, t, oob_mode="bogus")) == "APK347"
+    assert error_code(lambda: dma_copy(d, t, engine="gpsimd")) == "APK348"
+    assert error_code(lambda: dma_copy(d, t, priority=1)) == "APK347"  # trn3 only
+    assert error_code(lambda: dma_copy(d, S[:, 0:F].view("int32"), dge_mode="hwdge")) == \
         "APK347"  # equal dtypes
     with apdsl.target("trn1"):
-        assert _code(lambda: dma_copy(d, t, dge_mode="hwdge")) == "APK348"  # no HWDGE
+        assert error_code(lambda: dma_copy(d, t, dge_mode="hwdge")) == "APK348"  # no HWDGE
         dma_copy(d, t)
         dma_copy(d, t)  # another target: a plan of its own
         assert d.pair.target == "trn1"
@@ -123,10 +116,10 @@ def test_hint_errors_are_raised_with_a_plan_in_place():
 def test_indexing_errors_are_not_cached():
     t = apdsl.ndarray((8, 8), "float32", "hbm")
     assert t[1] is t[1] and t[1:3, ::2] is t[1:3, ::2]
-    assert _code(lambda: t[True]) == "APK111"  # True hashes like 1, but is no index
-    assert _code(lambda: t[0:9]) == "APK215"
-    assert _code(lambda: t[0:9]) == "APK215"
-    assert _code(lambda: t[np.int64(1)]) is None and t[np.int64(1)] is not t[1]
+    assert error_code(lambda: t[True]) == "APK111"  # True hashes like 1, but is no index
+    assert error_code(lambda: t[0:9]) == "APK215"
+    assert error_code(lambda: t[0:9]) == "APK215"
+    assert error_code(lambda: t[np.int64(1)]) is None and t[np.int64(1)] is not t[1]
     for i in range(3 * KIDS_PER_VIEW):  # a loop over ever new keys: the table stays bounded
         t[i % 8, i % 7:]
     assert len(t.kids) <= KIDS_PER_VIEW
@@ -146,11 +139,11 @@ def test_views_whose_layout_repeats():
     assert (D.numpy() == 7.0).all()
     dst_rep = D.ap([[0, 2], [1, F]])  # a destination that writes each element twice
     for _ in range(3):
-        assert _code(lambda: dma_copy(dst_rep, A)) == "APK405"
+        assert error_code(lambda: dma_copy(dst_rep, A)) == "APK405"
     out = D.ap([[F, 4], [1, F]], offset=F)  # past the storage's end
     for _ in range(3):
-        assert _code(lambda: dma_copy(out, rep)) == "APK401"
-        assert _code(lambda: dma_copy(D, A.ap([[F, 4], [1, F]]))) == "APK401"
+        assert error_code(lambda: dma_copy(out, rep)) == "APK401"
+        assert error_code(lambda: dma_copy(D, A.ap([[F, 4], [1, F]]))) == "APK401"
 
 
 def test_a_converting_plan_and_a_narrow_destination():
@@ -166,7 +159,7 @@ def test_a_converting_plan_and_a_narrow_destination():
     src = apdsl.from_numpy(np.ones((4, 4), ml_dtypes.bfloat16))
     for _ in range(3):
         dma_copy(half, src)
-    assert _code(W.numpy) == "APK404"  # only half of each element's bytes are written
+    assert error_code(W.numpy) == "APK404"  # only half of each element's bytes are written
     dma_copy(W.view("bfloat16")[:, 1:8:2], src)
     assert W.numpy().shape == (4, 4)
 
@@ -196,18 +189,18 @@ def test_a_planned_gather_reads_its_index_every_call():
     dma_copy(D, A.vector_select(0, idx))
     np.testing.assert_array_equal(D.numpy(), a[new])
     memset(idx[3:4, :], 64)
-    assert _code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK402"
+    assert error_code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK402"
     memset(idx[3:4, :], -1)
-    assert _code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK402"
+    assert error_code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK402"
     forget_all(idx.storage)
-    assert _code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK404"
+    assert error_code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK404"
     idx.storage.free()
-    assert _code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK408"
+    assert error_code(lambda: dma_copy(D, A.vector_select(0, idx))) == "APK408"
     idx2 = apdsl.from_numpy(rows.astype(np.int32).reshape(8, 1), "sbuf")
     dma_copy(D, A.vector_select(0, idx2))
     dma_copy(D, A.vector_select(0, idx2))
     A.storage.free()
-    assert _code(lambda: dma_copy(D, A.vector_select(0, idx2))) == "APK408"
+    assert error_code(lambda: dma_copy(D, A.vector_select(0, idx2))) == "APK408"
 
 
 _KEYS = [(slice(0, 8), slice(0, 8)), (slice(8, 16), slice(0, 8)), (slice(4, 12), slice(8, 16)),
@@ -320,9 +313,9 @@ def test_the_plan_and_the_full_path_agree(dst, src, same, between):
                 s.storage.free()
             if traced:
                 with trace.tracing():
-                    seen.append(_code(lambda d=d, s=s: dma_copy(d, s)))
+                    seen.append(error_code(lambda d=d, s=s: dma_copy(d, s)))
             else:
-                seen.append(_code(lambda d=d, s=s: dma_copy(d, s)))
+                seen.append(error_code(lambda d=d, s=s: dma_copy(d, s)))
         live = [t for t in world[:2] if not t.storage.freed]
         written = [t.storage.all_written or t.storage.mask.tobytes() for t in live]
         outcomes.append((seen, [t.storage.data.tobytes() for t in live], written))

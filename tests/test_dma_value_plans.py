@@ -11,9 +11,9 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import error_code
 
 import apdsl
-from apdsl.errors import ApdslError
 from apdsl.runtime import trace
 from apdsl.runtime.copies import dma_copy, memset
 from apdsl.runtime.dmaplan import DmaPlan
@@ -24,14 +24,6 @@ from apdsl.tensor.storage import Storage
 from apdsl.tensor.view import Tensor
 
 P, F, T = 16, 8, 4
-
-
-def _code(fn) -> str | None:
-    try:
-        fn()
-    except ApdslError as e:
-        return e.code
-    return None
 
 
 def _world():
@@ -81,9 +73,9 @@ def test_a_new_tile_is_unwritten_even_when_the_previous_one_was_written():
     a, A, B = _world()
     _planned(A, B)
     fresh = apdsl.ndarray((P, F), "float32", "sbuf")
-    assert _code(lambda: dma_copy(B[0:P, :], fresh)) == "APK404"
+    assert error_code(lambda: dma_copy(B[0:P, :], fresh)) == "APK404"
     memset(fresh[:, 0:F // 2], 1.0)  # half written: still refused
-    assert _code(lambda: dma_copy(B[0:P, :], fresh)) == "APK404"
+    assert error_code(lambda: dma_copy(B[0:P, :], fresh)) == "APK404"
     memset(fresh, 2.0)
     dma_copy(B[0:P, :], fresh)
     assert (B.numpy()[0:P] == 2.0).all()
@@ -98,10 +90,10 @@ def test_a_freed_tile_is_refused_as_source_and_destination():
     t = apdsl.ndarray((P, F), "float32", "sbuf")
     dma_copy(t, A[:, 0:F])
     t.storage.free()
-    assert _code(lambda: dma_copy(B[0:P, :], t)) == "APK408"
-    assert _code(lambda: dma_copy(t, A[:, 0:F])) == "APK408"
+    assert error_code(lambda: dma_copy(B[0:P, :], t)) == "APK408"
+    assert error_code(lambda: dma_copy(t, A[:, 0:F])) == "APK408"
     A.storage.free()  # the recurring side freed
-    assert _code(lambda: dma_copy(apdsl.ndarray((P, F), "float32", "sbuf"), A[:, 0:F])) == \
+    assert error_code(lambda: dma_copy(apdsl.ndarray((P, F), "float32", "sbuf"), A[:, 0:F])) == \
         "APK408"
 
 
@@ -135,12 +127,12 @@ def test_another_shape_or_buffer_is_checked_again():
     a, A, B = _world()
     _planned(A, B)
     narrow = apdsl.ndarray((P, F - 1), "float32", "sbuf")
-    assert _code(lambda: dma_copy(narrow, A[:, 0:F])) == "APK306"
-    assert _code(lambda: dma_copy(B[0:P, :], narrow)) == "APK306"
+    assert error_code(lambda: dma_copy(narrow, A[:, 0:F])) == "APK306"
+    assert error_code(lambda: dma_copy(B[0:P, :], narrow)) == "APK306"
     acc = apdsl.ndarray((P, F), "float32", "psum")  # the same layout object, in PSUM
     assert acc.layout is apdsl.ndarray((P, F), "float32", "sbuf").layout
-    assert _code(lambda: dma_copy(acc, A[:, 0:F])) == "APK342"
-    assert _code(lambda: dma_copy(B[0:P, :], acc)) == "APK342"
+    assert error_code(lambda: dma_copy(acc, A[:, 0:F])) == "APK342"
+    assert error_code(lambda: dma_copy(B[0:P, :], acc)) == "APK342"
     tiles = _round(A, B, buffer="hbm")  # HBM -> HBM is a DMA too
     np.testing.assert_array_equal(tiles[2].numpy(), a[:, 2 * F:3 * F])
     np.testing.assert_array_equal(B.numpy(), _expected(a))
@@ -153,8 +145,8 @@ def test_the_same_layout_over_a_smaller_storage_is_bounds_checked():
     layout = Layout.row_major((P, F))
     small = Tensor(Storage((P, F - 1), f32, "sbuf"), f32, layout)  # a tile's facts but size
     big = Tensor(Storage((P, 2 * F), f32, "sbuf"), f32, layout)
-    assert _code(lambda: dma_copy(small, A[:, 0:F])) == "APK401"
-    assert _code(lambda: dma_copy(B[0:P, :], small)) == "APK401"
+    assert error_code(lambda: dma_copy(small, A[:, 0:F])) == "APK401"
+    assert error_code(lambda: dma_copy(B[0:P, :], small)) == "APK401"
     dma_copy(big, A[:, F:2 * F])  # a bigger storage: in bounds, half of it written
     assert not big.storage.all_written
     dma_copy(B[0:P, :], big)
@@ -189,7 +181,7 @@ def test_the_apk_tile_loop_equals_numpy_and_refuses_an_unwritten_tile():
     np.testing.assert_array_equal(got, _expected(a))
     # rounds 0-2 write their tiles (the plans form), round 3 copies a tile never written
     program = Program(_kernel(3), "<fresh tiles>")
-    assert _code(lambda: program.run("tiles", {"A": a})) == "APK404"
+    assert error_code(lambda: program.run("tiles", {"A": a})) == "APK404"
 
 
 _TILE = st.tuples(st.sampled_from(["float32", "bfloat16"]), st.sampled_from(["sbuf", "hbm"]),
@@ -223,9 +215,9 @@ def test_fresh_tiles_follow_the_full_path(steps):
 
                 if traced:
                     with trace.tracing():
-                        seen.append(_code(one))
+                        seen.append(error_code(one))
                 else:
-                    seen.append(_code(one))
+                    seen.append(error_code(one))
         outcomes.append((seen, B.storage.data.tobytes(),
                          B.storage.all_written or B.storage.mask.tobytes()))
     assert outcomes[0] == outcomes[1]

@@ -34,6 +34,8 @@ from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
 
+_FIELDS = tuple(f.name for f in fields(Operator))  # (once: a run builds ~60 of these)
+
 
 class NlFunction(Operator):
     """An NKI operator that is also its high-level `nl` function: calling it computes a new
@@ -41,7 +43,7 @@ class NlFunction(Operator):
     operator's fields, plus the function (`call`), as immutable as it."""
 
     def __init__(self, op: Operator, call: Callable[..., Any]) -> None:
-        super().__init__(**{f.name: getattr(op, f.name) for f in fields(Operator)})
+        super().__init__(**{name: getattr(op, name) for name in _FIELDS})
         object.__setattr__(self, "call", call)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

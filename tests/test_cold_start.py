@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path, PurePath
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -93,6 +94,28 @@ def test_python_m_apdsl_exits_with_the_command_s_status_and_flushed_output(
             "leave(3)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (3, "out", "handler ran\n")
+
+
+def test_a_python_kernel_file_s_open_files_are_flushed_at_exit(tmp_path: Path) -> None:
+    """A `.py` file is the user's code: a file its module keeps open is flushed by Python's
+    teardown, so the command ends through Python's exit, not `leave`'s shortcut."""
+    log = tmp_path / "log.txt"
+    kernel = tmp_path / "k.py"
+    kernel.write_text(
+        "import apdsl.nki as nki\n"
+        "import apdsl.nki.language as nl\n"
+        f"LOG = open({str(log)!r}, 'w')\n"
+        "LOG.write('imported')\n"
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, nl.load(a))\n"
+        "    return out\n")
+    np.save(tmp_path / "a.npy", np.ones((4, 8), np.float32))
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(kernel), "-i",
+                        f"a={tmp_path / 'a.npy'}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert log.read_text() == "imported"
 
 
 def test_leave_to_a_closed_pipe_behaves_as_python_s_exit() -> None:

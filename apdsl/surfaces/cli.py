@@ -65,14 +65,16 @@ def leave(status: int) -> NoReturn:
     """End the process with `status` once the output is flushed and the exit handlers ran,
     without Python's teardown of every module and object (a tenth of a cold `apdsl check`;
     nothing of it is observable: files are written and closed by then).  When flushing fails
-    (a closed pipe) or other threads still run, Python's own exit handles it as always."""
+    (a closed pipe), other threads still run, or a user's Python file ran (its module may
+    hold an open file that only the teardown flushes), Python's own exit handles it as always."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - reported by the interpreter's exit, as before
         sys.exit(status)
     threading = sys.modules.get("threading")  # (no thread was started without it)
-    if type(status) is not int or (threading is not None and threading.active_count() > 1):
+    if type(status) is not int or (threading is not None and threading.active_count() > 1) \
+            or "apdsl.nki" in sys.modules:  # (a .py kernel file is run by the NKI frontend)
         sys.exit(status)
     import atexit
     atexit._run_exitfuncs()

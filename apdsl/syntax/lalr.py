@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 __all__ = ["Token", "Unhandled", "Tables", "LalrParser"]
@@ -112,13 +113,16 @@ class LalrParser:
         end_state = self.tables.ends[start]
         state_stack = [self.tables.starts[start]]
         value_stack: list[Any] = []
-        for token in self.postlex.process(self.lex(text)):
+        end = Token("$END", "")  # after the last token: reduce until the start rule is done
+        for token in chain(self.postlex.process(self.lex(text)), (end,)):
             kind = token.type
             while True:
                 action = states[state_stack[-1]].get(kind)
                 if action is None:
                     raise Unhandled(kind)
                 if action >= 0:
+                    if token is end:
+                        raise Unhandled(kind)
                     state_stack.append(action)
                     value_stack.append(token)
                     break
@@ -131,22 +135,9 @@ class LalrParser:
                     children = []
                 value_stack.append(callback(children))
                 state_stack.append(states[state_stack[-1]][origin])
-        while True:  # the end of the input: reduce until the start rule is complete
-            action = states[state_stack[-1]].get("$END")
-            if action is None or action >= 0:
-                raise Unhandled("$END")
-            origin, size, callback = reductions[~action]
-            if size:
-                children = value_stack[-size:]
-                del state_stack[-size:]
-                del value_stack[-size:]
-            else:
-                children = []
-            value = callback(children)
-            state_stack.append(states[state_stack[-1]][origin])
-            value_stack.append(value)
-            if state_stack[-1] == end_state:
-                return value
+                if token is end and state_stack[-1] == end_state:
+                    return value_stack[-1]
+        raise Unhandled("$END")  # (not reached: the end token returns or raises)
 
     def lex(self, text: str) -> Iterator[Token]:
         """Lark's basic lexer: the first of the combined regexps that matches at the position,

@@ -18,7 +18,6 @@ valid extent, measured from the parent's start:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from math import prod
 from typing import Any
@@ -27,7 +26,7 @@ import numpy as np
 
 from ..errors import ApdslTypeError, FormatError
 from ..records import record, replace
-from . import formats, targets
+from . import formats, targets, viewcache
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Layout
@@ -42,6 +41,7 @@ from .tiles import (  # noqa: F401 - valid extents, also asked for here by the r
     valid_view,
 )
 from .view import Tensor, ndarray
+from .viewcache import exact_ints
 
 Shape = tuple[int, ...]
 
@@ -214,28 +214,39 @@ def _int_offset(t: Tensor) -> int:
 
 # Views are immutable and a tile is a function of its parent and arguments, so a loop that cuts
 # the same tile again (A's tiles for every N tile of a GEMM) gets the same object back, with
-# the access plan the runtime cached for it.  Weak keys: a parent's tiles die with it.
-_memo: weakref.WeakKeyDictionary[Tensor, dict[Any, Tensor]] = weakref.WeakKeyDictionary()
-_MEMO_LIMIT = 4096
+# every plan the runtime keeps on it.  The tiles are children of their parent view
+# (`viewcache`: on the parent, bounded, dying with it), keyed by the arguments' exact values:
+# only tuples and lists of plain ints are keys (`True` and `np.int64(1)` hash like 1 but are
+# checked differently), and only a tile that was made is kept, so a bad argument raises its
+# error every time.
+
+def _tile_key(op: str, t: Any, coord: Any, shape: Any) -> tuple[Any, ...] | None:
+    """The child key of `op(t, coord, shape)`, or None (not kept: the checks decide)."""
+    if type(t) is not Tensor:
+        return None
+    c = exact_ints(coord)
+    if c is None:
+        return None
+    s = exact_ints(shape)
+    return None if s is None else (op, c, s)
+
+
+def _kept(t: Any, key: tuple[Any, ...] | None) -> Any:
+    """The child of `t` kept under `key` (None: not kept, or no key)."""
+    if key is None:
+        return None
+    kids = getattr(t, "kids", None)
+    return None if kids is None else kids.get(key)
 
 
 def _memoised(parent: Any, key: Any, make: Callable[[], Tensor]) -> Tensor:
     """`make()`, or the tensor it made before for the same parent and key.  A key holding None
-    (an argument `_key` does not vouch for), or a parent that is not a tensor, is not memoised:
-    `make` checks the arguments and reports any mistake."""
-    if not isinstance(parent, Tensor) or None in key:
+    (an argument not vouched for), or a parent that is not a tensor, is not memoised: `make`
+    checks the arguments and reports any mistake."""
+    if type(parent) is not Tensor or None in key:
         return make()
-    per = _memo.get(parent)
-    hit = per.get(key) if per is not None else None
-    if hit is not None:
-        return hit
-    t = make()
-    if per is None:
-        per = _memo[parent] = {}
-    elif len(per) >= _MEMO_LIMIT:
-        per.clear()
-    per[key] = t
-    return t
+    hit = _kept(parent, key)
+    return hit if hit is not None else viewcache.keep(parent, key, make())
 
 
 def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
@@ -248,14 +259,17 @@ def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
     >>> tile.coord, tile.origin_shape                     # clipped to the parent's extent
     ((7, 15), (2, 6))
     """
-    def make() -> Tensor:
-        parent = _tensor(t, "get_tile", "t")
-        _plain_static(parent, "get_tile")
-        rank = parent.ndim
-        c = _ints(coord, "get_tile", "coord", rank=rank)
-        s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
-        return _tile(parent, c, s, "get_tile")
-    return _memoised(t, ("get_tile", _key(coord), _key(shape)), make)
+    key = _tile_key("get_tile", t, coord, shape)
+    hit = _kept(t, key)
+    if hit is not None:
+        return hit
+    parent = _tensor(t, "get_tile", "t")
+    _plain_static(parent, "get_tile")
+    rank = parent.ndim
+    c = _ints(coord, "get_tile", "coord", rank=rank)
+    s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
+    tile = _tile(parent, c, s, "get_tile")
+    return tile if key is None else viewcache.keep(t, key, tile)
 
 
 def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
@@ -266,21 +280,17 @@ def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
     >>> tile.coord, tile.shape
     ((4, 8), (4, 8))
     """
-    def make() -> Tensor:
-        parent = _tensor(t, "tile_view", "t")
-        _plain_static(parent, "tile_view")
-        rank = parent.ndim
-        tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
-        ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
-        return _tile(parent, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
-    return _memoised(t, ("tile_view", _key(tile_coord), _key(tile_shape)), make)
-
-
-def _key(x: Any) -> Any:
-    """A memo key for a tuple or list of plain ints (the language passes both), else None."""
-    if type(x) in (tuple, list) and all(type(v) is int for v in x):
-        return tuple(x)
-    return None
+    key = _tile_key("tile_view", t, tile_coord, tile_shape)
+    hit = _kept(t, key)
+    if hit is not None:
+        return hit
+    parent = _tensor(t, "tile_view", "t")
+    _plain_static(parent, "tile_view")
+    rank = parent.ndim
+    tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
+    ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
+    tile = _tile(parent, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
+    return tile if key is None else viewcache.keep(t, key, tile)
 
 
 def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
@@ -346,38 +356,21 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     >>> l1.buffer, l1.format, l1.shape, l1.origin_shape
     ('l1', 'NZ', (16, 16), (2, 6))
     """
-    if dtype is None and type(format) is str and (layout_base is None or
-                                                   type(layout_base) is Tensor):
-        # the same target, like and layout_base objects as before: the same tile (each is
-        # immutable), found without recomputing its key; bound again, it is unwritten again
-        per = _memo.get(target) if type(target) is Tensor else None
-        hit = per.get(("like", id(like), format, id(layout_base))) if per is not None else None
-        if hit is not None and hit[0]() is like and (layout_base is None
-                                                     or hit[1]() is layout_base):
-            current().device.forget(hit[2])
-            return hit[2]
-    like = _tensor(like, "make_tensor_like", "like")
-    if like.ndim > 2:
-        raise _err("APK534", f"make_tensor_like: like {like.name} has rank {like.ndim}; "
-                   "make_tensor_like supports rank <= 2", notes=[f"shape {tuple(like.shape)}"],
-                   help="tile the matrix part: index the batch dimensions away first")
+    if type(target) is Tensor:
+        key, held = _like_key(like, format, dtype, layout_base)
+        hit = _kept(target, key)
+        if hit is not None and hit[0] is held:
+            tile = hit[1]
+        else:
+            tile = _bound(target, like, format, dtype, layout_base)
+            if key is not None:
+                viewcache.keep(target, key, (held, tile))
+        current().device.forget(tile)  # bound again, it is unwritten again: every call
+        return tile
+    like = _like(like)
     origin = valid_shape(like)
     fmt = formats.canonical(format)
     dt = like.dtype if dtype is None else to_dtype(dtype)
-    if isinstance(target, Tensor):
-        base_key = _base_key(layout_base)
-        tile = _memoised(target, ("bind", origin, fmt, dt, base_key),
-                         lambda: _bind(target, origin, fmt, dt, layout_base))
-        current().device.forget(tile)
-        per = _memo.get(target)
-        if per is not None and dtype is None and type(format) is str and \
-                (layout_base is None or type(layout_base) is Tensor):
-            if len(per) >= _MEMO_LIMIT:
-                per.clear()
-            per[("like", id(like), format, id(layout_base))] = (
-                weakref.ref(like), None if layout_base is None else weakref.ref(layout_base),
-                tile)
-        return tile
     buffer = targets.buffer_name(target)
     formats.check_buffer(fmt, buffer)
     if layout_base is None:
@@ -399,6 +392,45 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     return replace(t, coord=(0,) * len(origin), origin_shape=origin)
 
 
+def _like(like: Any) -> Tensor:
+    like = _tensor(like, "make_tensor_like", "like")
+    if like.ndim > 2:
+        raise _err("APK534", f"make_tensor_like: like {like.name} has rank {like.ndim}; "
+                   "make_tensor_like supports rank <= 2", notes=[f"shape {tuple(like.shape)}"],
+                   help="tile the matrix part: index the batch dimensions away first")
+    return like
+
+
+def _like_key(like: Any, format: Any, dtype: Any, layout_base: Any) -> tuple[Any, Any]:
+    """The child key of a bound tile, found without building its value key (`_bound`): the
+    tile depends on `like` only through its valid extent and dtype, and on a tensor
+    `layout_base` only through its layout, keyed by identity and held by the kept entry (so
+    the id stays that layout's; the tensor itself is not held).  (None, None): not kept."""
+    if type(like) is not Tensor or dtype is not None or type(format) is not str:
+        return None, None
+    origin = like.origin_shape
+    origin = exact_ints(like.layout.shape if origin is None else origin)
+    if origin is None:
+        return None, None
+    if layout_base is None:
+        return ("like", origin, like.dtype, format, None), None
+    if type(layout_base) is not Tensor:
+        return None, None
+    held = layout_base.layout
+    return ("like", origin, like.dtype, format, id(held)), held
+
+
+def _bound(target: Tensor, like: Any, format: Any, dtype: Any, layout_base: Any) -> Tensor:
+    """The tile of `like`'s valid extent bound to `target`'s storage, every argument checked;
+    kept on `target` by value (equal arguments: the same tile)."""
+    like = _like(like)
+    origin = valid_shape(like)
+    fmt = formats.canonical(format)
+    dt = like.dtype if dtype is None else to_dtype(dtype)
+    return _memoised(target, ("bind", origin, fmt, dt, _base_key(layout_base)),
+                     lambda: _bind(target, origin, fmt, dt, layout_base))
+
+
 def _base_key(layout_base: Any) -> Any:
     """The memo key part for `layout_base`.  Never the tensor itself: the memo is weakly keyed
     on the target, and a value-side reference to a tensor (commonly the target again, as in
@@ -411,7 +443,7 @@ def _base_key(layout_base: Any) -> Any:
         return ("layout", Layout(lay.dims, lay.base - lay.offset)) if lay.static else None
     if isinstance(layout_base, TlaLayout):
         return layout_base
-    return _key(layout_base)
+    return exact_ints(layout_base)
 
 
 def _l1_only(buffer: str) -> None:

@@ -44,6 +44,21 @@ def index_key(key: Any) -> tuple[Any, ...] | None:
     return ("index", type(key) is tuple, *out)
 
 
+def exact_ints(x: Any) -> tuple[int, ...] | None:
+    """`x` as a tuple when it is a tuple or list of plain ints, else None: the part of a key an
+    argument of ints (a tile's coordinate or shape) may be.  Exact types, as in `index_key`."""
+    tx = type(x)
+    if tx is tuple:
+        if len(x) == 2:  # (the common case, without a generator)
+            return x if type(x[0]) is int and type(x[1]) is int else None
+    elif tx is not list:
+        return None
+    for v in x:
+        if type(v) is not int:
+            return None
+    return tuple(x)
+
+
 def child(t: Any, key: tuple[Any, ...]) -> Any:
     """The child of `t` kept under `key`, or None."""
     kids = getattr(t, "kids", None)

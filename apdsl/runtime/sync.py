@@ -43,12 +43,15 @@ from .pipes import (
     pipe_of,
     split_event,
 )
-from .sync_facts import Touch, facts_of
+from .sync_facts import Record, Touch, facts_of
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
 # (source pipe index, destination pipe index) of every hard event
 _EVENT_PIPES = {e: tuple(PIPE_INDEX[p] for p in split_event(e)) for e in HARD_EVENTS}
+_EVENT_SRC = {e: s for e, (s, _) in _EVENT_PIPES.items()}
+_EVENT_DST = {e: d for e, (_, d) in _EVENT_PIPES.items()}
+_PIPE_RANGE = range(_N)
 
 
 @record
@@ -73,7 +76,44 @@ class SyncError(ApdslRuntimeError):
 # The pipe of an instruction by (op, its operands' roles and buffers): the table decides by the
 # path the operands take (`pipe_of`), the same for every instance on the same buffers.
 _pipes: dict[tuple[Any, ...], str | None] = {}
-_PLAN_LIMIT = 4096  # instruction signatures a checker remembers (`Sync._plan`)
+# Per instruction signature (op, roles, the views' ids): its plan, ending with the weak
+# references to the views (their callbacks drop the plan)
+_plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_PLAN_LIMIT = 4096  # instruction signatures remembered (`_plan`)
+
+
+def _plan(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
+    """(pipe, pipe index (-1: none), the accesses' facts) of an instruction on these operands,
+    made once per instruction and operand views: views are immutable and a loop issues the same
+    instruction on the same tiles again and again.  Nothing in a plan depends on a checker's
+    state.  Kept by the views' ids, and dropped when any of the views dies (its weak
+    reference's callback runs before the view's memory, and so its id, can be reused): a plan
+    found is the plan of these very views.  The cache keeps no storage alive; bounded."""
+    facts = [(role, facts_of(t)) for role, t in operands.items()]
+    pkey = (op,) + tuple((role, f[7]) for role, f in facts)
+    try:
+        pipe = _pipes[pkey]
+    except KeyError:
+        pipe = _pipes[pkey] = pipe_of(op, operands)
+    entries = tuple((k, lo, hi, role == "dst", (layout, bits, base, dense), role)
+                    for role, (k, base, lo, hi, dense, layout, bits, _) in facts
+                    if hi >= lo)
+    plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
+    views = operands.values()
+    if all(t.dynamic is None for t in views):
+        key = (op, *operands, *map(id, views))
+
+        def drop(_: Any, key: tuple[Any, ...] = key, plans: dict[Any, Any] = _plans) -> None:
+            plans.pop(key, None)
+
+        try:
+            refs = tuple(weakref.ref(t, drop) for t in views)
+        except TypeError:  # not a weakly referable view: not cached
+            return plan
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan + (refs,)  # (the references live as long as the plan)
+    return plan
 
 
 def _where(a: Touch) -> str:
@@ -92,115 +132,89 @@ class Sync:
         self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
         # per region, its earlier reads and its earlier writes, each oldest first: a read
         # conflicts only with writes, so a read need not walk the (often long) list of reads
-        self.regions: dict[Any, tuple[list[Touch], list[Touch]]] = {}
+        self.regions: dict[Any, tuple[list[Record], list[Record]]] = {}
         self.accesses = 0
         # a race was reported (check mode goes on): leftover flags are then its consequence
         self.failed = False
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
-        # per instruction signature, its pipe and operand facts (`_plan`)
-        self._plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
                location: Any, order: bool = True) -> Order | None:
         """Check and record the accesses of one instruction before it moves data; return its
         place in the happens-before order (None: it runs on no pipe, or `order` is False: the
-        caller does not keep it)."""
-        plan = self._plan(op, operands)
-        pipe = plan[0]
-        if pipe is None:
-            return None
+        caller does not keep it).
+
+        The hot path of every Ascend instruction: its operand facts come from a plan (`_plan`),
+        each access is a plain tuple (a `Record`), and the exact byte sets are compared only
+        when the cheap test (bounding byte ranges, of accesses not ordered before this one)
+        says two accesses may overlap."""
+        plan = _plans.get((op, *operands, *map(id, operands.values())))
+        if plan is None:
+            plan = _plan(op, operands)
         p = plan[1]
+        if p < 0:
+            return None
         count = self.count
-        count[p] += 1
-        seq = count[p]
+        count[p] = seq = count[p] + 1
         clk = self.clock[p]
-        if p != _V:
-            clk[p] = seq - 1  # program order within the pipe
+        same = p != _V  # instructions of one pipe (but V) run in program order
+        if same:
+            clk[p] = seq - 1
+        n = self.accesses
         opname = (op, name)
         regions = self.regions
-        new: list[tuple[tuple[list[Touch], list[Touch]], Touch]] = []
-        for key, base, lo, hi, dense, layout, bits, write, role in plan[2]:
-            self.accesses += 1
-            acc = Touch(p, seq, write, lo, hi, dense, layout, bits, opname, span,
-                        location, base, self.accesses)
-            lists = regions.get(key)
+        new = []
+        for rkey, lo, hi, write, static, role in plan[2]:
+            n += 1
+            rec = (p, seq, lo, hi, n, write, static, opname, span, location)
+            lists = regions.get(rkey)
             if lists is None:
-                lists = regions[key] = ([], [])
-            elif self._may_race(acc, lists, clk):
-                self._check(acc, lists, clk, operands[role])
-            new.append((lists, acc))
-        for lists, acc in new:
-            if acc.dense:
-                # an earlier access ordered before this one and inside its bytes can no longer
-                # race with anything later that this one does not: a write hides both kinds,
-                # a read hides reads
-                lo, hi = acc.lo, acc.hi
-                for lst in (lists if acc.write else lists[:1]):
-                    for e in lst:
-                        if lo <= e.lo and e.hi <= hi and (
-                                e.pipe == p and p != _V or e.seq <= clk[e.pipe]):
-                            lst[:] = [e for e in lst if not (
-                                (e.pipe == p and p != _V or e.seq <= clk[e.pipe])
-                                and lo <= e.lo and e.hi <= hi)]
-                            break
-            lists[1 if acc.write else 0].append(acc)
-        return Order(pipe, seq, tuple(clk), self) if order else None
-
-    def _plan(self, op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
-        """(pipe, pipe index, the accesses' facts) of an instruction on these operands, made
-        once per instruction and operand views: views are immutable and a loop issues the
-        same instruction on the same tiles again and again.  Keyed by the views' ids and
-        checked by weak references (a dead view's id may be reused), so the cache keeps no
-        storage alive; bounded."""
-        key = (op, tuple(operands), tuple(map(id, operands.values())))
-        plans = self._plans
-        got = plans.get(key)
-        if got is not None:
-            for ref, t in zip(got[0], operands.values()):
-                if ref() is not t:
-                    break
+                lists = regions[rkey] = ([], [])
             else:
-                return got[1]
-        facts = [(role, t, facts_of(t)) for role, t in operands.items()]
-        pkey = (op,) + tuple((role, f[7]) for role, _, f in facts)
-        try:
-            pipe = _pipes[pkey]
-        except KeyError:
-            pipe = _pipes[pkey] = pipe_of(op, operands)
-        entries = tuple((k, base, lo, hi, dense, layout, bits, role == "dst", role)
-                        for role, _, (k, base, lo, hi, dense, layout, bits, _) in facts
-                        if hi >= lo)
-        plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
-        if all(t.dynamic is None for t in operands.values()):
-            try:
-                refs = tuple(weakref.ref(t) for t in operands.values())
-            except TypeError:  # not a weakly referable view: not cached
-                return plan
-            if len(plans) >= _PLAN_LIMIT:
-                plans.clear()
-            plans[key] = (refs, plan)
-        return plan
+                # the cheap test: an earlier access of another pipe, not ordered before this
+                # one, whose byte range overlaps (a read conflicts with writes only)
+                for e in lists[1]:
+                    q = e[0]
+                    if not (q == p and same or e[1] <= clk[q] or e[3] < lo or hi < e[2]):
+                        self._check(rec, lists, clk, operands[role])
+                        break
+                else:
+                    if write:
+                        for e in lists[0]:
+                            q = e[0]
+                            if not (q == p and same or e[1] <= clk[q] or e[3] < lo or
+                                    hi < e[2]):
+                                self._check(rec, lists, clk, operands[role])
+                                break
+            new.append((rec, lists))
+        # recorded once all are checked (two accesses of one region, as an in-place vector
+        # instruction's, are checked against the accesses before the instruction)
+        for rec, lists in new:
+            lo = rec[2]
+            hi = rec[3]
+            write = rec[5]
+            if rec[6][3]:
+                # a dense access drops the earlier accesses ordered before it and inside its
+                # bytes: they can no longer race with anything later that it does not (a
+                # write hides both kinds, a read hides reads)
+                for lst in (lists if write else lists[:1]):
+                    j = len(lst)
+                    while j:
+                        j -= 1
+                        e = lst[j]
+                        if lo <= e[2] and e[3] <= hi and (e[0] == p and same or
+                                                          e[1] <= clk[e[0]]):
+                            del lst[j]
+            lists[1 if write else 0].append(rec)
+        self.accesses = n
+        return Order(plan[0], seq, tuple(clk), self) if order else None
 
-    @staticmethod
-    def _may_race(acc: Touch, earlier: tuple[list[Touch], list[Touch]],
-                  clk: list[int]) -> bool:
-        """Whether some earlier access of another pipe, not ordered before `acc`, overlaps
-        its byte range (the cheap test; `_check` then compares exact bytes)."""
-        p = acc.pipe
-        same = p != _V
-        lo, hi = acc.lo, acc.hi
-        for lst in (earlier if acc.write else earlier[1:]):
-            for e in lst:
-                q = e.pipe
-                if not (q == p and same or e.seq <= clk[q] or e.hi < lo or hi < e.lo):
-                    return True
-        return False
-
-    def _check(self, acc: Touch, earlier: tuple[list[Touch], list[Touch]],
+    def _check(self, rec: Record, earlier: tuple[list[Record], list[Record]],
                clk: list[int], t: Any) -> None:
-        """Raise on the oldest earlier access that races with `acc`: a write checks the
+        """Raise on the oldest earlier access that races with `rec`: a write checks the
         region's reads and writes, a read its writes."""
+        acc = Touch(rec)
         first: tuple[Touch, np.ndarray] | None = None
         for lst in (earlier if acc.write else earlier[1:]):
             found = self._first_race(acc, lst, clk)
@@ -211,15 +225,16 @@ class Sync:
             raise self._race(acc, first[0], t, first[1])
 
     @staticmethod
-    def _first_race(acc: Touch, earlier: list[Touch],
+    def _first_race(acc: Touch, earlier: list[Record],
                     clk: list[int]) -> tuple[Touch, np.ndarray] | None:
         p = acc.pipe
         same = p != _V  # instructions of one pipe (but V) run in program order
         lo, hi = acc.lo, acc.hi
-        for e in earlier:
-            q = e.pipe
-            if q == p and same or e.seq <= clk[q] or e.hi < lo or hi < e.lo:
+        for rec in earlier:
+            q = rec[0]
+            if q == p and same or rec[1] <= clk[q] or rec[3] < lo or hi < rec[2]:
                 continue
+            e = Touch(rec)
             both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)
             if both.size:
                 return e, both
@@ -269,8 +284,10 @@ class Sync:
 
     # -- events -------------------------------------------------------------------------------
     def set_flag(self, event: str, i: int, span: Span | None, location: Any) -> None:
-        if (event, i) in self.flags:
-            _, sspan, sloc = self.flags[(event, i)]
+        flags = self.flags
+        key = (event, i)
+        if key in flags:
+            _, sspan, sloc = flags[key]
             where = f" (set at line {sloc[1]})" if sloc else ""
             err = SyncError(f"set_flag(\"{event}\", {i}): the flag is already set{where}; "
                             "a flag is one bit", code="APK574",
@@ -278,10 +295,10 @@ class Sync:
                             "another event id (ping-pong buffers use ids 0 and 1)",
                             event=event, id=i)
             raise err.with_label(sspan, "set here, not waited for since")
-        src = _EVENT_PIPES[event][0]
-        snap = list(self.clock[src])
+        src = _EVENT_SRC[event]
+        snap = self.clock[src][:]
         snap[src] = self.count[src]
-        self.flags[(event, i)] = (snap, span, location)
+        flags[key] = (snap, span, location)
 
     def wait_flag(self, event: str, i: int) -> None:
         got = self.flags.pop((event, i), None)
@@ -292,8 +309,12 @@ class Sync:
                             help=f"set_flag(\"{event}\", {i}) on pipe {split_event(event)[0]} "
                             "before this wait (CATLASS pre-sets the 'buffer free' flags before "
                             "its loops)", event=event, id=i)
-        dst = self.clock[_EVENT_PIPES[event][1]]
-        dst[:] = map(max, dst, got[0])
+        dst = self.clock[_EVENT_DST[event]]
+        snap = got[0]
+        for q in _PIPE_RANGE:  # join: the destination now knows what the source knew
+            v = snap[q]
+            if v > dst[q]:
+                dst[q] = v
 
     def barrier(self, pipe: str) -> None:
         if pipe == "ALL":
@@ -368,9 +389,10 @@ def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter n
     """
     m = current()
     s = m.sync
-    if s is not None and type(event) is str and type(id) is int and event in _EVENT_PIPES \
-            and 0 <= id < EVENT_IDS.get(m.targets.get("ascend", "ascend-a2"), 8):
-        s.set_flag(event, id, m.span, m.location)  # a valid event in a checked kernel
+    # a valid event in a checked kernel, decided cheaply (the checker's target's event ids)
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str and \
+            event in _EVENT_SRC:
+        s.set_flag(event, id, m.span, m.location)
         return
     ev, i = _event(event, id, "set_flag")
     s = active()
@@ -385,10 +407,9 @@ def wait_flag(event: str, id: int) -> None:  # noqa: A002
     ...     apdsl.set_flag("MTE1_M", 1)
     ...     apdsl.wait_flag("MTE1_M", 1)
     """
-    m = current()
-    s = m.sync
-    if s is not None and type(event) is str and type(id) is int and event in _EVENT_PIPES \
-            and 0 <= id < EVENT_IDS.get(m.targets.get("ascend", "ascend-a2"), 8):
+    s = current().sync
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str and \
+            event in _EVENT_SRC:
         s.wait_flag(event, id)  # a valid event in a checked kernel
         return
     ev, i = _event(event, id, "wait_flag")

@@ -9,27 +9,31 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Span
 from ..tensor.layout import pattern_bounds, plain_leaves
+
+# An access as the checker keeps it, in its hot path: a plain tuple (made per operand of every
+# instruction, so as cheap as Python makes anything), turned into a `Touch` only for a message.
+# Fields: pipe index, the pipe's sequence number, first and last region byte, the checker's
+# access number (which of two earlier accesses came first), write?, the view's static facts
+# (`Static`), (op, name= given), span, location.
+Record = tuple[int, int, int, int, int, bool, "Static", tuple[str, Any], Any, Any]
+# What the exact byte set needs of a view: its layout (None: not static), element bits, the
+# region byte where its storage starts; and whether its byte range is dense.  The layout, not
+# the view: the checker must not keep freed storage alive.
+Static = tuple[Any, int, int, bool]
 
 
 class Touch:
-    """One operand access of one executed instruction."""
+    """One operand access of one executed instruction (a `Record` made readable, for the slow
+    path that compares exact bytes and writes the message)."""
 
     __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "opname",
                  "span", "location", "base", "n")
 
-    def __init__(self, pipe: int, seq: int, write: bool, lo: int, hi: int, dense: bool,
-                 layout: Any, bits: int, opname: tuple[str, Any], span: Span | None,
-                 location: Any, base: int, n: int) -> None:
-        self.pipe, self.seq, self.write = pipe, seq, write
-        self.n = n  # the checker's access number: which of two earlier accesses came first
-        self.lo, self.hi, self.dense = lo, hi, dense  # bytes [lo, hi] of the region
-        # the view's layout (None: not static), not the view: the checker must not keep freed
-        # storage alive
-        self.layout, self.bits = layout, bits
-        self.opname, self.span, self.location = opname, span, location  # (op, name= given)
-        self.base = base  # the region byte where the view's storage starts
+    def __init__(self, rec: Record) -> None:
+        self.pipe, self.seq, self.lo, self.hi, self.n, self.write, static, self.opname, \
+            self.span, self.location = rec
+        self.layout, self.bits, self.base, self.dense = static
 
     @property
     def op(self) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError, LimitError, Span
+from ..syntax import ast
 from ..tensor.view import Tensor
 from . import limits
 from .frames import Closure, Frame
@@ -347,6 +348,52 @@ def name_int_op(op_name: str, left: str, right: Any, right_is_name: bool, genera
         return r
     run_const.int_parts = (op, left, right, False, grows)  # type: ignore[attr-defined]
     return run_const
+
+
+def const_int_op(op_name: str, left: Any, right: str, general: Closure,
+                 span: Span) -> Closure | None:
+    """The closure for `left OP right` with `left` an int constant and `right` a name (`1 - i`):
+    an int local computed inline; anything else runs the `general` closure."""
+    op = INT_OPS.get(op_name)
+    if op is None or op_name not in _GROWS or type(left) is not int:
+        return None
+
+    def run(frame: Frame) -> Any:
+        try:
+            b = frame.vars[right]
+        except KeyError:
+            return general(frame)
+        if type(b) is not int:
+            return general(frame)
+        r = op(left, b)
+        if r > MAX_INT or r < MIN_INT:
+            raise limit_error(r, span)
+        return r
+    return run
+
+
+_INT_COMPARE = frozenset({operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def name_int_compare(node: Any, op: Callable[[Any, Any], Any], general: Closure
+                     ) -> Closure | None:
+    """The closure for `name < 3` (`<`, `<=`, `>`, `>=` with an int constant): an int local
+    compared inline; anything else runs the `general` closure."""
+    left, right = node.left, node.comparators[0]
+    if type(left) is not ast.Name or type(right) is not ast.Const or \
+            type(right.value) is not int or op not in _INT_COMPARE:
+        return None
+    name, const = left.id, right.value
+
+    def run(frame: Frame) -> Any:
+        try:
+            a = frame.vars[name]
+        except KeyError:
+            return general(frame)
+        if type(a) is not int:
+            return general(frame)
+        return op(a, const)
+    return run
 
 
 def name_int_assign(value: Closure, target: str, general: Closure, span: Span) -> Closure | None:

@@ -103,6 +103,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     def cdiv(a: int, b: int) -> int:
         return -(-a // b)
 
+    implementation = _implementation
+
     def instruction(name: str) -> Callable[..., Any]:
         if set(TABLE[name].engines) == {"ascend"}:  # Ascend-only executors load on first use
             loaded: list[Callable[..., Any]] = []
@@ -156,6 +158,13 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     for op_name, op in OPERATORS.items():
         table.setdefault(op_name, op)
     return table
+
+
+@cache
+def _implementation(name: str) -> Callable[..., Any]:
+    """The table's implementation of instruction `name`, looked up once per process (the
+    functions are the modules' own; each interpreter wraps them anew)."""
+    return implementation(name)
 
 
 LAUNCH = ("program_id", "num_programs", "program_ndim")

@@ -14,6 +14,7 @@ from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import limits
 from .arith import absorbs
+from .callsites import argument_tuple, builtin_site
 from .displays import splice
 from .frames import Closure, Frame, ReturnSignal
 from .pyerrors import PY_ERRORS, argument_span, call_error, inside, python_error
@@ -26,6 +27,31 @@ class CallCompiler:
     def call_function(self, fn: Function, args: tuple, kwargs: dict,
                       bound: dict[str, Any] | None = None) -> Any:
         """Call a def or kernel; `bound` adds locals (a kernel's named dimensions)."""
+        names = fn.names
+        if not kwargs and bound is None and len(args) == len(names):
+            # every parameter given by position, the common call: no binding checks to make
+            local: dict[str, Any] = dict(zip(names, args))
+        else:
+            local = self._bind(fn, args, kwargs, bound)
+        frame = Frame(local, fn.globals)
+        failures = self.failures
+        if self.depth >= limits.MAX_CALL_DEPTH:
+            raise limits.recursion_too_deep(fn.name)
+        self.depth += 1
+        try:
+            fn.body(frame)
+            value = None
+        except ReturnSignal as r:
+            value = r.value
+        finally:
+            self.depth -= 1
+        # Check mode goes on past a failing statement; a call that did so has no value to
+        # give (run mode would have stopped), so its caller sees POISON, not a made-up None.
+        return POISON if self.failures != failures else value
+
+    def _bind(self, fn: Function, args: tuple, kwargs: dict,
+              bound: dict[str, Any] | None) -> dict[str, Any]:
+        """A call's locals: its arguments bound to `fn`'s parameters, defaults filled in."""
         params = fn.params
         if len(args) > len(params):
             raise ApdslTypeError(f"{fn.name}() takes {len(params)} arguments, got {len(args)}",
@@ -48,21 +74,7 @@ class CallCompiler:
                 else:
                     raise ApdslTypeError(f"{fn.name}() is missing argument '{p.name}'",
                                          code="APK102")
-        frame = Frame(local, fn.globals)
-        failures = self.failures
-        if self.depth >= limits.MAX_CALL_DEPTH:
-            raise limits.recursion_too_deep(fn.name)
-        self.depth += 1
-        try:
-            fn.body(frame)
-            value = None
-        except ReturnSignal as r:
-            value = r.value
-        finally:
-            self.depth -= 1
-        # Check mode goes on past a failing statement; a call that did so has no value to
-        # give (run mode would have stopped), so its caller sees POISON, not a made-up None.
-        return POISON if self.failures != failures else value
+        return local
 
     # -- compilation: statements --------------------------------------------------------------
 
@@ -131,7 +143,8 @@ class CallCompiler:
         budget = self.budget
         origins = self.origins
         dry = self.dry
-        positional = _positional(args)
+        positional = _positional(args) if dry or len(args) < 4 else \
+            argument_tuple(self, node.args, args)
         keywords = _keywords(kwargs)
         # Run mode: a builtin instruction is called straight, without its builtin wrapper and
         # `Interpreter.instruction` (the same location set, the same trace bookkeeping).
@@ -164,6 +177,18 @@ class CallCompiler:
                         result = impl(*a, **kw)
                     else:
                         result = impl(*a)
+                except CALL_ERRORS as e:
+                    raise failed(fn, e) from None
+                if type(result) is Tensor:
+                    origins.setdefault(result, span)
+                return result
+            if type(fn) is Function and not dry:  # a def (run mode): no wrapper call
+                for i, made in unrecorded:
+                    if type(a[i]) is Tensor:
+                        origins.setdefault(a[i], made)
+                interp.call_span = span
+                try:
+                    result = interp.call_function(fn, a, kw)
                 except CALL_ERRORS as e:
                     raise failed(fn, e) from None
                 if type(result) is Tensor:
@@ -221,7 +246,11 @@ class CallCompiler:
             if isinstance(e, TypeError):
                 return call_error(fn, e, span, kw_where)
             return python_error(e, span)  # type: ignore[arg-type]
-        return run
+
+        # run mode, a builtin named by the call: a closure made for this call (callsites)
+        site = None if spread is not None else builtin_site(
+            self, node, args, kwargs, run, failed, unrecorded, CALL_ERRORS)
+        return site or run
 
 
 

@@ -16,6 +16,8 @@ from .arith import (
     UNARY,
     absorbs,
     compare,
+    const_int_op,
+    name_int_compare,
     name_int_op,
     not_,
     truth,
@@ -112,7 +114,10 @@ class ExpressionCompiler:
                 is_const or type(node.right) is ast.Name) and name_int_op(
                 node.op, node.left.id, node.right.value if is_const else node.right.id,
                 not is_const, general, span)
-            return by_name or general
+            # `1 - i`: an int constant on the left, a name on the right
+            by_const = type(node.left) is ast.Const and type(node.right) is ast.Name and \
+                const_int_op(node.op, node.left.value, node.right.id, general, span)
+            return by_name or by_const or general
         # `**`, `<<` and `*` of sequences could build something huge: checked before they run
         op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):
@@ -147,6 +152,21 @@ class ExpressionCompiler:
     def _expr_BoolOp(self, node: Any) -> Closure:
         values = [self.compile_expr(v) for v in node.values]
         is_and = node.op == "and"
+        if len(values) == 2:  # `k1 > 0 or k0 > 0`: unrolled, a bool tested as itself
+            first, second = values
+
+            def run2(frame: Frame) -> Any:
+                result = first(frame)
+                if type(result) is bool:
+                    if result is not is_and:
+                        return result
+                elif isinstance(result, Absorbing) or truth(result) != is_and:
+                    return result
+                result = second(frame)
+                if type(result) is not bool and not isinstance(result, Absorbing):
+                    truth(result)  # (a tensor has no truth value, even last)
+                return result
+            return run2
 
         def run(frame: Frame) -> Any:
             result: Any = None
@@ -173,7 +193,7 @@ class ExpressionCompiler:
                     return compare(op, a, b)
                 except PY_ERRORS as e:
                     raise python_error(e, span) from None
-            return run1
+            return name_int_compare(node, op, run1) or run1
 
         def run(frame: Frame) -> Any:
             a = left(frame)

@@ -23,7 +23,6 @@ integer tile gives float32.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -34,8 +33,6 @@ from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
 
-_FIELDS = tuple(f.name for f in fields(Operator))  # (once: a run builds ~60 of these)
-
 
 class NlFunction(Operator):
     """An NKI operator that is also its high-level `nl` function: calling it computes a new
@@ -43,8 +40,11 @@ class NlFunction(Operator):
     operator's fields, plus the function (`call`), as immutable as it."""
 
     def __init__(self, op: Operator, call: Callable[..., Any]) -> None:
-        super().__init__(**{name: getattr(op, name) for name in _FIELDS})
-        object.__setattr__(self, "call", call)
+        # the operator's fields as they are (an interpreter makes ~60 of these: copied
+        # straight, not through the frozen dataclass's checked __init__)
+        state = self.__dict__
+        state.update(op.__dict__)  # (an Operator keeps its fields, and only them, there)
+        state["call"] = call
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.call(*args, **kwargs)  # type: ignore[attr-defined]

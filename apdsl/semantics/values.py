@@ -117,6 +117,10 @@ class Function:
     returns: Any = None  # ast.TypeSpec of a kernel
     defaults: dict[str, Any] = field(default_factory=dict)
     interpreter: Any = None
+    names: tuple[str, ...] = ()  # the parameters' names (made from `params`)
+
+    def __post_init__(self) -> None:
+        self.names = tuple(p.name for p in self.params)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.interpreter.call_function(self, args, kwargs)

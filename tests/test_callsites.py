@@ -1,0 +1,199 @@
+"""Run mode's specialised call sites (apdsl.semantics.callsites) against the general call
+closure they stand in for: the same results, trace, steps, errors (code, span, labels,
+message) and the program's own bindings of builtin names.  The oracle is the general path
+itself, with the specialisation turned off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import apdsl
+from apdsl.errors import ApdslError
+from apdsl.semantics import calls
+from apdsl.semantics.program import Program
+
+GEMM = (Path(__file__).resolve().parent.parent / "stdlib" / "gemm.apk").read_text()
+GEMM_KERNEL = """
+kernel matmul(A: f16[40, 150] @ gm, B: f16[150, 30] @ gm) -> f32[40, 30] @ gm:
+    C = ndarray((40, 30), f32, gm)
+    return gemm(A, B, C, 32, 32, 32, 64)
+"""
+
+
+@pytest.fixture
+def general(monkeypatch):
+    """Turn the specialisation off: every call compiles to the general closure."""
+    def off() -> None:
+        monkeypatch.setattr(calls, "builtin_site", lambda *a, **k: None)
+        monkeypatch.setattr(calls, "argument_tuple", lambda interp, nodes, args:
+                            calls._positional(args))
+    return off
+
+
+def outcome(source: str, kernel: str | None = None, inputs=None, trace: bool = False,
+            max_steps: int | None = None):
+    """What a run gives: its value's data, trace records and steps, or its error."""
+    program = Program(source, "p.apk")
+    try:
+        if max_steps is None:
+            r = program.run(kernel, inputs, trace=trace)
+        else:
+            with apdsl.options(max_steps=max_steps):
+                r = program.run(kernel, inputs, trace=trace)
+    except ApdslError as e:
+        return ("error", e.code, e.span, [(lab.span, lab.message) for lab in e.labels],
+                e.message)
+    value = r.value.numpy() if hasattr(r.value, "numpy") else r.value
+    records = [(x.op, x.name, x.location, x.engine, x.event) for x in r.trace.records] \
+        if r.trace is not None else None
+    return ("ok", value, records, r.interpreter.budget.used)
+
+
+def same(a, b) -> None:
+    assert a[0] == b[0], (a, b)
+    if a[0] == "ok":
+        np.testing.assert_array_equal(a[1], b[1])
+        assert a[2:] == b[2:]
+    else:
+        assert a == b
+
+
+def gemm_inputs():
+    rng = np.random.default_rng(3)
+    return {"A": rng.standard_normal((40, 150)).astype(np.float16),
+            "B": rng.standard_normal((150, 30)).astype(np.float16)}
+
+
+def test_a_builtin_call_compiles_to_a_site_in_run_mode_only():
+    source = "def f(i):\n    wait_flag('M_MTE1', i)\n"
+    program = Program(source, "p.apk")
+    call = program.module.body[0].body[0].expr
+    run = program.interpreter()
+    assert run.compile_expr(call).__code__.co_filename == "<apdsl call site>"
+    check = program.interpreter(dry=True)
+    assert check.compile_expr(call).__code__.co_filename != "<apdsl call site>"
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_the_stdlib_gemm_runs_and_traces_as_the_general_path(general, trace):
+    inputs = gemm_inputs()
+    fast = outcome(GEMM + GEMM_KERNEL, "matmul", inputs, trace=trace)
+    general()
+    slow = outcome(GEMM + GEMM_KERNEL, "matmul", inputs, trace=trace)
+    same(fast, slow)
+    want = inputs["A"].astype(np.float32) @ inputs["B"].astype(np.float32)
+    np.testing.assert_allclose(fast[1], want, rtol=1e-4, atol=1e-3)
+    if trace:
+        assert any(r[0] == "wait_flag" and r[4] == ("M_MTE1", 0) for r in fast[2])
+
+
+# Each program fails in a call that a site makes: the error must be the general path's.
+FAILING = {
+    "wait without set (APK575)": """\
+kernel k() -> i32:
+    i = 1
+    wait_flag("M_MTE1", i)
+    return 0
+""",
+    "an unknown keyword of an instruction": """\
+kernel k(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:
+    t = ndarray((128, 64), f32, sbuf)
+    dma_copy(t, A, bogus=1)
+    return A
+""",
+    "a shape mismatch of dma_copy": """\
+kernel k(A: f32[128, 64] @ hbm) -> f32[128, 64] @ hbm:
+    t = ndarray((128, 32), f32, sbuf)
+    dma_copy(t, A)
+    return A
+""",
+    "a wrong argument of tile_view": """\
+kernel k(A: f16[64, 64] @ gm) -> f16[64, 64] @ gm:
+    v = tile_view(A, (0, 0), "wide")
+    return A
+""",
+    "too many arguments of cdiv": """\
+kernel k() -> i32:
+    n = 3
+    return cdiv(n, 2, 1)
+""",
+    "an error inside a helper called with many arguments": """\
+def helper(a, b, c, d, e):
+    wait_flag("MTE1_M", a + b + c + d + e)
+
+kernel k() -> i32:
+    x = 0
+    helper(x, x, x, x, x)
+    return 0
+""",
+    "a helper called with a missing argument": """\
+def helper(a, b, c, d, e):
+    return a
+
+kernel k() -> i32:
+    x = 0
+    return helper(x, x, x, x)
+""",
+    "an int past the limit in an argument": """\
+kernel k() -> i32:
+    i = 2 ** 1023
+    set_flag("M_MTE1", i + i)
+    return 0
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_errors_of_a_site_are_the_general_paths(general, name):
+    fast = outcome(FAILING[name], "k")
+    assert fast[0] == "error", fast
+    general()
+    slow = outcome(FAILING[name], "k")
+    same(fast, slow)
+
+
+def test_a_program_binding_a_builtin_name_calls_its_own():
+    source = """\
+def dma_copy(dst, src):
+    print("mine", src)
+
+kernel k() -> i32:
+    dma_copy(1, 2)
+    wait_flag = lambda e, i: print("local", e, i)
+    wait_flag("M_MTE1", 0)
+    cdiv = 5
+    print(cdiv)
+    return 0
+"""
+    import io
+    out = io.StringIO()
+    Program(source, "p.apk").run("k", out=out)
+    assert out.getvalue().splitlines() == ["mine 2", "local M_MTE1 0", "5"]
+
+
+LOOP = """\
+kernel k() -> i32:
+    for i in range(6):
+        set_flag("M_MTE1", i % 2)
+        wait_flag("M_MTE1", i % 2)
+        x = cdiv(i, 2)
+    return x
+"""
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=60))
+def test_the_step_budget_stops_a_site_where_the_general_path_stops(max_steps):
+    fast = outcome(LOOP, "k", max_steps=max_steps)
+    original = calls.builtin_site
+    calls.builtin_site = lambda *a, **k: None
+    try:
+        slow = outcome(LOOP, "k", max_steps=max_steps)
+    finally:
+        calls.builtin_site = original
+    same(fast, slow)

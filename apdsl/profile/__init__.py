@@ -21,24 +21,27 @@ __all__ = ["ProfileResult", "profile", "profile_run"]
 def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     """Schedule the trace of a finished `Program.run(trace=True)` on the target it ran on.
     `serial_order`: every instruction waits for all earlier ones (as with `--sync off`)."""
+    from ..runtime.trace import EVENT_ROW, PART, PIPE, Trace
     from .model import ASCEND_PIPES, Model
     from .schedule import schedule
-    records = result.trace.records if result.trace is not None else []
+    trace = result.trace if result.trace is not None else Trace()
     family = "nki"
-    for rec in records:  # the first instruction with operands says (events have none)
-        aps = next(iter(rec.operands.values()), None)
-        if aps:
-            if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
-                family = "ascend"
-            break
+    parts = trace.parts
+    for row in trace.rows:  # the first instruction with operands says (events have none)
+        if len(row) != EVENT_ROW:
+            aps = next(iter(parts[row[PART]][0].values()), None)
+            if aps:
+                if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
+                    family = "ascend"
+                break
     target = result.machine.targets[family]
     model = Model(target)
-    slots = schedule(records, model, serial_order=serial_order)
+    slots = schedule(trace, model, serial_order=serial_order)
     if family == "ascend":
         tracks = list(ASCEND_PIPES)
         notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
                  "events and barriers"]
-        if any(rec.order is None and rec.event is None for rec in records):
+        if any(len(row) != EVENT_ROW and row[PIPE] is None for row in trace.rows):
             notes.append("instructions the synchronisation checker did not see (--sync off, "
                          "top-level statements) run one after another")
     else:
@@ -49,9 +52,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
                                          for ap in s.operands.values()}.values()):
         notes.append("some patterns hold registers: they are sized with each register's "
                      "last value")
-    out = ProfileResult(target, slots, tracks, result.kernel, notes)
-    out._records = records
-    return out
+    return ProfileResult(target, slots, tracks, result.kernel, notes, trace)
 
 
 def _has_registers(ap: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..runtime.trace import EVENT_ROW
 from .result import ProfileResult
 
 PID = 1
@@ -53,7 +54,8 @@ def events(p: ProfileResult) -> dict[str, Any]:
 def _flows(p: ProfileResult, tid: dict[str, int]) -> list[dict[str, Any]]:
     """Flow events ("s" at the source slot's end, "f" at the destination slot's start), one
     per wait_flag that is followed by an instruction on its pipe."""
-    records = getattr(p, "_records", None) or []
+    trace = getattr(p, "_trace", None)
+    rows = trace.rows if trace is not None else ()
     by_record: dict[int, list[Any]] = {}
     for s in p.slots:
         by_record.setdefault(s.record, []).append(s)
@@ -61,15 +63,15 @@ def _flows(p: ProfileResult, tid: dict[str, int]) -> list[dict[str, Any]]:
     flags: dict[tuple[Any, ...], Any] = {}
     waiting: dict[str, list[tuple[Any, str]]] = {}  # pipe -> (source slot, event) to draw
     out: list[dict[str, Any]] = []
-    for i, rec in enumerate(records):
-        if rec.event is not None:
-            if rec.op == "set_flag":
-                flags[rec.event] = last.get(rec.engine)
-            elif rec.op == "wait_flag":
-                src = flags.pop(rec.event, None)
+    for i, row in enumerate(rows):
+        if len(row) == EVENT_ROW:  # an event row of the trace: (op, file, line, arguments, pipe)
+            op, _, _, event, pipe = row
+            if op == "set_flag":
+                flags[event] = last.get(pipe)
+            elif op == "wait_flag":
+                src = flags.pop(event, None)
                 if src is not None:
-                    waiting.setdefault(rec.engine, []).append((src, f"{rec.event[0]} "
-                                                               f"{rec.event[1]}"))
+                    waiting.setdefault(pipe, []).append((src, f"{event[0]} {event[1]}"))
             continue
         slots = by_record.get(i)
         if not slots:

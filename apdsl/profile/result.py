@@ -36,8 +36,10 @@ class ProfileResult:
     """
 
     def __init__(self, target: str, slots: list[Slot], tracks: list[str],
-                 kernel: str | None = None, notes: list[str] | None = None) -> None:
+                 kernel: str | None = None, notes: list[str] | None = None,
+                 trace: Any = None) -> None:
         self.target = target
+        self._trace = trace  # the run's trace (`apdsl.runtime.trace.Trace`), if any
         self.kernel = kernel
         self.slots = slots
         self.total_ns = max((s.end for s in slots), default=0.0)
@@ -47,6 +49,11 @@ class ProfileResult:
         self.busy_ns = {t: v for t, v in busy.items() if v > 0 or t in tracks}
         self.critical_path = critical_path(slots)
         self.notes = list(notes or [])
+
+    @property
+    def _records(self) -> list[Any]:
+        """The trace's records (`Slot.record` indexes them), made when first read."""
+        return self._trace.records if self._trace is not None else []
 
     # -- derived views ------------------------------------------------------------------------
     def utilisation(self, track: str) -> float:

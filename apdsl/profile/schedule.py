@@ -25,10 +25,9 @@ from math import inf
 from typing import Any
 
 from ..records import record
-from ..runtime.pipes import PIPES
+from ..runtime.pipes import PIPE_INDEX, PIPES
+from ..runtime.trace import EVENT_ROW, PART
 from .model import Cost, Model, as_int
-
-EVENTS = ("set_flag", "wait_flag", "pipe_barrier")
 
 _WRITES = ("dst",)
 
@@ -114,10 +113,11 @@ class Scheduler:
         self.accesses: dict[Any, tuple[list, list]] = {}
         self._costs: dict[tuple, Cost] = {}
         self._footprints: dict[int, tuple] = {}
-        # Ascend: (checker, pipe) -> (end, last slot) of each of the pipe's instructions by
-        # sequence number; a new checker (the next kernel) starts after everything before it
-        self.pipe_ends: dict[tuple[Any, str], list[tuple[float, int]]] = {}
-        self.epoch: tuple[Any, tuple[float, int]] = (None, (0.0, -1))
+        # Ascend: per checker (the index of a trace's `syncs`), per pipe index, the (end, last
+        # slot) of each of the pipe's instructions by sequence number; a new checker (the next
+        # kernel) starts after everything before it
+        self.pipe_ends: dict[int, list[list[tuple[float, int]]]] = {}
+        self.epoch: tuple[int, tuple[float, int]] = (-1, (0.0, -1))
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
         """The earliest time >= t when k DMA engines are free for `dur`; which ones; and the
@@ -133,52 +133,61 @@ class Scheduler:
                 return tk, chosen, waited
             t = tk
 
-    def add(self, rec_index: int, rec: Any) -> None:
-        if rec.op in EVENTS:  # an event takes no time on the model; its ordering is in `order`
-            return
-        pieces = rec.pieces or [{}]
+    def add(self, index: int, row: tuple[Any, ...], part: tuple[Any, ...],
+            hints: dict[str, Any] | None) -> None:
+        """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.trace`):
+        `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords."""
+        op, name, file, line, _, pipe, _, after_counts, sync = row
+        location = None if file is None else (file, line)
+        _, pieces, storages, engine = part
+        pieces = pieces or [{}]
         n = len(pieces)
-        keys = getattr(rec, "storages", None) or {}
+        keys = storages or {}
         first = len(self.slots)
-        order = getattr(rec, "order", None)
-        if order is not None:
-            after = self._after(order)
+        if pipe is not None:
+            ends = self.pipe_ends.get(sync)
+            if ends is None:
+                ends = self.pipe_ends[sync] = [[] for _ in PIPES]
+            after = self._after(sync, PIPE_INDEX[pipe], after_counts, ends)
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
             after = self.last_end
         else:
             after = None
+        dge = hints.get("dge_mode") if hints else None
         for i, piece in enumerate(pieces):
-            self._add(rec_index, rec, (i, n), piece, keys, after)
-        if order is not None:
+            self._add(index, op, name, location, engine, dge, (i, n), piece, keys, after)
+        if pipe is not None:
             last = self.slots[first] if n == 1 else max(self.slots[first:],
                                                           key=lambda slot: slot.end)
-            self.pipe_ends.setdefault((order.sync, order.pipe), []).append(
-                (last.end, last.index))
+            ends[PIPE_INDEX[pipe]].append((last.end, last.index))
 
-    def _after(self, order: Any) -> tuple[float, int]:
-        """When an instruction may start by the events: the latest end of an instruction of
-        another pipe that happens before it (and of everything before its kernel)."""
-        if order.sync is not self.epoch[0]:
-            self.epoch = (order.sync, self.last_end)
+    def _after(self, sync: int, p: int, after: tuple[int, ...],
+               ends: list[list[tuple[float, int]]]) -> tuple[float, int]:
+        """When an instruction of pipe index `p` may start by the events: the latest end of an
+        instruction of another pipe that happens before it (and of everything before its
+        kernel).  `after[q]`: how many of pipe q's instructions happen before it; `ends[q]`:
+        the (end, slot) of each of pipe q's instructions so far."""
+        if sync != self.epoch[0]:
+            self.epoch = (sync, self.last_end)
         ready = self.epoch[1]
-        for q, n in zip(PIPES, order.after):
-            if n and q != order.pipe:
-                ends = self.pipe_ends.get((order.sync, q), ())
-                if n <= len(ends) and ends[n - 1][0] > ready[0]:
-                    ready = ends[n - 1]
+        for q, k in enumerate(after):
+            if k and q != p:
+                done = ends[q]
+                if k <= len(done) and done[k - 1][0] > ready[0]:
+                    ready = done[k - 1]
         return ready
 
-    def _add(self, rec_index: int, rec: Any, piece_no: tuple[int, int],
+    def _add(self, rec_index: int, op: str, name: str | None, location: Any,
+             engine: str | None, dge: str | None, piece_no: tuple[int, int],
              piece: dict[str, Any], keys: dict[str, Any],
              after: tuple[float, int] | None) -> None:
         # the trace shares lowered operands between the executions of a loop's instruction:
         # costs and footprints are computed once per distinct operand (the objects are kept
         # alive by the trace, so their ids are stable)
-        dge = (rec.hints or {}).get("dge_mode") if getattr(rec, "hints", None) else None
-        ckey = (rec.op, rec.engine, dge, *map(id, piece.values()))
+        ckey = (op, engine, dge, *map(id, piece.values()))
         cost = self._costs.get(ckey)
         if cost is None:
-            cost = self._costs[ckey] = self.model.cost(rec.op, piece, rec.engine, dge)
+            cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
         index = len(self.slots)
         ready, pred = 0.0, -1
         touched = []
@@ -229,7 +238,7 @@ class Scheduler:
                 writes.append((fp, end, index))
             else:
                 reads.append((fp, end, index))
-        self.slots.append(Slot(index, rec_index, piece_no, rec.op, rec.name, rec.location,
+        self.slots.append(Slot(index, rec_index, piece_no, op, name, location,
                                track, start, end, cost, piece, pred))
 
 
@@ -246,14 +255,15 @@ def _gap(busy: list[tuple[float, float, int]], t: float, dur: float) -> tuple[fl
     return t, waited
 
 
-def schedule(records: list[Any], model: Model, *, serial_order: bool = False) -> list[Slot]:
-    """Every piece of every record, scheduled; with `serial_order` each waits for all earlier
-    ones."""
+def schedule(trace: Any, model: Model, *, serial_order: bool = False) -> list[Slot]:
+    """Every piece of every instruction of a trace (`apdsl.runtime.trace.Trace`), read from its
+    rows, scheduled; with `serial_order` each waits for all earlier ones."""
     s = Scheduler(model, serial_order)
     add = s.add
-    for i, rec in enumerate(records):
-        if rec.op not in EVENTS:  # (an event takes no time: its ordering is in `order`)
-            add(i, rec)
+    parts, hints = trace.parts, trace.hints
+    for i, row in enumerate(trace.rows):
+        if len(row) != EVENT_ROW:  # (an event takes no time: its ordering is in the rows' orders)
+            add(i, row, parts[row[PART]], hints.get(i))
     return s.slots
 
 

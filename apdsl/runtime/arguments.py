@@ -22,7 +22,6 @@ import math
 from functools import cache
 from typing import Any
 
-from ..records import replace
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from .operators import Operator
@@ -118,19 +117,3 @@ def text(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {text(v)}" for k, v in value.items()) + "}"
     return repr(value)
-
-
-def attach(records: list[Any], start: int, fn: Any, args: tuple, kwargs: dict) -> None:
-    """Give the records the call `fn(*args, **kwargs)` made (`records[start:]`, those of
-    instruction `fn.__name__`) its non-tensor operands, less the hints they keep already."""
-    found = given(fn, args, kwargs)
-    if found is None:
-        return
-    op = getattr(fn, "__name__", None)
-    for i in range(start, len(records)):
-        rec = records[i]
-        if rec.op != op:
-            continue
-        shown = {k: v for k, v in found.items() if not (rec.hints and k in rec.hints)}
-        if shown:
-            records[i] = replace(rec, arguments=shown)

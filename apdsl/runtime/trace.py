@@ -28,7 +28,7 @@ from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
 from ..tensor.targets import NKI_ONCHIP
-from .arguments import attach as attach_arguments
+from .arguments import given as given_arguments
 from .pipes import ASCEND_BUFFERS, PIPES
 from .table import engine_of
 from .warn import collect_warnings, take_warnings, warn  # noqa: F401 - their home was here
@@ -83,23 +83,98 @@ class Record:
         return out
 
 
+# The rows of a trace (`Trace`): an event's has EVENT_ROW fields; an instruction's has its part
+# (the index in `Trace.parts`) at PART and its pipe (None: no happens-before order) at PIPE.
+EVENT_ROW = 5
+PART, PIPE = 4, 5
+
+
 @dataclass
 class Trace:
-    records: list[Record] = field(default_factory=list)
+    """The instructions a `tracing()` block executed, kept as compact rows (below) and read as
+    `Record`s (`records`, made when first read).
+
+    A traced GEMM records tens of thousands of instructions and events while it runs, and the
+    garbage collector walks every container object that stays alive, again and again as the
+    trace grows.  So a row is a tuple of plain values -- strings, numbers, tuples of them, and
+    indexes into the parts shared by the executions of one instruction -- which the collector
+    stops tracking after its first look at it.  The rows:
+
+    - an instruction: `(op, name, file, line, part, pipe, seq, after, sync)`; `parts[part]`
+      is its `(lowered operands, pieces, storage ids, engine)`; `pipe`, `seq`, `after` and
+      `syncs[sync]` its happens-before `Order` (`pipe` None: it has none);
+    - an event: `(op, file, line, arguments, pipe)`.
+
+    (`file` None: no location.  The statement's `(file, line)` is not kept as it is: a tuple
+    is left alone only once its elements are, and it may already be older than the row.)
+
+    `hints` and `arguments` hold, by row index, the hint keywords given and the non-tensor
+    operands of the instructions that have any.
+    """
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    parts: list[tuple[Any, ...]] = field(default_factory=list)
+    syncs: list[Any] = field(default_factory=list)
+    hints: dict[int, dict[str, Any]] = field(default_factory=dict)
+    arguments: dict[int, dict[str, Any]] = field(default_factory=dict)
     # lowered operands by (layout, dtype, buffer, format, name, role, target): a loop's
     # instructions lower the same views again and again (the profile traces whole GEMMs)
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
     machine: Any = None  # the machine it records
     failed: int | None = None  # the index of the record of an instruction that raised
-    # per instruction signature (op, engine, roles, operand views by id, target): its lowered
-    # operands, pieces, storages and engine (`record`; views checked by weak reference)
+    # per instruction signature (op, engine, roles, operand views by id, target): the index of
+    # its part (`record`; views checked by weak reference)
     signatures: dict[Any, Any] = field(default_factory=dict)
+    _sync_index: dict[int, int] = field(default_factory=dict, repr=False)
+    _made: list[Record] = field(default_factory=list, repr=False)
+
+    @property
+    def records(self) -> list[Record]:
+        """Every row as a `Record`, in program order (made once, as far as the rows go)."""
+        made, rows = self._made, self.rows
+        if len(made) < len(rows):
+            made.extend(map(self._record, range(len(made), len(rows))))
+        return made
+
+    def _record(self, i: int) -> Record:
+        row = self.rows[i]
+        if len(row) == EVENT_ROW:  # an event
+            op, file, line, args, pipe = row
+            return Record(op, None, None if file is None else (file, line), _NO_OPERANDS,
+                          _NO_PIECES, pipe, None, None, None, args)
+        op, name, file, line, part, pipe, seq, after, sync = row
+        location = None if file is None else (file, line)
+        lowered, pieces, storages, engine = self.parts[part]
+        order = None
+        if pipe is not None:
+            from .sync import Order
+            order = Order(pipe, seq, after, self.syncs[sync])
+        return Record(op, name, location, lowered, pieces, engine, storages,
+                      self.hints.get(i), order, None, self.arguments.get(i))
+
+    def attach(self, start: int, fn: Any, args: tuple, kwargs: dict) -> None:
+        """Give the rows the call `fn(*args, **kwargs)` made (`rows[start:]`, those of
+        instruction `fn.__name__`) its non-tensor operands, less the hints they keep already."""
+        found = given_arguments(fn, args, kwargs)
+        if found is None:
+            return
+        op = getattr(fn, "__name__", None)
+        rows, hints = self.rows, self.hints
+        for i in range(start, len(rows)):
+            row = rows[i]
+            if len(row) == EVENT_ROW or row[0] != op:
+                continue
+            kept = hints.get(i)
+            shown = found if not kept else {k: v for k, v in found.items() if k not in kept}
+            if shown:
+                self.arguments[i] = dict(shown)
+        del self._made[start:]  # (read while the call ran: made again with its arguments)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.rows)
 
     def before_error(self) -> list[Record]:
         """The records of the instructions that completed, when an error has just stopped the
@@ -148,15 +223,16 @@ def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     trace = current().trace
     if trace is None:
         return fn(*args, **kwargs)
-    n = len(trace.records)
+    rows = trace.rows
+    n = len(rows)
     try:
         result = fn(*args, **kwargs)
     except Exception:
-        if len(trace.records) > n and trace.failed is None:
-            trace.failed = len(trace.records) - 1
+        if len(rows) > n and trace.failed is None:
+            trace.failed = len(rows) - 1
         raise
-    if len(trace.records) > n:  # `lower` shows its non-tensor operands too
-        attach_arguments(trace.records, n, fn, args, kwargs)
+    if len(rows) > n:  # `lower` shows its non-tensor operands too
+        trace.attach(n, fn, args, kwargs)
     return result
 
 
@@ -191,17 +267,35 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     sig = (op, engine, tuple(operands), tuple(map(id, views)),
            None if first is None else m.targets[targets.family(first.buffer)])
     got = trace.signatures.get(sig)
-    if got is not None and all(r() is t for r, t in zip(got[0], views)):
-        lowered, pieces, storages, engine = got[1]  # the same views again (a loop)
+    if got is not None and _same(got[0], views):
+        part = got[1]  # the same views again (a loop)
     else:
-        lowered, pieces, storages, engine = _lowered(op, name, operands, engine, trace)
+        part = len(trace.parts)
+        trace.parts.append(_lowered(op, name, operands, engine, trace))
         if all(t.dynamic is None for t in views):
             if len(trace.signatures) >= _SIGNATURES:
                 trace.signatures.clear()
-            trace.signatures[sig] = (tuple(weakref.ref(t) for t in views),
-                                     (lowered, pieces, storages, engine))
-    trace.records.append(Record(op, name, m.location, lowered, pieces, engine, storages,
-                                hints or None, order))
+            trace.signatures[sig] = (tuple(weakref.ref(t) for t in views), part)
+    rows = trace.rows
+    if hints:
+        trace.hints[len(rows)] = hints
+    file, line = m.location or _NOWHERE
+    if order is None:
+        rows.append((op, name, file, line, part, None, 0, None, -1))
+        return
+    s = order.sync
+    index = trace._sync_index.get(id(s))
+    if index is None:  # (the list keeps the checker alive, so its id stays its own)
+        index = trace._sync_index[id(s)] = len(trace.syncs)
+        trace.syncs.append(s)
+    rows.append((op, name, file, line, part, order.pipe, order.seq, order.after, index))
+
+
+def _same(refs: tuple[Any, ...], views: Any) -> bool:
+    for r, t in zip(refs, views):
+        if r() is not t:
+            return False
+    return True
 
 
 _SIGNATURES = 4096  # instruction signatures a trace remembers
@@ -238,8 +332,8 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
     trace = m.trace
     if trace is None:
         return
-    trace.records.append(Record(op, None, m.location, _NO_OPERANDS, _NO_PIECES,
-                                _event_pipe(op, args[0]), None, None, None, tuple(args)))
+    file, line = m.location or _NOWHERE
+    trace.rows.append((op, file, line, tuple(args), _event_pipe(op, args[0])))
 
 
 # An event's operands and pieces: none, shared by every event record (records are read, never
@@ -247,6 +341,7 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
 # are less for the garbage collector to walk while it grows)
 _NO_OPERANDS: Mapping[str, Any] = MappingProxyType({})
 _NO_PIECES: tuple[()] = ()
+_NOWHERE = (None, None)
 
 
 @lru_cache(maxsize=256)

@@ -220,21 +220,8 @@ def _int_offset(t: Tensor) -> int:
 # checked differently), and only a tile that was made is kept, so a bad argument raises its
 # error every time.
 
-def _tile_key(op: str, t: Any, coord: Any, shape: Any) -> tuple[Any, ...] | None:
-    """The child key of `op(t, coord, shape)`, or None (not kept: the checks decide)."""
-    if type(t) is not Tensor:
-        return None
-    c = exact_ints(coord)
-    if c is None:
-        return None
-    s = exact_ints(shape)
-    return None if s is None else (op, c, s)
-
-
-def _kept(t: Any, key: tuple[Any, ...] | None) -> Any:
-    """The child of `t` kept under `key` (None: not kept, or no key)."""
-    if key is None:
-        return None
+def _kept(t: Any, key: tuple[Any, ...]) -> Any:
+    """The child of `t` kept under `key`, or None."""
     kids = getattr(t, "kids", None)
     return None if kids is None else kids.get(key)
 
@@ -259,17 +246,14 @@ def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
     >>> tile.coord, tile.origin_shape                     # clipped to the parent's extent
     ((7, 15), (2, 6))
     """
-    key = _tile_key("get_tile", t, coord, shape)
-    hit = _kept(t, key)
-    if hit is not None:
-        return hit
-    parent = _tensor(t, "get_tile", "t")
-    _plain_static(parent, "get_tile")
-    rank = parent.ndim
-    c = _ints(coord, "get_tile", "coord", rank=rank)
-    s = _ints(shape, "get_tile", "shape", rank=rank, low=1)
-    tile = _tile(parent, c, s, "get_tile")
-    return tile if key is None else viewcache.keep(t, key, tile)
+    key = ("get_tile", exact_ints(coord), exact_ints(shape))  # None parts: never kept
+    if type(t) is Tensor:
+        kids = getattr(t, "kids", None)
+        if kids is not None:
+            hit = kids.get(key)
+            if hit is not None:
+                return hit
+    return _cut("get_tile", t, coord, shape, key, ("coord", "shape"))
 
 
 def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
@@ -280,17 +264,31 @@ def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
     >>> tile.coord, tile.shape
     ((4, 8), (4, 8))
     """
-    key = _tile_key("tile_view", t, tile_coord, tile_shape)
-    hit = _kept(t, key)
-    if hit is not None:
-        return hit
-    parent = _tensor(t, "tile_view", "t")
-    _plain_static(parent, "tile_view")
+    key = ("tile_view", exact_ints(tile_coord), exact_ints(tile_shape))
+    if type(t) is Tensor:
+        kids = getattr(t, "kids", None)
+        if kids is not None:
+            hit = kids.get(key)
+            if hit is not None:
+                return hit
+    return _cut("tile_view", t, tile_coord, tile_shape, key, ("tile_coord", "tile_shape"))
+
+
+def _cut(op: str, t: Any, coord: Any, shape: Any, key: tuple[Any, ...],
+         names: tuple[str, str]) -> Tensor:
+    """A tile not kept yet: every argument checked, the tile made and kept (when `key` holds
+    the arguments' exact values)."""
+    parent = _tensor(t, op, "t")
+    _plain_static(parent, op)
     rank = parent.ndim
-    tc = _ints(tile_coord, "tile_view", "tile_coord", rank=rank)
-    ts = _ints(tile_shape, "tile_view", "tile_shape", rank=rank, low=1)
-    tile = _tile(parent, tuple(a * n for a, n in zip(tc, ts)), ts, "tile_view")
-    return tile if key is None else viewcache.keep(t, key, tile)
+    _, c, s = key
+    if c is None or len(c) != rank or (c and min(c) < 0):
+        c = _ints(coord, op, names[0], rank=rank)
+    if s is None or len(s) != rank or (s and min(s) < 1):
+        s = _ints(shape, op, names[1], rank=rank, low=1)
+    start = c if op == "get_tile" else tuple(a * n for a, n in zip(c, s))
+    tile = _tile(parent, start, s, op)
+    return tile if None in key else viewcache.keep(t, key, tile)
 
 
 def _tile(t: Tensor, c: Shape, s: Shape, op: str) -> Tensor:
@@ -358,7 +356,8 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     """
     if type(target) is Tensor:
         key, held = _like_key(like, format, dtype, layout_base)
-        hit = _kept(target, key)
+        kids = getattr(target, "kids", None)
+        hit = None if kids is None or key is None else kids.get(key)
         if hit is not None and hit[0] is held:
             tile = hit[1]
         else:
@@ -413,11 +412,11 @@ def _like_key(like: Any, format: Any, dtype: Any, layout_base: Any) -> tuple[Any
     if origin is None:
         return None, None
     if layout_base is None:
-        return ("like", origin, like.dtype, format, None), None
+        return ("like", origin, like.dtype.name, format, None), None
     if type(layout_base) is not Tensor:
         return None, None
     held = layout_base.layout
-    return ("like", origin, like.dtype, format, id(held)), held
+    return ("like", origin, like.dtype.name, format, id(held)), held
 
 
 def _bound(target: Tensor, like: Any, format: Any, dtype: Any, layout_base: Any) -> Tensor:

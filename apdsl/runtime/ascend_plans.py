@@ -38,9 +38,28 @@ MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 Table = weakref.WeakKeyDictionary  # first view -> {(extra, ids of the others): (refs, plan)}
 
 
+class Front:
+    """The plan last kept for a first view, on the view itself (its `pair` slot, which the
+    NKI `dmaplan` uses on NKI views only): a loop's next call finds it with one attribute read
+    instead of a table lookup.  Checked like a table entry: `extra` and each other view by a
+    weak reference."""
+
+    __slots__ = ("refs", "extra", "plan")
+
+    def __init__(self, refs: tuple[weakref.ref, ...], extra: Any, plan: Any) -> None:
+        self.refs, self.extra, self.plan = refs, extra, plan
+
+
 def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -> Any:
     """The plan kept for these views (and `extra`, what else the checks depended on), or
     None."""
+    front = getattr(first, "pair", None)
+    if type(front) is Front and front.extra == extra:
+        for ref, t in zip(front.refs, rest):
+            if ref() is not t:
+                break
+        else:
+            return front.plan
     try:
         per = table.get(first)
     except TypeError:  # not a view: the full checks report it
@@ -53,23 +72,44 @@ def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -
     for ref, t in zip(got[0], rest):
         if ref() is not t:
             return None
+    _front(first, Front(got[0], extra, got[1]))
     return got[1]
 
 
 def keep(table: Table, first: Tensor, rest: tuple[Tensor, ...], extra: Any, plan: Any) -> None:
     """Keep `plan` for these views.  The entry goes when any of the other views dies (a plan
-    holds views of their storage and NumPy arrays over it, which must not outlive them)."""
+    holds views of their storage and NumPy arrays over it, which must not outlive them), and
+    with it the first view's `Front` of it."""
     per = table.get(first)
     if per is None:
         per = table[first] = {}
     elif len(per) >= LIMIT:
         per.clear()
     key = (extra,) + tuple(map(id, rest))
+    held = weakref.ref(first)
 
-    def drop(_: Any, per: dict[Any, Any] = per, key: Any = key) -> None:
-        per.pop(key, None)
+    def drop(_: Any, key: Any = key) -> None:
+        # (finds the entry through the first view, held weakly: a callback holding the entry's
+        # dict would make a cycle with it, and the storages its plan holds would then wait for
+        # the garbage collector instead of going when their views do)
+        t = held()
+        per = None if t is None else table.get(t)
+        got = None if per is None else per.pop(key, None)
+        if got is not None:
+            front = getattr(t, "pair", None)
+            if type(front) is Front and front.plan is got[1]:
+                _front(t, None)
 
-    per[key] = (tuple(weakref.ref(t, drop) for t in rest), plan)
+    refs = tuple(weakref.ref(t, drop) for t in rest)
+    per[key] = (refs, plan)
+    _front(first, Front(refs, extra, plan))
+
+
+def _front(t: Any, front: Front | None) -> None:
+    try:
+        object.__setattr__(t, "pair", front)
+    except AttributeError:  # an object without the slot: the table alone
+        pass
 
 
 def cacheable(*ts: Tensor) -> bool:
@@ -85,9 +125,12 @@ class CopyPlan:
     """What an Ascend `dma_copy` moves once its rules passed: the views it moves (`dv`, `sv`;
     None: dst or src itself), whether it is a whole-fractal load (LoadData/Load2D: bytes and
     their written state) or a row-major copy (with Nd2Nz's row-tail zero fill into `tails`),
-    and, once known, the two NumPy arrays the copy is."""
+    and, once known, the two NumPy arrays the copy is.  `fast`, set after the first call that
+    ran in full: the resolved accesses and arrays of a copy of two static strided views, which
+    later calls use directly (`run_fast`)."""
 
-    __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "arrays", "counted")
+    __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "arrays", "counted",
+                 "fast")
 
     def __init__(self, *, empty: bool = False, load: bool = False, dv: Tensor | None = None,
                  sv: Tensor | None = None, tails: bool = False,
@@ -98,11 +141,14 @@ class CopyPlan:
         self.tails, self.column_major = tails, column_major
         self.arrays: tuple[np.ndarray, np.ndarray] | None | bool = False  # False: not yet
         self.counted = False  # the element counts were found equal (static views: for good)
+        self.fast: tuple[Any, ...] | None = None
 
 
 def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     """Execute a checked copy: resolve (freed storage), record (sync checker, trace), move."""
     if plan.empty:
+        return
+    if plan.fast is not None and run_fast(plan, dst, src, name):
         return
     dv = dst if plan.dv is None else plan.dv
     sv = src if plan.sv is None else plan.sv
@@ -129,11 +175,75 @@ def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: 
             else:
                 dacc.write(sacc.read().reshape(dacc.shape))
         ex.copy_written(dacc, sacc)
+        _keep_fast(plan, dacc, sacc, dv, sv)
         return
     if not (dacc.dtype == sacc.dtype and _fast_copy(plan, dacc, sacc, label)):
         ex.copy(dacc, sacc, label)
+    elif plan.counted:
+        _keep_fast(plan, dacc, sacc, dv, sv)
     if not current().check and plan.tails:
         zero_row_tails(dv, plan.column_major)
+
+
+def _keep_fast(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, dv: Tensor,
+               sv: Tensor) -> None:
+    """After a full run of a copy of two static views by one np.copyto: what `run_fast` needs
+    (the accesses are the ones `resolve` memoises on the views, so they are what resolving
+    would give; the tails' offsets are the ones `zero_row_tails` keeps for the view)."""
+    arrays = plan.arrays
+    if not arrays or not cacheable(dv, sv) or getattr(dv, "memo", None) is not dacc \
+            or getattr(sv, "memo", None) is not sacc:
+        return
+    tails = None
+    if plan.tails:
+        tails = tail_offsets(dv, plan.column_major)
+        if tails is not None:  # the fill's own access, made once
+            tails = ex.Indexed(dv.name, dv.storage, dv.dtype, (tails.size,), None, tails)
+    # injective: checked by the full run (a duplicate write raised before the plan got here)
+    plan.fast = (dacc, sacc, dacc.storage, sacc.storage, arrays[0], arrays[1],
+                 dacc.dtype.bits, tails)
+
+
+def run_fast(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None) -> bool:
+    """A planned copy of two static strided views, with every per-call check of the full path
+    (freed storage, the sync checker and trace, the init check of a row-major copy's source,
+    the written-state refinement of a narrow destination, the written marks) on the accesses
+    and arrays the first call made.  False (nothing done): the full path must run (check mode,
+    a freed storage, which it reports)."""
+    m = current()
+    if m.check:
+        return False
+    dacc, sacc, dst_st, src_st, d, s, bits, tails = plan.fast  # type: ignore[misc]
+    if dst_st.freed or src_st.freed:
+        return False
+    trace.record("dma_copy", name, {"dst": dst if plan.dv is None else plan.dv,
+                                    "src": src if plan.sv is None else plan.sv})
+    if plan.load:
+        if bits < dst_st.unit_bits:
+            check_unique(dacc, _label(name), "dst")  # refines the written state first
+        np.copyto(d, s)
+        if not src_st.all_written:
+            ex.copy_written(dacc, sacc)
+        elif not dst_st.all_written:
+            mark_written(dacc)
+        return True
+    if not src_st.all_written and m.options.init_check:
+        check_init(sacc, _label(name), "src")
+    try:
+        if bits < dst_st.unit_bits:
+            check_unique(dacc, _label(name), "dst")
+        np.copyto(d, s)
+        if not dst_st.all_written:
+            mark_written(dacc)
+        if tails is not None:
+            ex.store(tails, np.zeros(tails.size, tails.dtype.np))
+    except MemoryError as e:
+        raise oom(_label(name), "dst", dst_st, e) from None
+    return True
+
+
+def _label(name: str | None) -> str:
+    return "dma_copy" if name is None else trace.instruction_label("dma_copy", name)
 
 
 def _copy_arrays(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access) -> bool:
@@ -187,10 +297,19 @@ def zero_row_tails(d: Tensor, column_major: bool) -> None:
     last element to the end of its fractal line.  The lines are the source's contiguous runs
     laid along the fractal's contiguous axis: the rows of NZ and ZZ, and, from a column-major
     source, the columns of ZN (its K axis); a row-major source into ZN fills nothing."""
+    offs = tail_offsets(d, column_major)
+    if offs is not None:
+        ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
+                 np.zeros(offs.size, d.dtype.np))
+
+
+def tail_offsets(d: Tensor, column_major: bool) -> np.ndarray | None:
+    """The storage offsets `zero_row_tails` writes for view `d` (None: no tails), kept per
+    view and axis."""
     fmt = d.storage.format
     if fmt == "ZN":
         if not column_major:
-            return
+            return None
         axis = d.ndim - 2  # K
     else:
         axis = d.ndim - 1
@@ -198,12 +317,10 @@ def zero_row_tails(d: Tensor, column_major: bool) -> None:
     if per is None:
         per = _tails[d] = {}
     try:
-        offs = per[axis]
+        return per[axis]
     except KeyError:
         offs = per[axis] = _line_tails(d, axis)
-    if offs is not None:
-        ex.store(ex.Indexed(d.name, d.storage, d.dtype, (offs.size,), None, offs),
-                 np.zeros(offs.size, d.dtype.np))
+        return offs
 
 
 def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:

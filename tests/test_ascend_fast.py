@@ -1,0 +1,231 @@
+"""The fast paths of planned Ascend instructions (apdsl.runtime.ascend_plans.run_fast,
+apdsl.runtime.mmad.run_fast): from the second call of a pair of static views on, LoadData, Nd2Nz,
+Fixpipe and mmad run on the accesses and NumPy arrays of their first call.  They must compute
+what NumPy computes and still raise every error that depends on the call, with the code the
+full path raises: unwritten data (APK404), freed storage (APK408); and a plan kept for some views
+must never stand in for other views (APK520, APK522, APK525)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import raises_code
+
+import apdsl
+from apdsl.runtime import ascend, mmad
+from apdsl.runtime import ascend_plans as plans
+from apdsl.runtime.execute import write_view
+from apdsl.tensor.machine import current
+
+F16 = "float16"
+
+
+def _gemm_views(m: int, k: int, n: int) -> dict:
+    """The stdlib GEMM's shape of one block: GM tiles, L1 buffers bound with layout_base, L0
+    tiles of them, an L0C accumulator and a GM result."""
+    v = {"ga": apdsl.ndarray((m, k), F16, "gm"), "gb": apdsl.ndarray((k, n), F16, "gm"),
+         "gc": apdsl.ndarray((m, n), "float32", "gm")}
+    tm, tk, tn = (-(-x // 16) * 16 for x in (m, k, n))
+    v["l1a_buf"] = apdsl.ndarray((tm, tk), F16, "l1", "NZ")
+    v["l1b_buf"] = apdsl.ndarray((tk, tn), F16, "l1", "NZ")
+    v["l0a_buf"] = apdsl.ndarray((tm, tk), F16, "l0a", "ZZ")
+    v["l0b_buf"] = apdsl.ndarray((tk, tn), F16, "l0b", "ZN")
+    v["l0c_buf"] = apdsl.ndarray((tm, tn), "float32", "l0c", "NZ")
+    return v
+
+
+def _bind(v: dict) -> None:
+    """Bind this iteration's tiles (make_tensor_like: each starts unwritten)."""
+    v["l1a"] = apdsl.make_tensor_like(v["l1a_buf"], v["ga"], "NZ", layout_base=v["l1a_buf"])
+    v["l1b"] = apdsl.make_tensor_like(v["l1b_buf"], v["gb"], "NZ", layout_base=v["l1b_buf"])
+    v["l0a"] = apdsl.make_tensor_like(v["l0a_buf"], v["l1a"], "ZZ")
+    v["l0b"] = apdsl.make_tensor_like(v["l0b_buf"], v["l1b"], "ZN")
+    v["acc"] = apdsl.make_tensor_like(v["l0c_buf"], v["gc"], "NZ")
+
+
+def _step(v: dict, accumulate: bool) -> None:
+    apdsl.memset(v["l1b_buf"], 0)  # B's K tail (the stdlib GEMM's memset)
+    apdsl.dma_copy(v["l1a"], v["ga"])   # Nd2Nz
+    apdsl.dma_copy(v["l1b"], v["gb"])
+    apdsl.dma_copy(v["l0a"], v["l1a"])  # LoadData
+    apdsl.dma_copy(v["l0b"], v["l1b"])
+    apdsl.mmad(v["acc"], v["l0a"], v["l0b"], accumulate=accumulate)
+
+
+def _fast_plans(v: dict) -> list:
+    return [plans.lookup(ascend.COPY_PLANS, v["l1a"], (v["ga"],)),
+            plans.lookup(ascend.COPY_PLANS, v["l0a"], (v["l1a"],)),
+            plans.lookup(ascend.COPY_PLANS, v["l0b"], (v["l1b"],)),
+            plans.lookup(mmad.PLANS, v["acc"], (v["l0a"], v["l0b"]), False),
+            plans.lookup(ascend.COPY_PLANS, v["gc"], (v["acc"],))]
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=st.integers(1, 48), k=st.integers(1, 48), n=st.integers(1, 48),
+       seed=st.integers(0, 2**16))
+def test_the_fast_paths_equal_numpy_call_after_call(m, k, n, seed):
+    _run_steps(m, k, n, seed)
+
+
+def test_whole_fractal_tiles_take_every_fast_path():
+    v = _run_steps(32, 64, 48, 5)
+    assert all(p is not None and p.fast is not None for p in _fast_plans(v))
+
+
+def _run_steps(m: int, k: int, n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    v = _gemm_views(m, k, n)
+    _bind(v)
+    apdsl.memset(v["l1a_buf"], 7.0)  # garbage where Nd2Nz must zero each row's tail
+    want = np.zeros((m, n), np.float32)
+    for it in range(4):  # the first calls check and plan; the others run the fast paths
+        a = rng.standard_normal((m, k)).astype(np.float16)
+        b = rng.standard_normal((k, n)).astype(np.float16)
+        write_view(v["ga"], a)
+        write_view(v["gb"], b)
+        _step(v, accumulate=it > 0)
+        want += a.astype(np.float32) @ b.astype(np.float32)
+        apdsl.dma_copy(v["gc"], v["acc"])  # Fixpipe
+        np.testing.assert_allclose(v["gc"].numpy(), want, rtol=1e-5, atol=1e-3)
+        # Nd2Nz: every written row of L1 is the formula's NZ, its tail zero-filled
+        nz = apdsl.formats.convert(a, "ND", "NZ")
+        got = np.asarray(v["l1a_buf"].storage.data).view(np.float16)[:nz.size]
+        rows = np.arange(nz.shape[1] * 16).reshape(nz.shape[1], 16) < m
+        assert np.array_equal(got.reshape(nz.shape)[:, rows], nz[:, rows])
+    return v
+
+
+def test_loaddata_of_a_never_written_l1_tile_is_still_an_uninitialised_read():
+    v = _gemm_views(32, 32, 32)
+    _bind(v)
+    write_view(v["ga"], np.ones((32, 32), np.float16))
+    write_view(v["gb"], np.ones((32, 32), np.float16))
+    for _ in range(2):
+        _step(v, accumulate=False)
+    assert all(p.fast is not None for p in _fast_plans(v)[:4])
+    _bind(v)  # the same tiles again: unwritten
+    apdsl.dma_copy(v["l1b"], v["gb"])
+    apdsl.dma_copy(v["l0a"], v["l1a"])  # LoadData moves the unwritten state with the bytes
+    apdsl.dma_copy(v["l0b"], v["l1b"])
+    with raises_code("APK404") as err:
+        apdsl.mmad(v["acc"], v["l0a"], v["l0b"])
+    assert "mmad: a reads" in str(err.value)
+    apdsl.dma_copy(v["l1a"], v["ga"])   # written now: the fast paths run again
+    apdsl.dma_copy(v["l0a"], v["l1a"])
+    apdsl.mmad(v["acc"], v["l0a"], v["l0b"])
+    apdsl.dma_copy(v["gc"], v["acc"])
+    np.testing.assert_array_equal(v["gc"].numpy(), np.full((32, 32), 32, np.float32))
+
+
+def test_a_fast_copy_still_init_checks_its_source_and_mmad_its_accumulator():
+    v = _gemm_views(16, 16, 16)
+    _bind(v)
+    write_view(v["ga"], np.ones((16, 16), np.float16))
+    write_view(v["gb"], np.ones((16, 16), np.float16))
+    for _ in range(2):
+        _step(v, accumulate=False)
+        apdsl.dma_copy(v["gc"], v["acc"])
+    _bind(v)  # the accumulator unwritten again
+    with raises_code("APK404"):
+        apdsl.dma_copy(v["gc"], v["acc"])  # Fixpipe reads it
+    _step(v, accumulate=False)
+    apdsl.dma_copy(v["gc"], v["acc"])
+    _bind(v)
+    apdsl.dma_copy(v["l1a"], v["ga"])
+    apdsl.dma_copy(v["l1b"], v["gb"])
+    apdsl.dma_copy(v["l0a"], v["l1a"])
+    apdsl.dma_copy(v["l0b"], v["l1b"])
+    with raises_code("APK404") as err:
+        apdsl.mmad(v["acc"], v["l0a"], v["l0b"], accumulate=True)
+    assert "dst reads" in str(err.value)
+
+
+def test_without_the_init_check_a_fast_accumulation_adds_to_what_is_there():
+    v = _gemm_views(16, 16, 16)
+    _bind(v)
+    write_view(v["ga"], np.ones((16, 16), np.float16))
+    write_view(v["gb"], np.ones((16, 16), np.float16))
+    for _ in range(2):
+        _step(v, accumulate=False)
+    _bind(v)  # unwritten, but still holding 16s
+    with apdsl.options(init_check=False):
+        _step(v, accumulate=True)
+        apdsl.dma_copy(v["gc"], v["acc"])
+    np.testing.assert_array_equal(v["gc"].numpy(), np.full((16, 16), 32, np.float32))
+
+
+_USES = {"ga": lambda v: apdsl.dma_copy(v["l1a"], v["ga"]),         # Nd2Nz
+         "l1a_buf": lambda v: apdsl.dma_copy(v["l0a"], v["l1a"]),   # LoadData
+         "l0a_buf": lambda v: apdsl.mmad(v["acc"], v["l0a"], v["l0b"]),
+         "l0c_buf": lambda v: apdsl.dma_copy(v["gc"], v["acc"])}    # Fixpipe
+
+
+def test_the_fast_paths_still_refuse_freed_storage():
+    for free, use in _USES.items():
+        v = _gemm_views(16, 16, 16)
+        _bind(v)
+        write_view(v["ga"], np.ones((16, 16), np.float16))
+        write_view(v["gb"], np.ones((16, 16), np.float16))
+        for _ in range(2):
+            _step(v, accumulate=False)
+            apdsl.dma_copy(v["gc"], v["acc"])
+        v[free].storage.free()
+        with raises_code("APK408"):
+            use(v)
+
+
+def test_a_view_with_a_fast_plan_still_has_its_other_operands_checked():
+    v = _gemm_views(32, 32, 32)
+    _bind(v)
+    write_view(v["ga"], np.ones((32, 32), np.float16))
+    write_view(v["gb"], np.ones((32, 32), np.float16))
+    for _ in range(2):
+        _step(v, accumulate=False)
+    wrong_format = apdsl.ndarray((32, 32), F16, "l0a", "ZZ")  # b in L0A
+    with raises_code("APK520"):
+        apdsl.mmad(v["acc"], v["l0a"], wrong_format)
+    narrow = apdsl.make_tensor_like(apdsl.ndarray((16, 32), F16, "l0b", "ZN"),
+                                    apdsl.ndarray((16, 32), F16, "gm"), "ZN")
+    with raises_code("APK522"):
+        apdsl.mmad(v["acc"], v["l0a"], narrow)
+    with raises_code("APK525"):  # valid extents 32 x 32 and 16 x 32
+        apdsl.dma_copy(v["l0a"], apdsl.make_tensor_like(
+            v["l1a_buf"], apdsl.ndarray((16, 32), F16, "gm"), "NZ", layout_base=v["l1a_buf"]))
+    _step(v, accumulate=False)  # and the plans of the right views still run
+    apdsl.dma_copy(v["gc"], v["acc"])
+    np.testing.assert_array_equal(v["gc"].numpy(), np.full((32, 32), 32, np.float32))
+
+
+def test_in_check_mode_a_fast_plan_moves_no_data():
+    v = _gemm_views(16, 16, 16)
+    _bind(v)
+    write_view(v["ga"], np.ones((16, 16), np.float16))
+    write_view(v["gb"], np.ones((16, 16), np.float16))
+    for _ in range(2):
+        _step(v, accumulate=False)
+    before = np.asarray(v["l0c_buf"].storage.data).copy()
+    write_view(v["ga"], np.full((16, 16), 2, np.float16))
+    with current().child(check=True).active():
+        _step(v, accumulate=True)
+    assert np.array_equal(np.asarray(v["l0c_buf"].storage.data), before)
+
+
+def test_a_fast_plan_lets_its_source_storage_go():
+    g = apdsl.ndarray((16, 32), F16, "gm")
+    write_view(g, np.ones((16, 32), np.float16))
+    dst = apdsl.ndarray((16, 32), F16, "l1", "NZ")
+    src = apdsl.ndarray((16, 32), F16, "l1", "NZ")
+    l0 = apdsl.ndarray((16, 32), F16, "l0a", "ZZ")
+    for _ in range(2):
+        apdsl.dma_copy(src, g)
+        apdsl.dma_copy(l0, src)
+    assert plans.lookup(ascend.COPY_PLANS, l0, (src,)).fast is not None
+    alive = weakref.ref(src.storage)
+    del src
+    gc.collect()
+    assert alive() is None  # the plan kept on l0 went with its source
+    assert dst.storage is not None

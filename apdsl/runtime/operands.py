@@ -73,6 +73,17 @@ def resolve_operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list
     """Resolve the operands for execution (runtime indices and registers read, bounds
     checked).  In check mode (the machine's `check` flag) nothing is read: views without runtime
     parts are still bounds-checked, and None is returned."""
+    if not current().check:
+        # the common case: static views resolved before, whose access is kept on the view
+        # (`resolve` returns that memo once it finds the storage live)
+        out = []
+        for _, t in pairs:
+            memo = getattr(t, "memo", None)
+            if memo is None or t.dynamic is not None or t.storage.freed:
+                break
+            out.append(memo)
+        else:
+            return out
     dynamic = False
     for role, t in pairs:
         if t.dynamic is not None:

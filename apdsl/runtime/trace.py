@@ -253,9 +253,11 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     if (sync is not None or m.options.sync) and operands and \
             next(iter(operands.values())).storage.buffer in ASCEND_BUFFERS:
         # Ascend pipes and events (SPEC 13; an instruction on NKI buffers runs on no pipe)
-        from .sync import active
-        order = active().access(op, name, operands, m.span,  # type: ignore[union-attr]
-                                m.location, m.trace is not None)  # the trace keeps the order
+        if sync is None:  # apdsl.options(sync=True) outside a kernel: made on first use
+            from .sync import active
+            sync = active()
+        order = sync.access(op, name, operands, m.span,  # type: ignore[union-attr]
+                            m.location, m.trace is not None)  # the trace keeps the order
     trace = m.trace
     if trace is None:  # nothing traces: only the on-chip entry limit, cheaply when it holds
         for role, t in operands.items():

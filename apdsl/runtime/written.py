@@ -193,7 +193,8 @@ def _assign_units(storage: Storage, units: np.ndarray, values: np.ndarray) -> No
 
 def has_written(storage: Storage) -> bool:
     """Whether anything of `storage` may have been written."""
-    return storage.all_written or bool(_written_count.get(storage))
+    # (a lookup makes a weak reference: none when nothing is counted)
+    return storage.all_written or bool(_written_count) and bool(_written_count.get(storage))
 
 
 def forget_all(storage: Storage) -> None:
@@ -204,7 +205,8 @@ def forget_all(storage: Storage) -> None:
         storage.unit_bits = storage.dtype.bits
         storage._mask = None  # made again, all False, when needed
     storage.all_written = False
-    _written_count[storage] = 0
+    if _written_count:  # no unit written: not counted (absent counts as 0)
+        _written_count.pop(storage, None)
 
 
 def forget_written(acc: Access) -> None:

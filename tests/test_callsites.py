@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.semantics import calls
+from apdsl.semantics import assignments, blocks, calls
 from apdsl.semantics.program import Program
 
 GEMM = (Path(__file__).resolve().parent.parent / "stdlib" / "gemm.apk").read_text()
@@ -25,14 +25,20 @@ kernel matmul(A: f16[40, 150] @ gm, B: f16[150, 30] @ gm) -> f32[40, 30] @ gm:
 """
 
 
+def switch_off(monkeypatch) -> None:
+    """Turn the generated code off: every call, assignment and block compiles to the general
+    closures."""
+    monkeypatch.setattr(calls, "builtin_site", lambda *a, **k: None)
+    monkeypatch.setattr(calls, "argument_tuple", lambda interp, nodes, args:
+                        calls._positional(args))
+    monkeypatch.setattr(assignments, "assign_emitter", lambda *a, **k: None)
+    monkeypatch.setattr(assignments, "value_emitter", lambda *a, **k: None)
+    monkeypatch.setattr(blocks, "straight_block", lambda *a, **k: None)
+
+
 @pytest.fixture
 def general(monkeypatch):
-    """Turn the specialisation off: every call compiles to the general closure."""
-    def off() -> None:
-        monkeypatch.setattr(calls, "builtin_site", lambda *a, **k: None)
-        monkeypatch.setattr(calls, "argument_tuple", lambda interp, nodes, args:
-                            calls._positional(args))
-    return off
+    return lambda: switch_off(monkeypatch)
 
 
 def outcome(source: str, kernel: str | None = None, inputs=None, trace: bool = False,
@@ -74,9 +80,9 @@ def test_a_builtin_call_compiles_to_a_site_in_run_mode_only():
     program = Program(source, "p.apk")
     call = program.module.body[0].body[0].expr
     run = program.interpreter()
-    assert run.compile_expr(call).__code__.co_filename == "<apdsl call site>"
+    assert run.compile_expr(call).__code__.co_filename == "<apdsl site>"
     check = program.interpreter(dry=True)
-    assert check.compile_expr(call).__code__.co_filename != "<apdsl call site>"
+    assert check.compile_expr(call).__code__.co_filename != "<apdsl site>"
 
 
 @pytest.mark.parametrize("trace", [False, True])
@@ -190,10 +196,50 @@ kernel k() -> i32:
 @given(st.integers(min_value=1, max_value=60))
 def test_the_step_budget_stops_a_site_where_the_general_path_stops(max_steps):
     fast = outcome(LOOP, "k", max_steps=max_steps)
-    original = calls.builtin_site
-    calls.builtin_site = lambda *a, **k: None
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        switch_off(mp)
         slow = outcome(LOOP, "k", max_steps=max_steps)
-    finally:
-        calls.builtin_site = original
     same(fast, slow)
+
+
+# The inline forms (an int `+`/`-` or comparison, `and`/`or` of comparisons, a tuple element)
+# with operands of every kind: ints at the int limit, floats, strings, tensors, indices out of
+# range, names that are module names rather than locals.
+OPERANDS = ["0", "1", "-3", "2 ** 1024", "-(2 ** 1024)", "2 ** 1024 - 1", "1.5", "'s'", "t",
+            "True", "G", "(7, 8, 9)", "[7, 8]"]
+FORMS = ["a + 1", "a - 2", "1 - a", "a + b", "a - b", "a > 0", "a <= b", "a == 2", "a != b",
+         "a > 0 or b > 0", "a < 1 and b >= 0", "p[a]", "p[-1]", "p[3]", "q[a]"]
+INLINE = """G = 5
+
+kernel k() -> i32:
+    t = ndarray((4, 4), f32, sbuf)
+    p = (10, 20, 30)
+    q = [1, 2]
+    a = {a}
+    b = {b}
+    x = {form}
+    print(x)
+    set_flag("M_MTE1", {form})
+    return 0
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(OPERANDS), st.sampled_from(OPERANDS), st.sampled_from(FORMS))
+def test_inline_forms_give_what_the_general_closures_give(a, b, form):
+    import io
+    source = INLINE.format(a=a, b=b, form=form)
+
+    def result():
+        out = io.StringIO()
+        program = Program(source, "p.apk")
+        try:
+            program.run("k", out=out)
+        except ApdslError as e:
+            return ("error", e.code, e.span, e.message, out.getvalue())
+        return ("ok", out.getvalue())
+    fast = result()
+    with pytest.MonkeyPatch.context() as mp:
+        switch_off(mp)
+        slow = result()
+    assert fast == slow

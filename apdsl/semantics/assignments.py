@@ -10,6 +10,7 @@ from ..errors import ApdslError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .arith import absorbs, name_int_assign
+from .callsites import assign_emitter, value_emitter
 from .frames import Closure, Frame
 from .values import POISON, Absorbing
 
@@ -29,6 +30,14 @@ class AssignmentCompiler:
 
             target_name = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
             if target_name is not None:
+                def store(frame: Frame, value: Any) -> None:
+                    if type(value) is Tensor:
+                        if not recorded:
+                            origins.setdefault(value, value_span)
+                        if value.storage.name.startswith("%"):
+                            value.storage.name = target_name  # `x = ndarray(...)` is called x
+                    frame.vars[target_name] = value
+
                 def run_name(frame: Frame) -> None:
                     # the common `name = expr`, stored here rather than through a setter call
                     value = ev(frame)
@@ -39,7 +48,15 @@ class AssignmentCompiler:
                             value.storage.name = target_name  # `x = ndarray(...)` is called x
                     frame.vars[target_name] = value
                 # `x = i * 3`: ints computed and stored in one closure
-                return name_int_assign(ev, target_name, run_name, node.value.span) or run_name
+                closure = name_int_assign(ev, target_name, run_name, node.value.span) or \
+                    run_name
+                # run mode: code a block may inline, `a0 = make_tensor_like(...)`, `i = 1 - i`
+                if not self.dry:
+                    emit = assign_emitter(ev, target_name) if recorded else value_emitter(
+                        self, node.value, ev, target_name, store)
+                    if emit is not None:
+                        closure.emit = emit  # type: ignore[attr-defined]
+                return closure
 
             def run1(frame: Frame) -> None:
                 value = ev(frame)

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import ApdslAssertionError, ApdslError, LimitError
 from ..syntax import ast
 from . import limits
+from .callsites import straight_block
 from .frames import Closure, Frame, Reported, ReturnSignal, free_owned, may_jump, scoped
 from .pyerrors import PY_ERRORS, python_error
 from .values import POISON
@@ -105,7 +106,8 @@ class BlockCompiler:
             run.counted = scoped_counted  # type: ignore[attr-defined]
             return run
 
-        inner = _straight(pairs)
+        # run mode: the statements' code in one function where they have some (callsites)
+        inner = straight_block(pairs, _located, _CAUGHT) or _straight(pairs)
 
         def charged(frame: Frame) -> None:
             budget.left -= n

@@ -1,20 +1,23 @@
-"""Run mode's call sites of builtins, specialised when they are compiled.
+"""Run mode's generated code: call sites of builtins, the assignments of their results, and
+the straight blocks made of them, specialised when they are compiled.
 
 A call `dma_copy(a0, a_sub)` or `wait_flag("M_MTE1", i)` names a builtin, and the builtin's
 kind is known when the call is compiled: an instruction (its implementation called straight, as
 `calls.py`'s direct path does), an Ascend event (`set_flag`, `wait_flag`, `pipe_barrier`: the
 sync function straight, the event recorded when tracing), or another callable builtin (host
-helpers, TLA, `range`, ...).  Each site gets a closure made for its shape: constants and local
-names read inline, keyword arguments passed as keywords, no tuple or dict built for arguments
-when nothing traces, no wrapper, no `Interpreter.instruction`.
+helpers, TLA, `range`, ...).  Each site is Python source made for its shape: constants, local
+names and tuples of them read inline, keyword arguments passed as keywords, no tuple or dict
+built for the arguments when nothing traces, no wrapper, no `Interpreter.instruction`.  A
+straight block (`blocks.py`) puts its statements' code in one function, so a loop body of
+instruction calls is one Python call per iteration.
 
 The general closure of the call stays the authority: a program that binds the builtin's name
 (a local, a module name) gets it, and so does the step budget when it runs out, so every error
 and every step is what the general path gives.  Check mode never comes here.
 
-The closures are generated from a template per shape (kind, argument kinds, keyword names),
-compiled once per process and kept (an internal memo of code, never observable), as
-`apdsl.records` does for its `__init__`s.
+The code is generated from its shape only (the values it uses are named x0, x1, ... and bound
+when a closure is made), compiled once per process and kept (an internal memo of code, never
+observable), as `apdsl.records` does for its `__init__`s.
 """
 
 from __future__ import annotations
@@ -31,13 +34,68 @@ from .frames import Closure
 
 _FACTORIES: dict[str, Callable[..., Closure]] = {}  # source -> factory
 _MAX_FACTORIES = 1024
+_MAX_BLOCK = 64  # statements of a block put in one function
+
+# Lines of code computing `result`, given the names of the values they use
+Emitter = Callable[["Namer"], list[str]]
+
+
+class Namer:
+    """The values generated code refers to, each bound to a name x0, x1, ..."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def value(self, v: Any) -> str:
+        self.values.append(v)
+        return f"x{len(self.values) - 1}"
+
+    def temp(self) -> str:
+        """A local of the generated function for an inline expression (`:=`)."""
+        self.temps = getattr(self, "temps", 0) + 1
+        return f"t{self.temps}"
+
+
+def make_function(kind: str, body: list[str], namer: Namer) -> Closure:
+    """A closure `kind(frame)` running `body` (lines at the function's indentation, `v` being
+    the frame's locals), its values bound from `namer`."""
+    lines = ["def make(X):"]
+    lines += [f"    x{j} = X[{j}]" for j in range(len(namer.values))]
+    lines.append(f"    def {kind}(frame):")
+    lines.append("        v = frame.vars")
+    lines += ["        " + line for line in body]
+    lines.append(f"    return {kind}")
+    source = "\n".join(lines) + "\n"
+    factory = _FACTORIES.get(source)
+    if factory is None:
+        scope = {"current": current, "calling": calling, "record_event": record_event,
+                 "Tensor": Tensor}
+        exec(compile(source, f"<apdsl {kind}>", "exec"), scope)  # noqa: S102 - our template
+        factory = scope["make"]
+        if len(_FACTORIES) < _MAX_FACTORIES:
+            _FACTORIES[source] = factory
+    return factory(tuple(namer.values))
 
 
 def builtin_site(interp: Any, node: Any, args: list[Closure], kwargs: list[tuple[str, Closure]],
                  general: Closure, failed: Callable[[Any, BaseException], BaseException],
                  unrecorded: list[tuple[int, Any]], errors: tuple) -> Closure | None:
     """The specialised closure of call `node` (run mode, a bare builtin name called with plain
-    positional and keyword arguments), or None where the general closure is all there is."""
+    positional and keyword arguments), or None where the general closure is all there is.
+    The closure carries `emit`, its code, for a block or an assignment to inline."""
+    emit = _call_emitter(interp, node, args, kwargs, general, failed, unrecorded, errors)
+    if emit is None:
+        return None
+    namer = Namer()
+    site = make_function("site", emit(namer) + ["return result"], namer)
+    site.emit = emit  # type: ignore[attr-defined]
+    return site
+
+
+def _call_emitter(interp: Any, node: Any, args: list[Closure],
+                  kwargs: list[tuple[str, Closure]], general: Closure,
+                  failed: Callable[[Any, BaseException], BaseException],
+                  unrecorded: list[tuple[int, Any]], errors: tuple) -> Emitter | None:
     func = node.func
     if interp.dry or type(func) is not ast.Name:
         return None
@@ -51,42 +109,212 @@ def builtin_site(interp: Any, node: Any, args: list[Closure], kwargs: list[tuple
     kw_names = tuple(k for k, _ in kwargs)
     if not all(k.isidentifier() and not keyword.iskeyword(k) for k in kw_names):
         return None
-    values: list[Any] = []  # what the site's source names x0, x1, ...
-    local = _Atoms(interp, values)
-    positional = [local.source(a, ev) for a, ev in zip(node.args, args)]
-    keywords = [local.source(k.value, ev) for k, (_, ev) in zip(node.keywords, kwargs)]
-    record = [(i, local.value(made)) for i, made in unrecorded] if kind == "plain" else []
-    source = _source(kind, len(values), positional, list(zip(kw_names, keywords)), record)
-    factory = _FACTORIES.get(source)
-    if factory is None:
-        factory = _compile(source)
-        if len(_FACTORIES) < _MAX_FACTORIES:
-            _FACTORIES[source] = factory
     span = node.span
-    return factory(budget=interp.budget, general=general, failed=failed, fn=fn, impl=impl,
-                   name=name, span=span, location=(span.file, span.line), interp=interp,
-                   origins=interp.origins, X=tuple(values), CALL_ERRORS=errors)
+    location = (span.file, span.line)
+    arg_nodes = list(node.args)
+    kw_nodes = [k.value for k in node.keywords]
+
+    def emit(namer: Namer) -> list[str]:
+        x = namer.value
+        atoms = _Atoms(interp, namer)
+        budget, callee = x(interp.budget), x(name)
+        the_span, the_fn, the_impl, origins = x(span), x(fn), x(impl), x(interp.origins)
+        lines = [f"{budget}.left -= 1",
+                 f"if {budget}.left < 0 or {callee} in v or {callee} in frame.glob:",
+                 f"    {budget}.left += 1",  # the general closure charges (and stops) itself
+                 f"    result = {x(general)}(frame)",
+                 "else:"]
+        body = []
+        # evaluated left to right, positional arguments then keywords, as the general closure
+        body += [f"a{i} = {atoms.source(a, ev)}" for i, (a, ev) in enumerate(zip(arg_nodes,
+                                                                                  args))]
+        body += [f"k{j} = {atoms.source(k, ev)}" for j, (k, (_, ev)) in enumerate(zip(kw_nodes,
+                                                                                   kwargs))]
+        body.append(f"{x(interp)}.call_span = {the_span}")
+        names = [f"a{i}" for i in range(len(arg_nodes))]
+        kws = [f"k{j}" for j in range(len(kw_names))]
+        direct = ", ".join(names + [f"{k}=k{j}" for j, k in enumerate(kw_names)])
+        caught = x(errors)
+        if kind == "plain":
+            for i, made in unrecorded:  # a view made in an argument: where it was made
+                body += [f"if type(a{i}) is Tensor and ((entry := {origins}.spans.get(id(a{i})))"
+                         f" is None or entry[0]() is not a{i}):",
+                         f"    {origins}[a{i}] = {x(made)}"]
+            body += ["try:",
+                     f"    result = {the_impl}({direct})"]
+        else:
+            as_tuple = "(" + "".join(f"{a}, " for a in names) + ")"
+            as_dict = "{" + ", ".join(f"{k!r}: k{j}" for j, k in enumerate(kw_names)) + "}"
+            body += ["m = current()",
+                     f"m.location = {x(location)}",
+                     f"m.span = {the_span}",
+                     "try:",
+                     "    if m.trace is None:",
+                     f"        result = {the_impl}({direct})",
+                     "    else:",
+                     f"        result = calling({the_impl}, {as_tuple}, {as_dict})"]
+            if kind == "event":  # valid (it returned): `lower` shows it in program order
+                every = "(" + "".join(f"{a}, " for a in names + kws) + ")"
+                body.append(f"        record_event({callee}, {every})")
+        body += [f"except {caught} as e:",
+                 f"    raise {x(failed)}({the_fn}, e) from None",
+                 "if type(result) is Tensor:",  # origins.setdefault(result, span), inline
+                 f"    entry = {origins}.spans.get(id(result))",
+                 "    if entry is None or entry[0]() is not result:",
+                 f"        {origins}[result] = {the_span}"]
+        return lines + ["    " + line for line in body]
+    return emit
+
+
+def assign_emitter(call: Closure, target: str) -> Emitter | None:
+    """The code of `target = <call>` for a call site's closure `call`: the result stored in the
+    frame's locals, a new tensor named after it, as `assignments.py` does."""
+    emit = getattr(call, "emit", None)
+    if emit is None:
+        return None
+
+    def assign(namer: Namer) -> list[str]:
+        name = namer.value(target)
+        return emit(namer) + [
+            "if type(result) is Tensor:",
+            "    storage = result.storage",
+            "    if storage.name.startswith('%'):",  # `x = ndarray(...)` is called x
+            f"        storage.name = {name}",
+            f"v[{name}] = result"]
+    return assign
+
+
+def straight_block(pairs: list[tuple[Closure, Any]], located: Callable[..., Any],
+                   caught: tuple) -> Closure | None:
+    """The statements of a straight block in one function, each statement's code inline where
+    it has some (`emit`), else a call of its closure; the failing statement's span attached,
+    as `blocks.py` does.  None when no statement has code of its own, or the block is long."""
+    if len(pairs) > _MAX_BLOCK or not any(hasattr(st, "emit") for st, _ in pairs):
+        return None  # (a long block runs statement by statement: compiling it would cost)
+    namer = Namer()
+    x = namer.value
+    catch, locate = x(caught), x(located)
+    body: list[str] = []
+    for st, span in pairs:
+        emit = getattr(st, "emit", None)
+        code = emit(namer) if emit is not None else [f"{x(st)}(frame)"]
+        body += ["try:"] + ["    " + line for line in code] + [
+            f"except {catch} as e:",
+            f"    raise {locate}(e, {x(span)}) from None"]
+    return make_function("block", body, namer)
+
+
+def value_emitter(interp: Any, node: Any, compiled: Closure, target: str,
+                  store: Callable[[Any, Any], None]) -> Emitter | None:
+    """The code of `target = <node>` for a value the code reads inline (`i = 1 - i`,
+    `a1 = slab[0]`), else None; a tensor value goes through `store`, the general assignment's
+    (its origin and name)."""
+    if not _Atoms.inlines(interp, node):
+        return None
+
+    def assign(namer: Namer) -> list[str]:
+        source = _Atoms(interp, namer).source(node, compiled)
+        name = namer.value(target)
+        return [f"result = {source}",
+                "if type(result) is Tensor:",
+                f"    {namer.value(store)}(frame, result)",
+                "else:",
+                f"    v[{name}] = result"]
+    return assign
+
+
+_INT_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
 
 
 class _Atoms:
     """The source of each argument of a site: a constant, a local name read inline (its
-    compiled closure when it is not a local), a tuple display of those, else its closure."""
+    compiled closure when it is not a local), a tuple display of those; an int `+`/`-` or
+    comparison of local names and int constants, `and`/`or` of such comparisons, and a tuple
+    element `t[i]`, each computed inline when its operands are what it expects (ints within
+    the int limit, a tuple and an index in range) and by its compiled closure otherwise; else
+    its closure."""
 
-    def __init__(self, interp: Any, values: list[Any]) -> None:
+    def __init__(self, interp: Any, namer: Namer) -> None:
         self.interp = interp
-        self.values = values
+        self.value = namer.value
+        self.temp = namer.temp
 
-    def value(self, v: Any) -> str:
-        self.values.append(v)
-        return f"x{len(self.values) - 1}"
+    @staticmethod
+    def inlines(interp: Any, node: Any) -> bool:
+        """Whether `node` is computed inline (not only by its compiled closure)."""
+        probe = _Atoms(interp, Namer())
+        return probe._inline(node) is not None
+
+    def _local(self, node: Any) -> bool:
+        return type(node) is ast.Name and node.id not in self.interp.builtins
+
+    def _int(self, node: Any, bound: int | None) -> tuple[list[str], str] | None:
+        """(conditions, source) of an int operand: an int constant, or a local name whose
+        value must be an int (within `bound` of zero, when given)."""
+        if type(node) is ast.Const and type(node.value) is int:
+            return [], self.value(node.value)
+        if self._local(node):
+            t = self.temp()
+            conds = [f"type({t} := v.get({self.value(node.id)})) is int"]
+            if bound is not None:
+                b = self.value(bound)
+                conds.append(f"-{b} <= {t} <= {b}")
+            return conds, t
+        return None
+
+    def _compare(self, node: Any) -> tuple[list[str], str] | None:
+        if type(node) is not ast.Compare or len(node.ops) != 1 or \
+                node.ops[0] not in _INT_COMPARE:
+            return None
+        left, right = self._int(node.left, None), self._int(node.comparators[0], None)
+        if left is None or right is None or not (left[0] or right[0]):
+            return None
+        return left[0] + right[0], f"{left[1]} {node.ops[0]} {right[1]}"
+
+    def _pure(self, node: Any) -> tuple[list[str], str] | None:
+        """(conditions, source) of the inline forms that need a fallback."""
+        kind = type(node)
+        if kind is ast.BinOp and node.op in ("+", "-"):
+            consts = [n.value for n in (node.left, node.right) if type(n) is ast.Const]
+            from .limits import MAX_INT
+            # within the bound, the result is within the int limit (SPEC 15)
+            bound = MAX_INT - abs(consts[0]) if len(consts) == 1 and type(consts[0]) is int \
+                else MAX_INT // 2
+            left, right = self._int(node.left, bound), self._int(node.right, bound)
+            if left is None or right is None or not (left[0] or right[0]):
+                return None
+            return left[0] + right[0], f"{left[1]} {node.op} {right[1]}"
+        if kind is ast.Compare:
+            return self._compare(node)
+        if kind is ast.BoolOp and 2 <= len(node.values) <= 4:
+            parts = [self._compare(v) for v in node.values]
+            if any(p is None for p in parts):
+                return None
+            conds = [c for p in parts for c in p[0]]  # type: ignore[index]
+            return conds, "(" + f" {node.op} ".join(p[1] for p in parts) + ")"  # type: ignore
+        if kind is ast.Subscript and len(node.index) == 1 and self._local(node.value) and \
+                type(node.index[0]) is not ast.Slice:
+            index = self._int(node.index[0], None)
+            if index is None:
+                return None
+            t = self.temp()
+            conds = [f"type({t} := v.get({self.value(node.value.id)})) is tuple", *index[0],
+                     f"-len({t}) <= {index[1]} < len({t})"]
+            return conds, f"{t}[{index[1]}]"
+        return None
 
     def source(self, node: Any, compiled: Closure) -> str:
-        inline = self._inline(node)
+        inline = self._inline(node, compiled)
         if inline is not None:
             return inline
         return f"{self.value(compiled)}(frame)"
 
-    def _inline(self, node: Any) -> str | None:
+    def _inline(self, node: Any, compiled: Closure | None = None) -> str | None:
+        pure = self._pure(node)
+        if pure is not None:
+            conds, source = pure
+            fallback = self.value(compiled) if compiled is not None else "None"
+            return f"({source} if {' and '.join(conds)} else {fallback}(frame))"
         kind = type(node)
         if kind is ast.Const or kind is ast.Str:
             return self.value(node.value)
@@ -97,11 +325,10 @@ class _Atoms:
         if kind is ast.TupleExpr and node.items and all(type(i) is ast.Const
                                                         for i in node.items):
             return self.value(tuple(i.value for i in node.items))  # `(128, 64)`: built once
-        if kind is ast.TupleExpr and 0 < len(node.items) <= 4:
-            items = [self._inline(i) if type(i) is not ast.Starred else None
-                     for i in node.items]
-            if all(i is not None for i in items):
-                return "(" + "".join(f"{i}, " for i in items) + ")"
+        if kind is ast.TupleExpr and 0 < len(node.items) <= 4 and all(
+                type(i) is ast.Const or type(i) is ast.Name and i.id not in self.interp.builtins
+                for i in node.items):
+            return "(" + "".join(f"{self._inline(i)}, " for i in node.items) + ")"
         return None
 
 
@@ -109,22 +336,11 @@ def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closur
     """A closure giving the positional argument values of a call (a tuple, left to right),
     constants and local names read inline (a helper's call with a dozen names, `load_slab(A,
     B, m, n, ...)`, is one Python call)."""
-    values: list[Any] = []
-    atoms = _Atoms(interp, values)
+    namer = Namer()
+    atoms = _Atoms(interp, namer)
     parts = [atoms.source(a, ev) for a, ev in zip(nodes, args)]
-    lines = ["def make(X):"]
-    lines += [f"    x{j} = X[{j}]" for j in range(len(values))]
-    lines += ["    def positional(frame):",
-              "        v = frame.vars",
-              "        return (" + "".join(f"{p}, " for p in parts) + ")",
-              "    return positional"]
-    source = "\n".join(lines) + "\n"
-    factory = _FACTORIES.get(source)
-    if factory is None:
-        factory = _compile(source)
-        if len(_FACTORIES) < _MAX_FACTORIES:
-            _FACTORIES[source] = factory
-    return factory(tuple(values))
+    return make_function("positional", ["return (" + "".join(f"{p}, " for p in parts) + ")"],
+                         namer)
 
 
 def _kind(interp: Any, name: str, fn: Any) -> tuple[str, Any]:
@@ -142,65 +358,3 @@ def _kind(interp: Any, name: str, fn: Any) -> tuple[str, Any]:
         from ..tensor import tla
         return "plain", getattr(tla, name)
     return "plain", fn
-
-
-def _source(kind: str, n: int, positional: list[str], keywords: list[tuple[str, str]],
-            record: list[tuple[int, str]]) -> str:
-    """The source of a site's factory: `make(...)` returning the site's closure."""
-    lines = ["def make(*, budget, general, failed, fn, impl, name, span, location, interp,",
-             "         origins, X, CALL_ERRORS):"]
-    lines += [f"    x{j} = X[{j}]" for j in range(n)]
-    lines += [
-        "    def site(frame):",
-        "        budget.left -= 1",
-        "        if budget.left < 0:",
-        "            budget.left += 1",
-        "            return general(frame)",
-        "        v = frame.vars",
-        "        if name in v or name in frame.glob:",  # the program's own binding of the name
-        "            budget.left += 1",
-        "            return general(frame)",
-    ]
-    # evaluated left to right, positional arguments then keywords, as the general closure does
-    lines += [f"        a{i} = {src}" for i, src in enumerate(positional)]
-    lines += [f"        k{j} = {src}" for j, (_, src) in enumerate(keywords)]
-    lines.append("        interp.call_span = span")
-    names = [f"a{i}" for i in range(len(positional))]
-    kws = [f"k{j}" for j in range(len(keywords))]
-    direct = ", ".join(names + [f"{k}=k{j}" for j, (k, _) in enumerate(keywords)])
-    as_tuple = "(" + "".join(f"{a}, " for a in names) + ")"
-    as_dict = "{" + ", ".join(f"{k!r}: k{j}" for j, (k, _) in enumerate(keywords)) + "}"
-    if kind == "plain":
-        for i, made in record:  # a view made in an argument: where it was made
-            lines.append(f"        if type(a{i}) is Tensor:")
-            lines.append(f"            origins.setdefault(a{i}, {made})")
-        lines += ["        try:",
-                  f"            result = impl({direct})",
-                  "        except CALL_ERRORS as e:",
-                  "            raise failed(fn, e) from None"]
-    else:
-        lines += ["        m = current()",
-                  "        m.location = location",
-                  "        m.span = span",
-                  "        try:",
-                  "            if m.trace is None:",
-                  f"                result = impl({direct})",
-                  "            else:",
-                  f"                result = calling(impl, {as_tuple}, {as_dict})"]
-        if kind == "event":  # valid (it returned): `lower` shows it in program order
-            every = "(" + "".join(f"{a}, " for a in names + kws) + ")"
-            lines.append(f"                record_event(name, {every})")
-        lines += ["        except CALL_ERRORS as e:",
-                  "            raise failed(fn, e) from None"]
-    lines += ["        if type(result) is Tensor:",
-              "            origins.setdefault(result, span)",
-              "        return result",
-              "    return site"]
-    return "\n".join(lines) + "\n"
-
-
-def _compile(source: str) -> Callable[..., Closure]:
-    scope = {"current": current, "calling": calling, "record_event": record_event,
-             "Tensor": Tensor}
-    exec(compile(source, "<apdsl call site>", "exec"), scope)  # noqa: S102 - our own template
-    return scope["make"]  # type: ignore[no-any-return]

@@ -73,7 +73,7 @@ class ImportCompiler:
         if dotted in self.importing:
             raise ApdslIOError(f"circular import of '{dotted}'", code="APK604")
         from ..syntax.source_files import read_source
-        tree = parse(read_source(path, shown), shown)
+        tree = parsed(read_source(path, shown), shown, parse)
         namespace: dict[str, Any] = {}
         module = Module(dotted, shown, namespace)
         self.importing.append(dotted)
@@ -88,3 +88,23 @@ class ImportCompiler:
         return module
 
     # -- compilation: expressions -------------------------------------------------------------
+
+
+# Imported modules' syntax by (text, shown name): a run imports its modules afresh, and the
+# stdlib GEMM's module took ~4 ms to parse on every run.  The text is read each time (a file
+# may change) and is the key, so a hit is what parsing would give; syntax trees are
+# immutable, so interpreters share them.  Bounded: the oldest goes first.
+_PARSED: dict[tuple[str, str], Any] = {}
+_MAX_PARSED = 32
+
+
+def parsed(text: str, shown: str, parse: Any) -> Any:
+    """The syntax tree of module text `text` (file name `shown`), parsed once."""
+    key = (text, shown)
+    tree = _PARSED.get(key)
+    if tree is None:
+        tree = parse(text, shown)  # a syntax error raises, and nothing is kept
+        if len(_PARSED) >= _MAX_PARSED:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = tree
+    return tree

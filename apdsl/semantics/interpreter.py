@@ -42,6 +42,7 @@ from .frames import Frame, Reported, ReturnSignal
 from .imports import ImportCompiler
 from .launch import NO_GRID, Launch, SharedHbm
 from .loops import LoopCompiler
+from .origins import Origins
 from .pyerrors import inside
 from .spmd import KernelLauncher
 from .statements import StatementCompiler
@@ -83,7 +84,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.errors: list[ApdslError] = []  # dry mode: collected, deduplicated
         self._seen: set[tuple[str, Any]] = set()
         # tensor -> span where the view was made (weak: dead views must not lend their span)
-        self.origins: weakref.WeakKeyDictionary[Tensor, Span] = weakref.WeakKeyDictionary()
+        self.origins = Origins()
         self.importing: list[str] = []
         self.sources: dict[str, str] = {}
         self.call_span: Span | None = None  # the call being evaluated (instructions record it)

@@ -138,18 +138,6 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
 COPY_PLANS: plans.Table = plans.Table()
 
 
-def planned_copy(dst: Any, src: Any, name: str | None) -> bool:
-    """`dma_copy(dst, src)` of a pair of views whose every rule (the family, Tensor Indirection
-    and PSUM rules of `copies.dma_copy` and the Ascend path rule included) passed before: run
-    its plan; False (nothing done) when there is none."""
-    plan = plans.lookup(COPY_PLANS, dst, (src,))
-    if plan is None:
-        return False
-    plans.run_copy(plan, dst, src, name, "dma_copy" if name is None else
-                   plans.trace.instruction_label("dma_copy", name))
-    return True
-
-
 def copy_plan(dst: Tensor, src: Tensor, label: str) -> plans.CopyPlan:
     """Check every rule of an Ascend copy of these views (raising the first that fails) and
     say what it moves."""
@@ -357,10 +345,16 @@ def forget(t: Tensor) -> None:
     the previous tile left there, which is not data of this tile.  (Binding keeps the tile's
     dtype, so its elements are the storage's native elements.)"""
     storage = t.storage
-    if not ex.has_written(storage) or t.dtype != storage.dtype:
+    if not (storage.all_written or ex.has_written(storage)) or t.dtype != storage.dtype:
         return  # nothing of the storage was ever written (or not a bound tile)
     total = storage.elements_total
-    whole = _whole.get(t)
+    acc = getattr(t, "memo", None)
+    if type(acc) is ex.Strided:
+        # resolved before: bounds-checked, so as many distinct elements as the storage has
+        # are all of them
+        whole = acc.size == total and acc.injective()
+    else:
+        whole = _whole.get(t)
     if whole is None:
         # the tile is the whole buffer (a format layout touches each element once; were an
         # odd make_layout one to repeat elements, forgetting all of them errs on the safe side)

@@ -38,32 +38,28 @@ MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 Table = weakref.WeakKeyDictionary  # first view -> {(extra, ids of the others): (refs, plan)}
 
 
-class Front:
-    """The plan last kept for a first view, on the view itself (its `pair` slot, which the
-    NKI `dmaplan` uses on NKI views only): a loop's next call finds it with one attribute read
-    instead of a table lookup.  Checked like a table entry: `extra` and each other view by a
-    weak reference."""
+class Kept(dict):  # type: ignore[type-arg]
+    """A first view's plans, {(extra, ids of the other views): (their weak references, plan)}:
+    in the table and on the view itself (its `pair` slot, which the NKI `dmaplan` uses on NKI
+    views only), so a loop's next call finds them with one attribute read."""
 
-    __slots__ = ("refs", "extra", "plan")
+    __slots__ = ()
 
-    def __init__(self, refs: tuple[weakref.ref, ...], extra: Any, plan: Any) -> None:
-        self.refs, self.extra, self.plan = refs, extra, plan
+
+def _kept(table: Table, first: Any) -> Kept | None:
+    per = getattr(first, "pair", None)
+    if type(per) is Kept:
+        return per
+    try:
+        return table.get(first)
+    except TypeError:  # not a view: the full checks report it
+        return None
 
 
 def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -> Any:
     """The plan kept for these views (and `extra`, what else the checks depended on), or
     None."""
-    front = getattr(first, "pair", None)
-    if type(front) is Front and front.extra == extra:
-        for ref, t in zip(front.refs, rest):
-            if ref() is not t:
-                break
-        else:
-            return front.plan
-    try:
-        per = table.get(first)
-    except TypeError:  # not a view: the full checks report it
-        return None
+    per = _kept(table, first)
     if per is None:
         return None
     got = per.get((extra,) + tuple(map(id, rest)))
@@ -72,19 +68,22 @@ def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -
     for ref, t in zip(got[0], rest):
         if ref() is not t:
             return None
-    _front(first, Front(got[0], extra, got[1]))
     return got[1]
 
 
 def keep(table: Table, first: Tensor, rest: tuple[Tensor, ...], extra: Any, plan: Any) -> None:
     """Keep `plan` for these views.  The entry goes when any of the other views dies (a plan
-    holds views of their storage and NumPy arrays over it, which must not outlive them), and
-    with it the first view's `Front` of it."""
-    per = table.get(first)
+    holds views of their storage and NumPy arrays over it, which must not outlive them)."""
+    per = _kept(table, first)
     if per is None:
-        per = table[first] = {}
+        per = Kept()
+        try:
+            object.__setattr__(first, "pair", per)
+        except AttributeError:  # an object without the slot: the table alone
+            pass
     elif len(per) >= LIMIT:
         per.clear()
+    table[first] = per
     key = (extra,) + tuple(map(id, rest))
     held = weakref.ref(first)
 
@@ -93,23 +92,24 @@ def keep(table: Table, first: Tensor, rest: tuple[Tensor, ...], extra: Any, plan
         # dict would make a cycle with it, and the storages its plan holds would then wait for
         # the garbage collector instead of going when their views do)
         t = held()
-        per = None if t is None else table.get(t)
-        got = None if per is None else per.pop(key, None)
-        if got is not None:
-            front = getattr(t, "pair", None)
-            if type(front) is Front and front.plan is got[1]:
-                _front(t, None)
+        per = None if t is None else _kept(table, t)
+        if per is not None:
+            per.pop(key, None)
 
-    refs = tuple(weakref.ref(t, drop) for t in rest)
-    per[key] = (refs, plan)
-    _front(first, Front(refs, extra, plan))
+    per[key] = (tuple(weakref.ref(t, drop) for t in rest), plan)
 
 
-def _front(t: Any, front: Front | None) -> None:
-    try:
-        object.__setattr__(t, "pair", front)
-    except AttributeError:  # an object without the slot: the table alone
-        pass
+def run_kept(per: Kept, dst: Any, src: Any, name: str | None) -> bool:
+    """`dma_copy(dst, src)` by the copy plan kept for this very pair (every rule of the pair
+    passed before), `per` being dst's plans; False (nothing done) when there is none."""
+    got = per.get((None, id(src)))
+    if got is None or got[0][0]() is not src:
+        return False
+    plan = got[1]
+    if plan.fast is not None and run_fast(plan, dst, src, name):
+        return True
+    run_copy(plan, dst, src, name, _label(name))
+    return True
 
 
 def cacheable(*ts: Tensor) -> bool:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from math import prod
 from typing import Any
 
@@ -15,6 +14,7 @@ from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import dmaplan, hints, oob, trace
 from . import execute as ex
+from .ascend_plans import Kept, run_kept
 from .dma import nki_dma
 from .operands import (
     arg_error,
@@ -43,7 +43,6 @@ MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 # The hint defaults, compared by identity: a call that leaves every hint out takes the short
 # path (no hint rule can fail, nothing to record); one that spells a default out is checked.
 _OOB, _DGE, _ENGINE = "error", "unknown", "unknown"
-_ASCEND = f"{__package__}.ascend"
 
 
 def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = _OOB,
@@ -59,11 +58,11 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     >>> dst.numpy()[:, 1]
     array([4., 5., 6., 7.], dtype=float32)
     """
+    kept = getattr(dst, "pair", None)
+    if type(kept) is Kept and run_kept(kept, dst, src, name):  # an Ascend pair copied before
+        return
     defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
     if defaults and dmaplan.run(dst, src, name):  # a pair copied before (`dmaplan`)
-        return
-    ascend = sys.modules.get(_ASCEND)  # (loaded: Ascend copies ran, so plans may exist)
-    if ascend is not None and ascend.planned_copy(dst, src, name):  # an Ascend pair (ascend)
         return
     label = instruction_label("dma_copy", name)
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")

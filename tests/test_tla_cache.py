@@ -261,3 +261,21 @@ def test_a_repeat_builds_nothing(monkeypatch):
     assert make_tensor_like(l1, twin(a_tile), "NZ", layout_base=l1) is a1
     assert tile_view(a1, (0, 1), (128, 32)) is a_sub
     assert make_tensor_like(l0, twin(a_sub), "ZZ") is a0
+
+
+@pytest.mark.parametrize("shape, coord, tile", [((40,), (2,), (16,)), ((6, 20, 30), (1, 0, 1),
+                                                                         (4, 16, 16))])
+def test_tiles_of_other_ranks_are_kept_and_equal_the_uncached_ones(shape, coord, tile):
+    arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    A = from_numpy(arr, "gm")
+    t = tile_view(A, coord, tile)
+    assert tile_view(A, list(coord), list(tile)) is t
+    fresh = tile_view(twin(A), tuple(np.int32(c) for c in coord), tile)
+    assert fresh is not t and value(fresh)[1:] == value(t)[1:]
+    want = arr[tuple(slice(c * n, c * n + o) for c, n, o in zip(coord, tile, t.origin_shape))]
+    np.testing.assert_array_equal(t.numpy(), want)
+    # the same key on a parent of another rank is that parent's mistake, every time
+    other = ndarray((64, 64), "float32", "gm")
+    for _ in range(2):
+        with raises_code("APK532"):
+            tile_view(other, coord, tile)

@@ -21,9 +21,9 @@ __all__ = ["ProfileResult", "profile", "profile_run"]
 def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     """Schedule the trace of a finished `Program.run(trace=True)` on the target it ran on.
     `serial_order`: every instruction waits for all earlier ones (as with `--sync off`)."""
-    from ..runtime.trace import EVENT_ROW, PART, PIPE, Trace
+    from ..runtime.trace import EVENT_ROW, PART, Trace
     from .model import ASCEND_PIPES, Model
-    from .schedule import schedule
+    from .schedule import Scheduler
     trace = result.trace if result.trace is not None else Trace()
     family = "nki"
     parts = trace.parts
@@ -36,20 +36,23 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
                 break
     target = result.machine.targets[family]
     model = Model(target)
-    slots = schedule(trace, model, serial_order=serial_order)
+    scheduler = Scheduler(model, serial_order)
+    scheduler.run(trace)
+    slots = scheduler.slots
     if family == "ascend":
         tracks = list(ASCEND_PIPES)
         notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
                  "events and barriers"]
-        if any(len(row) != EVENT_ROW and row[PIPE] is None for row in trace.rows):
+        if scheduler.unordered:
             notes.append("instructions the synchronisation checker did not see (--sync off, "
                          "top-level statements) run one after another")
     else:
         tracks = [f"DMA q{i}" for i in range(int(model.v("dma_queues")))] + [
             "Tensor", "Vector", "Scalar", "GpSimd"]
         notes = ["tensor_copy and memset without engine= are placed on Vector (assumed)"]
-    if any(_has_registers(ap) for ap in {id(ap): ap for s in slots
-                                         for ap in s.operands.values()}.values()):
+    # (every part of the trace is some scheduled instruction's: its pieces are the slots')
+    if any(_has_registers(ap) for ap in {id(ap): ap for part in parts for piece in part[1]
+                                         for ap in piece.values()}.values()):
         notes.append("some patterns hold registers: they are sized with each register's "
                      "last value")
     return ProfileResult(target, slots, tracks, result.kernel, notes, trace)

@@ -112,6 +112,10 @@ class Scheduler:
         # storage key -> ([(footprint, end, slot)] writes, [...] reads)
         self.accesses: dict[Any, tuple[list, list]] = {}
         self._costs: dict[tuple, Cost] = {}
+        # (trace part, dge_mode) -> its pieces and their costs
+        self._part_costs: dict[tuple[int, Any], tuple[list[dict[str, Any]], list[Cost]]] = {}
+        self.pipe_last: tuple[float, int] = (0.0, -1)
+        self.unordered = 0  # Ascend instructions the synchroniser did not order
         self._footprints: dict[int, tuple] = {}
         # Ascend: per checker (the index of a trace's `syncs`), per pipe index, the (end, last
         # slot) of each of the pipe's instructions by sequence number; a new checker (the next
@@ -133,33 +137,57 @@ class Scheduler:
                 return tk, chosen, waited
             t = tk
 
+    def run(self, trace: Any) -> None:
+        """Schedule every instruction of a trace, in program order."""
+        add = self.add
+        parts, hints = trace.parts, trace.hints
+        for i, row in enumerate(trace.rows):
+            if len(row) != EVENT_ROW:  # (an event takes no time: its ordering is in `after`)
+                add(i, row, parts[row[PART]], hints.get(i))
+
     def add(self, index: int, row: tuple[Any, ...], part: tuple[Any, ...],
             hints: dict[str, Any] | None) -> None:
         """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.trace`):
         `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords."""
-        op, name, file, line, _, pipe, _, after_counts, sync = row
+        op, name, file, line, p, pipe, _, after_counts, sync = row
         location = None if file is None else (file, line)
-        _, pieces, storages, engine = part
-        pieces = pieces or [{}]
-        n = len(pieces)
-        keys = storages or {}
-        first = len(self.slots)
-        if pipe is not None:
+        dge = hints.get("dge_mode") if hints else None
+        got = self._part_costs.get((p, dge))
+        if got is None:
+            got = self._part_costs[(p, dge)] = self._costs_of(op, part, dge)
+        pieces, costs = got
+        if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
             ends = self.pipe_ends.get(sync)
             if ends is None:
                 ends = self.pipe_ends[sync] = [[] for _ in PIPES]
             after = self._after(sync, PIPE_INDEX[pipe], after_counts, ends)
+            self._ordered(index, op, name, location, pieces, costs, after)
+            ends[PIPE_INDEX[pipe]].append(self.pipe_last)
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
-            after = self.last_end
+            self.unordered += 1
+            self._ordered(index, op, name, location, pieces, costs, self.last_end)
         else:
-            after = None
-        dge = hints.get("dge_mode") if hints else None
-        for i, piece in enumerate(pieces):
-            self._add(index, op, name, location, engine, dge, (i, n), piece, keys, after)
-        if pipe is not None:
-            last = self.slots[first] if n == 1 else max(self.slots[first:],
-                                                          key=lambda slot: slot.end)
-            ends[PIPE_INDEX[pipe]].append((last.end, last.index))
+            keys = part[2] or {}
+            n = len(pieces)
+            for i, piece in enumerate(pieces):
+                self._add(index, op, name, location, costs[i], (i, n), piece, keys)
+
+    def _costs_of(self, op: str, part: tuple[Any, ...],
+                  dge: str | None) -> tuple[list[dict[str, Any]], list[Cost]]:
+        """The pieces of a trace part and each one's cost.  The trace shares lowered operands
+        between the executions of a loop's instruction, and between instructions on the same
+        views: costs are computed once per distinct operand (the objects are kept alive by
+        the trace, so their ids are stable)."""
+        _, pieces, _, engine = part
+        pieces = pieces or [{}]
+        costs = []
+        for piece in pieces:
+            ckey = (op, engine, dge, *map(id, piece.values()))
+            cost = self._costs.get(ckey)
+            if cost is None:
+                cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
+            costs.append(cost)
+        return pieces, costs
 
     def _after(self, sync: int, p: int, after: tuple[int, ...],
                ends: list[list[tuple[float, int]]]) -> tuple[float, int]:
@@ -177,24 +205,45 @@ class Scheduler:
                     ready = done[k - 1]
         return ready
 
-    def _add(self, rec_index: int, op: str, name: str | None, location: Any,
-             engine: str | None, dge: str | None, piece_no: tuple[int, int],
-             piece: dict[str, Any], keys: dict[str, Any],
-             after: tuple[float, int] | None) -> None:
-        # the trace shares lowered operands between the executions of a loop's instruction:
-        # costs and footprints are computed once per distinct operand (the objects are kept
-        # alive by the trace, so their ids are stable)
-        ckey = (op, engine, dge, *map(id, piece.values()))
-        cost = self._costs.get(ckey)
-        if cost is None:
-            cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
+    def _ordered(self, rec_index: int, op: str, name: str | None, location: Any,
+                 pieces: list[dict[str, Any]], costs: list[Cost],
+                 after: tuple[float, int]) -> None:
+        """An Ascend instruction's pieces, each starting after `after` (its events, or every
+        earlier instruction) and its pipe's previous instruction.  The storage accesses are not
+        compared: with `after` they would order nothing more, and no later instruction reads
+        them (an NKI instruction never touches an Ascend storage).  `pipe_last`: the (end,
+        slot) of the piece that ends last."""
+        slots, free = self.slots, self.free
+        n = len(pieces)
+        latest = (-inf, -1)
+        for i, piece in enumerate(pieces):
+            cost = costs[i]
+            ready, pred = after
+            if self.serial_order and self.last_end[0] > ready:
+                ready, pred = self.last_end
+            track = cost.engine
+            free_at, last = free.get(track, _IDLE)
+            if free_at > ready:
+                ready, pred = free_at, last
+            end = ready + cost.ns
+            index = len(slots)
+            free[track] = (end, index)
+            if end > self.last_end[0]:
+                self.last_end = (end, index)
+            if end > latest[0]:
+                latest = (end, index)
+            slots.append(Slot(index, rec_index, (i, n), op, name, location, track, ready, end,
+                              cost, piece, pred))
+        self.pipe_last = latest
+
+    def _add(self, rec_index: int, op: str, name: str | None, location: Any, cost: Cost,
+             piece_no: tuple[int, int], piece: dict[str, Any], keys: dict[str, Any]) -> None:
+        """An NKI instruction's piece: after the instructions whose storage bytes it reads or
+        writes, on its engine or the least-loaded DMA queue."""
         index = len(self.slots)
         ready, pred = 0.0, -1
         touched = []
-        # the storage accesses order only instructions that nothing else orders: with `after`
-        # (Ascend: the events, or every earlier instruction) they would change nothing, and no
-        # later instruction reads them (an NKI instruction never touches an Ascend storage)
-        for role, ap in piece.items() if after is None else ():
+        for role, ap in piece.items():
             key = keys.get(role, (ap.tensor, ap.buffer))
             fp = self._footprints.get(id(ap))
             if fp is None:
@@ -206,8 +255,6 @@ class Scheduler:
                     if end > ready and _overlap(fp, ofp):
                         ready, pred = end, slot
             touched.append((writes, reads, fp, write))
-        if after is not None:  # the events order it, not the data it touches
-            ready, pred = after
         if self.serial_order and self.last_end[0] > ready:
             ready, pred = self.last_end
         track = cost.engine
@@ -242,6 +289,9 @@ class Scheduler:
                                track, start, end, cost, piece, pred))
 
 
+_IDLE = (0.0, -1)  # a track that has run nothing yet: free from 0, after no slot
+
+
 def _gap(busy: list[tuple[float, float, int]], t: float, dur: float) -> tuple[float, int]:
     """The earliest time >= t at which `busy` (sorted intervals) leaves `dur` free, and the
     interval whose end it waited for (-1: none)."""
@@ -259,11 +309,7 @@ def schedule(trace: Any, model: Model, *, serial_order: bool = False) -> list[Sl
     """Every piece of every instruction of a trace (`apdsl.runtime.trace.Trace`), read from its
     rows, scheduled; with `serial_order` each waits for all earlier ones."""
     s = Scheduler(model, serial_order)
-    add = s.add
-    parts, hints = trace.parts, trace.hints
-    for i, row in enumerate(trace.rows):
-        if len(row) != EVENT_ROW:  # (an event takes no time: its ordering is in the rows' orders)
-            add(i, row, parts[row[PART]], hints.get(i))
+    s.run(trace)
     return s.slots
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..records import record
 from ..runtime.pipes import PIPE_INDEX, PIPES
-from ..runtime.trace import EVENT_ROW, PART
+from ..runtime.trace import AFTER, EVENT_ROW, PART
 from .model import Cost, Model, as_int
 
 _WRITES = ("dst",)
@@ -116,6 +116,9 @@ class Scheduler:
         self._part_costs: dict[tuple[int, Any], tuple[list[dict[str, Any]], list[Cost]]] = {}
         self.pipe_last: tuple[float, int] = (0.0, -1)
         self.unordered = 0  # Ascend instructions the synchroniser did not order
+        # each source line's location: the slots of a loop share it (the garbage collector
+        # walks, and is called in sooner by, every object the schedule keeps)
+        self._locations: dict[tuple[str, int], tuple[str, int]] = {}
         self._footprints: dict[int, tuple] = {}
         # Ascend: per checker (the index of a trace's `syncs`), per pipe index, the (end, last
         # slot) of each of the pipe's instructions by sequence number; a new checker (the next
@@ -149,8 +152,10 @@ class Scheduler:
             hints: dict[str, Any] | None) -> None:
         """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.trace`):
         `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords."""
-        op, name, file, line, p, pipe, _, after_counts, sync = row
-        location = None if file is None else (file, line)
+        op, name, file, line, p, pipe, _, sync = row[:AFTER]
+        location = None
+        if file is not None:  # one tuple per source line, shared by its slots
+            location = self._locations.setdefault((file, line), (file, line))
         dge = hints.get("dge_mode") if hints else None
         got = self._part_costs.get((p, dge))
         if got is None:
@@ -160,7 +165,7 @@ class Scheduler:
             ends = self.pipe_ends.get(sync)
             if ends is None:
                 ends = self.pipe_ends[sync] = [[] for _ in PIPES]
-            after = self._after(sync, PIPE_INDEX[pipe], after_counts, ends)
+            after = self._after(sync, PIPE_INDEX[pipe], row[AFTER:], ends)
             self._ordered(index, op, name, location, pieces, costs, after)
             ends[PIPE_INDEX[pipe]].append(self.pipe_last)
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
@@ -170,7 +175,8 @@ class Scheduler:
             keys = part[2] or {}
             n = len(pieces)
             for i, piece in enumerate(pieces):
-                self._add(index, op, name, location, costs[i], (i, n), piece, keys)
+                self._add(index, op, name, location, costs[i], _ONE if n == 1 else (i, n), piece,
+                          keys)
 
     def _costs_of(self, op: str, part: tuple[Any, ...],
                   dge: str | None) -> tuple[list[dict[str, Any]], list[Cost]]:
@@ -232,8 +238,8 @@ class Scheduler:
                 self.last_end = (end, index)
             if end > latest[0]:
                 latest = (end, index)
-            slots.append(Slot(index, rec_index, (i, n), op, name, location, track, ready, end,
-                              cost, piece, pred))
+            slots.append(Slot(index, rec_index, _ONE if n == 1 else (i, n), op, name, location,
+                              track, ready, end, cost, piece, pred))
         self.pipe_last = latest
 
     def _add(self, rec_index: int, op: str, name: str | None, location: Any, cost: Cost,
@@ -290,6 +296,7 @@ class Scheduler:
 
 
 _IDLE = (0.0, -1)  # a track that has run nothing yet: free from 0, after no slot
+_ONE = (0, 1)  # the piece number of an instruction in one piece
 
 
 def _gap(busy: list[tuple[float, float, int]], t: float, dur: float) -> tuple[float, int]:

@@ -84,9 +84,10 @@ class Record:
 
 
 # The rows of a trace (`Trace`): an event's has EVENT_ROW fields; an instruction's has its part
-# (the index in `Trace.parts`) at PART and its pipe (None: no happens-before order) at PIPE.
+# (the index in `Trace.parts`) at PART, its pipe (None: no happens-before order) at PIPE, and
+# its order's `after` counts from AFTER on.
 EVENT_ROW = 5
-PART, PIPE = 4, 5
+PART, PIPE, AFTER = 4, 5, 8
 
 
 @dataclass
@@ -96,27 +97,29 @@ class Trace:
 
     A traced GEMM records tens of thousands of instructions and events while it runs, and the
     garbage collector walks every container object that stays alive, again and again as the
-    trace grows.  So a row is a tuple of plain values -- strings, numbers, tuples of them, and
-    indexes into the parts shared by the executions of one instruction -- which the collector
-    stops tracking after its first look at it.  The rows:
+    trace grows; each one it is handed brings its next pass nearer.  So a row is one tuple of
+    plain values -- strings, numbers, tuples of them, and indexes into the parts shared by the
+    executions of one instruction -- which the collector stops tracking after its first look
+    at it, and a row equal to an earlier one (an event, or an instruction without an order,
+    executed again by a loop) is that row again.  The rows:
 
-    - an instruction: `(op, name, file, line, part, pipe, seq, after, sync)`; `parts[part]`
+    - an instruction: `(op, name, file, line, part, pipe, seq, sync, *after)`; `parts[part]`
       is its `(lowered operands, pieces, storage ids, engine)`; `pipe`, `seq`, `after` and
-      `syncs[sync]` its happens-before `Order` (`pipe` None: it has none);
+      `syncs[sync]` its happens-before `Order` (`pipe` None: it has none, nor `after`);
     - an event: `(op, file, line, arguments, pipe)`.
 
     (`file` None: no location.  The statement's `(file, line)` is not kept as it is: a tuple
     is left alone only once its elements are, and it may already be older than the row.)
 
-    `hints` and `arguments` hold, by row index, the hint keywords given and the non-tensor
-    operands of the instructions that have any.
+    `hints` and `arguments` hold, by row index, the hint keywords given (a dict) and the
+    non-tensor operands (their `(name, value)` pairs) of the instructions that have any.
     """
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     parts: list[tuple[Any, ...]] = field(default_factory=list)
     syncs: list[Any] = field(default_factory=list)
     hints: dict[int, dict[str, Any]] = field(default_factory=dict)
-    arguments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    arguments: dict[int, Any] = field(default_factory=dict)
     # lowered operands by (layout, dtype, buffer, format, name, role, target): a loop's
     # instructions lower the same views again and again (the profile traces whole GEMMs)
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
@@ -126,6 +129,7 @@ class Trace:
     # its part (`record`; views checked by weak reference)
     signatures: dict[Any, Any] = field(default_factory=dict)
     _sync_index: dict[int, int] = field(default_factory=dict, repr=False)
+    _shared: dict[Any, Any] = field(default_factory=dict, repr=False)  # a value -> itself
     _made: list[Record] = field(default_factory=list, repr=False)
 
     @property
@@ -142,15 +146,25 @@ class Trace:
             op, file, line, args, pipe = row
             return Record(op, None, None if file is None else (file, line), _NO_OPERANDS,
                           _NO_PIECES, pipe, None, None, None, args)
-        op, name, file, line, part, pipe, seq, after, sync = row
+        op, name, file, line, part, pipe, seq, sync = row[:AFTER]
         location = None if file is None else (file, line)
         lowered, pieces, storages, engine = self.parts[part]
         order = None
         if pipe is not None:
             from .sync import Order
-            order = Order(pipe, seq, after, self.syncs[sync])
+            order = Order(pipe, seq, row[AFTER:], self.syncs[sync])
+        arguments = self.arguments.get(i)
         return Record(op, name, location, lowered, pieces, engine, storages,
-                      self.hints.get(i), order, None, self.arguments.get(i))
+                      self.hints.get(i), order, None,
+                      None if arguments is None else dict(arguments))
+
+    def share(self, value: Any) -> Any:
+        """`value`, or an equal one kept before (the one object in the trace); unhashable
+        values as they are."""
+        try:
+            return self._shared.setdefault(value, value)
+        except TypeError:
+            return value
 
     def attach(self, start: int, fn: Any, args: tuple, kwargs: dict) -> None:
         """Give the rows the call `fn(*args, **kwargs)` made (`rows[start:]`, those of
@@ -167,7 +181,7 @@ class Trace:
             kept = hints.get(i)
             shown = found if not kept else {k: v for k, v in found.items() if k not in kept}
             if shown:
-                self.arguments[i] = dict(shown)
+                self.arguments[i] = self.share(tuple(shown.items()))
         del self._made[start:]  # (read while the call ran: made again with its arguments)
 
     def __iter__(self) -> Iterator[Record]:
@@ -283,14 +297,14 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
         trace.hints[len(rows)] = hints
     file, line = m.location or _NOWHERE
     if order is None:
-        rows.append((op, name, file, line, part, None, 0, None, -1))
+        rows.append(trace.share((op, name, file, line, part, None, 0, -1)))
         return
     s = order.sync
     index = trace._sync_index.get(id(s))
     if index is None:  # (the list keeps the checker alive, so its id stays its own)
         index = trace._sync_index[id(s)] = len(trace.syncs)
         trace.syncs.append(s)
-    rows.append((op, name, file, line, part, order.pipe, order.seq, order.after, index))
+    rows.append((op, name, file, line, part, order.pipe, order.seq, index, *order.after))
 
 
 def _same(refs: tuple[Any, ...], views: Any) -> bool:
@@ -335,7 +349,12 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
     if trace is None:
         return
     file, line = m.location or _NOWHERE
-    trace.rows.append((op, file, line, tuple(args), _event_pipe(op, args[0])))
+    row = (op, file, line, tuple(args), _event_pipe(op, args[0]))
+    try:  # (a loop's events are the same rows again: `Trace.share`, inline)
+        row = trace._shared.setdefault(row, row)
+    except TypeError:
+        pass
+    trace.rows.append(row)
 
 
 # An event's operands and pieces: none, shared by every event record (records are read, never

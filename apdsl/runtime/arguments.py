@@ -27,12 +27,12 @@ from ..tensor.view import Tensor
 from .operators import Operator
 
 _NONE = object()  # a parameter without a default: every value given is shown
-Plan = tuple[tuple[str, ...], dict[str, Any]]
+Plan = tuple[tuple[str, ...], dict[str, Any], dict[str, int]]
 
 
 @cache
 def _plan(fn: Any) -> Plan | None:
-    """(positional parameter names, each parameter's default)."""
+    """(positional parameter names, each parameter's default, each one's place)."""
     import inspect  # (only when a trace records: not on a cold `apdsl check`'s path)
     try:
         sig = inspect.signature(fn)
@@ -43,7 +43,7 @@ def _plan(fn: Any) -> Plan | None:
                                                             p.POSITIONAL_OR_KEYWORD))
     defaults = {p.name: _NONE if p.default is p.empty else p.default for p in params
                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-    return positional, defaults
+    return positional, defaults, {name: i for i, name in enumerate(defaults)}
 
 
 def given(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
@@ -52,7 +52,7 @@ def given(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
     plan = _plan(fn)
     if plan is None:
         return None
-    positional, defaults = plan
+    positional, defaults, rank = plan
     found: dict[str, Any] | None = None
     # (two loops, no pairs built: this runs for every instruction a trace records)
     for i, value in enumerate(args):
@@ -63,8 +63,9 @@ def given(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
             found = _note(found, name, value, defaults)
     if not found:
         return None
-    order = list(defaults)
-    return dict(sorted(found.items(), key=lambda kv: order.index(kv[0])))
+    if len(found) == 1:
+        return found
+    return dict(sorted(found.items(), key=lambda kv: rank[kv[0]]))
 
 
 def _note(found: dict[str, Any] | None, name: str, value: Any,

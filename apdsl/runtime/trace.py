@@ -283,8 +283,13 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     sig = (op, engine, tuple(operands), tuple(map(id, views)),
            None if first is None else m.targets[targets.family(first.buffer)])
     got = trace.signatures.get(sig)
-    if got is not None and _same(got[0], views):
-        part = got[1]  # the same views again (a loop)
+    if got is not None:  # the same views again (a loop), unless one died and its id is reused
+        for r, t in zip(got[0], views):
+            if r() is not t:
+                got = None
+                break
+    if got is not None:
+        part = got[1]
     else:
         part = len(trace.parts)
         trace.parts.append(_lowered(op, name, operands, engine, trace))
@@ -305,13 +310,6 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
         index = trace._sync_index[id(s)] = len(trace.syncs)
         trace.syncs.append(s)
     rows.append((op, name, file, line, part, order.pipe, order.seq, index, *order.after))
-
-
-def _same(refs: tuple[Any, ...], views: Any) -> bool:
-    for r, t in zip(refs, views):
-        if r() is not t:
-            return False
-    return True
 
 
 _SIGNATURES = 4096  # instruction signatures a trace remembers

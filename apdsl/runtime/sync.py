@@ -51,7 +51,6 @@ _V = PIPE_INDEX["V"]
 _EVENT_PIPES = {e: tuple(PIPE_INDEX[p] for p in split_event(e)) for e in HARD_EVENTS}
 _EVENT_SRC = {e: s for e, (s, _) in _EVENT_PIPES.items()}
 _EVENT_DST = {e: d for e, (_, d) in _EVENT_PIPES.items()}
-_PIPE_RANGE = range(_N)
 
 
 @record
@@ -134,6 +133,9 @@ class Sync:
         # conflicts only with writes, so a read need not walk the (often long) list of reads
         self.regions: dict[Any, tuple[list[Record], list[Record]]] = {}
         self.accesses = 0
+        # the pipes that have run an instruction: a clock's entry for any other pipe is 0, so
+        # a wait's join leaves it alone
+        self.used: tuple[int, ...] = ()
         # a race was reported (check mode goes on): leftover flags are then its consequence
         self.failed = False
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
@@ -157,6 +159,8 @@ class Sync:
             return None
         count = self.count
         count[p] = seq = count[p] + 1
+        if seq == 1:  # the pipe's first instruction
+            self.used = tuple(q for q in range(_N) if count[q])
         clk = self.clock[p]
         same = p != _V  # instructions of one pipe (but V) run in program order
         if same:
@@ -311,7 +315,7 @@ class Sync:
                             "its loops)", event=event, id=i)
         dst = self.clock[_EVENT_DST[event]]
         snap = got[0]
-        for q in _PIPE_RANGE:  # join: the destination now knows what the source knew
+        for q in self.used:  # join: the destination now knows what the source knew
             v = snap[q]
             if v > dst[q]:
                 dst[q] = v
@@ -389,11 +393,21 @@ def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter n
     """
     m = current()
     s = m.sync
-    # a valid event in a checked kernel, decided cheaply (the checker's target's event ids)
-    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str and \
-            event in _EVENT_SRC:
-        s.set_flag(event, id, m.span, m.location)
-        return
+    # a valid event in a checked kernel, decided cheaply (the checker's target's event ids),
+    # and set here when the flag is clear (`Sync.set_flag` without its call; it reports a
+    # flag already set)
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str:
+        src = _EVENT_SRC.get(event)
+        if src is not None:
+            flags = s.flags
+            key = (event, id)
+            if key in flags:
+                s.set_flag(event, id, m.span, m.location)  # reports it set (APK574)
+                return
+            snap = s.clock[src][:]
+            snap[src] = s.count[src]
+            flags[key] = (snap, m.span, m.location)
+            return
     ev, i = _event(event, id, "set_flag")
     s = active()
     if s is not None:
@@ -408,10 +422,20 @@ def wait_flag(event: str, id: int) -> None:  # noqa: A002
     ...     apdsl.wait_flag("MTE1_M", 1)
     """
     s = current().sync
-    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str and \
-            event in _EVENT_SRC:
-        s.wait_flag(event, id)  # a valid event in a checked kernel
-        return
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str:
+        dst = _EVENT_DST.get(event)
+        if dst is not None:  # a valid event in a checked kernel: `Sync.wait_flag` inline
+            got = s.flags.pop((event, id), None)
+            if got is None:
+                s.wait_flag(event, id)  # reports the deadlock (APK575)
+                return
+            row = s.clock[dst]
+            snap = got[0]
+            for q in s.used:  # (a pipe that never ran knows nothing: all its entries are 0)
+                v = snap[q]
+                if v > row[q]:
+                    row[q] = v
+            return
     ev, i = _event(event, id, "wait_flag")
     s = active()
     if s is not None:

@@ -213,7 +213,17 @@ def value_emitter(interp: Any, node: Any, compiled: Closure, target: str,
         return None
 
     def assign(namer: Namer) -> list[str]:
-        source = _Atoms(interp, namer).source(node, compiled)
+        atoms = _Atoms(interp, namer)
+        if type(node) in (ast.BinOp, ast.Compare, ast.BoolOp):
+            pure = atoms._pure(node)  # an int or a bool when computed inline: no tensor
+            if pure is not None:
+                conds, core = pure
+                name = namer.value(target)
+                return [f"if {' and '.join(conds)}:",
+                        f"    v[{name}] = {core}",
+                        "else:",
+                        f"    {namer.value(store)}(frame, {namer.value(compiled)}(frame))"]
+        source = atoms.source(node, compiled)
         name = namer.value(target)
         return [f"result = {source}",
                 "if type(result) is Tensor:",
@@ -224,6 +234,7 @@ def value_emitter(interp: Any, node: Any, compiled: Closure, target: str,
 
 
 _INT_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_INT_BINOPS = frozenset({"+", "-", "*", "%", "//"})
 
 
 class _Atoms:
@@ -254,13 +265,37 @@ class _Atoms:
         if type(node) is ast.Const and type(node.value) is int:
             return [], self.value(node.value)
         if self._local(node):
-            t = self.temp()
-            conds = [f"type({t} := v.get({self.value(node.id)})) is int"]
+            t, name = self.temp(), self.value(node.id)
+            conds = [f"{name} in v", f"type({t} := v[{name}]) is int"]
             if bound is not None:
-                b = self.value(bound)
-                conds.append(f"-{b} <= {t} <= {b}")
+                conds.append(f"{self.value(-bound)} <= {t} <= {self.value(bound)}")
             return conds, t
         return None
+
+    def _binop(self, node: Any) -> tuple[list[str], str] | None:
+        """`+ - *` of ints, with bounds on the names that keep the result within the int limit
+        (SPEC 15); `% //` by a nonzero int (they cannot grow)."""
+        from .limits import MAX_INT
+        op = node.op
+        consts = [n.value for n in (node.left, node.right) if type(n) is ast.Const]
+        if any(type(c) is not int for c in consts) or len(consts) == 2:
+            return None
+        c = consts[0] if consts else None
+        if op in ("+", "-"):
+            bound: int | None = MAX_INT - abs(c) if c is not None else MAX_INT // 2
+        elif op == "*":
+            bound = MAX_INT // max(1, abs(c)) if c is not None else 2 ** 511
+        else:
+            bound = None
+            if type(node.right) is ast.Const and node.right.value == 0:
+                return None  # the general closure's division by zero
+        left, right = self._int(node.left, bound), self._int(node.right, bound)
+        if left is None or right is None:
+            return None
+        conds = left[0] + right[0]
+        if op in ("%", "//") and type(node.right) is not ast.Const:
+            conds.append(f"{right[1]} != 0")
+        return conds, f"{left[1]} {op} {right[1]}"
 
     def _compare(self, node: Any) -> tuple[list[str], str] | None:
         if type(node) is not ast.Compare or len(node.ops) != 1 or \
@@ -274,16 +309,8 @@ class _Atoms:
     def _pure(self, node: Any) -> tuple[list[str], str] | None:
         """(conditions, source) of the inline forms that need a fallback."""
         kind = type(node)
-        if kind is ast.BinOp and node.op in ("+", "-"):
-            consts = [n.value for n in (node.left, node.right) if type(n) is ast.Const]
-            from .limits import MAX_INT
-            # within the bound, the result is within the int limit (SPEC 15)
-            bound = MAX_INT - abs(consts[0]) if len(consts) == 1 and type(consts[0]) is int \
-                else MAX_INT // 2
-            left, right = self._int(node.left, bound), self._int(node.right, bound)
-            if left is None or right is None or not (left[0] or right[0]):
-                return None
-            return left[0] + right[0], f"{left[1]} {node.op} {right[1]}"
+        if kind is ast.BinOp and node.op in _INT_BINOPS:
+            return self._binop(node)
         if kind is ast.Compare:
             return self._compare(node)
         if kind is ast.BoolOp and 2 <= len(node.values) <= 4:
@@ -297,8 +324,8 @@ class _Atoms:
             index = self._int(node.index[0], None)
             if index is None:
                 return None
-            t = self.temp()
-            conds = [f"type({t} := v.get({self.value(node.value.id)})) is tuple", *index[0],
+            t, name = self.temp(), self.value(node.value.id)
+            conds = [f"{name} in v", f"type({t} := v[{name}]) is tuple", *index[0],
                      f"-len({t}) <= {index[1]} < len({t})"]
             return conds, f"{t}[{index[1]}]"
         return None

@@ -279,3 +279,17 @@ def test_tiles_of_other_ranks_are_kept_and_equal_the_uncached_ones(shape, coord,
     for _ in range(2):
         with raises_code("APK532"):
             tile_view(other, coord, tile)
+
+
+def test_dtypes_are_one_object_per_name():
+    """DTypes compare by identity (views and plans compare them on every instruction), which
+    is name equality because each name has one DType: by name, alias, NumPy dtype or pickle."""
+    import pickle
+
+    from apdsl.tensor.dtypes import DTYPES, dtype
+    for name, d in DTYPES.items():
+        assert dtype(name) is d and pickle.loads(pickle.dumps(d)) is d
+        assert d == dtype(d.name) and hash(d) == hash(dtype(name))
+        assert all((d == e) == (d.name == e.name) for e in DTYPES.values())
+    assert dtype("f16") is dtype(np.float16) is DTYPES["float16"]
+    assert dtype("float32") != "float32"

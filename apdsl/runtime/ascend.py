@@ -345,8 +345,11 @@ def forget(t: Tensor) -> None:
     the previous tile left there, which is not data of this tile.  (Binding keeps the tile's
     dtype, so its elements are the storage's native elements.)"""
     storage = t.storage
-    if not (storage.all_written or ex.has_written(storage)) or t.dtype != storage.dtype:
-        return  # nothing of the storage was ever written (or not a bound tile)
+    if not (storage.all_written or ex.has_written(storage)):
+        return  # nothing of the storage was ever written
+    dtype = t.dtype
+    if dtype is not storage.dtype and dtype != storage.dtype:
+        return  # not a bound tile
     total = storage.elements_total
     acc = getattr(t, "memo", None)
     if type(acc) is ex.Strided:

@@ -8,11 +8,17 @@ in full and keep the outcome, a plan, here; a call with a plan only does what ca
 call to call: freed storage (`resolve`), the init check of what it reads, the duplicate check
 and written marks of what it writes, the synchronisation checker and the trace
 (`trace.record`), and the data itself.  The first call runs the same plan right after making
-it, so both paths are one code path.
+it (resolving the views, as any instruction does).  When that run was one `np.copyto` (or, for
+mmad, two gathers, a product and an add) over static strided views, the plan keeps their
+accesses and NumPy arrays, and later calls take the fast path (`run_fast`, `mmad.run_fast`):
+the same per-call checks in the same order on what the first call made; anything out of the
+ordinary (check mode, a freed storage, unwritten operands) goes back to the full path, which
+reports it.
 
-Plans are kept per first view (weakly: they die with it), per the other views by id, each
-checked by a weak reference (a dead view's id may be reused), at most `LIMIT` per first view.
-A plan never refers to its first view (that would keep the weak key alive): `None` stands for it.
+Plans are kept per first view (weakly: they die with it; also on the view itself, `Kept`), per
+the other views by id, each checked by a weak reference (a dead view's id may be reused), at
+most `LIMIT` per first view, and dropped when another view of the entry dies.  A plan never
+refers to its first view (that would keep it alive): `None` stands for it.
 """
 
 from __future__ import annotations

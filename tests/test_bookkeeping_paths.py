@@ -15,12 +15,16 @@ from apdsl.runtime import written
 F16 = "float16"
 
 
-def test_a_rebound_tile_counts_only_what_was_written_since():
+@pytest.mark.parametrize("other_counted", [False, True])
+def test_a_rebound_tile_counts_only_what_was_written_since(other_counted):
     # half the buffer written, the tile bound again (all unwritten), the other half written:
     # the storage is not whole, so reading the tile reports the first half as unwritten
     buf = apdsl.ndarray((32, 16), F16, "ub")
     g = apdsl.from_numpy(np.arange(512, dtype=np.float16).reshape(32, 16), "gm")
     out = apdsl.ndarray((32, 16), F16, "gm")
+    other = apdsl.ndarray((32, 16), F16, "ub")
+    if other_counted:  # another storage partly written all along: its count is kept
+        apdsl.dma_copy(other[0:8, :], g[0:8, :])
     for _ in range(3):  # again and again on the same views (their accesses kept)
         apdsl.dma_copy(buf[0:16, :], g[0:16, :])
         tile = apdsl.make_tensor_like(buf, g, "ND")
@@ -34,6 +38,19 @@ def test_a_rebound_tile_counts_only_what_was_written_since():
     apdsl.dma_copy(out, tile)  # now whole
     np.testing.assert_array_equal(out.numpy(), g.numpy())
     assert buf.storage.all_written
+    # written whole at once, bound again, half written: the other half is unwritten
+    for _ in range(2):
+        apdsl.dma_copy(buf, g)
+        tile = apdsl.make_tensor_like(buf, g, "ND")
+        assert not written.has_written(buf.storage)
+        apdsl.dma_copy(buf[0:16, :], g[0:16, :])
+        with raises_code("APK404") as err:
+            apdsl.dma_copy(out, tile)
+        assert err.value.facts["coord"] == (16, 0)
+    if other_counted:
+        assert written.has_written(other.storage) and not other.storage.all_written
+        apdsl.dma_copy(other[8:32, :], g[8:32, :])  # the rest: whole now
+        assert other.storage.all_written
 
 
 def test_cached_operands_still_refuse_freed_storage_and_duplicate_writes():

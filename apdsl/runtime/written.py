@@ -121,8 +121,9 @@ def mark_written(acc: Access) -> None:
         return
     # The write was checked free of duplicates, so covering every bit means covering all.
     if acc.size * acc.dtype.bits >= storage.nbytes * 8:
+        counted = storage._mask is not None  # (only a storage with a mask is ever counted)
         storage.note_written_all()
-        if _written_count:  # (a lookup makes a weak reference: none when nothing is counted)
+        if counted and _written_count:  # (a lookup makes a weak reference)
             _written_count.pop(storage, None)
         return
     if acc.dtype.bits < storage.unit_bits:
@@ -193,19 +194,23 @@ def _assign_units(storage: Storage, units: np.ndarray, values: np.ndarray) -> No
 
 def has_written(storage: Storage) -> bool:
     """Whether anything of `storage` may have been written."""
-    # (a lookup makes a weak reference: none when nothing is counted)
-    return storage.all_written or bool(_written_count) and bool(_written_count.get(storage))
+    # Only a storage whose mask is made is ever counted: partly written state lives in the
+    # mask, and whatever drops the mask (whole, forgotten) drops the count with it.  So most
+    # storages are decided without a lookup (each makes a weak reference).
+    return storage.all_written or storage._mask is not None and bool(
+        _written_count.get(storage))
 
 
 def forget_all(storage: Storage) -> None:
     """Every byte of `storage` unwritten again (a reused buffer's old contents are not data)."""
-    if storage._mask is not None and storage.unit_bits == storage.dtype.bits:
+    counted = storage._mask is not None  # (see `has_written`)
+    if counted and storage.unit_bits == storage.dtype.bits:
         storage._mask[...] = False  # (reused: a tile loop binds the same buffer again and again)
     else:
         storage.unit_bits = storage.dtype.bits
         storage._mask = None  # made again, all False, when needed
     storage.all_written = False
-    if _written_count:  # no unit written: not counted (absent counts as 0)
+    if counted and _written_count:  # no unit written: not counted (absent counts as 0)
         _written_count.pop(storage, None)
 
 

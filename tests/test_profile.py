@@ -318,3 +318,18 @@ kernel k(A: f32[128, 512] @ hbm) -> f32[128, 512] @ sbuf:
     assert sw.cost.fixed_ns == table["dma_fixed"].value
     assert sw.cost.ns - hw.cost.ns == sw.cost.fixed_ns - hw.cost.fixed_ns  # only the fixed part
     assert "DGE" in table["dma_fixed_hwdge"].source and "dma_fixed_hwdge" not in costs.table("trn1")
+
+
+def test_profile_of_a_python_file_that_launches_no_kernel_is_empty_not_a_traceback(tmp_path):
+    path = tmp_path / "helpers.py"
+    path.write_text("import numpy as np\n\n\ndef helper(x):\n    return np.asarray(x)\n",
+                    encoding="utf-8")
+    for extra in ([], ["--json"]):
+        r = subprocess.run([sys.executable, "-m", "apdsl", "profile", str(path), *extra],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        if extra:
+            out = json.loads(r.stdout)
+            assert out["instructions"] == 0 and out["total_ns"] == 0 and out["estimate"]
+        else:
+            assert "0.000 us for 0 instructions" in r.stdout

@@ -22,6 +22,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     """Schedule the trace of a finished `Program.run(trace=True)` on the target it ran on.
     `serial_order`: every instruction waits for all earlier ones (as with `--sync off`)."""
     from ..runtime.trace import EVENT_ROW, PART, Trace
+    from ..tensor.machine import current
     from .model import ASCEND_PIPES, Model
     from .schedule import Scheduler
     trace = result.trace if result.trace is not None else Trace()
@@ -34,7 +35,9 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
                 if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
                     family = "ascend"
                 break
-    target = result.machine.targets[family]
+    # (a Python file that launched no kernel ran on no machine of its own: the current one's)
+    machine = result.machine if result.machine is not None else current()
+    target = machine.targets[family]
     model = Model(target)
     scheduler = Scheduler(model, serial_order)
     scheduler.run(trace)

@@ -28,6 +28,7 @@ from ..tensor import targets
 from ..tensor.lowering import AccessPattern, cut, lower
 from ..tensor.machine import Location, current
 from ..tensor.targets import NKI_ONCHIP
+from ..tensor.view import Tensor
 from .arguments import given as given_arguments
 from .pipes import ASCEND_BUFFERS, PIPES
 from .table import engine_of
@@ -245,8 +246,14 @@ def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if len(rows) > n and trace.failed is None:
             trace.failed = len(rows) - 1
         raise
-    if len(rows) > n:  # `lower` shows its non-tensor operands too
-        trace.attach(n, fn, args, kwargs)
+    if len(rows) > n:  # `lower` shows its non-tensor operands too (tensors alone have none)
+        if kwargs:
+            trace.attach(n, fn, args, kwargs)
+        else:
+            for a in args:
+                if type(a) is not Tensor:
+                    trace.attach(n, fn, args, kwargs)
+                    break
     return result
 
 

@@ -151,11 +151,14 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
                      "try:",
                      "    if m.trace is None:",
                      f"        result = {the_impl}({direct})",
-                     "    else:",
-                     f"        result = calling({the_impl}, {as_tuple}, {as_dict})"]
+                     "    else:"]
             if kind == "event":  # valid (it returned): `lower` shows it in program order
+                # (an event puts no row in the trace while it runs: nothing for `calling`)
                 every = "(" + "".join(f"{a}, " for a in names + kws) + ")"
-                body.append(f"        record_event({callee}, {every})")
+                body += [f"        result = {the_impl}({direct})",
+                         f"        record_event({callee}, {every})"]
+            else:
+                body.append(f"        result = calling({the_impl}, {as_tuple}, {as_dict})")
         body += [f"except {caught} as e:",
                  f"    raise {x(failed)}({the_fn}, e) from None",
                  "if type(result) is Tensor:",  # origins.setdefault(result, span), inline

@@ -155,19 +155,49 @@ class Scheduler:
         op, name, file, line, p, pipe, _, sync = row[:AFTER]
         location = None
         if file is not None:  # one tuple per source line, shared by its slots
-            location = self._locations.setdefault((file, line), (file, line))
+            location = (file, line)
+            location = self._locations.setdefault(location, location)
         dge = hints.get("dge_mode") if hints else None
-        got = self._part_costs.get((p, dge))
+        key = p if dge is None else (p, dge)
+        got = self._part_costs.get(key)
         if got is None:
-            got = self._part_costs[(p, dge)] = self._costs_of(op, part, dge)
+            got = self._part_costs[key] = self._costs_of(op, part, dge)
         pieces, costs = got
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
             ends = self.pipe_ends.get(sync)
             if ends is None:
                 ends = self.pipe_ends[sync] = [[] for _ in PIPES]
-            after = self._after(sync, PIPE_INDEX[pipe], row[AFTER:], ends)
-            self._ordered(index, op, name, location, pieces, costs, after)
-            ends[PIPE_INDEX[pipe]].append(self.pipe_last)
+            pi = PIPE_INDEX[pipe]
+            # when the events let it start: the latest end of an instruction of another pipe
+            # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`: the (end,
+            # slot) of each of pipe q's so far), and of everything before its kernel
+            if sync != self.epoch[0]:
+                self.epoch = (sync, self.last_end)
+            ready = self.epoch[1]
+            for q, k in enumerate(row[AFTER:]):
+                if k and q != pi:
+                    done = ends[q]
+                    if k <= len(done) and done[k - 1][0] > ready[0]:
+                        ready = done[k - 1]
+            if len(pieces) == 1 and not self.serial_order:  # `_ordered` of one piece, inline
+                cost = costs[0]
+                track = cost.engine
+                start, pred = ready
+                free_at, last = self.free.get(track, _IDLE)
+                if free_at > start:
+                    start, pred = free_at, last
+                end = start + cost.ns
+                slots = self.slots
+                n = len(slots)
+                self.free[track] = latest = (end, n)
+                if end > self.last_end[0]:
+                    self.last_end = latest
+                slots.append(Slot(n, index, _ONE, op, name, location, track, start, end, cost,
+                                  pieces[0], pred))
+                ends[pi].append(latest)
+                return
+            self._ordered(index, op, name, location, pieces, costs, ready)
+            ends[pi].append(self.pipe_last)
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
             self.unordered += 1
             self._ordered(index, op, name, location, pieces, costs, self.last_end)
@@ -194,22 +224,6 @@ class Scheduler:
                 cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
             costs.append(cost)
         return pieces, costs
-
-    def _after(self, sync: int, p: int, after: tuple[int, ...],
-               ends: list[list[tuple[float, int]]]) -> tuple[float, int]:
-        """When an instruction of pipe index `p` may start by the events: the latest end of an
-        instruction of another pipe that happens before it (and of everything before its
-        kernel).  `after[q]`: how many of pipe q's instructions happen before it; `ends[q]`:
-        the (end, slot) of each of pipe q's instructions so far."""
-        if sync != self.epoch[0]:
-            self.epoch = (sync, self.last_end)
-        ready = self.epoch[1]
-        for q, k in enumerate(after):
-            if k and q != p:
-                done = ends[q]
-                if k <= len(done) and done[k - 1][0] > ready[0]:
-                    ready = done[k - 1]
-        return ready
 
     def _ordered(self, rec_index: int, op: str, name: str | None, location: Any,
                  pieces: list[dict[str, Any]], costs: list[Cost],

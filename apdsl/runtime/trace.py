@@ -126,7 +126,7 @@ class Trace:
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
     machine: Any = None  # the machine it records
     failed: int | None = None  # the index of the record of an instruction that raised
-    # per instruction signature (op, engine, roles, operand views by id, target): the index of
+    # per instruction signature (op, engine, target, roles, operand views by id): the index of
     # its part (`record`; views checked by weak reference)
     signatures: dict[Any, Any] = field(default_factory=dict)
     _sync_index: dict[int, int] = field(default_factory=dict, repr=False)
@@ -287,8 +287,9 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
         return
     views = operands.values()
     first = next(iter(views), None)
-    sig = (op, engine, tuple(operands), tuple(map(id, views)),
-           None if first is None else m.targets[targets.family(first.buffer)])
+    # (op, engine, target, *roles, *views by id): one flat tuple (roles are strings, ids ints)
+    sig = (op, engine, None if first is None else m.targets[targets.family(first.buffer)],
+           *operands, *map(id, views))
     got = trace.signatures.get(sig)
     if got is not None:  # the same views again (a loop), unless one died and its id is reused
         for r, t in zip(got[0], views):

@@ -243,3 +243,87 @@ def test_inline_forms_give_what_the_general_closures_give(a, b, form):
         switch_off(mp)
         slow = result()
     assert fast == slow
+
+
+LAUNCH = """\
+kernel k() -> i32:
+    i = program_id(0)
+    set_flag("M_MTE1", 0)
+    if i == 1:
+        wait_flag("M_MTE1", i + 1)
+    wait_flag("M_MTE1", 0)
+    return 0
+
+def helper(n):
+    x = cdiv(n, 0 + n - n)
+    return x
+
+kernel h() -> i32:
+    y = 3
+    return helper(y)
+"""
+LAUNCHED = LAUNCH + "\nkernel main() -> i32:\n    return k[2]()\n"
+
+
+@pytest.mark.parametrize("kernel,grid", [("main", True), ("h", False)])
+def test_launch_and_helper_labels_are_the_general_paths(general, kernel, grid):
+    def result():
+        try:
+            Program(LAUNCHED if grid else LAUNCH, "p.apk").run(kernel)
+        except ApdslError as e:
+            return (e.code, e.span, [(lab.span, lab.message) for lab in e.labels], e.message)
+        return None
+    fast = result()
+    assert fast is not None
+    if grid:
+        assert any("in program 1 of this launch of k" in m for _, m in fast[2]), fast
+    else:
+        assert any("in this call of helper" in m for _, m in fast[2]), fast
+    general()
+    assert result() == fast
+
+
+RETURNS = """\
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+def first_over(xs, limit):
+    for x in xs:
+        if x > limit:
+            return x
+    return -1
+
+def pair(a, b):
+    t = ndarray((4, 4), f32, sbuf)
+    return (a, t)
+
+def nothing(a):
+    a = a + 1
+
+kernel k() -> i32:
+    r = pair(1, 2)
+    assert r[0] == 1 and r[1].shape == (4, 4) or r[1].shape == [4, 4]
+    assert nothing(3) is None
+    print(fib(N), first_over((1, 5, 9), L), first_over((1, 2), L))
+    return fib(N)
+"""
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=0, max_value=12), st.integers(min_value=-2, max_value=10))
+def test_returns_give_pythons_values(n, limit):
+    import io
+
+    def fib(i):
+        return i if i < 2 else fib(i - 1) + fib(i - 2)
+
+    def first_over(xs):
+        return next((x for x in xs if x > limit), -1)
+    out = io.StringIO()
+    source = f"N = {n}\nL = {limit}\n" + RETURNS
+    r = Program(source, "p.apk").run("k", out=out)
+    assert r.value == fib(n)
+    assert out.getvalue().split() == [str(fib(n)), str(first_over((1, 5, 9))),
+                                      str(first_over((1, 2)))]

@@ -40,7 +40,7 @@ class CallCompiler:
         self.depth += 1
         try:
             fn.body(frame)
-            value = None
+            value = frame.ret  # (a `return` ending the body leaves its value there)
         except ReturnSignal as r:
             value = r.value
         finally:

@@ -14,12 +14,13 @@ Closure = Callable[["Frame"], Any]
 
 
 class Frame:
-    __slots__ = ("vars", "glob", "owned")
+    __slots__ = ("vars", "glob", "owned", "ret")
 
     def __init__(self, vars: dict[str, Any], glob: dict[str, Any]) -> None:
         self.vars = vars
         self.glob = glob
         self.owned: list[Any] = []
+        self.ret: Any = None  # what a function's last statement, a `return`, gave
 
 
 class ReturnSignal(Exception):

@@ -55,6 +55,15 @@ class StatementCompiler:
             return self._outside("return", "a kernel or function", node.span)
         ev = self.compile_expr(node.value) if node.value is not None else (lambda f: None)
         span = node.span
+        if node is getattr(self, "_tail_return", None):
+            # the last statement of a function's body: its value is left in the frame, and the
+            # body ends as a block does (raising ReturnSignal costs ~1 us a call)
+            def run_tail(frame: Frame) -> None:
+                try:
+                    frame.ret = ev(frame)
+                except ApdslError as e:
+                    raise e.with_span(span) from None
+            return run_tail
 
         def run(frame: Frame) -> None:
             try:
@@ -138,11 +147,18 @@ class StatementCompiler:
     def _define(self, node: Any, kernel: bool) -> Closure:
         saved, self._loops = self._loops, 0
         self._functions += 1
+        # run mode: a body ending in `return` returns without ReturnSignal, unless the body
+        # declares tensors (the returned ones must outlive the block that frees the others)
+        last = node.body[-1] if node.body else None
+        tail, self._tail_return = getattr(self, "_tail_return", None), (
+            last if type(last) is ast.Return and not self.dry and
+            not any(type(s) is ast.Decl for s in node.body) else None)
         try:
             body = self.compile_block(node.body)
         finally:
             self._functions -= 1
             self._loops = saved
+            self._tail_return = tail
         defaults = [(p.name, self.compile_expr(p.default)) for p in node.params
                     if p.default is not None]
         interp = self

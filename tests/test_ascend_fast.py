@@ -11,6 +11,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import raises_code
@@ -229,3 +230,44 @@ def test_a_fast_plan_lets_its_source_storage_go():
     gc.collect()
     assert alive() is None  # the plan kept on l0 went with its source
     assert dst.storage is not None
+
+
+GEMM = """
+from gemm import gemm
+
+kernel matmul(A: f16[M, K] @ gm, B: f16[K, N] @ gm) -> f32[M, N] @ gm:
+    C = ndarray((A.shape[0], B.shape[1]), f32, gm)
+    gemm(A, B, C, 32, 48, 32, 64)
+    return C
+"""
+
+
+def _traced_gemm(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, list]:
+    from apdsl.runtime import trace
+    from apdsl.semantics.program import Program
+    with trace.tracing() as t:
+        got = Program(GEMM, "gemm.apk").run("matmul", {"A": a, "B": b}).value.numpy()
+    ids: dict = {}  # storage ids numbered by first use (each run allocates new storages)
+    return got, [(r.to_json(), r.engine, r.storages and {
+        role: ids.setdefault(i, len(ids)) for role, i in r.storages.items()})
+        for r in t.records]
+
+
+@settings(max_examples=4, deadline=None)
+@given(m=st.integers(1, 80), k=st.integers(1, 150), n=st.integers(1, 100),
+       seed=st.integers(0, 2**16))
+def test_the_stdlib_gemm_on_fast_paths_is_the_gemm_on_full_paths(m, k, n, seed):
+    """The oracle for the fast paths is the full path: the same result (and NumPy's), the same
+    trace of instructions, the same synchronisation verdict (none: the GEMM is race-free)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    fast, fast_trace = _traced_gemm(a, b)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plans, "run_fast", lambda *args: False)
+        mp.setattr(mmad, "run_fast", lambda *args: False)
+        full, full_trace = _traced_gemm(a, b)
+    np.testing.assert_array_equal(fast, full)
+    np.testing.assert_allclose(fast, a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-4, atol=1e-3)
+    assert fast_trace == full_trace

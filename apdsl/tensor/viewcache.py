@@ -1,5 +1,6 @@
 """Children of a view kept on the view: `t[0:128, :]` or `t.vector_select(0, idx)` asked for
-again returns the very view it returned before.
+again returns the very view it returned before; so do the TLA tiles `tile_view`, `get_tile`
+and `make_tensor_like` make of a view or bind to a buffer (`apdsl.tensor.tla`).
 
 A view is an immutable value, and indexing it (or gathering it by an index tensor) is a pure
 function of the view and the key: the child's layout, dtype, storage and runtime index are all

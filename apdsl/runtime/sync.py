@@ -191,26 +191,31 @@ class Sync:
                                     hi < e[2]):
                                 self._check(rec, lists, clk, operands[role])
                                 break
-            new.append((rec, lists))
+            new.append((rec, lists, lo, hi, write, static[3]))
         # recorded once all are checked (two accesses of one region, as an in-place vector
         # instruction's, are checked against the accesses before the instruction)
-        for rec, lists in new:
-            lo = rec[2]
-            hi = rec[3]
-            write = rec[5]
-            if rec[6][3]:
+        for rec, lists, lo, hi, write, dense in new:
+            reads, writes = lists
+            if dense:
                 # a dense access drops the earlier accesses ordered before it and inside its
                 # bytes: they can no longer race with anything later that it does not (a
                 # write hides both kinds, a read hides reads)
-                for lst in (lists if write else lists[:1]):
-                    j = len(lst)
+                j = len(reads)
+                while j:
+                    j -= 1
+                    e = reads[j]
+                    if lo <= e[2] and e[3] <= hi and (e[0] == p and same or
+                                                      e[1] <= clk[e[0]]):
+                        del reads[j]
+                if write:
+                    j = len(writes)
                     while j:
                         j -= 1
-                        e = lst[j]
+                        e = writes[j]
                         if lo <= e[2] and e[3] <= hi and (e[0] == p and same or
                                                           e[1] <= clk[e[0]]):
-                            del lst[j]
-            lists[1 if write else 0].append(rec)
+                            del writes[j]
+            (writes if write else reads).append(rec)
         self.accesses = n
         return Order(plan[0], seq, tuple(clk), self) if order else None
 

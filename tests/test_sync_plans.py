@@ -64,17 +64,17 @@ def test_the_loop_runs_clean_with_every_wait():
 @pytest.mark.parametrize("skip", [0, 3])
 def test_a_race_on_views_whose_plan_is_kept_is_reported_at_both_lines(skip):
     made = []
-    real = sync._plan
+    real = sync.plan_of
 
     def counting(op, operands):
         made.append(op)
         return real(op, operands)
 
-    sync._plan = counting
+    sync.plan_of = counting
     try:
         e = error_of(lambda: run_loop(skip))
     finally:
-        sync._plan = real
+        sync.plan_of = real
     assert e is not None and e.code == "APK570", e
     assert "read-after-write" in str(e) and "on pipe MTE1 reads a1" in str(e)
     assert e.span.line == MOVE  # the move that reads too early ...
@@ -168,28 +168,28 @@ def test_kept_plans_give_the_verdict_of_plans_made_afresh(program):
     names, events = program
     with apdsl.options(init_check=False):
         t = _tensors()
-        real = sync._plan
+        real = sync.plan_of
         made = []
 
         def fresh(op, operands):
             made.append(op)
-            sync._plans.clear()
+            sync.PLANS.clear()
             return real(op, operands)
 
-        sync._plan = fresh
+        sync.plan_of = fresh
         try:
             # every plan made afresh: _plans is emptied before each instruction's plan
-            sync._plans.clear()
+            sync.PLANS.clear()
             cold = _outcome(names, events, t)
         finally:
-            sync._plan = real
+            sync.plan_of = real
         _outcome(names, events, t)  # keeps a plan per instruction and views
         made.clear()
-        sync._plan = lambda op, operands: (made.append(op), real(op, operands))[1]
+        sync.plan_of = lambda op, operands: (made.append(op), real(op, operands))[1]
         try:
             warm = _outcome(names, events, t)
         finally:
-            sync._plan = real
+            sync.plan_of = real
     assert not made  # the second run found every plan kept
     assert warm == cold
 
@@ -199,10 +199,10 @@ def test_a_plan_keeps_no_view_alive_and_goes_with_its_views():
         g = apdsl.from_numpy(np.ones((16, 16), np.float16), "gm")
         a1 = apdsl.ndarray((16, 16), "float16", "l1", "NZ")
         apdsl.dma_copy(a1, g)
-        keys = [k for k in sync._plans if id(a1) in k]
+        keys = [k for k in sync.PLANS if id(a1) in k]
         assert keys
         storage = weakref.ref(a1.storage)
         del a1
         gc.collect()
         assert storage() is None
-        assert not any(k in sync._plans for k in keys)
+        assert not any(k in sync.PLANS for k in keys)

@@ -24,7 +24,6 @@ overlap.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,10 +39,9 @@ from .pipes import (
     HARD_EVENTS,
     PIPE_INDEX,
     PIPES,
-    pipe_of,
     split_event,
 )
-from .sync_facts import Record, Touch, facts_of
+from .sync_facts import PLANS, Record, Touch, plan_of
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
@@ -70,49 +68,6 @@ class SyncError(ApdslRuntimeError):
     """A synchronisation error: a race, a deadlock, an invalid event (APK570-APK579)."""
 
     default_code = "APK570"
-
-
-# The pipe of an instruction by (op, its operands' roles and buffers): the table decides by the
-# path the operands take (`pipe_of`), the same for every instance on the same buffers.
-_pipes: dict[tuple[Any, ...], str | None] = {}
-# Per instruction signature (op, roles, the views' ids): its plan, ending with the weak
-# references to the views (their callbacks drop the plan)
-_plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_PLAN_LIMIT = 4096  # instruction signatures remembered (`_plan`)
-
-
-def _plan(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
-    """(pipe, pipe index (-1: none), the accesses' facts) of an instruction on these operands,
-    made once per instruction and operand views: views are immutable and a loop issues the same
-    instruction on the same tiles again and again.  Nothing in a plan depends on a checker's
-    state.  Kept by the views' ids, and dropped when any of the views dies (its weak
-    reference's callback runs before the view's memory, and so its id, can be reused): a plan
-    found is the plan of these very views.  The cache keeps no storage alive; bounded."""
-    facts = [(role, facts_of(t)) for role, t in operands.items()]
-    pkey = (op,) + tuple((role, f[7]) for role, f in facts)
-    try:
-        pipe = _pipes[pkey]
-    except KeyError:
-        pipe = _pipes[pkey] = pipe_of(op, operands)
-    entries = tuple((k, lo, hi, role == "dst", (layout, bits, base, dense), role)
-                    for role, (k, base, lo, hi, dense, layout, bits, _) in facts
-                    if hi >= lo)
-    plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
-    views = operands.values()
-    if all(t.dynamic is None for t in views):
-        key = (op, *operands, *map(id, views))
-
-        def drop(_: Any, key: tuple[Any, ...] = key, plans: dict[Any, Any] = _plans) -> None:
-            plans.pop(key, None)
-
-        try:
-            refs = tuple(weakref.ref(t, drop) for t in views)
-        except TypeError:  # not a weakly referable view: not cached
-            return plan
-        if len(_plans) >= _PLAN_LIMIT:
-            _plans.clear()
-        _plans[key] = plan + (refs,)  # (the references live as long as the plan)
-    return plan
 
 
 def _where(a: Touch) -> str:
@@ -147,13 +102,13 @@ class Sync:
         place in the happens-before order (None: it runs on no pipe, or `order` is False: the
         caller does not keep it).
 
-        The hot path of every Ascend instruction: its operand facts come from a plan (`_plan`),
+        The hot path of every Ascend instruction: its operand facts come from a plan (`plan_of`),
         each access is a plain tuple (a `Record`), and the exact byte sets are compared only
         when the cheap test (bounding byte ranges, of accesses not ordered before this one)
         says two accesses may overlap."""
-        plan = _plans.get((op, *operands, *map(id, operands.values())))
+        plan = PLANS.get((op, *operands, *map(id, operands.values())))
         if plan is None:
-            plan = _plan(op, operands)
+            plan = plan_of(op, operands)
         p = plan[1]
         if p < 0:
             return None

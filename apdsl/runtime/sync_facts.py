@@ -1,5 +1,6 @@
-"""What the synchronisation checker (`apdsl.runtime.sync`) records of one operand access, and
-the facts of a view it needs: the region its storage lies in and the byte range it touches."""
+"""What the synchronisation checker (`apdsl.runtime.sync`) records of one operand access, the
+facts of a view it needs (the region its storage lies in and the byte range it touches), and
+the plan of an instruction on its operand views (their facts and the pipe that runs it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor.layout import pattern_bounds, plain_leaves
+from .pipes import PIPE_INDEX, pipe_of
 
 # An access as the checker keeps it, in its hot path: a plain tuple (made per operand of every
 # instruction, so as cheap as Python makes anything), turned into a `Touch` only for a message.
@@ -109,3 +111,48 @@ def _measure(t: Any) -> tuple[int, int, bool]:
         dense = prod(t.shape) == hi - lo + 1
         return lo * bits // 8, ((hi + 1) * bits - 1) // 8, dense
     return 0, t.storage.nbytes - 1, False
+
+
+# -- plans: the facts of one instruction's operands ---------------------------------------------
+
+# The pipe of an instruction by (op, its operands' roles and buffers): the table decides by the
+# path the operands take (`pipe_of`), the same for every instance on the same buffers.
+_pipes: dict[tuple[Any, ...], str | None] = {}
+# Per instruction signature (op, roles, the views' ids): its plan, ending with the weak
+# references to the views (their callbacks drop the plan)
+PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_PLAN_LIMIT = 4096  # instruction signatures remembered (`plan_of`)
+
+
+def plan_of(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
+    """(pipe, pipe index (-1: none), the accesses' facts) of an instruction on these operands,
+    made once per instruction and operand views: views are immutable and a loop issues the same
+    instruction on the same tiles again and again.  Nothing in a plan depends on a checker's
+    state.  Kept by the views' ids, and dropped when any of the views dies (its weak
+    reference's callback runs before the view's memory, and so its id, can be reused): a plan
+    found is the plan of these very views.  The cache keeps no storage alive; bounded."""
+    facts = [(role, facts_of(t)) for role, t in operands.items()]
+    pkey = (op,) + tuple((role, f[7]) for role, f in facts)
+    try:
+        pipe = _pipes[pkey]
+    except KeyError:
+        pipe = _pipes[pkey] = pipe_of(op, operands)
+    entries = tuple((k, lo, hi, role == "dst", (layout, bits, base, dense), role)
+                    for role, (k, base, lo, hi, dense, layout, bits, _) in facts
+                    if hi >= lo)
+    plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
+    views = operands.values()
+    if all(t.dynamic is None for t in views):
+        key = (op, *operands, *map(id, views))
+
+        def drop(_: Any, key: tuple[Any, ...] = key, plans: dict[Any, Any] = PLANS) -> None:
+            plans.pop(key, None)
+
+        try:
+            refs = tuple(weakref.ref(t, drop) for t in views)
+        except TypeError:  # not a weakly referable view: not cached
+            return plan
+        if len(PLANS) >= _PLAN_LIMIT:
+            PLANS.clear()
+        PLANS[key] = plan + (refs,)  # (the references live as long as the plan)
+    return plan

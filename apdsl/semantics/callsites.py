@@ -63,6 +63,7 @@ def make_function(kind: str, body: list[str], namer: Namer) -> Closure:
     lines += [f"    x{j} = X[{j}]" for j in range(len(namer.values))]
     lines.append(f"    def {kind}(frame):")
     lines.append("        v = frame.vars")
+    lines.append("        g = frame.glob")
     lines += ["        " + line for line in body]
     lines.append(f"    return {kind}")
     source = "\n".join(lines) + "\n"
@@ -120,7 +121,7 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
         budget, callee = x(interp.budget), x(name)
         the_span, the_fn, the_impl, origins = x(span), x(fn), x(impl), x(interp.origins)
         lines = [f"{budget}.left -= 1",
-                 f"if {budget}.left < 0 or {callee} in v or {callee} in frame.glob:",
+                 f"if {budget}.left < 0 or {callee} in v or {callee} in g:",
                  f"    {budget}.left += 1",  # the general closure charges (and stops) itself
                  f"    result = {x(general)}(frame)",
                  "else:"]
@@ -130,7 +131,8 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
                                                                                   args))]
         body += [f"k{j} = {atoms.source(k, ev)}" for j, (k, (_, ev)) in enumerate(zip(kw_nodes,
                                                                                    kwargs))]
-        body.append(f"{x(interp)}.call_span = {the_span}")
+        if kind == "plain":  # (what allocates reads it: ndarray, the nl functions)
+            body.append(f"{x(interp)}.call_span = {the_span}")
         names = [f"a{i}" for i in range(len(arg_nodes))]
         kws = [f"k{j}" for j in range(len(kw_names))]
         direct = ", ".join(names + [f"{k}=k{j}" for j, k in enumerate(kw_names)])

@@ -123,7 +123,8 @@ class Scheduler:
         # Ascend: per checker (the index of a trace's `syncs`), per pipe index, the (end, last
         # slot) of each of the pipe's instructions by sequence number; a new checker (the next
         # kernel) starts after everything before it
-        self.pipe_ends: dict[int, list[list[tuple[float, int]]]] = {}
+        # (the ends and the slots in two lists each: floats and ints the collector never walks)
+        self.pipe_ends: dict[int, tuple[list[list[float]], list[list[int]]]] = {}
         self.epoch: tuple[int, tuple[float, int]] = (-1, (0.0, -1))
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
@@ -164,25 +165,25 @@ class Scheduler:
             got = self._part_costs[key] = self._costs_of(op, part, dge)
         pieces, costs = got
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
-            ends = self.pipe_ends.get(sync)
-            if ends is None:
-                ends = self.pipe_ends[sync] = [[] for _ in PIPES]
+            got_ends = self.pipe_ends.get(sync)
+            if got_ends is None:
+                got_ends = self.pipe_ends[sync] = ([[] for _ in PIPES], [[] for _ in PIPES])
+            ends, ends_slot = got_ends
             pi = PIPE_INDEX[pipe]
             # when the events let it start: the latest end of an instruction of another pipe
-            # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`: the (end,
-            # slot) of each of pipe q's so far), and of everything before its kernel
+            # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`, `ends_slot[q]`:
+            # the end and slot of each of pipe q's so far), and of everything before its kernel
             if sync != self.epoch[0]:
                 self.epoch = (sync, self.last_end)
-            ready = self.epoch[1]
+            start, pred = self.epoch[1]
             for q, k in enumerate(row[AFTER:]):
                 if k and q != pi:
                     done = ends[q]
-                    if k <= len(done) and done[k - 1][0] > ready[0]:
-                        ready = done[k - 1]
+                    if k <= len(done) and done[k - 1] > start:
+                        start, pred = done[k - 1], ends_slot[q][k - 1]
             if len(pieces) == 1 and not self.serial_order:  # `_ordered` of one piece, inline
                 cost = costs[0]
                 track = cost.engine
-                start, pred = ready
                 free_at, last = self.free.get(track, _IDLE)
                 if free_at > start:
                     start, pred = free_at, last
@@ -194,10 +195,12 @@ class Scheduler:
                     self.last_end = latest
                 slots.append(Slot(n, index, _ONE, op, name, location, track, start, end, cost,
                                   pieces[0], pred))
-                ends[pi].append(latest)
+                ends[pi].append(end)
+                ends_slot[pi].append(n)
                 return
-            self._ordered(index, op, name, location, pieces, costs, ready)
-            ends[pi].append(self.pipe_last)
+            self._ordered(index, op, name, location, pieces, costs, (start, pred))
+            ends[pi].append(self.pipe_last[0])
+            ends_slot[pi].append(self.pipe_last[1])
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
             self.unordered += 1
             self._ordered(index, op, name, location, pieces, costs, self.last_end)

@@ -131,6 +131,8 @@ class Trace:
     signatures: dict[Any, Any] = field(default_factory=dict)
     _sync_index: dict[int, int] = field(default_factory=dict, repr=False)
     _shared: dict[Any, Any] = field(default_factory=dict, repr=False)  # a value -> itself
+    # an event's (op, location, arguments) -> its row (`record_event`)
+    _events: dict[Any, tuple[Any, ...]] = field(default_factory=dict, repr=False)
     _made: list[Record] = field(default_factory=list, repr=False)
 
     @property
@@ -354,12 +356,17 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
     trace = m.trace
     if trace is None:
         return
-    file, line = m.location or _NOWHERE
-    row = (op, file, line, tuple(args), _event_pipe(op, args[0]))
-    try:  # (a loop's events are the same rows again: `Trace.share`, inline)
-        row = trace._shared.setdefault(row, row)
-    except TypeError:
-        pass
+    key = (op, m.location, args)  # a loop's events are the same rows again, found by it
+    events = trace._events
+    try:
+        row = events.get(key)
+    except TypeError:  # an unhashable argument (the event checked it): a row of its own
+        key = row = None
+    if row is None:
+        file, line = m.location or _NOWHERE
+        row = (op, file, line, tuple(args), _event_pipe(op, args[0]))
+        if key is not None:
+            events[key] = row
     trace.rows.append(row)
 
 

@@ -143,3 +143,20 @@ def test_outputs_are_unchanged_by_a_trace_read_twice():
     np.testing.assert_array_equal(result.value.numpy(), 2 * np.asarray(
         Program(NKI, "k.apk").run().value.numpy()) / 2)
     assert apdsl.profile(NKI).total_ns == profile_run(result).total_ns
+
+
+def test_the_profile_slots_made_from_the_schedule_rows_are_its_critical_path_objects():
+    p = profile_run(_traced(ASCEND))
+    path = p.critical_path
+    assert path and all(s is p.slots[s.index] for s in path)
+    assert p.total_ns == max(s.end for s in p.slots) == path[-1].end
+    busy = {}
+    for s in p.slots:
+        busy[s.track] = busy.get(s.track, 0.0) + (s.end - s.start)
+    assert {t: v for t, v in p.busy_ns.items() if v} == busy
+    for a, b in zip(path, path[1:]):
+        assert b.pred == a.index and b.start >= a.end
+    gc.collect()
+    gc.collect()
+    rows = p._table.rows
+    assert rows and [r for r in rows if gc.is_tracked(r)] == []

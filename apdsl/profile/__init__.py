@@ -41,7 +41,6 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     model = Model(target)
     scheduler = Scheduler(model, serial_order)
     scheduler.run(trace)
-    slots = scheduler.slots
     if family == "ascend":
         tracks = list(ASCEND_PIPES)
         notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
@@ -58,7 +57,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
                                          for ap in piece.values()}.values()):
         notes.append("some patterns hold registers: they are sized with each register's "
                      "last value")
-    return ProfileResult(target, slots, tracks, result.kernel, notes, trace)
+    return ProfileResult(target, scheduler.table, tracks, result.kernel, notes, trace)
 
 
 def _has_registers(ap: Any) -> bool:

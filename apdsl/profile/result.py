@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from .costs import as_json
-from .schedule import Slot, critical_path
+from .schedule import Slot, SlotTable, critical_path
 
 GANTT_MAX = 200  # instructions: above this the text timeline is left out
 SHORT_RUN = 512  # bytes: the run length under which a DMA is reported (SPEC section 14)
@@ -35,20 +35,43 @@ class ProfileResult:
     contiguous-run length; `to_json()`, `text()`.
     """
 
-    def __init__(self, target: str, slots: list[Slot], tracks: list[str],
+    def __init__(self, target: str, slots: list[Slot] | SlotTable, tracks: list[str],
                  kernel: str | None = None, notes: list[str] | None = None,
                  trace: Any = None) -> None:
         self.target = target
         self._trace = trace  # the run's trace (`apdsl.runtime.trace.Trace`), if any
         self.kernel = kernel
-        self.slots = slots
-        self.total_ns = max((s.end for s in slots), default=0.0)
-        busy: dict[str, float] = {t: 0.0 for t in tracks}
-        for s in slots:
-            busy[s.track] = busy.get(s.track, 0.0) + (s.end - s.start)
-        self.busy_ns = {t: v for t, v in busy.items() if v > 0 or t in tracks}
-        self.critical_path = critical_path(slots)
         self.notes = list(notes or [])
+        busy: dict[str, float] = {t: 0.0 for t in tracks}
+        if isinstance(slots, SlotTable):  # the schedule's rows: slots made when read
+            self._table, self._slots = slots, None
+            rows = slots.rows
+            # (a row: index, record, i, n, op, name, location, track, start, end, ...)
+            self.total_ns = max((r[9] for r in rows), default=0.0)
+            for r in rows:
+                busy[r[7]] = busy.get(r[7], 0.0) + (r[9] - r[8])
+            path = []
+            if rows:
+                i = max(range(len(rows)), key=lambda k: rows[k][9])
+                path.append(i)
+                while rows[i][12] >= 0:
+                    i = rows[i][12]
+                    path.append(i)
+            self.critical_path = [slots.slot(i) for i in reversed(path)]
+        else:
+            self._table, self._slots = None, slots
+            self.total_ns = max((s.end for s in slots), default=0.0)
+            for s in slots:
+                busy[s.track] = busy.get(s.track, 0.0) + (s.end - s.start)
+            self.critical_path = critical_path(slots)
+        self.busy_ns = {t: v for t, v in busy.items() if v > 0 or t in tracks}
+
+    @property
+    def slots(self) -> list[Slot]:
+        """Every scheduled hardware instruction, in program order."""
+        if self._slots is None:
+            self._slots = self._table.slots()  # type: ignore[union-attr]
+        return self._slots
 
     @property
     def _records(self) -> list[Any]:

@@ -103,7 +103,7 @@ class Scheduler:
         self.model = model
         self.serial_order = serial_order
         self.last_end: tuple[float, int] = (0.0, -1)
-        self.slots: list[Slot] = []
+        self.table = SlotTable()  # the slots so far, as compact rows
         self.free: dict[str, tuple[float, int]] = {}        # track -> (free at, last slot)
         nq = int(model.f["dma_queues"].value) if "dma_queues" in model.f else 0
         self.queues = [f"DMA q{i}" for i in range(nq)]
@@ -163,7 +163,7 @@ class Scheduler:
         got = self._part_costs.get(key)
         if got is None:
             got = self._part_costs[key] = self._costs_of(op, part, dge)
-        pieces, costs = got
+        pieces, costs, refs = got
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
             got_ends = self.pipe_ends.get(sync)
             if got_ends is None:
@@ -188,32 +188,32 @@ class Scheduler:
                 if free_at > start:
                     start, pred = free_at, last
                 end = start + cost.ns
-                slots = self.slots
-                n = len(slots)
+                rows = self.table.rows
+                n = len(rows)
                 self.free[track] = latest = (end, n)
                 if end > self.last_end[0]:
                     self.last_end = latest
-                slots.append(Slot(n, index, _ONE, op, name, location, track, start, end, cost,
-                                  pieces[0], pred))
+                rows.append((n, index, 0, 1, op, name, location, track, start, end, refs[0][1],
+                             refs[0][0], pred))
                 ends[pi].append(end)
                 ends_slot[pi].append(n)
                 return
-            self._ordered(index, op, name, location, pieces, costs, (start, pred))
+            self._ordered(index, op, name, location, costs, refs, (start, pred))
             ends[pi].append(self.pipe_last[0])
             ends_slot[pi].append(self.pipe_last[1])
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
             self.unordered += 1
-            self._ordered(index, op, name, location, pieces, costs, self.last_end)
+            self._ordered(index, op, name, location, costs, refs, self.last_end)
         else:
             keys = part[2] or {}
             n = len(pieces)
             for i, piece in enumerate(pieces):
-                self._add(index, op, name, location, costs[i], _ONE if n == 1 else (i, n), piece,
-                          keys)
+                self._add(index, op, name, location, costs[i], i, n, piece, refs[i], keys)
 
-    def _costs_of(self, op: str, part: tuple[Any, ...],
-                  dge: str | None) -> tuple[list[dict[str, Any]], list[Cost]]:
-        """The pieces of a trace part and each one's cost.  The trace shares lowered operands
+    def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None
+                  ) -> tuple[list[dict[str, Any]], list[Cost], list[tuple[int, int]]]:
+        """The pieces of a trace part, each one's cost, and where the slot table keeps each
+        (piece, cost).  The trace shares lowered operands
         between the executions of a loop's instruction, and between instructions on the same
         views: costs are computed once per distinct operand (the objects are kept alive by
         the trace, so their ids are stable)."""
@@ -226,21 +226,22 @@ class Scheduler:
             if cost is None:
                 cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
             costs.append(cost)
-        return pieces, costs
+        table = self.table
+        return pieces, costs, [(table.ref(piece), table.ref(cost))
+                               for piece, cost in zip(pieces, costs)]
 
     def _ordered(self, rec_index: int, op: str, name: str | None, location: Any,
-                 pieces: list[dict[str, Any]], costs: list[Cost],
+                 costs: list[Cost], refs: list[tuple[int, int]],
                  after: tuple[float, int]) -> None:
         """An Ascend instruction's pieces, each starting after `after` (its events, or every
         earlier instruction) and its pipe's previous instruction.  The storage accesses are not
         compared: with `after` they would order nothing more, and no later instruction reads
         them (an NKI instruction never touches an Ascend storage).  `pipe_last`: the (end,
         slot) of the piece that ends last."""
-        slots, free = self.slots, self.free
-        n = len(pieces)
+        rows, free = self.table.rows, self.free
+        n = len(costs)
         latest = (-inf, -1)
-        for i, piece in enumerate(pieces):
-            cost = costs[i]
+        for i, cost in enumerate(costs):
             ready, pred = after
             if self.serial_order and self.last_end[0] > ready:
                 ready, pred = self.last_end
@@ -249,21 +250,22 @@ class Scheduler:
             if free_at > ready:
                 ready, pred = free_at, last
             end = ready + cost.ns
-            index = len(slots)
+            index = len(rows)
             free[track] = (end, index)
             if end > self.last_end[0]:
                 self.last_end = (end, index)
             if end > latest[0]:
                 latest = (end, index)
-            slots.append(Slot(index, rec_index, _ONE if n == 1 else (i, n), op, name, location,
-                              track, ready, end, cost, piece, pred))
+            rows.append((index, rec_index, i, n, op, name, location, track, ready, end,
+                         refs[i][1], refs[i][0], pred))
         self.pipe_last = latest
 
     def _add(self, rec_index: int, op: str, name: str | None, location: Any, cost: Cost,
-             piece_no: tuple[int, int], piece: dict[str, Any], keys: dict[str, Any]) -> None:
+             i: int, n: int, piece: dict[str, Any], ref: tuple[int, int],
+             keys: dict[str, Any]) -> None:
         """An NKI instruction's piece: after the instructions whose storage bytes it reads or
         writes, on its engine or the least-loaded DMA queue."""
-        index = len(self.slots)
+        index = len(self.table.rows)
         ready, pred = 0.0, -1
         touched = []
         for role, ap in piece.items():
@@ -308,8 +310,13 @@ class Scheduler:
                 writes.append((fp, end, index))
             else:
                 reads.append((fp, end, index))
-        self.slots.append(Slot(index, rec_index, piece_no, op, name, location,
-                               track, start, end, cost, piece, pred))
+        self.table.rows.append((index, rec_index, i, n, op, name, location, track, start, end,
+                                ref[1], ref[0], pred))
+
+    @property
+    def slots(self) -> list[Slot]:
+        """The slots scheduled so far."""
+        return self.table.slots()
 
 
 _IDLE = (0.0, -1)  # a track that has run nothing yet: free from 0, after no slot
@@ -327,6 +334,57 @@ def _gap(busy: list[tuple[float, float, int]], t: float, dur: float) -> tuple[fl
         if e > t:
             t, waited = e, slot
     return t, waited
+
+
+class SlotTable:
+    """A schedule's slots as compact rows, made into `Slot`s when read (`slots`, `slot`).
+
+    A traced GEMM schedules some fifteen thousand instructions; a row of plain values -- `(index,
+    record, piece i, of n, op, name, location, track, start, end, cost, piece, pred)`, the cost
+    and the piece (its operands) as indexes into `objects` -- is left alone by the
+    garbage collector, which every kept object would otherwise call in sooner and slow down.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.objects: list[Any] = []  # each a `Cost` or a piece's operands, by index (`ref`)
+        self._refs: dict[int, int] = {}  # id -> index (the list keeps each object alive)
+        self._made: list[Slot] = []
+        self._some: dict[int, Slot] = {}  # slots read one by one before `slots()`
+
+    def ref(self, obj: Any) -> int:
+        """The index of `obj` (a cost or a piece) in the table's objects, added if new."""
+        i = self._refs.get(id(obj))
+        if i is None:
+            i = self._refs[id(obj)] = len(self.objects)
+            self.objects.append(obj)
+        return i
+
+    def slot(self, i: int) -> Slot:
+        """Slot `i` (made once: the same object however it is read)."""
+        if i < len(self._made):
+            return self._made[i]
+        got = self._some.get(i)
+        if got is None:
+            got = self._some[i] = self._make(i)
+        return got
+
+    def _make(self, i: int) -> Slot:
+        got = self._some.get(i)
+        if got is not None:
+            return got
+        index, record, k, n, op, name, location, track, start, end, cost, piece, pred = \
+            self.rows[i]
+        objs = self.objects
+        return Slot(index, record, _ONE if n == 1 else (k, n), op, name, location, track,
+                    start, end, objs[cost], objs[piece], pred)
+
+    def slots(self) -> list[Slot]:
+        """Every slot, in program order (made once, as far as the rows go)."""
+        made = self._made
+        if len(made) < len(self.rows):
+            made.extend(map(self._make, range(len(made), len(self.rows))))
+        return made
 
 
 def schedule(trace: Any, model: Model, *, serial_order: bool = False) -> list[Slot]:

@@ -257,6 +257,10 @@ def run_fast(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
 # A tile product is small: a multi-threaded BLAS spends more time waking (and, on a busy
 # machine, waiting for) its worker threads than computing, and its spinning workers slow the
 # interpreter in between.  mmad runs its product on one thread, scoped to the call.
+# (Measured for issue 16 on a 2-core machine: a (128, 64) @ (64, 256) float32 product takes
+# ~20 us on OpenBLAS's default 2 threads and ~35 us on one when the machine is idle, but with
+# the other core busy each 2-thread product waits for a scheduler slice: a 2048^3 tile GEMM
+# then ran 2 to 20 times slower.  The benchmarks run both of their sides on one thread.)
 
 _BLAS_NAMES = ("scipy_openblas", "openblas")  # numpy's bundled OpenBLAS, a system OpenBLAS
 _BLAS_SUFFIXES = ("64_", "")

@@ -178,7 +178,7 @@ def test_kept_plans_give_the_verdict_of_plans_made_afresh(program):
 
         sync.plan_of = fresh
         try:
-            # every plan made afresh: _plans is emptied before each instruction's plan
+            # every plan made afresh: PLANS is emptied before each instruction's plan
             sync.PLANS.clear()
             cold = _outcome(names, events, t)
         finally:

@@ -19,7 +19,9 @@ an earlier one and covers its bytes replaces it, so a loop that reuses its buffe
 list short.  A new access checks each earlier access of another pipe that it is not ordered
 after: a read and a write, or two writes, of overlapping bytes are a race (APK570; APK571 on
 V without a barrier).  Bounding byte ranges decide first; exact byte sets only when those
-overlap.
+overlap.  An instruction's operand facts (region, byte range, pipe) come from a plan kept per
+instruction and operand views (`sync_facts.plan_of`), so a loop's instructions do no layout
+work here.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ class Namer:
 
     def __init__(self) -> None:
         self.values: list[Any] = []
+        self.machine = False  # whether the code uses `m`, the current machine
 
     def value(self, v: Any) -> str:
         self.values.append(v)
@@ -64,6 +65,10 @@ def make_function(kind: str, body: list[str], namer: Namer) -> Closure:
     lines.append(f"    def {kind}(frame):")
     lines.append("        v = frame.vars")
     lines.append("        g = frame.glob")
+    if namer.machine:
+        # the machine the program runs on: the same for every statement of a block (a
+        # builtin that enters another, `nl.ndarray(address=...)`, leaves it before it returns)
+        lines.append("        m = current()")
     lines += ["        " + line for line in body]
     lines.append(f"    return {kind}")
     source = "\n".join(lines) + "\n"
@@ -147,8 +152,8 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
         else:
             as_tuple = "(" + "".join(f"{a}, " for a in names) + ")"
             as_dict = "{" + ", ".join(f"{k!r}: k{j}" for j, k in enumerate(kw_names)) + "}"
-            body += ["m = current()",
-                     f"m.location = {x(location)}",
+            namer.machine = True  # `m`: the machine, read once when the function starts
+            body += [f"m.location = {x(location)}",
                      f"m.span = {the_span}",
                      "try:",
                      "    if m.trace is None:",

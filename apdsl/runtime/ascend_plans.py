@@ -136,7 +136,7 @@ class CopyPlan:
     later calls use directly (`run_fast`)."""
 
     __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "arrays", "counted",
-                 "fast")
+                 "fast", "sync")
 
     def __init__(self, *, empty: bool = False, load: bool = False, dv: Tensor | None = None,
                  sv: Tensor | None = None, tails: bool = False,
@@ -148,6 +148,7 @@ class CopyPlan:
         self.arrays: tuple[np.ndarray, np.ndarray] | None | bool = False  # False: not yet
         self.counted = False  # the element counts were found equal (static views: for good)
         self.fast: tuple[Any, ...] | None = None
+        self.sync: tuple[Any, ...] | None = None  # (`trace.kept_plan`, with `fast`)
 
 
 def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
@@ -206,6 +207,7 @@ def _keep_fast(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, dv: Tensor,
         if tails is not None:  # the fill's own access, made once
             tails = ex.Indexed(dv.name, dv.storage, dv.dtype, (tails.size,), None, tails)
     # injective: checked by the full run (a duplicate write raised before the plan got here)
+    plan.sync = trace.kept_plan("dma_copy", {"dst": dv, "src": sv})
     plan.fast = (dacc, sacc, dacc.storage, sacc.storage, arrays[0], arrays[1],
                  dacc.dtype.bits, tails)
 
@@ -222,8 +224,9 @@ def run_fast(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None) -> bool
     dacc, sacc, dst_st, src_st, d, s, bits, tails = plan.fast  # type: ignore[misc]
     if dst_st.freed or src_st.freed:
         return False
-    trace.record("dma_copy", name, {"dst": dst if plan.dv is None else plan.dv,
-                                    "src": src if plan.sv is None else plan.sv})
+    trace.record_kept(m, plan.sync, "dma_copy", name,
+                      {"dst": dst if plan.dv is None else plan.dv,
+                       "src": src if plan.sv is None else plan.sv})
     if plan.load:
         if bits < dst_st.unit_bits:
             check_unique(dacc, _label(name), "dst")  # refines the written state first

@@ -210,7 +210,8 @@ def _fast_parts(acc_a: ex.Access, acc_b: ex.Access, acc_d: ex.Access, av: Tensor
     d = acc_d.array()
     order = tuple(sorted(range(d.ndim), key=lambda i: -abs(d.strides[i])))
     return (acc_a.storage, acc_b.storage, acc_d.storage, acc_d, loads[0], loads[1],
-            d.transpose(order), acc_d.lshape, order)
+            d.transpose(order), acc_d.lshape, order,
+            trace.kept_plan("mmad", {"dst": dv, "a": av, "b": bv}))
 
 
 def run_fast(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
@@ -222,15 +223,15 @@ def run_fast(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
     if m.check:
         return False
     sa, sb, sd, acc_d, (src_a, table_a, shape_a, ls_a), (src_b, table_b, shape_b, ls_b), \
-        d, ls_d, order = plan.fast  # type: ignore[misc]
+        d, ls_d, order, kept = plan.fast  # type: ignore[misc]
     if sa.freed or sb.freed or sd.freed:
         return False
     if not (sa.all_written and sb.all_written) and m.options.init_check:
         return False
     if not sd.all_written and (accumulate or acc_d.dtype.bits < sd.unit_bits):
         return False  # (the full path reads dst init-checked, or refines its written state)
-    trace.record("mmad", name, {"dst": dst if plan.dv is None else plan.dv, "a": plan.av,
-                                "b": plan.bv})
+    trace.record_kept(m, kept, "mmad", name, {"dst": dst if plan.dv is None else plan.dv,
+                                              "a": plan.av, "b": plan.bv})
     left = np.empty(shape_a, np.float32)
     if table_a:
         _F16_TO_F32.take(src_a, out=left.reshape(ls_a), mode="clip")

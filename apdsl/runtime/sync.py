@@ -99,7 +99,8 @@ class Sync:
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
-               location: Any, order: bool = True) -> Order | None:
+               location: Any, order: bool = True,
+               plan: tuple[Any, ...] | None = None) -> Order | None:
         """Check and record the accesses of one instruction before it moves data; return its
         place in the happens-before order (None: it runs on no pipe, or `order` is False: the
         caller does not keep it).
@@ -107,10 +108,12 @@ class Sync:
         The hot path of every Ascend instruction: its operand facts come from a plan (`plan_of`),
         each access is a plain tuple (a `Record`), and the exact byte sets are compared only
         when the cheap test (bounding byte ranges, of accesses not ordered before this one)
-        says two accesses may overlap."""
-        plan = PLANS.get((op, *operands, *map(id, operands.values())))
+        says two accesses may overlap.  `plan`: the one `kept_plan` gave for these very
+        operands (a caller that keeps its own plan per operand views skips the lookup)."""
         if plan is None:
-            plan = plan_of(op, operands)
+            plan = PLANS.get((op, *operands, *map(id, operands.values())))
+            if plan is None:
+                plan = plan_of(op, operands)
         p = plan[1]
         if p < 0:
             return None

@@ -259,6 +259,30 @@ def calling(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     return result
 
 
+def kept_plan(op: str, operands: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What `record_kept` needs to record `op` on these operands again and again (an
+    instruction plan kept per operand views): the sync checker's plan of Ascend operands, all
+    static; None: `record_kept` records as `record` does."""
+    views = operands.values()
+    if not views or any(t.dynamic is not None or not t.layout.static or
+                        t.storage.buffer not in ASCEND_BUFFERS for t in views):
+        return None
+    from .sync_facts import plan_of
+    return plan_of(op, operands)
+
+
+def record_kept(m: Any, plan: tuple[Any, ...] | None, op: str, name: str | None,
+                operands: dict[str, Any]) -> None:
+    """`record(op, name, operands)` on the current machine `m`, for the operands `plan` was
+    kept for (`kept_plan`): when nothing traces, the kernel's sync checker takes the plan
+    without looking it up (Ascend operands are never NKI on-chip: no entry limit to check)."""
+    s = m.sync
+    if s is not None and plan is not None and m.trace is None:
+        s.access(op, name, operands, m.span, m.location, False, plan)
+    else:
+        record(op, name, operands)
+
+
 def instruction_label(op: str, name: Any) -> str:
     """How messages name an instruction: `dma_copy`, or `dma_copy 'load'` with `name=`."""
     return f"{op} {str(name)!r}" if name is not None else op

@@ -128,11 +128,21 @@ def dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     GM -> fractal row-tail zero-fill of Nd2Nz).  The rules of a pair of views are checked once
     (`apdsl.runtime.ascend_plans`)."""
     plan = plans.lookup(COPY_PLANS, dst, (src,))
-    if plan is None:
+    if plan is not None:
+        plans.run_copy(plan, dst, src, name, label)
+        return
+    if not plans.cacheable(dst, src):
+        plans.run_copy(copy_plan(dst, src, label), dst, src, name, label)
+        return
+    # a GM tile of a loop: the plan of another tile of the same layout but its base, if any
+    plan = plans.by_value(COPY_PLANS, dst, src)
+    made = plan is None
+    if made:
         plan = copy_plan(dst, src, label)
-        if plans.cacheable(dst, src):
-            plans.keep(COPY_PLANS, dst, (src,), None, plan)
+    plans.keep(COPY_PLANS, dst, (src,), None, plan)
     plans.run_copy(plan, dst, src, name, label)
+    if made:
+        plans.keep_value(COPY_PLANS, dst, src, plan)
 
 
 COPY_PLANS: plans.Table = plans.Table()

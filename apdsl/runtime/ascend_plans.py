@@ -15,6 +15,16 @@ the same per-call checks in the same order on what the first call made; anything
 ordinary (check mode, a freed storage, unwritten operands) goes back to the full path, which
 reports it.
 
+A fast copy between a GM view and an on-chip view is also kept "by value" on the on-chip view
+(`keep_value`, as `apdsl.runtime.dmaplan` keeps a plain NKI pair): a GM tile of a loop is a
+new view at a new base offset each time (and each run: new storages), but every rule of the
+copy depends on its layout only relative to that base (GM has no alignment rule; the bounds
+are checked again per tile), so another GM view equal in dtype, buffer, format, layout dims,
+valid extent (a full tile: its valid view is itself) and storage size, shape and dtype takes a
+plan made from the kept one (`by_value`): its access and NumPy array are the kept ones moved
+by the base's difference over its own storage's bytes.  Loads (whole fractals: GM offsets
+have a rule) and tiles with a tail are never matched by value.
+
 Plans are kept per first view (weakly: they die with it; also on the view itself, `Kept`), per
 the other views by id, each checked by a weak reference (a dead view's id may be reused), at
 most `LIMIT` per first view, and dropped when another view of the entry dies.  A plan never
@@ -30,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TargetError
+from ..tensor.layout import pattern_bounds
 from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import execute as ex
@@ -361,3 +372,120 @@ def _line_tails(d: Tensor, axis: int) -> np.ndarray | None:
         return None
     steps = np.arange(1, width)
     return (ends[:, None] + inner * steps)[steps <= tail[:, None]]
+
+
+# -- plans by value (a GM tile and an on-chip view) -------------------------------------------
+
+_VALUE = object()  # first item of a by-value key in a Kept (id keys start with None or a bool)
+
+
+def _gm_side(dst: Tensor, src: Tensor) -> int:
+    """0: the GM view is src, 1: it is dst, -1: no GM view or both."""
+    d, s = dst.buffer == "gm", src.buffer == "gm"
+    return -1 if d is s else (1 if d else 0)
+
+
+def _value_key(role: int, g: Tensor) -> tuple[Any, ...]:
+    st = g.storage
+    return (_VALUE, role, g.layout.dims, g.dtype, g.origin_shape, st.buffer, st.format, st.dtype,
+            st.shape, st.nbytes, st.c0)
+
+
+class ValuePlan:
+    """A fast GM <-> on-chip copy kept on its on-chip view, for the GM views equal to the one it
+    was made with but for their base offset: the on-chip side's parts as they were, the GM
+    side's access and array relative to the base (no view or storage of the GM side)."""
+
+    __slots__ = ("role", "chip", "base", "offset", "shape", "lshape", "lstrides", "lo", "hi",
+                 "aoff", "ashape", "astrides", "dtype")
+
+    def __init__(self, role: int, plan: CopyPlan, g: Tensor) -> None:
+        dacc, sacc, dst_st, src_st, d, s, bits, tails = plan.fast  # type: ignore[misc]
+        if role == 0:  # GM is src
+            acc, arr = sacc, s
+            self.chip = (plan.dv, dacc, dst_st, d, bits, tails, plan.tails, plan.column_major)
+        else:
+            acc, arr = dacc, d
+            self.chip = (plan.sv, sacc, src_st, s, bits, tails, plan.tails, plan.column_major)
+        self.role = role
+        self.base, self.offset = g.layout.base, acc.offset
+        self.shape, self.lshape, self.lstrides = acc.shape, acc.lshape, acc.lstrides
+        self.lo, self.hi = pattern_bounds(0, acc.lshape, acc.lstrides)
+        self.aoff = arr.__array_interface__["data"][0] \
+            - acc.storage.data.__array_interface__["data"][0]
+        self.ashape, self.astrides, self.dtype = arr.shape, arr.strides, acc.dtype
+
+    def make(self, g: Tensor) -> CopyPlan | None:
+        """The plan of the copy between the on-chip view and GM view `g` (None: `g` is out of
+        bounds there, or already resolved otherwise: the full path decides)."""
+        st = g.storage
+        if st.freed:
+            return None
+        delta = g.layout.base - self.base
+        off = self.offset + delta
+        if off + self.lo < 0 or off + self.hi >= st.nbytes * 8 // self.dtype.bits:
+            return None  # the full path reports it (APK401)
+        acc = getattr(g, "memo", None)
+        if acc is None:
+            acc = ex.Strided(g.name, st, self.dtype, self.shape, g.layout, off, self.lshape,
+                             self.lstrides)
+            try:
+                object.__setattr__(g, "memo", acc)  # as `resolve` memoises it
+            except AttributeError:
+                return None
+        elif type(acc) is not ex.Strided or acc.offset != off or acc.lshape != self.lshape \
+                or acc.lstrides != self.lstrides:
+            return None
+        arr = np.ndarray(self.ashape, self.dtype.np, buffer=st.data,
+                         offset=self.aoff + delta * self.dtype.np.itemsize,
+                         strides=self.astrides)
+        view, cacc, cst, carr, bits, tails, has_tails, column_major = self.chip
+        if self.role == 0:
+            plan = CopyPlan(dv=view, tails=has_tails, column_major=column_major)
+            plan.fast = (cacc, acc, cst, st, carr, arr, bits, tails)
+            plan.arrays = (carr, arr)
+        else:
+            plan = CopyPlan(sv=view, tails=has_tails, column_major=column_major)
+            plan.fast = (acc, cacc, st, cst, arr, carr, bits, tails)
+            plan.arrays = (arr, carr)
+        plan.counted = True  # (the element counts: values of the layouts, equal)
+        return plan
+
+
+def by_value(table: Table, dst: Tensor, src: Tensor) -> CopyPlan | None:
+    """A plan for this GM <-> on-chip pair made from one kept by value on the on-chip view
+    (`keep_value`), or None.  Both views pass `cacheable`."""
+    role = _gm_side(dst, src)
+    if role < 0:
+        return None
+    g, o = (src, dst) if role == 0 else (dst, src)
+    per = _kept(table, o)
+    if per is None or g.origin_shape not in (None, g.shape):
+        return None
+    got = per.get(_value_key(role, g))
+    return None if got is None else got[1].make(g)
+
+
+def keep_value(table: Table, dst: Tensor, src: Tensor, plan: CopyPlan) -> None:
+    """After a copy of this pair ran in full and made its fast plan: keep it by value on the
+    on-chip view (a plain row-major copy of a full GM tile only)."""
+    role = _gm_side(dst, src)
+    if role < 0 or plan.fast is None or plan.load or plan.empty:
+        return
+    g, o = (src, dst) if role == 0 else (dst, src)
+    if (plan.sv if role == 0 else plan.dv) is not None or g.origin_shape not in (None, g.shape):
+        return  # a tail: its valid view is a region of it
+    acc = plan.fast[1 - role]
+    if type(acc) is not ex.Strided or acc.dtype.bits < 8 or not isinstance(g.layout.base, int):
+        return
+    per = _kept(table, o)
+    if per is None:
+        per = Kept()
+        try:
+            object.__setattr__(o, "pair", per)
+        except AttributeError:
+            pass
+        table[o] = per
+    elif len(per) >= LIMIT:
+        per.clear()
+    per[_value_key(role, g)] = ((), ValuePlan(role, plan, g))

@@ -187,3 +187,56 @@ def test_the_stdlib_gemm_with_value_plans_is_the_gemm_without():
     np.testing.assert_allclose(fast, a.astype(np.float32) @ b.astype(np.float32),
                                rtol=1e-4, atol=1e-3)
     assert fast_trace == full_trace
+
+
+# GM tiles copied into one L1 tile and moved on to L0A, ping-ponged by events; on trip SKIP the
+# move's wait for the copy is left out (that trip's copy runs on a plan made by value).
+RACE = """\
+kernel k(A: f16[64, 16] @ gm):
+    a1 = ndarray((16, 16), f16, l1, "NZ")
+    a0 = ndarray((16, 16), f16, l0a, "ZZ")
+    set_flag("MTE1_MTE2", 0)
+    for r in range(4):
+        t = tile_view(A, (r, 0), (16, 16))
+        wait_flag("MTE1_MTE2", 0)
+        dma_copy(a1, t)
+        set_flag("MTE2_MTE1", 0)
+        if r != SKIP:
+            wait_flag("MTE2_MTE1", 0)
+        dma_copy(a0, a1)
+        set_flag("MTE1_MTE2", 0)
+        if r == SKIP:
+            wait_flag("MTE2_MTE1", 0)
+    wait_flag("MTE1_MTE2", 0)
+"""
+
+
+def _race(skip: int) -> None:
+    from apdsl.semantics.program import Program
+    a = np.arange(1024, dtype=np.float16).reshape(64, 16)
+    Program(RACE.replace("SKIP", str(skip)), "race.apk").run("k", {"A": a})
+
+
+def test_a_race_on_a_copy_by_a_value_plan_is_reported_at_both_lines(built):
+    _race(-1)
+    assert built[0] == 2  # Nd2Nz once (the other tiles by value), LoadData once
+    lines = RACE.splitlines()
+    for skip in (1, 3):
+        with raises_code("APK570") as err:
+            _race(skip)
+        e = err.value
+        assert "read-after-write" in str(e)
+        assert e.span.line == lines.index("        dma_copy(a0, a1)") + 1
+        assert any(label.span.line == lines.index("        dma_copy(a1, t)") + 1
+                   for label in e.labels)
+
+
+def test_a_value_plan_hands_the_sync_checker_its_own_plan():
+    buf = apdsl.ndarray((32, 32), F16, "l1", "NZ")
+    l1 = _warm(buf)
+    a, _ = _gm((64, 64), 9)
+    tile = apdsl.tile_view(a, (1, 0), (32, 32))
+    apdsl.dma_copy(l1, tile)
+    plan = plans.lookup(ascend.COPY_PLANS, l1, (tile,))
+    assert plan.fast is not None and plan.fast[1].storage is a.storage
+    assert plan.sync == trace.kept_plan("dma_copy", {"dst": l1, "src": tile})

@@ -415,8 +415,8 @@ class ValuePlan:
             - acc.storage.data.__array_interface__["data"][0]
         self.ashape, self.astrides, self.dtype = arr.shape, arr.strides, acc.dtype
 
-    def make(self, g: Tensor) -> CopyPlan | None:
-        """The plan of the copy between the on-chip view and GM view `g` (None: `g` is out of
+    def make(self, g: Tensor, o: Tensor) -> CopyPlan | None:
+        """The plan of the copy between on-chip view `o` and GM view `g` (None: `g` is out of
         bounds there, or already resolved otherwise: the full path decides)."""
         st = g.storage
         if st.freed:
@@ -449,6 +449,9 @@ class ValuePlan:
             plan.fast = (acc, cacc, st, cst, arr, carr, bits, tails)
             plan.arrays = (arr, carr)
         plan.counted = True  # (the element counts: values of the layouts, equal)
+        dst, src = (o, g) if self.role == 0 else (g, o)
+        plan.sync = trace.kept_plan("dma_copy", {"dst": dst if plan.dv is None else plan.dv,
+                                                 "src": src if plan.sv is None else plan.sv})
         return plan
 
 
@@ -463,7 +466,7 @@ def by_value(table: Table, dst: Tensor, src: Tensor) -> CopyPlan | None:
     if per is None or g.origin_shape not in (None, g.shape):
         return None
     got = per.get(_value_key(role, g))
-    return None if got is None else got[1].make(g)
+    return None if got is None else got[1].make(g, o)
 
 
 def keep_value(table: Table, dst: Tensor, src: Tensor, plan: CopyPlan) -> None:

@@ -137,18 +137,18 @@ class Sync:
                 lists = regions[rkey] = ([], [])
             else:
                 # the cheap test: an earlier access of another pipe, not ordered before this
-                # one, whose byte range overlaps (a read conflicts with writes only)
+                # one, whose byte range overlaps (a read conflicts with writes only).  Every
+                # access listed here is of an earlier instruction (nothing of this one is
+                # recorded yet), so one of this pipe (but V) is ordered by its clock alone:
+                # clk[p] is seq - 1 and the access's number is below seq
                 for e in lists[1]:
-                    q = e[0]
-                    if not (q == p and same or e[1] <= clk[q] or e[3] < lo or hi < e[2]):
+                    if not (e[1] <= clk[e[0]] or e[3] < lo or hi < e[2]):
                         self._check(rec, lists, clk, operands[role])
                         break
                 else:
                     if write:
                         for e in lists[0]:
-                            q = e[0]
-                            if not (q == p and same or e[1] <= clk[q] or e[3] < lo or
-                                    hi < e[2]):
+                            if not (e[1] <= clk[e[0]] or e[3] < lo or hi < e[2]):
                                 self._check(rec, lists, clk, operands[role])
                                 break
             new.append((rec, lists, lo, hi, write, static[3]))
@@ -159,21 +159,22 @@ class Sync:
             if dense:
                 # a dense access drops the earlier accesses ordered before it and inside its
                 # bytes: they can no longer race with anything later that it does not (a
-                # write hides both kinds, a read hides reads)
+                # write hides both kinds, a read hides reads).  The clock first (it orders
+                # most); the same-pipe test is for this instruction's own earlier access
                 j = len(reads)
                 while j:
                     j -= 1
                     e = reads[j]
-                    if lo <= e[2] and e[3] <= hi and (e[0] == p and same or
-                                                      e[1] <= clk[e[0]]):
+                    if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
+                                                      e[0] == p and same):
                         del reads[j]
                 if write:
                     j = len(writes)
                     while j:
                         j -= 1
                         e = writes[j]
-                        if lo <= e[2] and e[3] <= hi and (e[0] == p and same or
-                                                          e[1] <= clk[e[0]]):
+                        if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
+                                                          e[0] == p and same):
                             del writes[j]
             (writes if write else reads).append(rec)
         self.accesses = n

@@ -26,11 +26,13 @@ import keyword
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ApdslError
 from ..runtime.trace import calling, record_event
 from ..syntax import ast
 from ..tensor.machine import current
 from ..tensor.view import Tensor
 from .frames import Closure
+from .pyerrors import PY_ERRORS, python_error
 
 _FACTORIES: dict[str, Callable[..., Closure]] = {}  # source -> factory
 _MAX_FACTORIES = 1024
@@ -103,14 +105,23 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
                   failed: Callable[[Any, BaseException], BaseException],
                   unrecorded: list[tuple[int, Any]], errors: tuple) -> Emitter | None:
     func = node.func
-    if interp.dry or type(func) is not ast.Name:
+    if interp.dry or type(func) not in (ast.Name, ast.NkiName):
         return None
     name = func.id
-    fn = interp.builtins.get(name)
-    if fn is None or not callable(fn):
-        return None
-    kind, impl = _kind(interp, name, fn)
-    if impl is None:
+    table = interp.builtins
+    # `nisa.dma_copy(...)` is never a program's name: its site stands for `nki_lookup`'s
+    # answer (NKI's own meaning first, else the builtin) while the table gives the same
+    own = f"{func.space}.{name}" if type(func) is ast.NkiName else None
+    fn = table.get(own) if own is not None else None
+    own_found = fn is not None
+    if own_found:
+        kind, impl = _kind_own(interp, fn)
+    else:
+        fn = table.get(name)
+        if fn is None or not callable(fn):
+            return None  # (the general closure's unknown-name error)
+        kind, impl = _kind(interp, name, fn)
+    if impl is None or not callable(fn):
         return None
     kw_names = tuple(k for k, _ in kwargs)
     if not all(k.isidentifier() and not keyword.iskeyword(k) for k in kw_names):
@@ -125,8 +136,14 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
         atoms = _Atoms(interp, namer)
         budget, callee = x(interp.budget), x(name)
         the_span, the_fn, the_impl, origins = x(span), x(fn), x(impl), x(interp.origins)
+        if own is None:  # a program's own binding of the name
+            guard = f"{callee} in v or {callee} in g"
+        elif own_found:
+            guard = f"{x(table)}.get({x(own)}) is not {the_fn}"
+        else:
+            guard = f"{x(own)} in {x(table)} or {x(table)}.get({callee}) is not {the_fn}"
         lines = [f"{budget}.left -= 1",
-                 f"if {budget}.left < 0 or {callee} in v or {callee} in g:",
+                 f"if {budget}.left < 0 or {guard}:",
                  f"    {budget}.left += 1",  # the general closure charges (and stops) itself
                  f"    result = {x(general)}(frame)",
                  "else:"]
@@ -243,6 +260,8 @@ def value_emitter(interp: Any, node: Any, compiled: Closure, target: str,
     return assign
 
 
+# tensor attributes read inline (fields: nothing to raise; TENSOR_ATTRS allows them)
+_FIELDS = ("dtype", "shape")
 _INT_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
 _INT_BINOPS = frozenset({"+", "-", "*", "%", "//"})
 
@@ -274,6 +293,16 @@ class _Atoms:
         value must be an int (within `bound` of zero, when given)."""
         if type(node) is ast.Const and type(node.value) is int:
             return [], self.value(node.value)
+        if type(node) is ast.BinOp and node.op in _INT_BINOPS:
+            # `(k + 1) * T`: the inner operation inline, its value a temp held within `bound`
+            inner = self._binop(node)
+            if inner is None:
+                return None
+            t = self.temp()
+            conds = [*inner[0], f"type({t} := {inner[1]}) is int"]
+            if bound is not None:
+                conds.append(f"{self.value(-bound)} <= {t} <= {self.value(bound)}")
+            return conds, t
         if self._local(node):
             t, name = self.temp(), self.value(node.id)
             conds = [f"{name} in v", f"type({t} := v[{name}]) is int"]
@@ -340,6 +369,46 @@ class _Atoms:
             return conds, f"{t}[{index[1]}]"
         return None
 
+    def _slices(self, node: Any) -> tuple[list[str], str] | None:
+        """(conditions, source) of the key of `A[k * T:(k + 1) * T, 0:64]`, a tensor local
+        indexed by slices (no step) and ints of the inline int forms; else None."""
+        if not 1 <= len(node.index) <= 3 or not self._local(node.value) or \
+                not any(type(i) is ast.Slice for i in node.index):
+            return None
+        conds: list[str] = []
+        parts = []
+        for i in node.index:
+            if type(i) is not ast.Slice:
+                part = self._int(i, None)
+                if part is None:
+                    return None
+                conds += part[0]
+                parts.append(part[1])
+                continue
+            if i.step is not None:
+                return None
+            if all(b is None or type(b) is ast.Const and type(b.value) is int
+                   for b in (i.start, i.stop)):  # `:`, `0:64`: the slice made once
+                parts.append(self.value(slice(*(None if b is None else b.value
+                                                for b in (i.start, i.stop)))))
+                continue
+            bounds = []
+            for b in (i.start, i.stop):
+                if b is None:
+                    bounds.append("None")
+                    continue
+                part = self._int(b, None)
+                if part is None:
+                    return None
+                conds += part[0]
+                bounds.append(part[1])
+            parts.append(f"slice({bounds[0]}, {bounds[1]})")
+        t, name = self.temp(), self.value(node.value.id)
+        key = parts[0] if len(parts) == 1 else "(" + "".join(f"{p}, " for p in parts) + ")"
+        # the tensor read first, as the general closure reads the value before the key
+        return [f"{name} in v", f"type({t} := v[{name}]) is Tensor", *conds], \
+            f"{self.value(subscript)}({t}, {key}, {self.value(node.span)})"
+
     def source(self, node: Any, compiled: Closure) -> str:
         inline = self._inline(node, compiled)
         if inline is not None:
@@ -353,6 +422,25 @@ class _Atoms:
             fallback = self.value(compiled) if compiled is not None else "None"
             return f"({source} if {' and '.join(conds)} else {fallback}(frame))"
         kind = type(node)
+        if kind is ast.Subscript and compiled is not None:
+            sliced = self._slices(node)
+            if sliced is not None:
+                conds, source = sliced
+                return f"({source} if {' and '.join(conds)} else {self.value(compiled)}(frame))"
+        if kind is ast.Attribute and compiled is not None and node.attr in _FIELDS and \
+                self._local(node.value):  # `lhsT.dtype`: a tensor's field, as get_attribute
+            t, name = self.temp(), self.value(node.value.id)
+            return (f"({t}.{node.attr} if {name} in v and type({t} := v[{name}]) is Tensor "
+                    f"else {self.value(compiled)}(frame))")
+        if kind is ast.NkiName and compiled is not None:  # `nl.sbuf`: nki_lookup's answer
+            table, t = self.value(self.interp.builtins), self.temp()
+            own = f"{node.space}.{node.id}"
+            if own in self.interp.builtins:
+                return (f"({t} if ({t} := {table}.get({self.value(own)})) is not None "
+                        f"else {self.value(compiled)}(frame))")
+            return (f"({t} if {self.value(own)} not in {table} and ({t} := "
+                    f"{table}.get({self.value(node.id)})) is not None "
+                    f"else {self.value(compiled)}(frame))")
         if kind is ast.Const or kind is ast.Str:
             return self.value(node.value)
         if kind is ast.Name and node.id not in self.interp.builtins:
@@ -369,6 +457,17 @@ class _Atoms:
         return None
 
 
+def subscript(value: Any, key: Any, span: Any) -> Any:
+    """`value[key]` with the general subscript's errors (located at the subscript); the
+    origin of a view made in a call's argument is the call's to record."""
+    try:
+        return value[key]
+    except ApdslError as e:
+        raise e.with_span(span) from None
+    except PY_ERRORS as e:
+        raise python_error(e, span) from None
+
+
 def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closure:
     """A closure giving the positional argument values of a call (a tuple, left to right),
     constants and local names read inline (a helper's call with a dozen names, `load_slab(A,
@@ -378,6 +477,13 @@ def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closur
     parts = [atoms.source(a, ev) for a, ev in zip(nodes, args)]
     return make_function("positional", ["return (" + "".join(f"{p}, " for p in parts) + ")"],
                          namer)
+
+
+def _kind_own(interp: Any, fn: Any) -> tuple[str, Any]:
+    """What an NKI name's own meaning `fn` (`nl.ndarray`, `nl.transpose`, ...) is: an
+    instruction called straight, else a plain callable (never an event or a TLA function)."""
+    impl = interp.direct_instructions.get(fn)
+    return ("instr", impl) if impl is not None else ("plain", fn)
 
 
 def _kind(interp: Any, name: str, fn: Any) -> tuple[str, Any]:

@@ -114,8 +114,9 @@ def _call_emitter(interp: Any, node: Any, args: list[Closure],
     own = f"{func.space}.{name}" if type(func) is ast.NkiName else None
     fn = table.get(own) if own is not None else None
     own_found = fn is not None
-    if own_found:
-        kind, impl = _kind_own(interp, fn)
+    if own_found:  # (`nl.ndarray`, `nl.transpose`: an instruction or plain, never an event)
+        impl = interp.direct_instructions.get(fn)
+        kind, impl = ("instr", impl) if impl is not None else ("plain", fn)
     else:
         fn = table.get(name)
         if fn is None or not callable(fn):
@@ -477,13 +478,6 @@ def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closur
     parts = [atoms.source(a, ev) for a, ev in zip(nodes, args)]
     return make_function("positional", ["return (" + "".join(f"{p}, " for p in parts) + ")"],
                          namer)
-
-
-def _kind_own(interp: Any, fn: Any) -> tuple[str, Any]:
-    """What an NKI name's own meaning `fn` (`nl.ndarray`, `nl.transpose`, ...) is: an
-    instruction called straight, else a plain callable (never an event or a TLA function)."""
-    impl = interp.direct_instructions.get(fn)
-    return ("instr", impl) if impl is not None else ("plain", fn)
 
 
 def _kind(interp: Any, name: str, fn: Any) -> tuple[str, Any]:

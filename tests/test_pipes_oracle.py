@@ -125,21 +125,27 @@ def oracle_races(names: list[str], events: list) -> bool:
                for order in permutations(range(n)) if _consistent(order, names, events))
 
 
-def checker_races(names: list[str], events: list) -> bool:
+def run_program(names: list[str], events: list, t: dict) -> None:
+    """The oracle's program on tensors `t`, under the sync checker: instruction k waits for
+    each event (i, k) before it runs and sets each event (k, j) after."""
     pipes = [MENU[n][0] for n in names]
     ids = {e: k for k, e in enumerate(events)}  # a distinct id for each event pair
+    with apdsl.pipes():
+        for k, name in enumerate(names):
+            for (i, j) in events:
+                if j == k:
+                    apdsl.wait_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
+            _execute(name, t)
+            for (i, j) in events:
+                if i == k:
+                    apdsl.set_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
+
+
+def checker_races(names: list[str], events: list) -> bool:
     with apdsl.options(init_check=False):
         t = _tensors()
         try:
-            with apdsl.pipes():
-                for k, name in enumerate(names):
-                    for (i, j) in events:
-                        if j == k:
-                            apdsl.wait_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
-                    _execute(name, t)
-                    for (i, j) in events:
-                        if i == k:
-                            apdsl.set_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
+            run_program(names, events, t)
         except ApdslError as e:
             assert e.code == "APK570", e
             return True

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from support import raises_code
-from test_pipes_oracle import MENU, _execute, _tensors, programs
+from test_pipes_oracle import _tensors, programs, run_program
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -145,18 +145,8 @@ def test_events_refused_on_the_fast_path_as_before():
 def _outcome(names, events, t):
     """What the checker says of the oracle's program on tensors `t`: None, or the error's
     code, message, help and pipes."""
-    pipes = [MENU[n][0] for n in names]
-    ids = {e: k for k, e in enumerate(events)}
     try:
-        with apdsl.pipes():
-            for k, name in enumerate(names):
-                for (i, j) in events:
-                    if j == k:
-                        apdsl.wait_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
-                _execute(name, t)
-                for (i, j) in events:
-                    if i == k:
-                        apdsl.set_flag(f"{pipes[i]}_{pipes[j]}", ids[(i, j)])
+        run_program(names, events, t)
     except ApdslError as e:
         return e.code, str(e), e.help, dict(e.facts)
     return None

@@ -12,33 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_callsites import outcome, same, switch_off
+from test_nki_matmul import TUTORIAL_APK as TUTORIAL  # the NKI tutorial kernel, re-typed
 
 from apdsl.errors import ApdslError
 from apdsl.semantics.program import Program
-
-TUTORIAL = """
-kernel mm(lhsT: f32[K, M] @ hbm, rhs: f32[K, N] @ hbm) -> f32[M, N] @ shared_hbm:
-    TILE_M = 128
-    TILE_K = 128
-    TILE_N = 512
-    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
-    for m in nl.affine_range(M // TILE_M):
-        for n in nl.affine_range(N // TILE_N):
-            res_psum = nl.ndarray((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // TILE_K):
-                lhsT_tile = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-                rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=lhsT_tile, src=lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                                      m * TILE_M:(m + 1) * TILE_M])
-                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K:(k + 1) * TILE_K,
-                                                    n * TILE_N:(n + 1) * TILE_N])
-                nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
-            res_sb = nl.ndarray(res_psum.shape, dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=res_sb, src=res_psum)
-            nisa.dma_copy(dst=result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N],
-                          src=res_sb)
-    return result
-"""
 
 
 def test_nki_calls_compile_to_sites():
@@ -53,10 +30,10 @@ def test_the_tutorial_kernel_runs_and_traces_as_the_general_path(trace):
     rng = np.random.default_rng(5)
     inputs = {"lhsT": rng.standard_normal((256, 256)).astype(np.float32),
               "rhs": rng.standard_normal((256, 1024)).astype(np.float32)}
-    fast = outcome(TUTORIAL, "mm", inputs, trace=trace)
+    fast = outcome(TUTORIAL, "nki_matmul_tiled_", inputs, trace=trace)
     with pytest.MonkeyPatch.context() as mp:
         switch_off(mp)
-        slow = outcome(TUTORIAL, "mm", inputs, trace=trace)
+        slow = outcome(TUTORIAL, "nki_matmul_tiled_", inputs, trace=trace)
     same(fast, slow)
     np.testing.assert_allclose(fast[1], inputs["lhsT"].T @ inputs["rhs"], rtol=1e-4, atol=1e-3)
 

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Case, Side, main  # noqa: E402
 
-from apdsl.runtime import execute  # noqa: E402
-from apdsl.runtime.mmad import mmad  # noqa: E402
+from apdsl.runtime.ascend.mmad import mmad  # noqa: E402
+from apdsl.runtime.core import execute  # noqa: E402
 from apdsl.semantics.program import Program  # noqa: E402
 from apdsl.tensor.machine import current  # noqa: E402
 from apdsl.tensor.view import ndarray  # noqa: E402

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Case, Side, main  # noqa: E402
 
-from apdsl.runtime.elementwise import tensor_tensor  # noqa: E402
-from apdsl.runtime.operators import OPERATORS  # noqa: E402
+from apdsl.runtime.nki.elementwise import tensor_tensor  # noqa: E402
+from apdsl.runtime.table.operators import OPERATORS  # noqa: E402
 from apdsl.tensor.machine import current  # noqa: E402
 from apdsl.tensor.view import from_numpy, ndarray  # noqa: E402
 

@@ -92,7 +92,7 @@ def test_help_of_a_method_shows_its_signature_and_example():
 
 
 def test_tensor_attributes_say_what_they_are():
-    # the attributes live in the view's core class (apdsl.tensor.viewcore), the methods on Tensor
+    # the attributes live in the view's core class (apdsl.tensor.view.core), the methods on Tensor
     members = {n: m for cls in reversed(apdsl.Tensor.__mro__) for n, m in vars(cls).items()}
     props = [n for n, m in members.items() if isinstance(m, property) and not n.startswith("_")]
     assert {"shape", "strides", "offset", "buffer", "name", "ndim", "size"} <= set(props)

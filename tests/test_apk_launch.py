@@ -112,7 +112,7 @@ def _run_top(src: str, trace: bool = False):
     """Run the top level of `src` (which launches its kernels): its names and the trace."""
     from contextlib import nullcontext
 
-    from apdsl.runtime.trace import tracing
+    from apdsl.runtime.core.trace import tracing
     prog = Program(src, "launch.apk")
     interp = prog.interpreter()
     namespace: dict = {}

@@ -1,5 +1,5 @@
-"""The fast paths of planned Ascend instructions (apdsl.runtime.ascend_plans.run_fast,
-apdsl.runtime.mmad.run_fast): from the second call of a pair of static views on, LoadData, Nd2Nz,
+"""The fast paths of planned Ascend instructions (apdsl.runtime.plans.ascend_plans.run_fast,
+apdsl.runtime.ascend.mmad.run_fast): from the second call of a pair of static views on, LoadData, Nd2Nz,
 Fixpipe and mmad run on the accesses and NumPy arrays of their first call.  They must compute
 what NumPy computes and still raise every error that depends on the call, with the code the
 full path raises: unwritten data (APK404), freed storage (APK408); and a plan kept for some views
@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import ascend, mmad
-from apdsl.runtime import ascend_plans as plans
-from apdsl.runtime.execute import write_view
+from apdsl.runtime.ascend import dma as ascend
+from apdsl.runtime.ascend import mmad
+from apdsl.runtime.core.execute import write_view
+from apdsl.runtime.plans import ascend_plans as plans
 from apdsl.tensor.machine import current
 
 F16 = "float16"
@@ -243,7 +244,7 @@ kernel matmul(A: f16[M, K] @ gm, B: f16[K, N] @ gm) -> f32[M, N] @ gm:
 
 
 def _traced_gemm(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, list]:
-    from apdsl.runtime import trace
+    from apdsl.runtime.core import trace
     from apdsl.semantics.program import Program
     with trace.tracing() as t:
         got = Program(GEMM, "gemm.apk").run("matmul", {"A": a, "B": b}).value.numpy()

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import execute
-from apdsl.runtime.options import options
+from apdsl.runtime.core import execute
+from apdsl.runtime.core.options import options
 from apdsl.semantics.program import Program
 from apdsl.tensor import formats
 from apdsl.tensor.tla import get_tile, make_tensor_like, tile_view

@@ -1,4 +1,4 @@
-"""The Ascend plans (apdsl.runtime.ascend_plans): a copy's or an mmad's rules checked once per
+"""The Ascend plans (apdsl.runtime.plans.ascend_plans): a copy's or an mmad's rules checked once per
 operand views.  The cached path must compute what the first (fully checked) call computes, equal
 to NumPy, and must still raise every error that depends on the call: unwritten data (APK404),
 duplicate writes (APK405), freed storage (APK408), races and unsynchronised reads (APK570)."""
@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime import ascend, mmad
-from apdsl.runtime import ascend_plans as plans
-from apdsl.runtime.execute import write_view
+from apdsl.runtime.ascend import dma as ascend
+from apdsl.runtime.ascend import mmad
+from apdsl.runtime.core.execute import write_view
+from apdsl.runtime.plans import ascend_plans as plans
 
 F16 = "float16"
 
@@ -174,7 +175,7 @@ class _Forgetful(dict):
 
 
 def test_a_traced_loop_records_what_fresh_lowering_records():
-    from apdsl.runtime import trace
+    from apdsl.runtime.core import trace
     v = _views(24, 40, 20)
     a = np.ones((24, 40), np.float16)
     b = np.ones((40, 20), np.float16)

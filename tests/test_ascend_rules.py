@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import execute
-from apdsl.runtime.mmad import mmad
-from apdsl.runtime.options import options
+from apdsl.runtime.ascend.mmad import mmad
+from apdsl.runtime.core import execute
+from apdsl.runtime.core.options import options
 from apdsl.semantics.program import Program
 from apdsl.tensor.tla import make_tensor_like, tile_view
 from apdsl.tensor.view import from_numpy, ndarray

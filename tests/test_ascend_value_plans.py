@@ -1,4 +1,4 @@
-"""Ascend copy plans kept by value (apdsl.runtime.ascend_plans.by_value / keep_value): a GM tile
+"""Ascend copy plans kept by value (apdsl.runtime.plans.ascend_plans.by_value / keep_value): a GM tile
 of a loop is a new view at a new base offset, often of a new storage, and finds the plan another
 tile of the same layout value made on the same on-chip view.  The oracle is NumPy and the full
 path (the value plans switched off): the same bytes on chip, the same trace; every per-call
@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import ascend, trace
-from apdsl.runtime import ascend_plans as plans
-from apdsl.runtime.execute import write_view
+from apdsl.runtime.ascend import dma as ascend
+from apdsl.runtime.core import trace
+from apdsl.runtime.core.execute import write_view
+from apdsl.runtime.plans import ascend_plans as plans
 
 F16 = "float16"
 

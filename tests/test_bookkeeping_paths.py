@@ -10,7 +10,7 @@ import pytest
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import written
+from apdsl.runtime.core import written
 
 F16 = "float16"
 
@@ -74,7 +74,7 @@ def test_check_mode_resolves_without_reading(check):
     a = apdsl.from_numpy(np.full((4, 8), 3, np.float32), "sbuf")
     d = apdsl.ndarray((4, 8), "float32", "sbuf")
     apdsl.tensor_copy(d, a)  # the accesses are kept on the views
-    from apdsl.runtime.operands import resolve_operands
+    from apdsl.runtime.core.operands import resolve_operands
     from apdsl.tensor.machine import current
     m = current()
     was = m.check

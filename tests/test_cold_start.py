@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # catalogue, and standard modules imported for one rare use (pathlib and its urllib/ipaddress,
 # json, shutil and its compressors, hashlib and secrets, difflib, threading, logging).
 HEAVY = ("lark", "regex", "rich", "pygments", "prompt_toolkit", "apdsl.profile", "apdsl.nki",
-         "apdsl.catalogue", "apdsl.runtime.files", "apdsl.syntax.diagnose", "pathlib",
+         "apdsl.catalogue", "apdsl.runtime.core.files", "apdsl.syntax.diagnose", "pathlib",
          "urllib", "ipaddress", "json", "shutil", "bz2", "lzma", "hashlib", "secrets",
          "difflib", "threading", "logging", "tempfile")
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from support import lower_header, raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import scalar_tensor_tensor, tensor_scalar, tensor_tensor
-from apdsl.runtime.operators import OPERATORS
+from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.view import from_numpy, ndarray
 
 NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,

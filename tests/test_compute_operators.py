@@ -1,4 +1,4 @@
-"""Operators as values (`apdsl.runtime.operators`, SPEC 11): each operator's NumPy meaning
+"""Operators as values (`apdsl.runtime.table.operators`, SPEC 11): each operator's NumPy meaning
 against an independent formula, the tables' membership, `operator_arg`'s refusals, and the
 operators as `.apk` builtins and `nl.` names."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime.operators import KINDS, OPERATORS, Operator, operator_arg, shift_inside
+from apdsl.runtime.table.operators import KINDS, OPERATORS, Operator, operator_arg, shift_inside
 
 # the NKI math-operator table (nki.api.shared tbl-aluop): name -> legal reduction op
 ALU_TABLE = {"invert": False, "bitwise_and": True, "bitwise_or": True, "bitwise_xor": True,

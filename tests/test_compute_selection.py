@@ -22,7 +22,7 @@ from apdsl.runtime.instructions import (
     tensor_copy_predicated,
     tensor_tensor_scan,
 )
-from apdsl.runtime.operators import OPERATORS
+from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.dtypes import DTYPES, cast_array
 from apdsl.tensor.view import from_numpy, ndarray
 

@@ -1,5 +1,5 @@
 """The cached paths of `dma_copy` (issue 16): children kept on their parent view
-(`tensor.viewcache`) and a plan per (dst, src) pair (`runtime.dmaplan`) compute what the full
+(`tensor.view.cache`) and a plan per (dst, src) pair (`runtime.plans.dmaplan`) compute what the full
 path computes (against NumPy) and still raise every error it raised, with the same code:
 freed storage, the init check, bounds, duplicate writes, hints; also after the storages are
 written by other instructions, and on views whose layout repeats elements."""
@@ -18,12 +18,12 @@ from support import error_code
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime import trace
 from apdsl.runtime.copies import dma_copy, memset
-from apdsl.runtime.dmaplan import DmaPlan
-from apdsl.runtime.resolve import resolve
-from apdsl.runtime.written import forget_all, forget_written
-from apdsl.tensor.viewcache import GATHERS_PER_VIEW, KIDS_PER_VIEW
+from apdsl.runtime.core import trace
+from apdsl.runtime.core.resolve import resolve
+from apdsl.runtime.core.written import forget_all, forget_written
+from apdsl.runtime.plans.dmaplan import DmaPlan
+from apdsl.tensor.view.cache import GATHERS_PER_VIEW, KIDS_PER_VIEW
 
 P, F, T = 16, 8, 4
 

@@ -1,4 +1,4 @@
-"""`dma_copy` plans matched by value (`runtime.dmaplan`): a tile declared in a loop is a new
+"""`dma_copy` plans matched by value (`runtime.plans.dmaplan`): a tile declared in a loop is a new
 view of new storage every iteration, and still finds the plan of the view it is copied from
 or into.  A plan is reused only for a view equal in every fact its checks depended on
 (layout, dtype, buffer, storage size, no runtime index) and never carries state over from
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from support import error_code
 
 import apdsl
-from apdsl.runtime import trace
 from apdsl.runtime.copies import dma_copy, memset
-from apdsl.runtime.dmaplan import DmaPlan
+from apdsl.runtime.core import trace
+from apdsl.runtime.plans.dmaplan import DmaPlan
 from apdsl.semantics.program import Program
 from apdsl.tensor.dtypes import dtype as to_dtype
 from apdsl.tensor.layout import Layout

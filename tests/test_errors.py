@@ -81,7 +81,7 @@ def test_a_failed_run_raises_a_new_error_carrying_its_sources() -> None:
 
 def test_a_warning_is_located_by_the_statement_without_changing_it() -> None:
     from apdsl.errors import Warning_
-    from apdsl.runtime.trace import collect_warnings, warn
+    from apdsl.runtime.core.trace import collect_warnings, warn
     from apdsl.tensor.machine import current
     made = Warning_("careful", code="APK450")
     with current().child().active():

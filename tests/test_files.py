@@ -22,7 +22,7 @@ from support import raises_code
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime import files
+from apdsl.runtime.core import files
 
 KERNEL = """\
 kernel k(A: f32[3, 4] @ hbm):

@@ -14,7 +14,8 @@ from support import raises_code
 from apdsl.catalogue import runtime as runtime_catalogue
 from apdsl.catalogue import targets as targets_catalogue
 from apdsl.errors import Span, TargetError, Warning_
-from apdsl.runtime import execute, trace
+from apdsl.runtime.core import execute, trace
+from apdsl.runtime.core.options import options
 from apdsl.runtime.instructions import (
     dma_copy,
     iota,
@@ -24,7 +25,6 @@ from apdsl.runtime.instructions import (
     register_load,
     tensor_copy,
 )
-from apdsl.runtime.options import options
 from apdsl.tensor import targets
 from apdsl.tensor.dtypes import dtype as to_dtype
 from apdsl.tensor.machine import current

@@ -1,6 +1,6 @@
 """`apdsl lower` shows every instruction's non-tensor operands (operators, numbers, flags,
 enums, patterns, registers) in the text and in `--json` (`arguments`), by one mechanism over
-the instruction table (`apdsl.runtime.arguments`): checked for every table instruction, on
+the instruction table (`apdsl.runtime.core.arguments`): checked for every table instruction, on
 `.apk` programs and on a Python kernel through the command line."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-from apdsl.runtime import arguments
-from apdsl.runtime.operators import OPERATORS
+from apdsl.runtime.core import arguments
 from apdsl.runtime.table import TABLE, implementation
+from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.registers import VirtualRegister
 from apdsl.tensor.view import ndarray
 

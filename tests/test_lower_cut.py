@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apdsl import dma_copy, from_numpy, ndarray, tensor_copy
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import numpy as np
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.tensor import budget, targets
 from apdsl.tensor.machine import Machine, current
 

@@ -19,7 +19,7 @@ import pytest
 from support import raises_code
 
 import apdsl
-from apdsl.runtime.options import DEFAULT_MAX_MEMORY, physical_memory
+from apdsl.runtime.core.options import DEFAULT_MAX_MEMORY, physical_memory
 from apdsl.tensor import budget
 
 CAP = 1 << 30  # address space of the capped subprocesses: far below what the programs ask for

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import execute
-from apdsl.runtime.mmad import mmad
-from apdsl.runtime.options import options
+from apdsl.runtime.ascend.mmad import mmad
+from apdsl.runtime.core import execute
+from apdsl.runtime.core.options import options
 from apdsl.tensor import formats
 from apdsl.tensor.tla import get_tile, make_tensor_like, tile_view
 from apdsl.tensor.view import from_numpy, ndarray
@@ -291,7 +291,7 @@ def test_check_mode_validates_without_data():
 
 
 def test_mmad_is_traced():
-    from apdsl.runtime import trace
+    from apdsl.runtime.core import trace
     a, b, c = _ok()
     with options(execute=False), trace.tracing() as tr:
         mmad(c, a, b, name="mm0")

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from apdsl.runtime import hints
+from apdsl.runtime.nki import hints
 
 PROGRAM = """\
 kernel k(A: f16[16, 64] @ hbm) -> f16[64, 16] @ hbm:
@@ -71,7 +71,7 @@ def test_given_names_enum_members_and_drops_defaults():
 def test_compute_instructions_record_their_engine_hint():
     import numpy as np
 
-    from apdsl.runtime import trace
+    from apdsl.runtime.core import trace
     from apdsl.runtime.instructions import dma_copy, reciprocal
     from apdsl.tensor.view import from_numpy, ndarray
     a = ndarray((4, 4), "float32", "sbuf")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import dma_copy, dma_transpose, nc_matmul, nc_transpose
 from apdsl.tensor import targets
 from apdsl.tensor.view import from_numpy, ndarray

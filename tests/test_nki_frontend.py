@@ -595,7 +595,7 @@ def test_isa_enums_are_attributes_in_python_kernels(nki_installed):
         return out
 
     a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
-    from apdsl.runtime.trace import tracing
+    from apdsl.runtime.core.trace import tracing
     with tracing() as tr:
         out = nki.simulate(copy_on)(a, nisa.engine.gpsimd)
     np.testing.assert_array_equal(out, a)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import raises_code
 
-from apdsl.runtime.operators import Operator
+from apdsl.runtime.table.operators import Operator
 from apdsl.semantics.program import Program
 
 RNG = np.random.default_rng(5)

@@ -13,7 +13,7 @@ import pytest
 from support import raises_code
 
 import apdsl
-from apdsl.runtime.pipes import HARD_EVENTS
+from apdsl.runtime.sync.pipes import HARD_EVENTS
 from apdsl.semantics.program import Program
 
 HEAD = """\

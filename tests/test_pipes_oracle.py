@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime.pipes import HARD_EVENTS
+from apdsl.runtime.sync.pipes import HARD_EVENTS
 
 # (pipe, units written, units read); a unit is (tensor, half): rows 0-15 or rows 16-31 of a
 # 32-row tensor, the first and second half of its bytes in ND and in NZ/ZZ (one 16-row band of

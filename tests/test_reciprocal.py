@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import table, trace
+from apdsl.runtime import table
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import dma_copy, memset, reciprocal, tensor_copy
 from apdsl.semantics.builtins import INSTRUCTIONS
 from apdsl.tensor.view import from_numpy, ndarray

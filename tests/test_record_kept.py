@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from support import raises_code
 
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.semantics.program import Program
 
 # A tile moved to L0A/L0B and multiplied, four times, ping-ponged by events; on trip SKIP the

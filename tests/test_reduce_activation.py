@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from support import lower_header, raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import activation, activation_reduce, memset, tensor_copy
-from apdsl.runtime.operators import OPERATORS as nl
+from apdsl.runtime.table.operators import OPERATORS as nl
 from apdsl.tensor.machine import Machine
 from apdsl.tensor.view import from_numpy, ndarray
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support import lower_header, raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import (
     bn_aggr,
     bn_stats,

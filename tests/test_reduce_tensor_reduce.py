@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 from apdsl.runtime.instructions import tensor_copy, tensor_partition_reduce, tensor_reduce
-from apdsl.runtime.operators import OPERATORS as nl
+from apdsl.runtime.table.operators import OPERATORS as nl
 from apdsl.tensor.view import from_numpy, ndarray
 
 NUMPY = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,

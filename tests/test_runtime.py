@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apdsl.errors import ApdslError, ViewError
-from apdsl.runtime import execute
+from apdsl.runtime.core import execute
+from apdsl.runtime.core.options import options
 from apdsl.runtime.instructions import dma_copy, tensor_copy
-from apdsl.runtime.options import options
 from apdsl.tensor.dtypes import dtype as to_dtype
 from apdsl.tensor.view import from_numpy, ndarray
 

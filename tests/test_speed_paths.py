@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime import trace
-from apdsl.runtime.access import Strided
-from apdsl.runtime.resolve import resolve
-from apdsl.tensor.indexing import fast_index, index_view
+from apdsl.runtime.core import trace
+from apdsl.runtime.core.access import Strided
+from apdsl.runtime.core.resolve import resolve
 from apdsl.tensor.layout import Layout, terms_injective
+from apdsl.tensor.view.indexing import fast_index, index_view
 
 
 def _outcome(fn):
@@ -71,7 +71,7 @@ def test_an_access_is_memoised_on_its_view_and_a_freed_storage_still_refuses():
     v = t[4:12, 2:6]
     a = resolve(v, "read", "src")
     assert resolve(v, "read", "src") is a and v.memo is a
-    assert t[4:12, 2:6] is v  # the same key gives the same child (`tensor.viewcache`)
+    assert t[4:12, 2:6] is v  # the same key gives the same child (`tensor.view.cache`)
     assert not hasattr(t.slice(0, 4, 12).slice(1, 2, 6), "memo")  # a fresh equal view: none
     t.storage.free()
     with pytest.raises(ApdslError) as e:

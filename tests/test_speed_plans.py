@@ -9,7 +9,7 @@ import pytest
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.runtime import resolve as rs
+from apdsl.runtime.core import resolve as rs
 from apdsl.tensor.layout import Layout
 
 

@@ -1,4 +1,4 @@
-"""Plans of compute instructions called again on the same operands (`apdsl.runtime.tile_plans`):
+"""Plans of compute instructions called again on the same operands (`apdsl.runtime.nki.tile_plans`):
 a planned call computes what the general path computes and what NumPy computes (float32 math
 cast to dst, GpSimd's exact int32 arithmetic, bit-vector operators on the bits), and every
 check that can fail on a later call still fails there with its code: a freed storage, an
@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import tile_plans, trace
-from apdsl.runtime.execute import forget_all, write_view
+from apdsl.runtime.core import trace
+from apdsl.runtime.core.execute import forget_all, write_view
 from apdsl.runtime.instructions import nc_matmul, tensor_tensor
-from apdsl.runtime.operators import OPERATORS
+from apdsl.runtime.nki import tile_plans
+from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.dtypes import DTYPES, cast_array
 from apdsl.tensor.view import from_numpy, ndarray
 
@@ -407,7 +408,7 @@ def _loop_tiles(k=8, m=4, n=8, value=1.0, dtype="bfloat16"):
 
 
 def test_a_matmul_loop_into_one_view_uses_its_plan_and_sums_like_numpy():
-    from apdsl.runtime import matmul
+    from apdsl.runtime.nki import matmul
     dst = ndarray((4, 8), "float32", "psum")
     for step in range(5):
         nc_matmul(dst, *_loop_tiles(value=float(step + 1)))

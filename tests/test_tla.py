@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime import execute
+from apdsl.runtime.core import execute
 from apdsl.tensor import formats
 from apdsl.tensor.tla import (
     get_tile,

@@ -21,7 +21,7 @@ from support import raises_code
 import apdsl
 from apdsl.tensor.tla import get_tile, make_tensor_like, tile_view
 from apdsl.tensor.view import Tensor, from_numpy, ndarray
-from apdsl.tensor.viewcache import KIDS_PER_VIEW
+from apdsl.tensor.view.cache import KIDS_PER_VIEW
 
 
 def value(t: Tensor) -> tuple:

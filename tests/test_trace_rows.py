@@ -1,4 +1,4 @@
-"""The trace keeps compact rows (`apdsl.runtime.trace.Trace`): plain tuples the garbage
+"""The trace keeps compact rows (`apdsl.runtime.core.trace.Trace`): plain tuples the garbage
 collector stops walking, read as `Record`s only when something reads them, with the same
 records, `lower` output and profile as the instructions recorded."""
 
@@ -88,7 +88,7 @@ def test_records_are_made_from_the_rows_as_recorded():
 def test_records_read_while_tracing_equal_records_read_at_the_end():
     """Reading `records` part-way (an instruction's record made before its arguments were
     attached) gives the same records as reading them once at the end."""
-    from apdsl.runtime import trace as tracemod
+    from apdsl.runtime.core import trace as tracemod
     seen = []
     real = tracemod.Trace.attach
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
-from apdsl.runtime.options import options
+from apdsl.runtime.core.options import options
 
 
 def f32_tile(buffer: str = "sbuf") -> apdsl.Tensor:
@@ -276,7 +276,7 @@ def test_moving_stored_bytes_keeps_partial_state_byte_for_byte():
     """A move of stored bytes with their written state (LoadData, SPEC section 4) keeps a
     half-written float32 half written: writing the other half at the destination completes
     it, and the untouched elements stay unwritten."""
-    from apdsl.runtime import execute as ex
+    from apdsl.runtime.core import execute as ex
     src = apdsl.ndarray((1, 8), "float32", "sbuf")
     lo = apdsl.from_numpy(np.full((1, 8), 3.0, np.float32), "sbuf", dtype="bfloat16")
     apdsl.tensor_copy(src.view("bfloat16").ap([[16, 1], [2, 8]]), lo)  # low halves

@@ -120,7 +120,7 @@ listed buffers or move it there with `dma_copy`.
           """
 x: f16[32, 32] @ l0a as NZ
 """),
-    # -- mmad and the Ascend DMA (apdsl.runtime.ascend) ---------------------------------------
+    # -- mmad and the Ascend DMA (apdsl.runtime.ascend.dma) ---------------------------------------
     entry("APK520", "mmad operand in the wrong buffer or format",
           """
 The cube unit reads its operands in fixed places and formats: `a` (M, K) in L0A as ZZ, `b`
@@ -361,7 +361,7 @@ A = apdsl.from_numpy(np.zeros((8, 16), np.float32), "hbm")
 r = apdsl.register_alloc(0)
 apdsl.make_tensor(A.select(0, r))
 """),
-    # -- Ascend copies and memset (apdsl.runtime.ascend) -------------------------------------
+    # -- Ascend copies and memset (apdsl.runtime.ascend.dma) -------------------------------------
     entry("APK540", "Ascend copy converts dtypes",
           """
 On Ascend only Fixpipe (L0C -> GM, L0C -> L1) converts dtypes.  Every other path (GM -> L1,

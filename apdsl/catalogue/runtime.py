@@ -112,7 +112,7 @@ many values as the view has elements; they are taken in row-major order.
 # Python API
 import numpy as np
 import apdsl
-from apdsl.runtime.execute import write_view
+from apdsl.runtime.core.execute import write_view
 t = apdsl.ndarray((2, 2), "float32", "hbm")
 write_view(t, np.zeros(16))
 """),

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import Span
-from ..runtime import trace as _trace
+from ..runtime.core import trace as _trace
 from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
 from ..tensor.view import Tensor

@@ -92,7 +92,7 @@ class PyProgram:
         """Run `kernel` (once per program id of `grid`) on the `-i` arrays."""
         from contextlib import nullcontext
 
-        from ..runtime.trace import collect_warnings, tracing
+        from ..runtime.core.trace import collect_warnings, tracing
         from ..tensor.machine import current as current_machine
         name = self.select_kernel(kernel)
         if name is None:
@@ -117,7 +117,7 @@ class PyProgram:
         """A dry run of the selected kernel (the only one, or `kernel`) on inputs of the `-i`
         shapes and dtypes: it validates and lowers every instruction and moves no data.
         `inputs` may hold (shape, dtype) pairs, as read from the `.npy` headers."""
-        from ..runtime.trace import collect_warnings
+        from ..runtime.core.trace import collect_warnings
         from ..tensor.machine import current as current_machine
         name = self.select_kernel(kernel)
         if name is None:

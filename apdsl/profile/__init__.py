@@ -21,7 +21,7 @@ __all__ = ["ProfileResult", "profile", "profile_run"]
 def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     """Schedule the trace of a finished `Program.run(trace=True)` on the target it ran on.
     `serial_order`: every instruction waits for all earlier ones (as with `--sync off`)."""
-    from ..runtime.trace import EVENT_ROW, PART, Trace
+    from ..runtime.core.trace import EVENT_ROW, PART, Trace
     from ..tensor.machine import current
     from .model import ASCEND_PIPES, Model
     from .schedule import Scheduler

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runtime.trace import EVENT_ROW
+from ..runtime.core.trace import EVENT_ROW
 from .result import ProfileResult
 
 PID = 1

@@ -39,7 +39,7 @@ class ProfileResult:
                  kernel: str | None = None, notes: list[str] | None = None,
                  trace: Any = None) -> None:
         self.target = target
-        self._trace = trace  # the run's trace (`apdsl.runtime.trace.Trace`), if any
+        self._trace = trace  # the run's trace (`apdsl.runtime.core.trace.Trace`), if any
         self.kernel = kernel
         self.notes = list(notes or [])
         busy: dict[str, float] = {t: 0.0 for t in tracks}

@@ -25,8 +25,8 @@ from math import inf
 from typing import Any
 
 from ..records import record
-from ..runtime.pipes import PIPE_INDEX, PIPES
-from ..runtime.trace import AFTER, EVENT_ROW, PART
+from ..runtime.core.trace import AFTER, EVENT_ROW, PART
+from ..runtime.sync.pipes import PIPE_INDEX, PIPES
 from .model import Cost, Model, as_int
 
 _WRITES = ("dst",)
@@ -151,7 +151,7 @@ class Scheduler:
 
     def add(self, index: int, row: tuple[Any, ...], part: tuple[Any, ...],
             hints: dict[str, Any] | None) -> None:
-        """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.trace`):
+        """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.core.trace`):
         `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords."""
         op, name, file, line, p, pipe, _, sync = row[:AFTER]
         location = None
@@ -388,7 +388,7 @@ class SlotTable:
 
 
 def schedule(trace: Any, model: Model, *, serial_order: bool = False) -> list[Slot]:
-    """Every piece of every instruction of a trace (`apdsl.runtime.trace.Trace`), read from its
+    """Every piece of every instruction of a trace (`apdsl.runtime.core.trace.Trace`), read from its
     rows, scheduled; with `serial_order` each waits for all earlier ones."""
     s = Scheduler(model, serial_order)
     s.run(trace)

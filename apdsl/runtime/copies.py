@@ -12,11 +12,10 @@ from ..errors import TargetError
 from ..tensor import targets
 from ..tensor.machine import current
 from ..tensor.view import Tensor
-from . import dmaplan, hints, oob, trace
-from . import execute as ex
-from .ascend_plans import Kept, run_kept
-from .dma import nki_dma
-from .operands import (
+from .core import execute as ex
+from .core import trace
+from .core.dma import nki_dma
+from .core.operands import (
     arg_error,
     check_start_partitions,
     check_ti_partitions,
@@ -30,6 +29,9 @@ from .operands import (
     step_count_pairs,
     tensor_arg,
 )
+from .nki import hints, oob
+from .plans import dmaplan
+from .plans.ascend_plans import Kept, run_kept
 
 ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
                           ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
@@ -48,9 +50,9 @@ _OOB, _DGE, _ENGINE = "error", "unknown", "unknown"
 def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: Any = _OOB,
              dge_mode: Any = _DGE, engine: Any = _ENGINE, name: str | None = None) -> None:
     """Copy `src` to `dst` in logical row-major order (any buffers of one family), converting
-    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.hints`) and
+    the dtype through float32.  The NKI hints are checked (`apdsl.runtime.nki.hints`) and
     recorded for `apdsl lower`; with `oob_mode="skip"` the rows of an indirect operand whose
-    index is out of range are not moved (`apdsl.runtime.oob`).
+    index is out of range are not moved (`apdsl.runtime.nki.oob`).
 
     >>> src = apdsl.from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4))
     >>> dst = apdsl.ndarray((4, 2), "float32", "sbuf")
@@ -103,7 +105,7 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
 
 
 def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
-    """The Ascend DMA path rule (alignment and TLA rules: `apdsl.runtime.ascend`)."""
+    """The Ascend DMA path rule (alignment and TLA rules: `apdsl.runtime.ascend.dma`)."""
     path = (src.buffer, dst.buffer)
     if path not in ASCEND_PATHS:
         allowed = sorted(b for a, b in ASCEND_PATHS if a == src.buffer)
@@ -119,10 +121,10 @@ def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None
 
 
 def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
-    """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma_copy` (alignment, TLA
+    """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma.dma_copy` (alignment, TLA
     valid extents, the row-major copy and the GM -> fractal row-tail zero-fill)."""
     ascend_copy_rules(dst, src, label)
-    from . import ascend
+    from .ascend import dma as ascend
     ascend.dma_copy(dst, src, name, label)
 
 
@@ -177,7 +179,7 @@ def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = 
     label = instruction_label("memset", name)
     dst = tensor_arg(dst, label, "dst")
     if targets.family(dst.buffer) == "ascend":
-        from . import ascend
+        from .ascend import dma as ascend
         dst = ascend.memset_target(dst, label)  # buffers, dtypes, alignment, whole fractals
     if dst.buffer not in MEMSET_BUFFERS:
         raise TargetError(f"{label}: dst {dst.name} is in {dst.buffer}; memset writes "

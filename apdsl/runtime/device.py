@@ -13,21 +13,21 @@ from ..tensor.machine import Machine
 
 
 class NumpyDevice:
-    """Views executed on NumPy (`apdsl.runtime.move`, `apdsl.runtime.ascend`)."""
+    """Views executed on NumPy (`apdsl.runtime.core.move`, `apdsl.runtime.ascend.dma`)."""
 
     def read_view(self, t: Any) -> Any:
-        from .move import read_view
+        from .core.move import read_view
         return read_view(t)
 
     def write_view(self, t: Any, values: Any) -> None:
-        from .move import write_view
+        from .core.move import write_view
         write_view(t, values)
 
     def forget(self, t: Any) -> None:
         # every make_tensor_like of a bound tile calls this: after the first call the
         # instance's own attribute is the runtime's function (an import statement per call
         # cost ~0.9 us, more than the forgetting)
-        from .ascend import forget
+        from .ascend.dma import forget
         self.forget = forget  # type: ignore[method-assign]
         forget(t)
 

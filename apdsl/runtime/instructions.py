@@ -15,31 +15,31 @@ instruction and its `name=` label.
 
 from __future__ import annotations
 
-from .activation import activation, activation_reduce
-from .compute import reciprocal
 from .copies import dma_copy, iota, memset, tensor_copy
-from .elementwise import scalar_tensor_tensor, tensor_scalar, tensor_tensor
-from .matmul import nc_matmul
-from .movement import dma_transpose, nc_transpose
-from .reduce import (
-    bn_aggr,
-    bn_stats,
-    max8,
-    nc_find_index8,
-    nc_match_replace8,
-    tensor_partition_reduce,
-    tensor_reduce,
+from .nki.activation import activation, activation_reduce
+from .nki.compute import reciprocal
+from .nki.elementwise import scalar_tensor_tensor, tensor_scalar, tensor_tensor
+from .nki.matmul import nc_matmul
+from .nki.movement import dma_transpose, nc_transpose
+from .nki.reduce import (
+           bn_aggr,
+           bn_stats,
+           max8,
+           nc_find_index8,
+           nc_match_replace8,
+           tensor_partition_reduce,
+           tensor_reduce,
 )
-from .register_ops import register_alloc, register_load, register_move, register_store
-from .rng_ops import dropout, rand2, rng, set_rng_seed
-from .selection import (
-    affine_select,
-    range_select,
-    select_reduce,
-    tensor_copy_predicated,
-    tensor_tensor_scan,
+from .nki.register_ops import register_alloc, register_load, register_move, register_store
+from .nki.rng_ops import dropout, rand2, rng, set_rng_seed
+from .nki.selection import (
+           affine_select,
+           range_select,
+           select_reduce,
+           tensor_copy_predicated,
+           tensor_tensor_scan,
 )
-from .shuffle import local_gather, nc_stream_shuffle
+from .nki.shuffle import local_gather, nc_stream_shuffle
 
 __all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
            "register_load", "tensor_copy",

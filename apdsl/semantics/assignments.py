@@ -104,7 +104,7 @@ class AssignmentCompiler:
 
     def _compile_init(self, node: Any) -> Callable[[Frame, Tensor], None]:
         """`= 0.5`, `= zeros`, `= arange`, `= random(seed)`, `= load("x.npy")`."""
-        from ..runtime.init import initialise
+        from ..runtime.core.init import initialise
         interp = self
         if isinstance(node, ast.Name) and node.id in ("zeros", "arange", "random", "ones"):
             kind, args = node.id, []

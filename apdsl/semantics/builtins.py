@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslAssertionError, ApdslTypeError
-from ..runtime.operators import OPERATORS
 from ..runtime.table import NAMES, TABLE, implementation
+from ..runtime.table.operators import OPERATORS
 from ..tensor import targets
 from ..tensor.dtypes import ALIASES, DTYPES, DType
 from ..tensor.view import Tensor
@@ -269,7 +269,7 @@ def _events(interp: Any) -> dict[str, Any]:
     """set_flag, wait_flag, pipe_barrier: located like instructions (their spans label races
     and leftover flags)."""
     from ..runtime import sync
-    from ..runtime.trace import record_event
+    from ..runtime.core.trace import record_event
 
     def bind(name: str) -> Callable[..., Any]:
         fn = getattr(sync, name)
@@ -362,8 +362,8 @@ def _one(values: tuple, budget: limits.Budget) -> tuple:
 def _hint_enums() -> dict[str, Any]:
     """`nisa.engine.vector`, `nisa.dge_mode.hwdge`, `nisa.oob_mode.skip`,
     `nisa.matmul_perf_mode.double_row`: each member is its name as a string, which the
-    instructions take (`apdsl.runtime.hints`)."""
-    from ..runtime import hints
+    instructions take (`apdsl.runtime.nki.hints`)."""
+    from ..runtime.nki import hints
     from .nc_version import NC_VERSION, get_nc_version
     enums = {"engine": hints.ENGINES, "dge_mode": hints.DGE_MODES, "oob_mode": hints.OOB_MODES,
              "matmul_perf_mode": ("none", "double_row"), "reduce_cmd": REDUCE_CMDS,

@@ -8,7 +8,7 @@ from types import FunctionType
 from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError, PatternError
-from ..runtime.trace import calling
+from ..runtime.core.trace import calling
 from ..syntax import ast
 from ..tensor.machine import current
 from ..tensor.view import Tensor

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ApdslError
-from ..runtime.trace import calling, record_event
+from ..runtime.core.trace import calling, record_event
 from ..syntax import ast
 from ..tensor.machine import current
 from ..tensor.view import Tensor

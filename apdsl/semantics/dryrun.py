@@ -47,7 +47,7 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     except TypeError:
         return
     dst = bound.arguments.get("dst")
-    from ..runtime import execute as ex
+    from ..runtime.core import execute as ex
     if type(dst) is not Tensor or dst.dynamic is not None or not (
             dst.layout.static or ex.registers_known(dst.layout)):
         return
@@ -58,11 +58,11 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
             return
         if op == "memset" and dst.format != "ND":
             return  # InitConstValue writes the whole fractals under dst, not dst itself
-        from ..runtime.ascend import LOAD_PATHS
+        from ..runtime.ascend.dma import LOAD_PATHS
         if type(src) is Tensor and (src.buffer, dst.buffer) in LOAD_PATHS:
             return  # Load2D and LoadData move the whole fractals under dst, not dst itself
-    from ..runtime import execute as ex
-    from ..runtime.trace import instruction_label
+    from ..runtime.core import execute as ex
+    from ..runtime.core.trace import instruction_label
     label = instruction_label(op, bound.arguments.get("name"))
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslError, ApdslIOError, ApdslTypeError, Span
-from ..runtime import trace as _trace
+from ..runtime.core import trace as _trace
 from ..syntax import ast
 from ..tensor.dtypes import DType
 from ..tensor.layout import Layout
@@ -179,12 +179,12 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
     def _safe_path(self, path: Any) -> Any:
         if not isinstance(path, str):
             raise ApdslTypeError("file names are strings", code="APK110")
-        from ..runtime.files import confined
+        from ..runtime.core.files import confined
         return confined(self.base_dir, path)
 
     def load_npy(self, path: str) -> Any:
         full = self._safe_path(path)
-        from ..runtime.files import read_npy
+        from ..runtime.core.files import read_npy
         if self.dry:  # the header is checked; the data waits for the run
             read_npy(full, shown=path, regular_only=True, header_only=True)
             return UNKNOWN
@@ -203,7 +203,7 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
                 raise ApdslIOError(f"cannot write '{path}': folder {full.parent} does not "
                                    "exist", code="APK606", path=path)
             return
-        from ..runtime.files import widen_for_npy, write_npy
+        from ..runtime.core.files import widen_for_npy, write_npy
         write_npy(full, widen_for_npy(np.asarray(data)), shown=path, regular_only=True)
 
     # -- running ------------------------------------------------------------------------------

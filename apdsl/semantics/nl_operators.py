@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError, TargetError
-from ..runtime.operators import OPERATORS, Operator
+from ..runtime.table.operators import OPERATORS, Operator
 from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor

@@ -18,7 +18,7 @@ from math import prod
 from typing import Any
 
 from ..errors import ApdslTypeError
-from ..runtime.operators import OPERATORS
+from ..runtime.table.operators import OPERATORS
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
 

@@ -168,7 +168,7 @@ class Program:
 
     def _check(self, interp: Any, selected: str | None,
                inputs: dict[str, np.ndarray] | None) -> list[ApdslError]:
-        from ..runtime.trace import collect_warnings
+        from ..runtime.core.trace import collect_warnings
         from .checker import Checker
         from .interpreter import Reported
         static = Checker(interp.builtins).check(self.module)
@@ -222,7 +222,7 @@ class Program:
              trace: bool, grid: tuple[int, ...] = ()) -> RunResult:
         from contextlib import nullcontext
 
-        from ..runtime.trace import collect_warnings, tracing
+        from ..runtime.core.trace import collect_warnings, tracing
         namespace: dict[str, Any] = {}
         with collect_warnings() as warnings, (tracing() if trace else nullcontext()) as tr:
             try:
@@ -276,7 +276,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
                 namespace: dict[str, Any]) -> tuple[list[Any], dict[str, int]]:
     """Kernel arguments: given arrays cast to each parameter's dtype, or seeded data of the
     declared shape; named dims bound from the inputs and checked for consistency."""
-    from ..runtime.init import initialise, seeded
+    from ..runtime.core.init import initialise, seeded
     from ..tensor.dtypes import dtype as to_dtype
     from .interpreter import Frame
     dims: dict[str, int] = {}
@@ -334,7 +334,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
 def untyped_input(p: Any, arr: np.ndarray, interp: Any) -> Any:
     """An HBM tensor of the `-i` array's shape, dtype and values, for a parameter without a
     tensor type (check mode keeps the values, as for a typed parameter)."""
-    from ..runtime.init import initialise
+    from ..runtime.core.init import initialise
     from ..tensor.dtypes import dtype as to_dtype
     if arr.dtype == np.float64:
         raise ApdslTypeError(

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         build_parser().print_help()
         return 2
-    from ..runtime.options import options
+    from ..runtime.core.options import options
     try:
         with options(**option_settings(args)):
             return COMMANDS[args.command](args)
@@ -132,7 +132,7 @@ def _write_output(value: Any, path: str, program: Any) -> None:
     """`-o`: a tensor (or host array) as `.npy`; a tuple of them as `.npz` (r0, r1, ...)."""
     from pathlib import Path
 
-    from ..runtime.files import write_npy, write_npz
+    from ..runtime.core.files import write_npy, write_npz
     try:
         if isinstance(value, tuple):
             if not path.endswith(".npz"):
@@ -154,7 +154,7 @@ def _result_array(value: Any, path: str) -> Any:
     a host array of numbers is APK611."""
     import numpy as np
 
-    from ..runtime.files import widen_for_npy
+    from ..runtime.core.files import widen_for_npy
     from ..tensor.view import Tensor
     if isinstance(value, Tensor):
         return widen_for_npy(value.numpy())

@@ -299,7 +299,7 @@ def _accesses(t: Tensor) -> tuple[np.ndarray | None, list[str]]:
     if dyn is None and layout.static:
         return np.asarray(layout.offsets()).reshape(-1), []
     try:
-        from ..runtime.execute import resolve
+        from ..runtime.core.execute import resolve
         offsets = np.asarray(resolve(t, "show", "view").offsets()).reshape(-1)
     except ApdslError as e:
         return _static_part(t, e)

@@ -191,7 +191,7 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
     paths = parse_inputs(getattr(args, "inputs", []))
     if not paths:  # nothing to match to a kernel (`check` of a file of several kernels)
         return {}
-    from ..runtime.files import read_npy
+    from ..runtime.core.files import read_npy
     from ..semantics.program import UsageError
     try:
         kernel = program.select_kernel(args.kernel)
@@ -224,7 +224,7 @@ def format_lowered(records: list[Any]) -> str:
             pipe = f"  [pipe {obj['pipe']}]" if obj.get("pipe") else ""
             hints = "".join(f"  {k}={v}" for k, v in obj.get("hints", {}).items())
             if obj.get("arguments"):  # the non-tensor operands, before the hints
-                from ..runtime.arguments import text
+                from ..runtime.core.arguments import text
                 hints = "".join(f"  {k}={text(v)}" for k, v in obj["arguments"].items()) + hints
             call = obj["op"]
             if obj.get("event") is not None:  # an Ascend event: its arguments, no operands

@@ -15,7 +15,7 @@ def command(args: argparse.Namespace) -> int:
     from ..errors import ApdslError
     from ..profile import profile_run
     from ..profile.chrome import events
-    from ..runtime.files import write_text
+    from ..runtime.core.files import write_text
     from .plumbing import execute, fail
     _, result = execute(args, trace=True, out=sys.stderr if args.json else None)
     p = profile_run(result)

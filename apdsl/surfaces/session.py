@@ -136,7 +136,7 @@ class Session:
 
     def run_source(self, text: str, line: int | None = None) -> bool:
         """Parse and run statements; print expression values.  True when no error occurred."""
-        from ..runtime.trace import collect_warnings
+        from ..runtime.core.trace import collect_warnings
         module = self._parse(text, line)
         if module is None:
             return False
@@ -304,7 +304,7 @@ class Session:
 
     def _lower_kernel(self, fn: Any) -> None:
         """Run the kernel on seeded inputs with the trace on (as `apdsl lower` does)."""
-        from ..runtime.trace import collect_warnings, tracing
+        from ..runtime.core.trace import collect_warnings, tracing
         from ..semantics.program import call_kernel
         from ..tensor.machine import current
         from .plumbing import format_lowered
@@ -339,7 +339,7 @@ class Session:
         saved = self.interp.base_dir
         self.interp.base_dir = Path(arg).parent
         try:
-            from ..runtime.trace import collect_warnings
+            from ..runtime.core.trace import collect_warnings
             self.interp.budget.reset()
             with collect_warnings() as warnings:
                 self.interp.exec_module(module, self.namespace)

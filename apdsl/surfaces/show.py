@@ -48,7 +48,7 @@ def command(args: Any) -> int:
 
 
 def _command(args: Any) -> int:
-    from ..runtime.trace import collect_warnings
+    from ..runtime.core.trace import collect_warnings
     apply_target(getattr(args, "target", None))
     program = load_program(args.file, getattr(args, "target", None))
     kernel, name = _split_name(program, args)
@@ -283,7 +283,7 @@ def pictures_text(pictures: list[Picture]) -> str:
 def write_svg(pictures: list[Picture], path: str) -> None:
     """Write the SVG document by the file rules of SPEC section 15 (atomic for a regular
     file, so a reader never sees half a picture)."""
-    from ..runtime.files import write_text
+    from ..runtime.core.files import write_text
     from .picture_svg import render
     write_text(path, render(pictures))
 

@@ -157,15 +157,15 @@ class Machine:
         # Check mode (`apdsl check`): instructions validate and lower their operands but read
         # no runtime values and move no data.
         self.check = check
-        self.trace = trace  # the active `apdsl.runtime.trace.Trace`, or None
+        self.trace = trace  # the active `apdsl.runtime.core.trace.Trace`, or None
         self.location: Location | None = None  # the statement under way (file, line)
         self.span: Any = None  # ... and its span, given to the warnings it raises
         self.warnings: list[Any] = []
         self.warned: set[tuple[Any, ...]] = set()
         self.sync: Any = None  # the active `apdsl.runtime.sync.Sync` checker, or None
         # State an engine keeps across instructions, by the runtime module that owns it (the
-        # Scalar Engine's reduce_regs: `apdsl.runtime.reduce_regs`; the PRNGs:
-        # `apdsl.runtime.rng_state`).  A child starts with none: a device of its own.
+        # Scalar Engine's reduce_regs: `apdsl.runtime.nki.reduce_regs`; the PRNGs:
+        # `apdsl.runtime.nki.rng_state`).  A child starts with none: a device of its own.
         self.engine_state: dict[str, Any] = {}
 
     def child(self, *, check: bool | None = None) -> Machine:

@@ -9,7 +9,7 @@ A TLA tensor is an ordinary `Tensor` view whose two extra fields are set:
 
 Nothing here moves data: `make_tensor`, `get_tile`, `tile_view` and `make_tensor_like` only build
 views.  The runtime reads `origin_shape`: copies and `mmad` move and compute the valid extent
-only (`apdsl.runtime.ascend`), and `t.numpy()` of a tile returns the valid extent.
+only (`apdsl.runtime.ascend.dma`), and `t.numpy()` of a tile returns the valid extent.
 
 Clipping follows CATLASS: a tile's valid extent is clipped against its parent *view's* own
 valid extent, measured from the parent's start:
@@ -26,12 +26,15 @@ import numpy as np
 
 from ..errors import ApdslTypeError, FormatError
 from ..records import record, replace
-from . import formats, targets, viewcache
+from . import formats, targets
 from .dtypes import DType
 from .dtypes import dtype as to_dtype
 from .layout import Layout
 from .machine import current
-from .tiles import (  # noqa: F401 - valid extents, also asked for here by the runtime
+from .view import Tensor, ndarray
+from .view import cache as viewcache
+from .view.cache import exact_ints
+from .view.tiles import (  # noqa: F401 - valid extents, also asked for here by the runtime
     reach,
     region,
     root_layout,
@@ -40,8 +43,6 @@ from .tiles import (  # noqa: F401 - valid extents, also asked for here by the r
     valid_shape,
     valid_view,
 )
-from .view import Tensor, ndarray
-from .viewcache import exact_ints
 
 Shape = tuple[int, ...]
 

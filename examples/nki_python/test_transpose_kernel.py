@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
+from transpose_kernel import transpose_kernel
 
 import apdsl
-from transpose_kernel import transpose_kernel
 
 
 @pytest.mark.parametrize("shape", [(128, 128), (128, 64), (32, 16)])

@@ -1,0 +1,1 @@
+"""The Ascend instructions: the DMA rules and tile copies, `mmad`."""

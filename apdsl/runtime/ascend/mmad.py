@@ -1,0 +1,342 @@
+"""`mmad` (SPEC section 4): the Ascend cube unit's `dst (+)= a @ b` over fractal tiles, with
+its dtype, format, padding and accumulation rules, on one BLAS thread."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError
+from ...tensor import formats
+from ...tensor.machine import current
+from ...tensor.tla import region, valid_shape
+from ...tensor.view import Tensor
+from ..core import execute as ex
+from ..core import trace
+from ..core.operands import arg_error, instruction_label, resolve_operands, tensor_arg
+from ..core.written import mark_written
+from ..plans import ascend_plans as plans
+from .dma import check_alignment, shape_text
+
+# Operand roles with their buffer and format, and the accumulator of each input dtype.
+OPERANDS = (("a", "l0a", "ZZ"), ("b", "l0b", "ZN"), ("dst", "l0c", "NZ"))
+ACCUMULATOR = {"float16": "float32", "bfloat16": "float32", "float32": "float32",
+               "int8": "int32", "int4": "int32"}
+
+
+def _err(code: str, message: str, **kw: Any) -> FormatError:
+    return FormatError(message, code=code, **kw)
+
+
+def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
+         name: str | None = None) -> None:
+    """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
+    `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 and int4
+    in int32.
+    Computes the valid extent; with `strict_padding` K is read in whole fractals.
+
+    >>> g = apdsl.from_numpy(np.ones((16, 16), np.float16), "gm")
+    >>> l1a = apdsl.ndarray((16, 16), "float16", "l1", "NZ")
+    >>> l1b = apdsl.ndarray((16, 16), "float16", "l1", "ZN")
+    >>> apdsl.dma_copy(l1a, g)
+    >>> apdsl.dma_copy(l1b, g)
+    >>> a = apdsl.ndarray((16, 16), "float16", "l0a", "ZZ")
+    >>> b = apdsl.ndarray((16, 16), "float16", "l0b", "ZN")
+    >>> apdsl.dma_copy(a, l1a)
+    >>> apdsl.dma_copy(b, l1b)
+    >>> c = apdsl.ndarray((16, 16), "float32", "l0c", "NZ")
+    >>> apdsl.mmad(c, a, b)
+    >>> c.numpy()[0, :4]
+    array([16., 16., 16., 16.], dtype=float32)
+    """
+    if accumulate is not True and accumulate is not False:
+        if not isinstance(accumulate, np.bool_):
+            label = instruction_label("mmad", name)
+            for role, t in (("dst", dst), ("a", a), ("b", b)):
+                tensor_arg(t, label, role)
+            raise arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
+        accumulate = bool(accumulate)
+    m = current()
+    strict = m.options.strict_padding
+    kept = getattr(dst, "pair", None)  # (`plans.lookup`, inlined: every planned mmad's step)
+    got = kept.get((strict, id(a), id(b))) if type(kept) is plans.Kept else None
+    if got is not None and got[0][0]() is a and got[0][1]() is b:
+        plan = got[1]
+        if plan.fast is not None and run_fast(plan, dst, a, b, accumulate, name, m):
+            return
+    else:
+        plan = plans.lookup(PLANS, dst, (a, b), strict)
+    label = instruction_label("mmad", name)
+    if plan is None:
+        plan = mmad_plan(dst, a, b, label, strict)
+        if plans.cacheable(dst, a, b):
+            plans.keep(PLANS, dst, (a, b), strict, plan)
+    run(plan, dst, a, b, accumulate, name, label)
+
+
+# Per (dst, a, b, strict_padding): the outcome of mmad's rules (`apdsl.runtime.plans.ascend_plans`).
+PLANS: plans.Table = plans.Table()
+
+
+class Plan:
+    """What a checked mmad computes: M, N, K as read, and the views of dst, a and b it writes
+    or reads (None for dst itself, or a view not read).  `fast`, set after the first call that
+    ran in full on three static strided views: what `run_fast` repeats (the accesses, the
+    NumPy arrays it reads and writes, the destination's memory order)."""
+
+    __slots__ = ("m", "n", "kr", "dv", "av", "bv", "fast")
+
+    def __init__(self, m: int, n: int, kr: int, dv: Tensor | None = None,
+                 av: Tensor | None = None, bv: Tensor | None = None) -> None:
+        self.m, self.n, self.kr = m, n, kr
+        self.dv, self.av, self.bv = dv, av, bv
+        self.fast: tuple[Any, ...] | None = None
+
+
+def mmad_plan(dst: Any, a: Any, b: Any, label: str, strict: bool) -> Plan:
+    """Check every rule of mmad on these operands (raising the first that fails) and return
+    what it computes."""
+    ops = {"dst": tensor_arg(dst, label, "dst"), "a": tensor_arg(a, label, "a"),
+           "b": tensor_arg(b, label, "b")}
+    for role, buffer, fmt in OPERANDS:
+        t = ops[role]
+        if t.buffer != buffer or t.format != fmt or t.ndim != 2:
+            where = f"{t.buffer}" + (f" as {t.format}" if t.format != "ND" else "")
+            raise _err("APK520", f"{label}: {role} {t.name} is a {t.ndim}-d {where} tensor; "
+                       f"mmad takes {role} as a matrix in {buffer} as {fmt}",
+                       notes=["mmad operands: a (M, K) in l0a as ZZ, b (K, N) in l0b as ZN, "
+                              "dst (M, N) in l0c as NZ"],
+                       help=f"dma_copy {role} into a {buffer} tile declared `as {fmt}` (for "
+                       f"example make_tensor_like({buffer}, tile, \"{fmt}\"))",
+                       role=role, buffer=t.buffer, format=t.format)
+    a, b, dst = ops["a"], ops["b"], ops["dst"]
+    acc_name = ACCUMULATOR.get(a.dtype.name)
+    if a.dtype != b.dtype or acc_name is None or dst.dtype.name != acc_name:
+        pairs = ", ".join(f"{k} -> {v}" for k, v in ACCUMULATOR.items())
+        raise _err("APK521", f"{label}: a is {a.dtype}, b is {b.dtype}, dst is {dst.dtype}; "
+                   "the cube unit multiplies two inputs of one dtype into its accumulator",
+                   notes=[f"input -> accumulator: {pairs}"],
+                   help=(f"declare dst as {acc_name}" if acc_name and a.dtype == b.dtype
+                         else "give a and b the same dtype: float16, bfloat16, float32, "
+                         "int8 or int4"), a=str(a.dtype), b=str(b.dtype), dst=str(dst.dtype))
+    for role in ("a", "b", "dst"):
+        check_alignment(ops[role], label, role)
+    (m, k), (k2, n), (m2, n2) = valid_shape(a), valid_shape(b), valid_shape(dst)
+    if k != k2 or m != m2 or n != n2:
+        raise _err("APK522", f"{label}: shapes do not fit dst (M, N) = a (M, K) @ b (K, N): "
+                   f"a {shape_text((m, k))}, b {shape_text((k2, n))}, dst "
+                   f"{shape_text((m2, n2))}",
+                   notes=["valid extents (a TLA tile's origin_shape, else its shape)",
+                          f"M: a {m}, dst {m2}; K: a {k}, b {k2}; N: b {n}, dst {n2}"],
+                   help="tiles made with make_tensor_like from one GM tiling agree by "
+                   "construction", m=(m, m2), k=(k, k2), n=(n, n2))
+    if m == 0 or n == 0:
+        return Plan(m, n, 0)
+    c0 = formats.c0_for(a.dtype)
+    kr = -(-k // c0) * c0 if strict else k
+    dv = region(dst, (m, n), op=label, role="dst")
+    if kr == 0:  # no K at all: the product is zero
+        return Plan(m, n, 0, _other(dv, dst))
+    av = region(a, (m, kr), op=label, role="a")
+    bv = region(b, (kr, n), op=label, role="b")
+    return Plan(m, n, kr, _other(dv, dst), av, bv)
+
+
+def _other(view: Tensor, t: Tensor) -> Tensor | None:
+    return None if view is t else view
+
+
+def run(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
+        name: str | None, label: str) -> None:
+    """Execute a checked mmad: resolve (freed storage), record (sync checker, trace), the
+    init-checked loads of a and b, the product on one BLAS thread, the accumulation."""
+    m, n, kr = plan.m, plan.n, plan.kr
+    if m == 0 or n == 0:
+        return
+    dv = dst if plan.dv is None else plan.dv
+    if kr == 0:
+        accs = resolve_operands(label, ex.TI_GROUP, ("dst", dv))
+        trace.record("mmad", name, {"dst": dv})
+        if accs is not None:
+            _finish(accs[0], np.zeros((m, n), np.float64), accumulate, label, dst.dtype.np)
+        return
+    av, bv = plan.av, plan.bv
+    accs = resolve_operands(label, ex.TI_GROUP, ("a", av), ("b", bv), ("dst", dv))
+    trace.record("mmad", name, {"dst": dv, "a": av, "b": bv})
+    if accs is None:
+        return
+    acc_a, acc_b, acc_d = accs
+    work = np.float32 if a.dtype.kind == "f" else np.float64  # float64 holds int8 sums exactly
+    left, right = _load(acc_a, label, "a", work), _load(acc_b, label, "b", work)
+    _finish(acc_d, product(left, right), accumulate, label, dst.dtype.np)
+    if plan.fast is None and work is np.float32:
+        plan.fast = _fast_parts(acc_a, acc_b, acc_d, av, bv, dv)
+
+
+def product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """`left @ right` on one BLAS thread (see `blas_threads`)."""
+    fns = _BLAS[0] if _BLAS else _blas()
+    saved = fns[0]() if fns is not None else 1
+    if saved == 1:
+        return left @ right
+    fns[1](1)  # type: ignore[index]
+    try:
+        return left @ right
+    finally:
+        fns[1](saved)  # type: ignore[index]
+
+
+def _fast_parts(acc_a: ex.Access, acc_b: ex.Access, acc_d: ex.Access, av: Tensor,
+                bv: Tensor, dv: Tensor) -> tuple[Any, ...] | None:
+    """What `run_fast` needs, once a float mmad ran in full on three strided views: the
+    accesses (those `resolve` memoises on the views, so what resolving would give), the arrays
+    each operand is gathered from (float16 as its bit patterns, for the table) and the
+    destination in its memory order (where the product is added or stored)."""
+    accs = (acc_a, acc_b, acc_d)
+    if any(type(acc) is not ex.Strided for acc in accs) or not plans.cacheable(av, bv, dv) \
+            or any(getattr(v, "memo", None) is not acc for v, acc in zip((av, bv, dv), accs)) \
+            or acc_d.dtype.np != np.float32 or not acc_d.injective():
+        return None
+    loads = []
+    for acc in (acc_a, acc_b):
+        src = acc.array()
+        table = src.dtype == np.float16
+        loads.append((src.view(np.uint16) if table else src, table, acc.shape, acc.lshape))
+    d = acc_d.array()
+    order = tuple(sorted(range(d.ndim), key=lambda i: -abs(d.strides[i])))
+    return (acc_a.storage, acc_b.storage, acc_d.storage, acc_d, loads[0], loads[1],
+            d.transpose(order), acc_d.lshape, order,
+            trace.kept_plan("mmad", {"dst": dv, "a": av, "b": bv}))
+
+
+def run_fast(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
+             name: str | None, m: Any) -> bool:
+    """A planned float mmad on its first call's accesses and arrays, with every per-call check
+    of the full path: freed storage, the init check of a and b (and of dst when accumulating),
+    the sync checker and trace.  False (nothing done, nothing recorded): the full path must
+    run (check mode; freed or unwritten data, which it reports)."""
+    if m.check:
+        return False
+    sa, sb, sd, acc_d, (src_a, table_a, shape_a, ls_a), (src_b, table_b, shape_b, ls_b), \
+        d, ls_d, order, kept = plan.fast  # type: ignore[misc]
+    if sa.freed or sb.freed or sd.freed:
+        return False
+    if not (sa.all_written and sb.all_written) and m.options.init_check:
+        return False
+    if not sd.all_written and (accumulate or acc_d.dtype.bits < sd.unit_bits):
+        return False  # (the full path reads dst init-checked, or refines its written state)
+    trace.record_kept(m, kept, "mmad", name, {"dst": dst if plan.dv is None else plan.dv,
+                                              "a": plan.av, "b": plan.bv})
+    left = np.empty(shape_a, np.float32)
+    if table_a:
+        _F16_TO_F32.take(src_a, out=left.reshape(ls_a), mode="clip")
+    else:
+        np.copyto(left.reshape(ls_a), src_a, casting="unsafe")
+    right = np.empty(shape_b, np.float32)
+    if table_b:
+        _F16_TO_F32.take(src_b, out=right.reshape(ls_b), mode="clip")
+    else:
+        np.copyto(right.reshape(ls_b), src_b, casting="unsafe")
+    # in the destination's memory order: NumPy otherwise walks the logical order, 2.5x slower
+    # over the fractal strides
+    p = product(left, right).reshape(ls_d).transpose(order)
+    if accumulate:
+        np.add(d, p, out=d)
+        return True
+    np.copyto(d, p)
+    if not sd.all_written:
+        mark_written(acc_d)
+    return True
+
+
+# -- BLAS threads -----------------------------------------------------------------------------
+# A tile product is small: a multi-threaded BLAS spends more time waking (and, on a busy
+# machine, waiting for) its worker threads than computing, and its spinning workers slow the
+# interpreter in between.  mmad runs its product on one thread, scoped to the call.
+# (Measured for issue 16 on a 2-core machine: a (128, 64) @ (64, 256) float32 product takes
+# ~20 us on OpenBLAS's default 2 threads and ~35 us on one when the machine is idle, but with
+# the other core busy each 2-thread product waits for a scheduler slice: a 2048^3 tile GEMM
+# then ran 2 to 20 times slower.  The benchmarks run both of their sides on one thread.)
+
+_BLAS_NAMES = ("scipy_openblas", "openblas")  # numpy's bundled OpenBLAS, a system OpenBLAS
+_BLAS_SUFFIXES = ("64_", "")
+
+
+@lru_cache(maxsize=1)
+def blas_threads() -> tuple[Any, Any] | None:
+    """OpenBLAS's (get, set) number-of-threads functions, when NumPy uses OpenBLAS."""
+    libs: list[Any] = []
+    folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    try:
+        libs.append(ctypes.CDLL(None))
+    except OSError:
+        pass
+    for lib in libs:
+        for prefix in _BLAS_NAMES:
+            for suffix in _BLAS_SUFFIXES:
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    return get, put
+    return None
+
+
+_BLAS: list[Any] = []  # blas_threads(), once looked up
+
+
+def _blas() -> tuple[Any, Any] | None:
+    _BLAS.append(blas_threads())
+    return _BLAS[0]
+
+
+# float16 -> float32 by table: every float16 bit pattern's float32 value.  A gather from the
+# table is exact and about twice as fast as NumPy's float16 cast.
+_F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
+    """An operand's logical matrix in the working dtype, gathered from its fractal storage in
+    one strided cast-and-copy (init-checked)."""
+    if current().options.init_check and not acc.storage.all_written:
+        return ex.read(acc, label, role).astype(work)
+    if type(acc) is not ex.Strided:
+        return acc.read().astype(work)
+    out = np.empty(acc.shape, work)
+    src = acc.array()
+    if src.dtype == np.float16 and work is np.float32:
+        _F16_TO_F32.take(src.view(np.uint16), out=out.reshape(acc.lshape), mode="clip")
+    else:
+        np.copyto(out.reshape(acc.lshape), src, casting="unsafe")
+    return out
+
+
+def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,
+            out: np.dtype) -> None:
+    if accumulate and out.kind == "f" and type(acc_d) is ex.Strided \
+            and acc_d.storage.all_written and acc_d.injective():
+        # add in place through the fractal view: nothing to check, nothing newly written.
+        # Walk both in the destination's memory order: NumPy's add otherwise follows the
+        # logical order and runs 2.5x slower over the fractal strides.
+        dst = acc_d.array()
+        order = sorted(range(dst.ndim), key=lambda i: -abs(dst.strides[i]))
+        d, p = dst.transpose(order), product.reshape(acc_d.lshape).transpose(order)
+        np.add(d, p, out=d, casting="unsafe")
+        return
+    if accumulate:
+        product = product + ex.read(acc_d, label, "dst").reshape(product.shape)
+    if out.kind == "i":  # the int32 accumulator wraps
+        product = np.rint(product).astype(np.int64).astype(out)
+    ex.prepare_write(acc_d, label, "dst")
+    ex.store(acc_d, product)

@@ -1,0 +1,1 @@
+"""The NKI instructions (SPEC section 11) and the engines' state."""

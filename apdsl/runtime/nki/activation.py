@@ -1,0 +1,190 @@
+"""The Scalar Engine's `activation` and `activation_reduce` (SPEC section 11; NKI isa).
+
+`dst = op(data * scale + bias)` in float32, cast to dst, with the optional free-axis sum into
+the engine's `reduce_regs` (`apdsl.runtime.nki.reduce_regs`, per device), controlled by
+`reduce_cmd`, and read out into `reduce_res`.  The docs' pseudo-code, as apdsl runs it:
+
+    output = op(data * scale + bias)                    # float32
+    if reduce_cmd in (reset, reset_reduce): reduce_regs = 0
+    if reduce_cmd in (reduce, reset_reduce): reduce_regs += sum(output, free axes)
+    if reduce_res is given: reduce_res = reduce_regs    # cast to reduce_res
+
+(the docs' middle line `result = reduce_op(reduce_regs, reduce_op(output))` followed by
+`reduce_regs += result` would add the registers to themselves; the prose says "reduce
+activated data over existing values", which is the sum above, as SPEC 11 states it.)  The sum is
+of the float32 outputs, before their cast to dst.
+
+Rules from the docstrings: `reduce_op` must be `nl.add` (`activation_reduce`'s docs say so
+"on NeuronCore-v2" and name no other for later targets, so apdsl takes only `nl.add` there too); `scale` is a float or a
+`[partitions, 1]` float32 tile; `bias` a `[partitions, 1]` tile of any dtype but tfloat32, or,
+from NeuronCore-v3 (trn2) on, a float; data and dst have the same partitions and elements per
+partition; an input outside the function's valid range (`nl.log`, `nl.sqrt`, `nl.sin`, ...)
+gives invalid output on hardware, so apdsl refuses it (APK463).  `reduce_cmd=load_reduce` is
+an enum member the docs do not describe for `activation`: refused (APK376).  The docs state no
+rule for `reduce_regs` of more lanes than one instruction uses, so lanes past the data's
+partitions keep their values.  On trn3 `dst` and `data` may be Tensor Indirection views (not
+`scale`, `bias`, `reduce_res`; a scattered dst not in PSUM), as the docs say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import ApdslRuntimeError, TargetError
+from ...tensor import targets
+from ...tensor.machine import current
+from ...tensor.view import Tensor
+from ..core.operands import is_ti
+from ..table.operators import operator_arg
+from . import reduce_run as rr
+from .reduce_regs import regs
+from .reduce_run import same_partitions
+
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
+
+
+def reduce_cmd_arg(value: Any, label: str) -> str:
+    """`reduce_cmd` as its name: a `nisa.reduce_cmd` member or the name as a string."""
+    name = getattr(value, "name", value)
+    if not isinstance(name, str) or name not in REDUCE_CMDS:
+        raise TargetError(f"{label}: reduce_cmd must be one of {', '.join(REDUCE_CMDS)}, got "
+                          f"{value!r}", code="APK376",
+                          help="for example reduce_cmd=nisa.reduce_cmd.reset_reduce")
+    if name == "load_reduce":
+        raise TargetError(f"{label}: reduce_cmd=load_reduce is not described for activation "
+                          "(its docs list reset, idle, reduce and reset_reduce)",
+                          code="APK376", help="reset with reduce_cmd=reset or reset_reduce, "
+                          "then accumulate with reduce")
+    return name
+
+
+def _unset_lanes(label: str, what: str, lanes: np.ndarray) -> ApdslRuntimeError:
+    first = int(np.flatnonzero(~lanes)[0])
+    return ApdslRuntimeError(
+        f"{label}: {what} reduce_regs lane {first}, which no reduce_cmd=reset or reset_reduce "
+        "has set on this device", code="APK382",
+        notes=[f"{int((~lanes).sum())} of the {lanes.size} lanes used are unset",
+               "on hardware the registers hold whatever ran before"],
+        help="start the accumulation with reduce_cmd=nisa.reduce_cmd.reset_reduce (or reset), "
+        "or turn the check off with --no-init-check to read unset lanes as 0", lane=first)
+
+
+def activation(dst: Tensor, op: Any, data: Tensor, bias: Any = None, scale: Any = 1.0,
+               reduce_op: Any = None, reduce_res: Tensor | None = None,
+               reduce_cmd: Any = "idle", name: str | None = None) -> None:
+    """`dst = op(data * scale + bias)` on the Scalar Engine, in float32 then cast to dst, with
+    the optional free-axis sum kept in the engine's `reduce_regs` across instructions
+    (`reduce_cmd`: idle, reset, reduce, reset_reduce) and read out into `reduce_res`
+    ([partitions, 1]).  `op` is an activation function (`nl.exp`, `nl.gelu`, `nl.copy`, ...);
+    `scale` a float or a [partitions, 1] float32 tile; `bias` a [partitions, 1] tile or (trn2
+    and later) a float; `reduce_op` `nl.add`.
+
+    >>> from apdsl.runtime.table.operators import OPERATORS as nl
+    >>> x = apdsl.from_numpy(np.array([[0.0, 1.0], [2.0, 3.0]], np.float32), "sbuf")
+    >>> y = apdsl.ndarray((2, 2), "float32", "sbuf")
+    >>> s = apdsl.ndarray((2, 1), "float32", "sbuf")
+    >>> apdsl.activation(y, nl["square"], x, bias=1.0, scale=2.0, reduce_op=nl["add"],
+    ...                  reduce_res=s, reduce_cmd="reset_reduce")
+    >>> y.numpy().tolist(), s.numpy().tolist()
+    ([[1.0, 9.0], [25.0, 49.0]], [[10.0], [74.0]])
+    """
+    _run("activation", dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd, name)
+
+
+def activation_reduce(dst: Tensor, op: Any, data: Tensor, reduce_op: Any,
+                      reduce_res: Tensor | None, bias: Any = None, scale: Any = 1.0,
+                      name: str | None = None) -> None:
+    """`activation` with `reduce_cmd=reset_reduce`: `dst = op(data * scale + bias)` and
+    `reduce_res` ([partitions, 1]) gets the sum over the free axes of the activated values
+    (`reduce_op` `nl.add`; None keeps the sum in `reduce_regs` only).
+
+    >>> from apdsl.runtime.table.operators import OPERATORS as nl
+    >>> x = apdsl.from_numpy(np.array([[1.0, 2.0, 3.0]], np.float32), "sbuf")
+    >>> y, s = apdsl.ndarray((1, 3), "float32", "sbuf"), apdsl.ndarray((1, 1), "float32", "sbuf")
+    >>> apdsl.activation_reduce(y, nl["copy"], x, nl["add"], s, scale=-1.0)
+    >>> s.numpy().tolist()
+    [[-6.0]]
+    """
+    if reduce_op is None:
+        raise TargetError(f"{rr.instruction_label('activation_reduce', name)}: reduce_op is "
+                          "required (nl.add)", code="APK376", help="pass reduce_op=nl.add")
+    _run("activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res,
+         "reset_reduce", name)
+
+
+def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
+         reduce_op: Any, reduce_res: Tensor | None, reduce_cmd: Any, name: str | None) -> None:
+    label = rr.instruction_label(opname, name)
+    cmd = reduce_cmd_arg(reduce_cmd, label)
+    target = targets.target_for(data.buffer).name if isinstance(data, Tensor) and \
+        targets.family(data.buffer) == "nki" else None
+    fn = operator_arg(op, label, "op", table="activation", target=target)
+    if reduce_op is not None:
+        operator_arg(reduce_op, label, "reduce_op", names=("add",))
+    elif cmd in ("reduce", "reset_reduce"):
+        raise TargetError(f"{label}: reduce_cmd={cmd} accumulates with reduce_op, which is "
+                          "None", code="APK376", help="pass reduce_op=nl.add")
+    sc = rr.tile_or_float(scale, label, "scale")
+    bi = None if bias is None else rr.tile_or_float(bias, label, "bias")
+    if bi is not None and not isinstance(bi, Tensor) and target == "trn1":
+        raise TargetError(f"{label}: on trn1 (NeuronCore-v2) bias is a [partitions, 1] tile, "
+                          f"not the number {bi!r}", code="APK378",
+                          help="memset a [partitions, 1] tile to the value and pass it as bias")
+    call = rr.begin(opname, name, {
+        "dst": dst, "data": data, "scale": sc if isinstance(sc, Tensor) else None,
+        "bias": bi if isinstance(bi, Tensor) else None, "reduce_res": reduce_res},
+        indirect=("dst", "data"))
+    if is_ti(dst) and dst.buffer == "psum":
+        raise TargetError(f"{call.label}: dst {dst.name} is an indirect (scattered) view in "
+                          "PSUM; on the Scalar Engine a scattered dst is in SBUF", code="APK383",
+                          help="scatter into an SBUF tile")
+    same_partitions(call, "data", "dst", "scale", "bias", "reduce_res")
+    nd, nx = call.free("dst"), call.free("data")
+    if nd is not None and nx is not None and nd != nx:
+        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}; {opname} "
+                             "works element by element", "APK371", "give dst the shape of data",
+                             elements=nd, expected=nx)
+    for role in ("scale", "bias", "reduce_res"):
+        if role in call.tensors:
+            rr.elements(call, role, 1, f"takes one {role} value a partition")
+    call.record()
+    if call.accs is None:
+        return
+    x = call.read_f32("data")
+    parts = x.shape[0]
+    rows = x.reshape(parts, -1)
+    s = call.read_f32("scale").reshape(parts, 1) if "scale" in call.tensors else np.float32(sc)
+    b = call.read_f32("bias").reshape(parts, 1) if "bias" in call.tensors else \
+        np.float32(0.0 if bi is None else bi)
+    pre = rows * s + b
+    ok = fn.inside(pre)
+    if not ok.all():
+        p, f = (int(c) for c in np.argwhere(~ok)[0])
+        raise ApdslRuntimeError(
+            f"{call.label}: {fn!r} gets data * scale + bias = {float(pre[p, f])!r} at partition "
+            f"{p}, element {f}, outside its valid input range {fn.valid}", code="APK463",
+            notes=[f"{int((~ok).sum())} of {ok.size} inputs are outside it",
+                   "the NKI docs say such inputs give invalid output, so apdsl does not guess"],
+            help="keep the input inside the range (add a small epsilon, or clamp it first)",
+            partition=p, element=f)
+    out = np.asarray(fn.fn(pre), np.float32)
+    r = regs()
+    lanes = slice(0, parts)
+    values, known = r.values[lanes].copy(), r.set[lanes].copy()
+    if cmd in ("reset", "reset_reduce"):
+        values[:], known[:] = 0, True
+    strict = current().options.init_check
+    if cmd in ("reduce", "reset_reduce"):
+        if strict and not known.all():
+            raise _unset_lanes(call.label, "reduce_cmd=reduce accumulates into", known)
+        values = values + out.sum(axis=1, dtype=np.float32)
+        known[:] = True
+    outputs = {"dst": out}
+    if reduce_res is not None:
+        if strict and not known.all():
+            raise _unset_lanes(call.label, "reduce_res reads", known)
+        outputs["reduce_res"] = values.reshape(parts, 1)
+    call.write(outputs)
+    r.values[lanes], r.set[lanes] = values, known

@@ -1,0 +1,465 @@
+"""The Ascend synchronisation checker (SPEC section 13): events, barriers and data races.
+
+The pipes of one AI Core run concurrently; `set_flag`/`wait_flag` and `pipe_barrier` order
+them.  The order is a happens-before relation over executed instructions, computed as the
+program runs with one vector clock per pipe: `clock[p][q]` is the number of instructions of
+pipe q known complete before pipe p's next instruction starts.
+
+- An instruction on pipe p (not V) follows every earlier one of p (program order).  On V two
+  instructions are ordered only by `pipe_barrier("V")`/`"ALL"` or a `V_V` event, as the
+  AscendC PipeBarrier docs say dependent vector instructions need.
+- `set_flag(E, id)` on E's source pipe snapshots what that pipe knows, its own instructions
+  issued so far included; `wait_flag(E, id)` joins the snapshot into the destination pipe's
+  clock and clears the flag (a flag is one bit).
+- `pipe_barrier("ALL")` and the end of a kernel order everything.
+
+Accesses are kept per storage region (the physical address range of an on-chip buffer, one GM
+tensor's storage), a short list of earlier reads and writes; an access that is ordered after
+an earlier one and covers its bytes replaces it, so a loop that reuses its buffers keeps the
+list short.  A new access checks each earlier access of another pipe that it is not ordered
+after: a read and a write, or two writes, of overlapping bytes are a race (APK570; APK571 on
+V without a barrier).  Bounding byte ranges decide first; exact byte sets only when those
+overlap.  An instruction's operand facts (region, byte range, pipe) come from a plan kept per
+instruction and operand views (`sync_facts.plan_of`), so a loop's instructions do no layout
+work here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ...errors import ApdslRuntimeError, Span, Warning_
+from ...records import record
+from ...tensor.machine import current
+from .pipes import (
+    BARRIER_PIPES,
+    EVENT_IDS,
+    HARD_EVENTS,
+    PIPE_INDEX,
+    PIPES,
+    split_event,
+)
+from .sync_facts import PLANS, Record, Touch, plan_of
+
+_N = len(PIPES)
+_V = PIPE_INDEX["V"]
+# (source pipe index, destination pipe index) of every hard event
+_EVENT_PIPES = {e: tuple(PIPE_INDEX[p] for p in split_event(e)) for e in HARD_EVENTS}
+_EVENT_SRC = {e: s for e, (s, _) in _EVENT_PIPES.items()}
+_EVENT_DST = {e: d for e, (_, d) in _EVENT_PIPES.items()}
+
+
+@record
+class Order:
+    """An executed instruction's place in the happens-before order: it is instruction `seq`
+    (from 1) of `pipe` under checker `sync`, and every instruction of pipe q numbered up to
+    `after[q]` (in `PIPES` order) completes before it starts.  The profile schedules Ascend
+    pipes by it."""
+
+    pipe: str
+    seq: int
+    after: tuple[int, ...]
+    sync: Any  # the checker (one per kernel run): sequence numbers count within it
+
+
+class SyncError(ApdslRuntimeError):
+    """A synchronisation error: a race, a deadlock, an invalid event (APK570-APK579)."""
+
+    default_code = "APK570"
+
+
+def _where(a: Touch) -> str:
+    if a.location is None:
+        return a.op
+    return f"{a.op} (line {a.location[1]})"
+
+
+class Sync:
+    """The synchronisation state of one kernel (or one `apdsl.pipes()` block)."""
+
+    def __init__(self, target: str = "ascend-a2") -> None:
+        self.ids = EVENT_IDS.get(target, 8)
+        self.count = [0] * _N
+        self.clock = [[0] * _N for _ in range(_N)]
+        self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
+        # per region, its earlier reads and its earlier writes, each oldest first: a read
+        # conflicts only with writes, so a read need not walk the (often long) list of reads
+        self.regions: dict[Any, tuple[list[Record], list[Record]]] = {}
+        self.accesses = 0
+        # the pipes that have run an instruction: a clock's entry for any other pipe is 0, so
+        # a wait's join leaves it alone
+        self.used: tuple[int, ...] = ()
+        # a race was reported (check mode goes on): leftover flags are then its consequence
+        self.failed = False
+        self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
+
+    # -- instructions -------------------------------------------------------------------------
+    def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
+               location: Any, order: bool = True,
+               plan: tuple[Any, ...] | None = None) -> Order | None:
+        """Check and record the accesses of one instruction before it moves data; return its
+        place in the happens-before order (None: it runs on no pipe, or `order` is False: the
+        caller does not keep it).
+
+        The hot path of every Ascend instruction: its operand facts come from a plan (`plan_of`),
+        each access is a plain tuple (a `Record`), and the exact byte sets are compared only
+        when the cheap test (bounding byte ranges, of accesses not ordered before this one)
+        says two accesses may overlap.  `plan`: the one `kept_plan` gave for these very
+        operands (a caller that keeps its own plan per operand views skips the lookup)."""
+        if plan is None:
+            plan = PLANS.get((op, *operands, *map(id, operands.values())))
+            if plan is None:
+                plan = plan_of(op, operands)
+        p = plan[1]
+        if p < 0:
+            return None
+        count = self.count
+        count[p] = seq = count[p] + 1
+        if seq == 1:  # the pipe's first instruction
+            self.used = tuple(q for q in range(_N) if count[q])
+        clk = self.clock[p]
+        same = p != _V  # instructions of one pipe (but V) run in program order
+        if same:
+            clk[p] = seq - 1
+        n = self.accesses
+        opname = (op, name)
+        regions = self.regions
+        new = []
+        for rkey, lo, hi, write, static, role in plan[2]:
+            n += 1
+            rec = (p, seq, lo, hi, n, write, static, opname, span, location)
+            lists = regions.get(rkey)
+            if lists is None:
+                lists = regions[rkey] = ([], [])
+            else:
+                # the cheap test: an earlier access of another pipe, not ordered before this
+                # one, whose byte range overlaps (a read conflicts with writes only).  Every
+                # access listed here is of an earlier instruction (nothing of this one is
+                # recorded yet), so one of this pipe (but V) is ordered by its clock alone:
+                # clk[p] is seq - 1 and the access's number is below seq
+                for e in lists[1]:
+                    if not (e[1] <= clk[e[0]] or e[3] < lo or hi < e[2]):
+                        self._check(rec, lists, clk, operands[role])
+                        break
+                else:
+                    if write:
+                        for e in lists[0]:
+                            if not (e[1] <= clk[e[0]] or e[3] < lo or hi < e[2]):
+                                self._check(rec, lists, clk, operands[role])
+                                break
+            new.append((rec, lists, lo, hi, write, static[3]))
+        # recorded once all are checked (two accesses of one region, as an in-place vector
+        # instruction's, are checked against the accesses before the instruction)
+        for rec, lists, lo, hi, write, dense in new:
+            reads, writes = lists
+            if dense:
+                # a dense access drops the earlier accesses ordered before it and inside its
+                # bytes: they can no longer race with anything later that it does not (a
+                # write hides both kinds, a read hides reads).  The clock first (it orders
+                # most); the same-pipe test is for this instruction's own earlier access
+                j = len(reads)
+                while j:
+                    j -= 1
+                    e = reads[j]
+                    if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
+                                                      e[0] == p and same):
+                        del reads[j]
+                if write:
+                    j = len(writes)
+                    while j:
+                        j -= 1
+                        e = writes[j]
+                        if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
+                                                          e[0] == p and same):
+                            del writes[j]
+            (writes if write else reads).append(rec)
+        self.accesses = n
+        return Order(plan[0], seq, tuple(clk), self) if order else None
+
+    def _check(self, rec: Record, earlier: tuple[list[Record], list[Record]],
+               clk: list[int], t: Any) -> None:
+        """Raise on the oldest earlier access that races with `rec`: a write checks the
+        region's reads and writes, a read its writes."""
+        acc = Touch(rec)
+        first: tuple[Touch, np.ndarray] | None = None
+        for lst in (earlier if acc.write else earlier[1:]):
+            found = self._first_race(acc, lst, clk)
+            if found is not None and (first is None or found[0].n < first[0].n):
+                first = found
+        if first is not None:
+            self.failed = True
+            raise self._race(acc, first[0], t, first[1])
+
+    @staticmethod
+    def _first_race(acc: Touch, earlier: list[Record],
+                    clk: list[int]) -> tuple[Touch, np.ndarray] | None:
+        p = acc.pipe
+        same = p != _V  # instructions of one pipe (but V) run in program order
+        lo, hi = acc.lo, acc.hi
+        for rec in earlier:
+            q = rec[0]
+            if q == p and same or rec[1] <= clk[q] or rec[3] < lo or hi < rec[2]:
+                continue
+            e = Touch(rec)
+            both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)
+            if both.size:
+                return e, both
+        return None
+
+    def _race(self, acc: Touch, e: Touch, t: Any, both: np.ndarray) -> SyncError:
+        kind = ("write-after-write" if acc.write and e.write else
+                "write-after-read" if acc.write else "read-after-write")
+        p, q = PIPES[acc.pipe], PIPES[e.pipe]
+        verb = {True: "writes", False: "reads"}
+        lo, hi = int(both[0]) - acc.base, int(both[-1]) - acc.base
+        nbytes = int(both.size)
+        where = f"bytes {lo}-{hi}" if nbytes == hi - lo + 1 else \
+            f"{nbytes} bytes in {lo}-{hi}"
+        message = (f"data race ({kind}): {acc.op} on pipe {p} {verb[acc.write]} {t.name} "
+                   f"@ {t.buffer} {where} while {_where(e)} on pipe {q} may still "
+                   f"{'write' if e.write else 'read'} them")
+        notes = [f"{_where(e)} runs on pipe {q}, {_where(acc)} on pipe {p}: the pipes run "
+                 "concurrently, and no event orders the two"]
+        if p == q:  # both on V
+            notes = [f"{_where(e)} and {_where(acc)} both run on pipe V, where instructions "
+                     "may overlap: no barrier orders the two"]
+            code = "APK571"
+            fix = (f"put pipe_barrier(\"V\") between {_where(e)} and {_where(acc)}: dependent "
+                   "vector instructions need a barrier")
+        else:
+            code = "APK570"
+            event = f"{q}_{p}"
+            pending = [i for (ev, i), (snap, _, _) in self.flags.items()
+                       if ev == event and snap[e.pipe] >= e.seq]
+            if pending:  # the set is there, its wait is missing
+                i = pending[0]
+                loc = self.flags[(event, i)][2]
+                where = f" (line {loc[1]})" if loc else ""
+                fix = (f"wait_flag(\"{event}\", {i}) before {_where(acc)}: set_flag(\"{event}\", "
+                       f"{i}){where} orders {_where(e)}, but nothing waits for it")
+            elif event in HARD_EVENTS:
+                free = next((i for i in range(self.ids) if (event, i) not in self.flags), 0)
+                fix = (f"order them with an event: set_flag(\"{event}\", {free}) after "
+                       f"{_where(e)}, and wait_flag(\"{event}\", {free}) before {_where(acc)}")
+            else:
+                fix = (f"there is no {q}_{p} event: order them through a third pipe with two "
+                       "events, or with pipe_barrier(\"ALL\") between them")
+        err = SyncError(message, code=code, notes=notes, help=fix, pipes=(q, p),
+                        tensor=t.name, bytes=(lo, hi))
+        return err.with_label(e.span, f"{'written' if e.write else 'read'} here on pipe {q}")
+
+    # -- events -------------------------------------------------------------------------------
+    def set_flag(self, event: str, i: int, span: Span | None, location: Any) -> None:
+        flags = self.flags
+        key = (event, i)
+        if key in flags:
+            _, sspan, sloc = flags[key]
+            where = f" (set at line {sloc[1]})" if sloc else ""
+            err = SyncError(f"set_flag(\"{event}\", {i}): the flag is already set{where}; "
+                            "a flag is one bit", code="APK574",
+                            help=f"wait_flag(\"{event}\", {i}) before setting it again, or use "
+                            "another event id (ping-pong buffers use ids 0 and 1)",
+                            event=event, id=i)
+            raise err.with_label(sspan, "set here, not waited for since")
+        src = _EVENT_SRC[event]
+        snap = self.clock[src][:]
+        snap[src] = self.count[src]
+        flags[key] = (snap, span, location)
+
+    def wait_flag(self, event: str, i: int) -> None:
+        got = self.flags.pop((event, i), None)
+        if got is None:
+            raise SyncError(f"deadlock: wait_flag(\"{event}\", {i}) waits for a flag that no "
+                            "set_flag has set", code="APK575",
+                            notes=["a wait consumes its flag; the pipe would wait forever"],
+                            help=f"set_flag(\"{event}\", {i}) on pipe {split_event(event)[0]} "
+                            "before this wait (CATLASS pre-sets the 'buffer free' flags before "
+                            "its loops)", event=event, id=i)
+        dst = self.clock[_EVENT_DST[event]]
+        snap = got[0]
+        for q in self.used:  # join: the destination now knows what the source knew
+            v = snap[q]
+            if v > dst[q]:
+                dst[q] = v
+
+    def barrier(self, pipe: str) -> None:
+        if pipe == "ALL":
+            for row in self.clock:
+                row[:] = self.count
+            self.regions.clear()  # everything before is ordered before everything after
+        elif pipe == "V":
+            self.clock[_V][_V] = self.count[_V]
+        # other pipes already run in program order
+
+    def finish(self) -> list[Warning_]:
+        """The end of the kernel: it orders everything; a flag still set is a warning."""
+        out = []
+        for (event, i), (_, span, _loc) in ({} if self.failed else self.flags).items():
+            out.append(Warning_(f"set_flag(\"{event}\", {i}) is never waited for before the "
+                                "end of the kernel", code="APK578", span=span,
+                                help=f"wait_flag(\"{event}\", {i}) on pipe "
+                                f"{split_event(event)[1]} before the kernel ends (CATLASS waits "
+                                "its pre-set flags at the end)", event=event, id=i))
+        self.flags.clear()
+        self.regions.clear()
+        return out
+
+
+# -- the builtins ------------------------------------------------------------------------------
+
+def _event(event: Any, i: Any, what: str) -> tuple[str, int]:
+    """Validate an event name and id: APK572, APK573."""
+    if type(event) is str and type(i) is int and i >= 0 and event in _EVENT_PIPES:
+        ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+        if i < ids:  # the common case, decided without the messages' work
+            return event, i
+    if not isinstance(event, str) or event not in HARD_EVENTS:
+        text = event if isinstance(event, str) else repr(event)
+        from difflib import get_close_matches
+        close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \
+            else []
+        raise SyncError(f"{what}: unknown event {text!r}", code="APK572",
+                        notes=["events are AscendC's HardEvent names, SRC_DST: the source pipe "
+                               "sets the flag and the destination pipe waits for it"],
+                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                              else "for example \"MTE2_MTE1\", \"MTE1_M\", \"M_FIX\", "
+                              "\"FIX_M\", \"M_MTE1\", \"MTE1_MTE2\", \"MTE2_V\", \"V_MTE3\""),
+                        event=text)
+    ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < ids:
+        raise SyncError(f"{what}(\"{event}\", {i!r}): event id must be an int 0-{ids - 1} on "
+                        f"{current().targets.get('ascend', 'ascend-a2')}", code="APK573",
+                        help="ping-pong buffers use ids 0 and 1 (CATLASS: 0/1 for A, 2/3 for B)",
+                        event=event, id=i)
+    return event, int(i)
+
+
+def active() -> Sync | None:
+    """The checker of the current machine: the kernel's, or one `apdsl.options(sync=True)`
+    asks for outside kernels (made on first use)."""
+    m = current()
+    s = m.sync
+    if s is None and m.options.sync is True:
+        s = m.sync = Sync(m.targets.get("ascend", "ascend-a2"))
+        s.session = True  # ends when the option does (apdsl.runtime.core.options)
+    return s
+
+
+def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter name
+    """Set flag `id` of hard event `event` (`"SRC_DST"`): the destination pipe's instructions
+    after the matching `wait_flag` follow the source pipe's instructions before this set.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.set_flag("MTE2_MTE1", 0)
+    ...     apdsl.wait_flag("MTE2_MTE1", 0)
+    """
+    m = current()
+    s = m.sync
+    # a valid event in a checked kernel, decided cheaply (the checker's target's event ids),
+    # and set here when the flag is clear (`Sync.set_flag` without its call; it reports a
+    # flag already set)
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str:
+        src = _EVENT_SRC.get(event)
+        if src is not None:
+            flags = s.flags
+            key = (event, id)
+            if key in flags:
+                s.set_flag(event, id, m.span, m.location)  # reports it set (APK574)
+                return
+            snap = s.clock[src][:]
+            snap[src] = s.count[src]
+            flags[key] = (snap, m.span, m.location)
+            return
+    ev, i = _event(event, id, "set_flag")
+    s = active()
+    if s is not None:
+        s.set_flag(ev, i, m.span, m.location)
+
+
+def wait_flag(event: str, id: int) -> None:  # noqa: A002
+    """Wait on the destination pipe of `event` until flag `id` is set, and clear it.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.set_flag("MTE1_M", 1)
+    ...     apdsl.wait_flag("MTE1_M", 1)
+    """
+    s = current().sync
+    if s is not None and type(id) is int and 0 <= id < s.ids and type(event) is str:
+        dst = _EVENT_DST.get(event)
+        if dst is not None:  # a valid event in a checked kernel: `Sync.wait_flag` inline
+            got = s.flags.pop((event, id), None)
+            if got is None:
+                s.wait_flag(event, id)  # reports the deadlock (APK575)
+                return
+            row = s.clock[dst]
+            snap = got[0]
+            for q in s.used:  # (a pipe that never ran knows nothing: all its entries are 0)
+                v = snap[q]
+                if v > row[q]:
+                    row[q] = v
+            return
+    ev, i = _event(event, id, "wait_flag")
+    s = active()
+    if s is not None:
+        s.wait_flag(ev, i)
+
+
+def pipe_barrier(pipe: str) -> None:
+    """Order the pipe's later instructions after its earlier ones (`"V"`), or everything
+    (`"ALL"`); `"S"` is an error, as on hardware.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.pipe_barrier("ALL")
+    """
+    if pipe == "S":
+        raise SyncError("pipe_barrier(\"S\") faults the hardware", code="APK577",
+                        notes=["the AscendC PipeBarrier docs: the scalar pipe's order is "
+                               "guaranteed by hardware, and a PIPE_S barrier raises a "
+                               "hardware error"],
+                        help="remove it; scalar instructions are already in order")
+    if not isinstance(pipe, str) or pipe not in BARRIER_PIPES:
+        text = pipe if isinstance(pipe, str) else repr(pipe)
+        from difflib import get_close_matches
+        close = get_close_matches(text.upper(), BARRIER_PIPES, n=2) if isinstance(pipe, str) \
+            else []
+        raise SyncError(f"pipe_barrier: unknown pipe {text!r}", code="APK576",
+                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                              else "pipes: " + ", ".join(f'"{p}"' for p in BARRIER_PIPES
+                                                         if p != "S")), pipe=text)
+    s = active()
+    if s is not None:
+        s.barrier(pipe)
+
+
+@contextmanager
+def checking(force: bool = False) -> Iterator[Sync | None]:
+    """Check synchronisation inside the block (a kernel: unless `sync` is off; `force`:
+    `apdsl.pipes()`), ending it as a kernel ends: leftover flags warn."""
+    from .warn import warn
+    m = current()
+    if m.sync is not None or (m.options.sync is False and not force):
+        yield m.sync
+        return
+    s = m.sync = Sync(m.targets.get("ascend", "ascend-a2"))
+    ok = False
+    try:
+        yield s
+        ok = True
+    finally:
+        m.sync = None
+        if ok:
+            for w in s.finish():
+                warn(w)
+
+
+def pipes() -> Any:
+    """Check Ascend synchronisation for Python-API code inside the block, as inside a kernel.
+
+    >>> with apdsl.pipes():
+    ...     apdsl.pipe_barrier("ALL")
+    """
+    return checking(force=True)

@@ -1,0 +1,100 @@
+"""The instruction table: each instruction declared once.
+
+An entry names the instruction's operands and their roles (read or written), the engine (NKI) or
+pipe (Ascend) it runs on, the memory types and dtypes each operand may have per target family,
+its limits, its NumPy meaning (`apdsl.runtime.table.semantics`) and the module that executes it.
+Generic code reads the table: the language's builtins and the Python API take the instruction
+callables from it, `trace.record` puts the engine or pipe in every trace record (for `lower`,
+the profile and scheduling), `apdsl.runtime.nki.compute` checks, resolves, records and executes an
+element-wise instruction from its entry alone, and check mode's destination check knows from it
+which instructions write their `dst` whole.
+
+The table imports no executor (they import it); `implementation(name)` loads one on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+from . import semantics
+from .entries import compute, movement, reduce
+from .spec import (
+    ASCEND_ALL,
+    ASCEND_COPY_PIPES,
+    NKI_DMA,
+    NKI_ONCHIP,
+    TRN3_DTYPES,
+    VECTOR_DTYPES,
+    Instruction,
+    Operand,
+    nki_ascend,
+)
+
+TABLE: dict[str, Instruction] = {e.name: e for e in (
+    Instruction(
+        "dma_copy", "copies",
+        (Operand("dst", True, nki_ascend(NKI_DMA, ASCEND_ALL)),
+         Operand("src", False, nki_ascend(NKI_DMA, ASCEND_ALL))),
+        {"nki": ("dma",), "ascend": tuple(sorted(set(ASCEND_COPY_PIPES.values())))},
+        semantics.copy, writes_dst=True,
+        summary="copy in logical row-major order, converting through float32"),
+    Instruction(
+        "tensor_copy", "copies",
+        (Operand("dst", True, {"nki": NKI_ONCHIP}), Operand("src", False, {"nki": NKI_ONCHIP})),
+        {"nki": ("vector", "scalar", "gpsimd")}, semantics.copy, writes_dst=True,
+        summary="copy on chip, each partition in its partition"),
+    Instruction(
+        "memset", "copies",
+        (Operand("dst", True, nki_ascend(NKI_ONCHIP, ("ub", "l1", "l0a", "l0b"))),),
+        {"nki": ("vector", "gpsimd"), "ascend": ("V", "MTE1")}, semantics.fill,
+        writes_dst=True, summary="set every element to one value"),
+    Instruction(
+        "iota", "copies", (Operand("dst", True, {"nki": ("sbuf",)}),),
+        {"nki": ("gpsimd",)}, semantics.iota, limits={"pattern_entries": 4}, writes_dst=True,
+        summary="offset + p * channel_multiplier + sum(i_k * step_k), in int32"),
+    Instruction(
+        "nc_matmul", "nki.matmul",
+        (Operand("dst", True, {"nki": ("psum",)}),
+         Operand("stationary", False, {"nki": ("sbuf",)}),
+         Operand("moving", False, {"nki": ("sbuf",)})),
+        {"nki": ("tensor",)}, semantics.matmul,
+        limits={"K": 128, "M": 128, "N": "Target.matmul_max_n"}, writes_dst=True,
+        summary="dst (+)= stationary.T @ moving"),
+    Instruction(
+        "mmad", "ascend.mmad",
+        (Operand("dst", True, {"ascend": ("l0c",)}), Operand("a", False, {"ascend": ("l0a",)}),
+         Operand("b", False, {"ascend": ("l0b",)})),
+        {"ascend": ("M",)}, semantics.mmad, summary="dst (+)= a @ b on the cube unit"),
+    Instruction(
+        "register_alloc", "nki.register_ops", (), {}, None, summary="a virtual register"),
+    Instruction(
+        "register_load", "nki.register_ops",
+        (Operand("src", False, {"nki": ("sbuf", "hbm", "private_hbm", "shared_hbm")}),),
+        {}, None, summary="load a register from a one-element integer tensor"),
+    Instruction(
+        "reciprocal", "nki.compute",
+        (Operand("dst", True, {"nki": NKI_ONCHIP}, VECTOR_DTYPES + TRN3_DTYPES),
+         Operand("data", False, {"nki": NKI_ONCHIP}, VECTOR_DTYPES + TRN3_DTYPES)),
+        {"nki": ("vector",)}, semantics.reciprocal, writes_dst=True,
+        limits={"domain": "data != 0", "inside": semantics.nonzero},
+        summary="dst = 1 / data, in float32, cast to dst"),
+) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES}
+
+NAMES = tuple(TABLE)
+
+
+def implementation(name: str) -> Callable[..., Any]:
+    """The callable that executes instruction `name` (its module loads on first use)."""
+    entry = TABLE[name]
+    return getattr(import_module(f"apdsl.runtime.{entry.module}"), name)
+
+
+def engine_of(op: str, operands: dict[str, Any], hint: str | None = None) -> str | None:
+    """The engine or pipe running instruction `op` on these operands (None: not declared)."""
+    entry = TABLE.get(op)
+    if entry is None or not operands:
+        return None
+    from ...tensor.targets import family
+    return entry.engine(family(next(iter(operands.values())).buffer), operands, hint)

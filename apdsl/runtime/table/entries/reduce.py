@@ -1,0 +1,87 @@
+"""Instruction table entries: the reduce group (see `apdsl.runtime.table.entries`): activations,
+reductions, statistics and random numbers (NKI isa docstrings; `docs/facts/nki_isa.md`
+sections 3.4-3.7, 3.17-3.21, 3.24)."""
+
+from __future__ import annotations
+
+from .. import semantics_reduce as sem
+from ..spec import NKI_ONCHIP, TRN3_DTYPES, VECTOR_DTYPES, Instruction, Operand
+
+ANY = VECTOR_DTYPES + TRN3_DTYPES
+INDEX_DTYPES = ("uint16", "uint32")
+# nc_match_replace8's dst_idx: the docs' example writes uint32 and name no dtype; apdsl takes
+# the integer dtypes that hold every position (up to 16383) exactly.
+POSITION_DTYPES = ("int16", "uint16", "int32", "uint32")
+RNG_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+RAND2_DTYPES = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", "tfloat32",
+                "int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def _on_chip(role: str, writes: bool = False, dtypes: tuple[str, ...] | None = ANY) -> Operand:
+    return Operand(role, writes, {"nki": NKI_ONCHIP}, dtypes)
+
+
+ENTRIES: tuple[Instruction, ...] = (
+    Instruction(
+        "activation", "nki.activation",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
+         _on_chip("bias"), _on_chip("reduce_res", True)),
+        {"nki": ("scalar",)}, None, writes_dst=True,
+        summary="dst = op(data * scale + bias); reduce_regs (+)= its free-axis sum"),
+    Instruction(
+        "activation_reduce", "nki.activation",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
+         _on_chip("bias"), _on_chip("reduce_res", True)),
+        {"nki": ("scalar",)}, None, writes_dst=True,
+        summary="activation with reduce_cmd=reset_reduce: reduce_res = free-axis sum"),
+    Instruction(
+        "tensor_reduce", "nki.reduce", (_on_chip("dst", True), _on_chip("data")),
+        {"nki": ("vector",)}, sem.reduce_free, writes_dst=True,
+        summary="reduce the trailing free axes with op (float32; bit-vector ops on bits)"),
+    Instruction(
+        "tensor_partition_reduce", "nki.reduce",
+        (Operand("dst", True, {"nki": ("sbuf",)}, ANY), Operand("data", False, {"nki": ("sbuf",)},
+                                                               ANY)),
+        {"nki": ("gpsimd",)}, sem.reduce_partitions, writes_dst=True,
+        summary="reduce across partitions into one (GpSimd)"),
+    Instruction(
+        "bn_stats", "nki.reduce", (_on_chip("dst", True), _on_chip("data")), {"nki": ("vector",)},
+        sem.bn_stats, limits={"data_elements": 512}, writes_dst=True,
+        summary="[count, mean, var*count] of the even, then the odd elements a partition"),
+    Instruction(
+        "bn_aggr", "nki.reduce", (_on_chip("dst", True), _on_chip("data")), {"nki": ("vector",)},
+        sem.bn_aggr, writes_dst=True,
+        summary="mean and variance a partition from bn_stats triples"),
+    Instruction(
+        "max8", "nki.reduce", (_on_chip("dst", True), _on_chip("src")), {"nki": ("vector",)},
+        sem.max8, limits={"src_elements": (8, 16384)}, writes_dst=True,
+        summary="the 8 largest values a partition, descending"),
+    Instruction(
+        "nc_find_index8", "nki.reduce",
+        (_on_chip("dst", True, INDEX_DTYPES), _on_chip("data"), _on_chip("vals")),
+        {"nki": ("vector",)}, sem.find_index8, limits={"data_elements": (8, 16384)},
+        writes_dst=True, summary="index of the first occurrence of each of 8 values"),
+    Instruction(
+        "nc_match_replace8", "nki.reduce",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("vals"),
+         _on_chip("dst_idx", True, POSITION_DTYPES)),
+        {"nki": ("vector",)}, sem.match_replace8, limits={"data_elements": (8, 16384)},
+        writes_dst=True, summary="first occurrence of each of 8 values replaced by imm"),
+    Instruction(
+        "dropout", "nki.rng_ops", (_on_chip("dst", True), _on_chip("data"), _on_chip("prob")),
+        {"nki": ("vector",)}, sem.dropout, writes_dst=True,
+        summary="each element 0 with probability prob (seeded NumPy generator)"),
+    Instruction(
+        "rng", "nki.rng_ops", (_on_chip("dst", True, RNG_DTYPES),), {"nki": ("vector", "gpsimd")},
+        None, writes_dst=True, summary="32 random bits an element, truncated to dst"),
+    Instruction(
+        "rand2", "nki.rng_ops",
+        (_on_chip("dst", True, RAND2_DTYPES), _on_chip("min", False, ("float32",)),
+         _on_chip("max", False, ("float32",))),
+        {"nki": ("vector",)}, None, writes_dst=True,
+        summary="uniform random values in [min, max] (trn3)"),
+    Instruction(
+        "set_rng_seed", "nki.rng_ops",
+        (_on_chip("src_seeds", False, ("int32", "uint32", "float32")),), {"nki": ("vector",)},
+        None, summary="seed the Vector Engine's generator"),
+)

@@ -1,0 +1,86 @@
+"""What an instruction table entry is: `Operand` and `Instruction`, and the memory and dtype
+sets entries share.
+
+The table (`apdsl.runtime.table`) assembles the entries; they are declared by group, each group
+in its own module under `apdsl.runtime.table.entries` (`compute`: element-wise arithmetic and
+selection; `reduce`: activations, reductions, statistics and random numbers; `movement`:
+transposes, gathers, shuffles and registers), next to the core entries in the table itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ...records import record
+
+NKI_ONCHIP = ("sbuf", "psum")
+NKI_DMA = ("sbuf", "hbm", "private_hbm", "shared_hbm")
+# Element dtypes of the NKI compute engines' arithmetic (SPEC 11: float32 math, then cast);
+# float8_e4m3fn exists from trn3 on.  tfloat32 is a Tensor Engine input format, int4 and
+# int64 are not NKI tile dtypes: an element-wise instruction refuses them (APK461).
+VECTOR_DTYPES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int8",
+                 "uint8", "int16", "uint16", "int32", "uint32")
+TRN3_DTYPES = ("float8_e4m3fn",)
+
+# Ascend DMA paths and the pipe that moves each (AscendC: MTE2 brings data in from GM, MTE1
+# moves L1 -> L0A/L0B, FIXPIPE drains L0C, MTE3 writes UB out; a UB -> UB copy runs on the
+# vector pipe).
+ASCEND_COPY_PIPES = {("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): "MTE2",
+                     ("gm", "l0b"): "MTE2", ("l1", "l0a"): "MTE1", ("l1", "l0b"): "MTE1",
+                     ("l0c", "gm"): "FIX", ("l0c", "l1"): "FIX", ("ub", "gm"): "MTE3",
+                     ("ub", "ub"): "V"}
+# memset on Ascend: Duplicate (vector pipe) on UB, InitConstValue on L1/L0A/L0B, which runs on
+# MTE1 (its CCE intrinsics set_l1_2d/set_l0a_2d/set_l0b_2d list PIPE_MTE1).
+ASCEND_MEMSET_PIPES = {"ub": "V", "l1": "MTE1", "l0a": "MTE1", "l0b": "MTE1"}
+
+
+@record
+class Operand:
+    """One tensor operand: its role (the parameter name), whether the instruction writes it,
+    the buffers it may be in per target family (absent family: not an operand there) and the
+    dtypes it may have (None: the executor's own rules decide)."""
+
+    role: str
+    writes: bool
+    memory: dict[str, tuple[str, ...]]
+    dtypes: tuple[str, ...] | None = None
+
+
+@record
+class Instruction:
+    name: str
+    module: str  # the executor, `apdsl.runtime.<module>.<name>` (e.g. "nki.matmul")
+    operands: tuple[Operand, ...]
+    # family -> the engines (NKI) or pipes (Ascend) that may run it, the default first
+    engines: dict[str, tuple[str, ...]]
+    semantics: Callable[..., Any] | None
+    limits: Mapping[str, Any] = MappingProxyType({})  # none (shared: read-only)
+    # the destination is written whole, through `dst` itself (check mode's APK405 check)
+    writes_dst: bool = False
+    summary: str = ""
+
+    def operand(self, role: str) -> Operand:
+        return next(o for o in self.operands if o.role == role)
+
+    def engine(self, family: str, operands: dict[str, Any], hint: str | None = None) -> str | None:
+        """The engine or pipe that runs this instance: the hint when given, else the default
+        (on Ascend, by the path the operands take)."""
+        if hint not in (None, "unknown"):
+            return hint
+        if family == "ascend":
+            if self.name == "dma_copy":
+                return ASCEND_COPY_PIPES.get((operands["src"].buffer, operands["dst"].buffer))
+            if self.name == "memset":
+                return ASCEND_MEMSET_PIPES.get(operands["dst"].buffer)
+        engines = self.engines.get(family, ())
+        return engines[0] if engines else None
+
+
+def nki_ascend(nki: tuple[str, ...], ascend: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    return {"nki": nki, "ascend": ascend}
+
+
+ASCEND_ALL = ("gm", "l1", "l0a", "l0b", "l0c", "ub")
+

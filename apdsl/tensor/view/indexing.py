@@ -1,0 +1,151 @@
+"""Indexing sugar: `t[0:16, 8:16]`, `t[3]`, `t[:, ::2]`, `t[...]`, `t[0, ...]`.
+
+Strict, unlike NumPy: an out-of-range bound is an error.  Negative indices count from the end.
+On-chip an integer index keeps the partition dimension (size 1) and at least one free dimension;
+on HBM an integer index removes its dimension.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import ApdslTypeError, ViewError
+from ..dims import Dim
+from ..layout import Layout
+from ..targets import NKI_ONCHIP
+
+if TYPE_CHECKING:
+    from . import Tensor
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _expand(key: Any, ndim: int) -> list[Any]:
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise ViewError("an index can contain at most one '...'", code="APK230")
+    explicit = sum(1 for k in items if k is not Ellipsis)
+    if explicit > ndim:
+        raise ViewError(f"too many indices: {explicit} for a {ndim}-d view", code="APK230",
+                        help=f"index at most {ndim} dimensions")
+    if Ellipsis in items:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = [slice(None)] * (ndim - explicit)
+    return items + [slice(None)] * (ndim - len(items))
+
+
+def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
+    if not _is_int(v):
+        raise ApdslTypeError(f"index {what} must be an int, got {v!r}", code="APK111")
+    i = int(v) + n if v < 0 else int(v)
+    hi = n if allow_end else n - 1
+    if not 0 <= i <= hi:
+        raise ViewError(f"index {v} is out of range for dim {d} (size {n})", code="APK215",
+                        help=f"use {-n} <= index < {n}" if not allow_end
+                        else f"slice bounds must lie in {-n}..{n}", dim=d, size=n)
+    return i
+
+
+def fast_index(t: Tensor, key: Any) -> Tensor | None:
+    """The view `index_view` makes, built in one step, for the common key: ints and slices
+    of ints over plain, static dims of a view without a runtime index or TLA tile, where
+    every bound is in range (ints only off chip).  None for anything else, which
+    `index_view` then handles (and reports).  Its layout is exactly the one `slice` and
+    `select` would build dimension by dimension."""
+    if t.dynamic is not None or t.origin_shape is not None:
+        return None
+    items = key if type(key) is tuple else (key,)
+    layout = t.layout
+    dims = layout.dims
+    base = layout.base
+    if len(items) > len(dims) or type(base) is not int:
+        return None
+    onchip = t.storage.buffer in NKI_ONCHIP
+    out: list[Dim] = []
+    changed = False
+    for k, d in enumerate(dims):
+        modes = d.modes
+        n = d.size
+        if len(modes) != 1 or d.start != 0 or d.step != 1 or type(n) is not int:
+            return None  # nested, irregular or register-sized: the general path
+        s = modes[0][1]
+        if type(s) is not int:
+            return None
+        if k >= len(items):
+            out.append(d)
+            continue
+        item = items[k]
+        if type(item) is slice:
+            a, b, step = item.start, item.stop, item.step
+            if step is None:
+                step = 1
+            elif type(step) is not int or step < 1 or (step != 1 and k == 0 and onchip):
+                return None
+            if a is None:
+                a = 0
+            elif type(a) is not int:
+                return None
+            elif a < 0:
+                a += n
+            if b is None:
+                b = n
+            elif type(b) is not int:
+                return None
+            elif b < 0:
+                b += n
+            if not 0 <= a < b <= n:
+                return None  # out of range or empty: the general path says which
+            if a == 0 and b == n and step == 1:
+                out.append(d)
+                continue
+            count = -(-(b - a) // step)
+            out.append(Dim(count, ((count, s * step if count > 1 else s),)))
+            base += a * s
+            changed = True
+        elif type(item) is int and not onchip:
+            i = item + n if item < 0 else item
+            if not 0 <= i < n:
+                return None
+            base += i * s
+            changed = True
+        else:
+            return None  # ints on chip (the partition rule), `...`, anything else
+    if not changed:
+        return t
+    return type(t)(t.storage, t.dtype, Layout(tuple(out), base), None, t.label)
+
+
+def index_view(t: Tensor, key: Any) -> Tensor:
+    items = _expand(key, t.ndim)
+    onchip = t.onchip
+    # Which dims are removed by an integer index; on-chip keep partition + one free dim.
+    ints = [d for d, k in enumerate(items) if _is_int(k)]
+    keep = set()
+    if onchip:
+        keep.add(0)
+        free_left = [d for d in range(1, t.ndim) if d not in ints]
+        if not free_left and t.ndim > 1:
+            keep.add(max(d for d in ints if d > 0))
+    out = t
+    for d in reversed(range(t.ndim)):
+        k = items[d]
+        n = t.shape[d]
+        if _is_int(k):
+            i = _bound(k, n, "", d, allow_end=False)
+            out = out.slice(d, i, i + 1) if d in keep else out.select(d, i)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else k.step
+            if not _is_int(step) or step < 1:
+                raise ViewError(f"slice step {step!r} must be a positive int", code="APK204")
+            start = 0 if k.start is None else _bound(k.start, n, "start", d, allow_end=True)
+            stop = n if k.stop is None else _bound(k.stop, n, "stop", d, allow_end=True)
+            if (start, stop, step) != (0, n, 1):
+                out = out.slice(d, start, stop, step)
+        else:
+            raise ApdslTypeError(f"unsupported index {k!r}: use ints, slices and '...'",
+                                 code="APK111")
+    return out

@@ -176,7 +176,7 @@ registers cannot be cut that way, so lowering it is refused rather than printed 
 the program is not affected.
 """, """
 # python: lowering a gather into a destination of several pieces
-from apdsl.runtime import trace
+from apdsl.runtime.core import trace
 A = apdsl.from_numpy(np.zeros((16, 6), np.float32))
 idx = apdsl.ndarray((8, 1), "int32", "sbuf")
 apdsl.iota(idx, [[1, 1]], 0, 2)

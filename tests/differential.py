@@ -36,7 +36,9 @@ DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK491",  # local_gather: an index outside its partition
                         "APK358",  # exact integer result past dst: the values decide
                         "APK364",  # a shift amount read from a tile
-                        "APK382"})  # reduce_regs state, which check mode does not track
+                        "APK382",  # reduce_regs state, which check mode does not track
+                        "APK554",  # asc. integer result out of range: the values decide
+                        "APK555"})  # asc. input outside ln/sqrt/...'s domain: the values
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"), ("APK380", "in the tiles' values"))
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",

@@ -178,7 +178,9 @@ class Model:
             return Cost(pipe, (issue + macs / rate) / clock)
         aps = list(piece.values())
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
-        if op != "dma_copy":  # memset: the vector unit or InitConstValue, 256 B a cycle
+        if op != "dma_copy" and _cost_class(op) != "dma":
+            # memset and the vector instructions (cost class "vector": one 256-byte repeat a
+            # cycle, `vector_bytes_per_cycle`), InitConstValue: 256 B a cycle
             return Cost(pipe, (issue + nbytes / self.v("vector_bytes_per_cycle")) / clock,
                         nbytes)
         gm = [ap for ap in aps if ap.buffer == "gm"]
@@ -192,3 +194,10 @@ class Model:
             pipe, "vector_bytes_per_cycle")
         return Cost(pipe, (issue + nbytes / self.v(rate)) / clock, nbytes, 1, nbytes, 1,
                     issue / clock)
+
+
+def _cost_class(op: str) -> str | None:
+    """The cost class the instruction table gives `op` (`limits["cost"]`), if any."""
+    from ..runtime.table import TABLE
+    entry = TABLE.get(op)
+    return None if entry is None else entry.limits.get("cost")

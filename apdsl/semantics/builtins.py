@@ -144,6 +144,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     for name in TLA:
         table[name] = _tla(name)
     table.update(_nki_overlay(interp, table))
+    from . import asc_names  # asc.RoundMode, asc.BinaryRepeatParams, ... (pyasc's names)
+    table.update(asc_names.make())
     table.update(DTYPES)
     for alias, real in ALIASES.items():
         table[alias] = DTYPES[real]
@@ -168,7 +170,7 @@ def _implementation(name: str) -> Callable[..., Any]:
 
 
 LAUNCH = ("program_id", "num_programs", "program_ndim")
-SPACES = ("nl", "nisa")
+SPACES = ("nl", "nisa", "asc")
 
 
 def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
@@ -199,15 +201,17 @@ def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
 
 
 def nki_names() -> tuple[str, ...]:
-    """The prefixed keys `_nki_overlay` files, without building them."""
+    """The prefixed keys `_nki_overlay` and `asc_names` file, without building them."""
     from . import nl_functions, nl_legacy, nl_transpose, placing
+    from .asc_names import names as asc_names
     from .nl_operators import VALUES_ONLY
     from .nl_random import NAMES as RANDOM
     from .nl_reductions import NAMES as REDUCTIONS
-    return tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
-                                       *placing.NAMES, *nl_transpose.NAMES,
-                                       *RANDOM,
-                                       *(o for o in OPERATORS if o not in VALUES_ONLY)))
+    nl = tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
+                                    *placing.NAMES, *nl_transpose.NAMES, *RANDOM,
+                                    *(o for o in OPERATORS if o not in VALUES_ONLY)))
+    # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
+    return nl + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
 
 
 def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -> Any:
@@ -418,5 +422,7 @@ def builtin_names() -> frozenset[str]:
                   "gpsimd_engine", "unknown_engine"))
     from .pybuiltins import NAMES as PYTHON_NAMES
     names.update(PYTHON_NAMES)
-    names.update(INSTRUCTIONS, EVENTS, TLA, LAUNCH, DTYPES, ALIASES, targets.BUFFERS, OPERATORS)
+    # (the `asc.X` instructions are prefixed keys: `nki_names` lists them)
+    names.update((n for n in INSTRUCTIONS if "." not in n), EVENTS, TLA, LAUNCH, DTYPES,
+                 ALIASES, targets.BUFFERS, OPERATORS)
     return frozenset(names)

@@ -21,7 +21,7 @@ from .node_text import dotted
 
 # Dotted prefixes that name NKI's own modules: `nl.X` is NKI's `X` (its own meaning where
 # NKI's and the .apk builtin's differ, `nl.max`; otherwise the builtin `X`).
-_PREFIXES = frozenset({"nl", "nisa"})
+_PREFIXES = frozenset({"nl", "nisa", "asc"})
 _SPACES = {"language": "nl", "isa": "nisa"}
 _NKI_MODULES = frozenset({"language", "isa"})
 _CONSTS = {"True": True, "False": False, "None": None}

@@ -53,7 +53,7 @@ class Name(Expr):
 class NkiName(Name):
     id: str
     span: Span
-    space: str  # "nl" or "nisa"
+    space: str  # "nl", "nisa" or "asc" (pyasc's AscendC names)
 
 
 @_node

@@ -59,12 +59,20 @@ def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
     fam = targets.family(t.buffer)
     allowed = spec.memory.get(fam, ())
     if t.buffer not in allowed:
-        where = " or ".join(b.upper() for b in allowed) if allowed else "no buffer of " + fam
-        raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; {entry.name} works on "
-                          f"{where} only", code="APK309" if allowed else "APK462",
+        if allowed:
+            says = f"{entry.name} works on {' or '.join(b.upper() for b in allowed)} only"
+        else:  # APK462: an instruction of the other family; say which, in plain words
+            runs = " and ".join("NKI (Trainium)" if f == "nki" else "Ascend"
+                                for f in entry.operand(role).memory)
+            says = (f"{entry.name} is an instruction of {runs} only, and {t.buffer.upper()} is "
+                    f"{'an NKI' if fam == 'nki' else 'an Ascend'} buffer")
+        raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; {says}",
+                          code="APK309" if allowed else "APK462",
                           notes=[f"{role}: shape {tuple(t.shape)} @ {t.buffer}"],
                           help="dma_copy the data on chip first" if allowed
-                          else f"{entry.name} is an instruction of the other target family",
+                          else "on Ascend, vector arithmetic on UB is the asc. instructions "
+                          "(asc.add, asc.exp, ...)" if fam == "ascend" else
+                          "on NKI targets use the nisa./nl. instructions (tensor_tensor, ...)",
                           buffer=t.buffer, role=role)
     dtypes = spec.dtypes
     if dtypes is not None and (name not in dtypes or (

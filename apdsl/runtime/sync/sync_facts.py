@@ -137,7 +137,8 @@ def plan_of(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
         pipe = _pipes[pkey]
     except KeyError:
         pipe = _pipes[pkey] = pipe_of(op, operands)
-    entries = tuple((k, lo, hi, role == "dst", (layout, bits, base, dense), role)
+    # (a written operand is `dst`; an instruction writing several names them dst0, dst1, ...)
+    entries = tuple((k, lo, hi, role.startswith("dst"), (layout, bits, base, dense), role)
                     for role, (k, base, lo, hi, dense, layout, bits, _) in facts
                     if hi >= lo)
     plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)

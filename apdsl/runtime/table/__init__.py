@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import Any
 
 from . import semantics
-from .entries import compute, movement, reduce
+from .entries import compute, movement, reduce, vector
 from .spec import (
     ASCEND_ALL,
     ASCEND_COPY_PIPES,
@@ -80,7 +80,7 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         {"nki": ("vector",)}, semantics.reciprocal, writes_dst=True,
         limits={"domain": "data != 0", "inside": semantics.nonzero},
         summary="dst = 1 / data, in float32, cast to dst"),
-) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES}
+) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + vector.ENTRIES}
 
 NAMES = tuple(TABLE)
 
@@ -88,7 +88,8 @@ NAMES = tuple(TABLE)
 def implementation(name: str) -> Callable[..., Any]:
     """The callable that executes instruction `name` (its module loads on first use)."""
     entry = TABLE[name]
-    return getattr(import_module(f"apdsl.runtime.{entry.module}"), name)
+    # `asc.add` is the function `add` of its module (the prefix names the family's namespace)
+    return getattr(import_module(f"apdsl.runtime.{entry.module}"), name.rpartition(".")[2])
 
 
 def engine_of(op: str, operands: dict[str, Any], hint: str | None = None) -> str | None:

@@ -70,12 +70,16 @@ class Instruction:
         if hint not in (None, "unknown"):
             return hint
         if family == "ascend":
-            if self.name == "dma_copy":
+            if self.name in PATH_PIPED:
                 return ASCEND_COPY_PIPES.get((operands["src"].buffer, operands["dst"].buffer))
             if self.name == "memset":
                 return ASCEND_MEMSET_PIPES.get(operands["dst"].buffer)
         engines = self.engines.get(family, ())
         return engines[0] if engines else None
+
+
+# the instructions whose Ascend pipe is the path their data takes (`ASCEND_COPY_PIPES`)
+PATH_PIPED = frozenset({"dma_copy", "asc.data_copy", "asc.data_copy_pad"})
 
 
 def nki_ascend(nki: tuple[str, ...], ascend: tuple[str, ...]) -> dict[str, tuple[str, ...]]:

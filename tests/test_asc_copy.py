@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from apdsl.runtime.core.execute import write_view
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -20,6 +19,7 @@ from apdsl.runtime.ascend.vector.params import (
     DataCopyPadExtParams,
     DataCopyParams,
 )
+from apdsl.runtime.core.execute import write_view
 from apdsl.runtime.table import implementation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from apdsl.runtime.core.execute import write_view
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
 from apdsl.runtime.ascend.vector.params import BinaryRepeatParams, UnaryRepeatParams
+from apdsl.runtime.core.execute import write_view
 from apdsl.runtime.table import TABLE, implementation
 
 NP = {"float16": np.float16, "float32": np.float32, "int16": np.int16, "int32": np.int32,

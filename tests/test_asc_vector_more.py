@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from apdsl.runtime.core.execute import write_view
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from apdsl.runtime.ascend.vector.params import (
     SelMode,
     UnaryRepeatParams,
 )
+from apdsl.runtime.core.execute import write_view
 from apdsl.runtime.table import implementation as op
 
 

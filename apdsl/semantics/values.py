@@ -177,6 +177,8 @@ def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
         return value
     elif isinstance(value, TileSize):
         allowed = TILE_SIZE_ATTRS
+    elif type(value).__module__ == "apdsl.runtime.ascend.vector.params":
+        allowed = frozenset(type(value)._fields)  # pyasc's parameter objects: their fields
     else:
         from . import methods
         bound = methods.method(value, attr, budget, show)

@@ -117,6 +117,7 @@ class ApkCompleter:
             table[name] = "keyword"
         for name in ("nl", "nisa"):
             table[name] = "NKI prefix"
+        table["asc"] = "Ascend prefix"
         for name in self.session.names():
             table[name] = _kind(type_name(self.session.lookup(name)))
         return table
@@ -124,6 +125,9 @@ class ApkCompleter:
     def _attributes(self, chain: list[str]) -> dict[str, str]:
         from ..semantics import values
         from ..tensor.dtypes import DType
+        if chain == ["asc"]:  # the asc. instructions, enums and parameter objects
+            from ..semantics.builtins import nki_names
+            return {n[4:]: "asc" for n in nki_names() if n.startswith("asc.")}
         if ".".join(chain) in _NKI_PREFIXES:
             return {k: v for k, v in self._names().items()
                     if v in ("builtin", "dtype", "buffer")}

@@ -1,4 +1,4 @@
-"""The limits of SPEC section 15 (APK801-APK803, APK125, APK126): what no program can exceed."""
+"""The limits of SPEC section 15 (APK801-APK804, APK125, APK126): what no program can exceed."""
 
 from . import entry
 
@@ -32,6 +32,19 @@ elements. The limit is fixed and checked before the value is built (`"a" * 10**1
 memory to be refused). Keep large data in tensors, which the memory budget bounds.
 """, """
 x = "a" * 10 ** 10
+"""),
+    entry("APK804", "time budget exhausted", """
+A program (or a check of it) ran longer than its time budget, counted in seconds of processor
+time.  `check` has a budget of 10 seconds unless given one: it moves no data, so a correct
+program checks in far less, and a loop that never ends (`while True:` whose exit is never
+reached) stops within seconds instead of walking 100,000,000 steps for minutes.  `run`,
+`lower`, `profile` and `show` have no time budget unless given one (the step budget still ends
+every program).  Set it with `--max-time SECONDS` on the command line or
+`apdsl.options(max_time=SECONDS)` in Python.
+""", """
+# python
+with apdsl.options(max_time=0.2):
+    apdsl.run("n = 0\\nwhile True:\\n    n = n + 1\\n")
 """),
     entry("APK125", "too deeply nested", """
 The source nests more than 200 levels of blocks (indented `if`, `for`, `def`, `kernel` bodies)

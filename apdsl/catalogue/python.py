@@ -52,4 +52,15 @@ size limit is APK803.
 name = "tile"
 label = f"{name:.3f}"
 """),
+    entry("APK045", "dictionary or set changed during iteration", """
+A `for` loop (or a comprehension) walks a dict, a set or a dict's `keys()`, `values()` or
+`items()`, and its body added or removed an element of it.  Python stops such a loop with
+`RuntimeError: dictionary changed size during iteration`; `.apk` reports the same, at the loop
+being walked.  Walk a copy (`for k in list(d):`), or collect the changes in another dict and
+apply them after the loop (`d.update(new)`).
+""", """
+d = {"a": 1}
+for k in d:
+    d[k + "x"] = 1
+"""),
 ]

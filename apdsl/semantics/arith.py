@@ -246,9 +246,13 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
         def run_const(frame: Frame) -> Any:
             a = left(frame)
             try:
+                if type(a) is str:  # its widths checked before it is built
+                    limits.pay_percent(a, const, budget)
                 r = a % const
             except PY_ERRORS as e:
                 raise python_error(e, span) from None
+            except LimitError as e:
+                raise e.with_span(span) from None
             if type(r) is str:
                 built(r, span, budget)
             return r
@@ -258,9 +262,13 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
         a = left(frame)
         b = right(frame)
         try:
+            if type(a) is str:
+                limits.pay_percent(a, b, budget)
             r = a % b
         except PY_ERRORS as e:
             raise python_error(e, span) from None
+        except LimitError as e:
+            raise e.with_span(span) from None
         if type(r) is str:
             built(r, span, budget)
         return r

@@ -47,8 +47,10 @@ class BlockCompiler:
                     for (st, span), node in zip(pairs, nodes):
                         budget.left -= 1
                         if budget.left < 0:
-                            budget.left += 1
-                            raise budget.exhausted().with_span(span)
+                            try:
+                                budget.overdrawn(1)
+                            except LimitError as e:
+                                raise e.with_span(span) from None
                         try:
                             st(frame)
                             continue
@@ -91,8 +93,7 @@ class BlockCompiler:
                 for st, span in pairs:  # noqa: B007 - `span` names the failing statement
                     budget.left -= 1
                     if budget.left < 0:
-                        budget.left += 1
-                        raise budget.exhausted()
+                        budget.overdrawn(1)
                     st(frame)
             except ApdslError as e:
                 raise e.with_span(span) from None
@@ -113,7 +114,9 @@ class BlockCompiler:
             budget.left -= n
             if budget.left < 0:
                 budget.left += n
-                return counted(frame)
+                if not budget.refill(n):  # the budget's last steps: counted one by one
+                    return counted(frame)
+                budget.left -= n
             inner(frame)
 
         run = scoped(charged, frees)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import FunctionType
 from typing import Any
 
-from ..errors import ApdslError, ApdslTypeError, PatternError
+from ..errors import ApdslError, ApdslTypeError, LimitError, PatternError
 from ..runtime.core.trace import calling
 from ..syntax import ast
 from ..tensor.machine import current
@@ -154,8 +154,10 @@ class CallCompiler:
         def run(frame: Frame) -> Any:
             budget.left -= 1
             if budget.left < 0:
-                budget.left += 1
-                raise budget.exhausted().with_span(span)
+                try:
+                    budget.overdrawn(1)
+                except LimitError as e:
+                    raise e.with_span(span) from None
             fn = func(frame)
             if spread is None:
                 a = positional(frame)

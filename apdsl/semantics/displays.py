@@ -18,6 +18,7 @@ from ..syntax import ast
 from . import limits
 from .arith import truth
 from .frames import Closure, Frame, ReturnSignal
+from .iterations import mutated
 from .pyerrors import PY_ERRORS, python_error
 from .statements import closure_scope
 from .values import Absorbing, Function
@@ -130,26 +131,31 @@ class DisplayCompiler:
             except PY_ERRORS as e:
                 raise python_error(e, span) from None
             last = k == len(clauses) - 1
-            for value in iterator:
-                budget.left -= 1
-                if budget.left < 0:
-                    budget.left += 1
-                    raise budget.exhausted().with_span(span)
-                setter(child, value)
-                keep = True
-                for cond in ifs:
-                    c = cond(child)
-                    if isinstance(c, Absorbing):
-                        raise _Unknowable(c)
-                    if not truth(c):
-                        keep = False
-                        break
-                if not keep:
-                    continue
-                if last:
-                    yield produce(child)
-                else:
-                    yield from loop(child, k + 1)
+            try:
+                for value in iterator:
+                    budget.left -= 1
+                    if budget.left < 0:
+                        try:
+                            budget.overdrawn(1)
+                        except LimitError as e:
+                            raise e.with_span(span) from None
+                    setter(child, value)
+                    keep = True
+                    for cond in ifs:
+                        c = cond(child)
+                        if isinstance(c, Absorbing):
+                            raise _Unknowable(c)
+                        if not truth(c):
+                            keep = False
+                            break
+                    if not keep:
+                        continue
+                    if last:
+                        yield produce(child)
+                    else:
+                        yield from loop(child, k + 1)
+            except RuntimeError as e:  # the program changed the dict or set it walks
+                raise mutated(e, span) from None
 
         def elements(frame: Frame, first: Any = None) -> Iterator[Any]:
             """`first`: the outermost iterable, when the caller evaluated it already."""

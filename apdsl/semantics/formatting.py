@@ -8,7 +8,6 @@ step per 64 characters as other string building does.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..errors import ApdslTypeError, LimitError, Span
@@ -18,9 +17,6 @@ from .frames import Closure, Frame
 from .pyerrors import PY_ERRORS
 from .values import Absorbing, show
 
-# [[fill]align][sign][z][#][0][width][grouping][.precision][type]
-_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?"
-                   r"[a-zA-Z%]?", re.S)
 _PLAIN = (str, int, float, bool, type(None))
 
 
@@ -53,12 +49,10 @@ def format_value(value: Any, spec: str, span: Span, budget: limits.Budget) -> st
             return value
         limits.walk_printed(value, budget)
         return show(value)
-    m = _SPEC.fullmatch(spec)
-    if m is not None:
-        for part in ("width", "precision"):
-            digits = m.group(part)
-            if digits and (len(digits) > 9 or int(digits) > limits.MAX_ELEMENTS):
-                raise limits.too_long("string", int(digits[:12])).with_span(span)
+    try:
+        limits.pay_spec(spec, budget)  # before the text is built
+    except LimitError as e:
+        raise e.with_span(span) from None
     try:
         return format(value, spec)
     except PY_ERRORS as e:

@@ -40,6 +40,7 @@ from .expressions import ExpressionCompiler
 from .formatting import FormattingCompiler
 from .frames import Frame, Reported, ReturnSignal
 from .imports import ImportCompiler
+from .iterations import Walking
 from .launch import NO_GRID, Launch, SharedHbm
 from .loops import LoopCompiler
 from .origins import Origins
@@ -69,7 +70,12 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.machine = current().child(check=dry)
         # The step budget (SPEC section 15), shared by every closure this interpreter compiles
         # and by the builtins; the REPL resets it for each input.
-        self.budget = limits.Budget(self.machine.options.max_steps)
+        # The time budget: the option, else check mode's default (it moves no data, so a
+        # correct program checks in far less); the commands that move data have none.
+        options = self.machine.options
+        seconds = options.max_time if options.max_time is not None else (
+            limits.DEFAULT_CHECK_SECONDS if dry else None)
+        self.budget = limits.Budget(options.max_steps, seconds)
         self.depth = 0  # helper and kernel calls under way
         self.out = out if out is not None else sys.stdout
         # the folder that relative file names and imports start from (a str or a Path)
@@ -102,6 +108,8 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         # check mode: tests whose value was unknown, so the block was skipped (a `while` loop
         # whose iteration met one stops: its course depends on unknown values)
         self.unknown_tests = 0
+        # check mode: the loops under way, whose variables a reported error names
+        self.walking = Walking()
         # validated ndarray arguments -> (dtype, buffer, layout) (`allocate`; bounded)
         self._allocations: dict[tuple, tuple[DType, str, Layout]] = {}
         self._loops = 0  # compile-time nesting, so break/continue/return outside are errors
@@ -128,6 +136,8 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
             # appended before it is labelled: nothing after `_seen` may fail and lose it
             self.errors.append(err)
             self._seen.add(key)
+            if self.walking.loops:  # inside loops: the iteration it happened in
+                self.errors[-1] = err = self.walking.annotate(err)
             # inside a helper (check mode reports there), show where the program called it
             if self.calls and s is not None and not err.labels:
                 helper, call = self.calls[0]

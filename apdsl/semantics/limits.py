@@ -13,7 +13,9 @@ Sizes are checked before an operation that could build something huge (`10 ** 10
 
 from __future__ import annotations
 
+import re
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import islice
@@ -43,28 +45,64 @@ _SEQUENCES = (str, list, tuple)
 
 
 class Budget:
-    """The steps a program may still take."""
+    """The steps a program may still take, and the processor time (SPEC section 15).
 
-    __slots__ = ("left", "limit")
+    `left` is what the compiled closures read and subtract directly.  Without a time budget it
+    holds every step the program may take.  With one, it holds a grant of GRANT steps and the
+    rest waits in `banked`: a closure that finds `left` below zero calls `overdrawn` (or
+    `refill`), which looks at the clock once per grant and moves the next grant in, so the
+    clock costs nothing per step and an endless loop stops within a grant of its deadline."""
 
-    def __init__(self, limit: int) -> None:
+    __slots__ = ("left", "limit", "banked", "seconds", "deadline")
+
+    def __init__(self, limit: int, seconds: float | None = None) -> None:
         self.limit = limit
+        self.seconds = seconds  # processor seconds, None for no time budget
         self.left = limit
+        self.banked = 0
+        self.deadline: float | None = None
+        self.reset()
 
     @property
     def used(self) -> int:
-        return self.limit - self.left
+        return self.limit - self.banked - self.left
 
     def reset(self, limit: int | None = None) -> None:
+        """The whole budget again (the REPL: for each input), its clock started now."""
         if limit is not None:
             self.limit = limit
-        self.left = self.limit
+        if self.seconds is None:
+            self.deadline = None
+            self.left, self.banked = self.limit, 0
+        else:
+            self.deadline = time.thread_time() + self.seconds
+            self.left = min(self.limit, GRANT)
+            self.banked = self.limit - self.left
+
+    def refill(self, need: int) -> bool:
+        """Whether `left` holds `need` steps, after moving the next grant in from the bank (at
+        least `need`); past the deadline, the time-budget error."""
+        deadline = self.deadline
+        if deadline is not None and time.thread_time() > deadline:
+            raise self.out_of_time()
+        move = min(self.banked, max(need - self.left, GRANT))
+        if move > 0:
+            self.banked -= move
+            self.left += move
+        return self.left >= need
+
+    def overdrawn(self, n: int) -> None:
+        """A closure's `left -= n` went below zero: pay the `n` steps from the bank, or raise
+        the step-budget (or time-budget) error with the `n` steps not taken."""
+        self.left += n
+        if not self.refill(n):
+            raise self.exhausted()
+        self.left -= n
 
     def charge(self, n: int) -> None:
         self.left -= n
         if self.left < 0:
-            self.left += n
-            raise self.exhausted()
+            self.overdrawn(n)
 
     def exhausted(self) -> LimitError:
         return LimitError(
@@ -76,9 +114,31 @@ class Budget:
             help="raise the limit with --max-steps N (in Python, apdsl.options(max_steps=N)); "
                  "the default is 100,000,000")
 
+    def out_of_time(self) -> LimitError:
+        seconds = self.seconds
+        return LimitError(
+            f"time budget exhausted: the program ran more than {_seconds(seconds)} of "
+            f"processor time ({self.used:,} steps)",
+            code="APK804", limit=seconds, steps=self.used,
+            notes=["a loop that never ends stops here; a long but finite program needs a "
+                   "larger budget"],
+            help="raise the limit with --max-time SECONDS (in Python, "
+                 "apdsl.options(max_time=SECONDS)); `check` has a default of "
+                 f"{DEFAULT_CHECK_SECONDS:g} seconds, the commands that move data none")
 
 
+# With a time budget, the steps between two looks at the clock (a fraction of a second of
+# the fastest statements), and the most a loop may take at once without counting
+# iterations (a few seconds of them).
+GRANT = 100_000
+MAX_GRANT = 10_000_000
+# `check`'s time budget when none is given: it moves no data, so a correct program checks in
+# far less; an endless loop ends in seconds instead of walking the step budget for minutes.
+DEFAULT_CHECK_SECONDS = 10.0
 
+
+def _seconds(seconds: float | None) -> str:
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
 
 
 def _kind(seq: Any) -> str:
@@ -157,6 +217,57 @@ def invert(a: Any) -> Any:
 CHECKED = {"+": add, "-": sub, "*": mul, "**": pow_, "<<": lshift}
 
 
+
+
+# -- formatting: widths and precisions checked before the text is built -----------------------
+
+_DIGITS = re.compile(r"\d+")
+
+
+def spec_size(spec: str) -> int:
+    """At least the characters a format spec's width and precision can make beyond the
+    value's own text (every run of digits counted: a digit fill character too, harmlessly)."""
+    return sum(int(d) if len(d) <= 12 else 10 ** 12 for d in _DIGITS.findall(spec))
+
+
+def pay_spec(spec: str, budget: Budget, before: int = 0) -> None:
+    """Before `format(value, spec)` adds to `before` characters built already: refuse a
+    result past the size limit, and pay a step per 64 characters of its padding."""
+    extra = spec_size(spec)
+    if before + extra > MAX_ELEMENTS:
+        raise too_long("string", before + extra)
+    if extra >= COPY_STEP:
+        budget.charge(extra // COPY_STEP)
+
+
+# `%` directives: an optional mapping key, flags, a width and a precision (each digits or
+# `*`, taken from the arguments), a length modifier and the conversion.
+_PERCENT = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.?)", re.S)
+
+
+def pay_percent(template: str, args: Any, budget: Budget) -> None:
+    """Before `template % args` builds its text: the widths and precisions it asks for (`*`
+    ones read from `args`) within the size limit, their padding paid a step per 64."""
+    if "%" not in template:
+        return
+    values = args if type(args) is tuple else (args,)
+    extra = 0
+    at = 0  # the next positional argument
+    for m in _PERCENT.finditer(template):
+        key, width, precision, conversion = m.groups()
+        for part in (width, precision):
+            if part == "*":
+                n = values[at] if at < len(values) else 0
+                at += 1
+                extra += abs(n) if type(n) is int else 0
+            elif part is not None:
+                extra += int(part) if len(part) <= 12 else 10 ** 12
+        if key is None and conversion != "%":
+            at += 1
+    if extra > MAX_ELEMENTS:
+        raise too_long("string", extra)
+    if extra >= COPY_STEP:
+        budget.charge(extra // COPY_STEP)
 
 
 # -- builtins that walk a sequence ------------------------------------------------------------

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ApdslError
+from ..errors import ApdslError, LimitError
 from ..syntax import ast
 from .arith import truth
 from .frames import BreakSignal, Closure, ContinueSignal, Frame, may_jump
+from .iterations import in_iteration, mutated
+from .limits import MAX_GRANT
 from .pyerrors import PY_ERRORS, python_error
 from .values import Absorbing
 
@@ -45,6 +47,9 @@ class LoopCompiler:
         # A body that never leaves early runs every statement of every iteration, so a loop
         # over a range can charge all its iterations at once when the budget has room.
         pure = inner is not None and not any(may_jump(s) for s in node.body)
+        # the loop variables an error in the body names (`in the iteration i = 2`)
+        names = tuple(ast.target_names(node.target))
+        interp = self
 
         def start(frame: Frame) -> Any:
             try:
@@ -57,26 +62,65 @@ class LoopCompiler:
             except PY_ERRORS as e:
                 raise python_error(e, span) from None
 
-        def exhausted() -> ApdslError:
-            return budget.exhausted().with_span(span)
+        def located(e: ApdslError) -> ApdslError:
+            return e.with_span(span)
+
+        if self.dry:
+            walking = self.walking.loops
+
+            def run_dry(frame: Frame) -> None:
+                """Check mode: an iteration in which statements failed but reported nothing
+                new ends the loop: the iterations after it would only repeat it."""
+                iterator = start(frame)
+                if iterator is None:
+                    return
+                walking.append((names, frame))
+                try:
+                    for value in iterator:
+                        budget.left -= 1
+                        if budget.left < 0:
+                            budget.overdrawn(1)
+                        setter(frame, value)
+                        failures, reported = interp.failures, len(interp.errors)
+                        try:
+                            body(frame)
+                        except BreakSignal:
+                            return
+                        except ContinueSignal:
+                            pass
+                        if interp.failures != failures and len(interp.errors) == reported:
+                            return
+                except ApdslError as e:
+                    raise located(in_iteration(e, names, frame)) from None
+                except RuntimeError as e:
+                    raise mutated(e, span) from None
+                finally:
+                    walking.pop()
+                if orelse is not None:
+                    orelse(frame)
+            return run_dry
 
         if inner is None:
             def run(frame: Frame) -> None:
                 iterator = start(frame)
                 if iterator is None:
                     return
-                for value in iterator:
-                    budget.left -= 1
-                    if budget.left < 0:
-                        budget.left += 1
-                        raise exhausted()
-                    setter(frame, value)
-                    try:
-                        body(frame)
-                    except BreakSignal:
-                        return
-                    except ContinueSignal:
-                        continue
+                try:
+                    for value in iterator:
+                        budget.left -= 1
+                        if budget.left < 0:
+                            budget.overdrawn(1)
+                        setter(frame, value)
+                        try:
+                            body(frame)
+                        except BreakSignal:
+                            return
+                        except ContinueSignal:
+                            continue
+                except ApdslError as e:
+                    raise located(in_iteration(e, names, frame)) from None
+                except RuntimeError as e:
+                    raise mutated(e, span) from None
                 if orelse is not None:
                     orelse(frame)
             return run
@@ -85,39 +129,46 @@ class LoopCompiler:
             iterator = start(frame)
             if iterator is None:
                 return
-            if pure and type(iterator) is RANGE_ITERATOR:
-                charge = iterator.__length_hint__() * per
-                if charge <= budget.left:
-                    budget.left -= charge
-                    if name is None:
-                        for value in iterator:
-                            setter(frame, value)
-                            inner(frame)
-                    else:
-                        local = frame.vars  # `for i in range(n)`: the name stored directly
-                        for value in iterator:
-                            local[name] = value
-                            inner(frame)
-                    if orelse is not None:
-                        orelse(frame)
-                    return
-            for value in iterator:
-                budget.left -= per
-                if budget.left < 0:  # near the end of the budget: count statement by statement
-                    budget.left += per - 1
+            try:
+                if pure and type(iterator) is RANGE_ITERATOR:
+                    charge = iterator.__length_hint__() * per
+                    if charge <= budget.left or charge <= MAX_GRANT and budget.refill(charge):
+                        budget.left -= charge
+                        if name is None:
+                            for value in iterator:
+                                setter(frame, value)
+                                inner(frame)
+                        else:
+                            local = frame.vars  # `for i in range(n)`: the name stored directly
+                            for value in iterator:
+                                local[name] = value
+                                inner(frame)
+                        if orelse is not None:
+                            orelse(frame)
+                        return
+                for value in iterator:
+                    budget.left -= per
                     if budget.left < 0:
-                        budget.left += 1
-                        raise exhausted()
-                    run_one = counted
-                else:
-                    run_one = inner
-                setter(frame, value)
-                try:
-                    run_one(frame)
-                except BreakSignal:
-                    return
-                except ContinueSignal:
-                    continue
+                        budget.left += per
+                        if budget.refill(per):
+                            budget.left -= per
+                            run_one = inner
+                        else:  # the budget's last steps: count statement by statement
+                            budget.charge(1)  # the iteration, and then its statements
+                            run_one = counted
+                    else:
+                        run_one = inner
+                    setter(frame, value)
+                    try:
+                        run_one(frame)
+                    except BreakSignal:
+                        return
+                    except ContinueSignal:
+                        continue
+            except ApdslError as e:
+                raise located(in_iteration(e, names, frame)) from None
+            except RuntimeError as e:
+                raise mutated(e, span) from None
             if orelse is not None:
                 orelse(frame)
         return run_straight
@@ -143,8 +194,10 @@ class LoopCompiler:
             while True:
                 budget.left -= 1
                 if budget.left < 0:
-                    budget.left += 1
-                    raise budget.exhausted().with_span(span)
+                    try:
+                        budget.overdrawn(1)
+                    except LimitError as e:
+                        raise e.with_span(span) from None
                 try:
                     cond = test(frame)
                     if isinstance(cond, Absorbing):
@@ -159,13 +212,18 @@ class LoopCompiler:
                     if orelse is not None:
                         orelse(frame)
                     return
-                unknown = interp.unknown_tests
+                unknown, failures = interp.unknown_tests, interp.failures
+                reported = len(interp.errors)
                 try:
                     body(frame)
                 except BreakSignal:
                     return
                 except ContinueSignal:
                     pass
-                if dry and interp.unknown_tests != unknown:
+                # check mode: an iteration that met an unknown test, or one whose failing
+                # statements reported nothing new, ends the loop (what follows would spin to
+                # the budget, or repeat what is reported)
+                if dry and (interp.unknown_tests != unknown or interp.failures != failures
+                            and len(interp.errors) == reported):
                     return
         return run

@@ -229,8 +229,27 @@ def _format(template: str, budget: limits.Budget,
         shown_args = [a if isinstance(a, (int, float, str)) else _Shown(show(a)) for a in args]
         shown_kwargs = {k: v if isinstance(v, (int, float, str)) else _Shown(show(v))
                         for k, v in kwargs.items()}
-        return limits.check_size(template.format(*shown_args, **shown_kwargs))
+        formatter = _Sized(budget, 0)
+        return limits.check_size(formatter.vformat(template, shown_args, shown_kwargs))
     return format
+
+
+class _Sized(string.Formatter):
+    """`str.format` (the same fields, numbering and specs), each field's width and precision
+    checked and paid for before its text is built (the spec complete: `{:>{}}` reads its width
+    from an argument first), with the text built so far counted against the size limit."""
+
+    def __init__(self, budget: limits.Budget, size: int) -> None:
+        self.budget = budget
+        self.size = size  # characters of the fields built so far
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        limits.pay_spec(format_spec, self.budget, self.size)
+        text = format(value, format_spec)
+        self.size += len(text)
+        if self.size > MAX_ELEMENTS:
+            raise limits.too_long("string", self.size)
+        return text
 
 
 class _Shown(str):

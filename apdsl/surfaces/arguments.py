@@ -52,6 +52,9 @@ def program_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-steps", metavar="N", type=step_count,
                     help="stop a program after N steps: statements, tests, loop iterations, "
                     "calls (default 100,000,000)")
+    sp.add_argument("--max-time", metavar="SECONDS", type=seconds_count,
+                    help="stop a program after SECONDS of processor time (default: 10 for "
+                    "check, no limit for the commands that move data)")
 
 
 def step_count(text: str) -> int:
@@ -62,6 +65,17 @@ def step_count(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def seconds_count(text: str) -> float:
+    """`--max-time` values: a positive number of seconds (`2.5` allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got '{text}'")
     return value
 
 
@@ -92,6 +106,8 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["sync"] = False
     if getattr(args, "max_steps", None) is not None:
         settings["max_steps"] = args.max_steps
+    if getattr(args, "max_time", None) is not None:
+        settings["max_time"] = args.max_time
     return settings
 
 

@@ -65,6 +65,9 @@ class Options:
     max_memory: int = DEFAULT_MAX_MEMORY
     # The step budget of one program run or check (apdsl.semantics.limits); APK801 past it.
     max_steps: int = DEFAULT_MAX_STEPS
+    # The time budget of one program run or check, in seconds of processor time; None: check
+    # mode's default (apdsl.semantics.limits), none for a run.  APK804 past it.
+    max_time: float | None = None
     # Ascend synchronisation checking (SPEC section 13): None checks inside kernels, True
     # everywhere (the Python API and top level too), False nowhere (`--sync off`).
     sync: bool | None = None

@@ -7,7 +7,9 @@ the previous values when the block ends, so the one call serves both as a setter
 Options: `init_check` (default True), `strict_padding` (default False; read by the Ascend
 `mmad`), `max_memory` (bytes of live storage and its written-state bookkeeping, SPEC section
 15; default half of the machine's physical memory), `max_steps` (the step budget of SPEC
-section 15, default 100,000,000; read when an interpreter starts a program), `sync` (Ascend
+section 15, default 100,000,000; read when an interpreter starts a program), `max_time`
+(seconds of processor time a program run or check may take, SPEC section 15; default None:
+10 seconds for a check, no limit for a run), `sync` (Ascend
 pipe synchronisation, SPEC section 13: unset checks inside kernels, True everywhere, the Python
 API included, False nowhere, as `--sync off`) and `execute` (default True; False is check
 mode, held as the machine's `check` flag).
@@ -35,7 +37,8 @@ __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_STEPS", "current_values", "options
 
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
-                           "max_memory": int, "max_steps": int, "sync": bool}
+                           "max_memory": int, "max_steps": int, "max_time": float,
+                           "sync": bool}
 assert {f.name for f in fields(Options)} | {"execute"} == set(_TYPES)
 
 
@@ -58,7 +61,8 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
     """Set options now; as a context manager, restore the previous values on exit.
 
     `init_check=False` makes unwritten memory read as 0; `strict_padding=True` makes `mmad` read
-    K in whole fractals; `max_steps=N` and `max_memory=BYTES` set the limits of SPEC 15;
+    K in whole fractals; `max_steps=N`, `max_time=SECONDS` and `max_memory=BYTES` set the
+    limits of SPEC 15;
     `sync=True` checks Ascend pipe synchronisation outside kernels too, `sync=False` nowhere.
 
     >>> with apdsl.options(init_check=False):
@@ -77,6 +81,13 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
                     help=f"did you mean '{close[0]}'?" if close
                     else f"options are: {', '.join(_TYPES)}", option=key)
             kind = _TYPES[key]
+            if kind is float:  # seconds: a positive number, or None for the default
+                if value is not None and (isinstance(value, bool) or not isinstance(
+                        value, (int, float)) or not 0 < value < float("inf")):
+                    raise ApdslRuntimeError(
+                        f"option {key} must be a positive number of seconds or None, got "
+                        f"{value!r}", code="APK421", option=key)
+                continue
             if kind is int and (isinstance(value, bool) or not isinstance(value, int)
                                 or value < 1):
                 raise ApdslRuntimeError(

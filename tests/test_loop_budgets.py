@@ -1,0 +1,249 @@
+"""Issue 22's loops and budgets, run as a user runs them (`python -m apdsl` in a subprocess
+with an address-space cap and a timeout): a dict or set changed while a loop walks it, `check`
+of a loop whose body fails, endless loops and the time budget, format widths checked before
+the text is built, and the iteration an error in a loop body happened in."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import apdsl
+from apdsl.errors import ApdslError
+from apdsl.semantics.program import Program
+
+ROOT = Path(__file__).resolve().parent.parent
+MEMORY_CAP = 1 << 30  # bytes of address space a command may use
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
+           "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=timeout, preexec_fn=_cap)
+
+
+def codes(text: str) -> list[str]:
+    return re.findall(r"error\[(APK\d{3})\]", text)
+
+
+def write(tmp_path: Path, source: str, name: str = "prog.apk") -> str:
+    (tmp_path / name).write_text(source)
+    return name
+
+
+def clean(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
+# ---- a dict or set changed while a loop walks it -------------------------------------------
+
+MUTATIONS = [
+    ('d = {"a": 1}\nfor i in d:\n    d[i + "x"] = 1\n', 2),
+    ('d = {"a": 1, "b": 2}\nfor k, v in d.items():\n    del d[k]\n', 2),
+    ('s = {1, 2}\nfor x in s:\n    s.add(x + 10)\n', 2),
+    ('d = {"a": 1}\nfor k in d.keys():\n    d.pop(k)\n    d["z" + k] = 2\n', 2),
+    ('d = {"a": 1}\nxs = [d.setdefault(k + "x", 1) for k in d]\n', 2),
+    ('d = {"a": 1}\nn = sum(d.setdefault(k + "x", 1) for k in d)\n', 2),
+    ('def f(d):\n    for k in d:\n        d[k * 2] = 0\nf({"a": 1})\n', 2),
+]
+
+
+@pytest.mark.parametrize("source,line", MUTATIONS)
+def test_changing_what_a_loop_walks_is_a_located_error(tmp_path, source, line):
+    name = write(tmp_path, source)
+    for command in ("run", "check"):
+        proc = cli(command, name, cwd=tmp_path)
+        clean(proc)
+        assert proc.returncode == 1, proc.stderr
+        assert codes(proc.stderr) == ["APK045"], proc.stderr
+        assert f"{name}:{line}:" in proc.stderr
+        assert "changed size during iteration" in proc.stderr or \
+            "changed during iteration" in proc.stderr
+
+
+def test_walking_a_copy_while_changing_the_dict_is_fine(tmp_path):
+    name = write(tmp_path, 'd = {"a": 1}\nfor i in list(d):\n    d[i + "x"] = 1\n'
+                 'assert sorted(d) == ["a", "ax"]\nprint(len(d))\n')
+    proc = cli("run", name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2"
+
+
+# ---- check of a loop whose body fails: reported once, the loop left -----------------------
+
+FAILING_BODIES = [
+    ("APK101", "    v = nosuchname\n"),
+    ("APK044", '    v = f"{\'a\':.3f}"\n'),
+    ("APK102", "    v = len(1, 2)\n"),
+    ("APK103", "    v = c._hidden\n"),
+    ("APK120", '    v = "a" + c\n'),
+    ("APK122", "    v = [1, 2][c + 5]\n"),
+    ("APK192", '    v = "{0.real}".format(c)\n'),
+]
+
+
+@pytest.mark.parametrize("code,line", FAILING_BODIES)
+def test_check_of_an_endless_loop_whose_body_fails_reports_once_and_ends(tmp_path, code, line):
+    # today's main walks the whole step budget at ~0.2 ms a step: hours
+    name = write(tmp_path, "c = 0\nwhile True:\n    c += 1\n" + line)
+    start = time.monotonic()
+    proc = cli("check", name, cwd=tmp_path, timeout=60)
+    clean(proc)
+    assert proc.returncode == 1
+    assert codes(proc.stderr) == [code], proc.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_check_of_a_for_loop_whose_body_fails_reports_each_error_once(tmp_path):
+    name = write(tmp_path, "for i in range(10**8):\n    v = [1, 2][i + 5]\n"
+                 "    if i == 0:\n        w = nosuch\n")
+    proc = cli("check", "--json", name, cwd=tmp_path, timeout=60)
+    objs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(o["code"] for o in objs) == ["APK101", "APK122"]
+
+
+def test_check_still_finds_an_error_of_a_later_iteration(tmp_path):
+    # iterations without failures go on: the error at i == 3 is found
+    name = write(tmp_path, "xs = [0, 1, 2]\nfor i in range(5):\n    if i == 3:\n"
+                 "        y = xs[i]\n")
+    proc = cli("check", name, cwd=tmp_path)
+    assert codes(proc.stderr) == ["APK122"]
+    assert "in the iteration i = 3" in proc.stderr
+
+
+# ---- endless loops: the time budget --------------------------------------------------------
+
+ENDLESS = "n = 0\nwhile True:\n    n = n + 1\n"
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_max_time_stops_an_endless_loop(tmp_path, command):
+    name = write(tmp_path, ENDLESS)
+    proc = cli(command, name, "--max-time", "0.5", cwd=tmp_path, timeout=120)
+    clean(proc)
+    assert proc.returncode == 1
+    assert codes(proc.stderr) == ["APK804"], proc.stderr
+    assert f"{name}:2:" in proc.stderr
+    assert "--max-time" in proc.stderr and "0.5 seconds" in proc.stderr
+
+
+def test_check_of_an_endless_loop_ends_in_seconds_by_default(tmp_path):
+    # today's main walks 100,000,000 steps (minutes); check's default time budget is 10 s of
+    # processor time
+    name = write(tmp_path, ENDLESS)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = cli("check", name, cwd=tmp_path, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clean(proc)
+    assert codes(proc.stderr) == ["APK804"], proc.stderr
+    assert "10 seconds" in proc.stderr
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert cpu < 20
+
+
+def test_max_time_is_a_usage_error_when_not_a_positive_number(tmp_path):
+    name = write(tmp_path, "x = 1\n")
+    for bad in ("0", "-1", "soon", "inf"):
+        proc = cli("run", name, "--max-time", bad, cwd=tmp_path)
+        assert proc.returncode == 2, (bad, proc.stderr)
+        assert "--max-time" in proc.stderr
+
+
+def test_max_time_option_in_python():
+    with apdsl.options(max_time=0.3):
+        with pytest.raises(ApdslError) as e:
+            Program(ENDLESS).run()
+    assert e.value.code == "APK804"
+    with pytest.raises(ApdslError) as e:
+        apdsl.options(max_time=0)
+    assert e.value.code == "APK421"
+
+
+def test_a_long_finite_run_is_not_stopped_without_a_time_budget():
+    # run has no time budget by default: steps alone bound it, counted exactly
+    source = "t = 0\nfor i in range(300000):\n    t = t + i\nassert t == 300000 * 299999 // 2\n"
+    Program(source).run()
+    with apdsl.options(max_time=60):
+        Program(source).run()
+
+
+# ---- format widths checked before the text is built ----------------------------------------
+
+@pytest.mark.parametrize("source,code,steps", [
+    ('i = 1\ns = "{:>99999999}".format(i)\n', "APK801", "100"),   # 1.5 M steps of padding
+    ('s = "{:>{}}".format(1, 10**9)\n', "APK803", "100"),
+    ('s = "{:.{}f}".format(1.0, 10**9)\n', "APK803", "100"),
+    ('s = "{:>60000000}{:>60000000}".format(1, 2)\n', "APK803", "100000000"),
+    ('s = "%*d" % (10**9, 1)\n', "APK803", "100"),
+    ('s = "%0999999999d" % 1\n', "APK803", "100"),
+    ('i = 1\ns = "%99999999d" % i\n', "APK801", "100"),
+    ('i = 1\ns = f"{i:>99999999}"\n', "APK801", "100"),
+])
+def test_huge_format_widths_are_refused_before_building(tmp_path, source, code, steps):
+    name = write(tmp_path, source)
+    start = time.monotonic()
+    proc = cli("run", name, "--max-steps", steps, cwd=tmp_path, timeout=60)
+    clean(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert codes(proc.stderr) == [code], proc.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_format_still_formats_as_python_does():
+    source = ('x = "{} {:>5} {name!r} {:{}}|{{}}".format(3, 2, 7, 4, name="a")\n'
+              'y = "%s %d %% %5.2f %*d|%-*.*f" % ("q", 2, 3.14159, 4, 1, 8, 2, 1.5)\n'
+              'z = "%(a)5s" % {"a": 1}\n')
+    namespace: dict = {}
+    p = Program(source)
+    p.interpreter().exec_module(p.module, namespace)
+    assert namespace["x"] == "{} {:>5} {name!r} {:{}}|{{}}".format(3, 2, 7, 4, name="a")
+    assert namespace["y"] == "%s %d %% %5.2f %*d|%-*.*f" % ("q", 2, 3.14159, 4, 1, 8, 2, 1.5)  # noqa: UP031
+    assert namespace["z"] == "%(a)5s" % {"a": 1}  # noqa: UP031
+
+
+# ---- the iteration an error happened in ----------------------------------------------------
+
+NESTED = """\
+def pick(n):
+    for k in range(n):
+        x = [1, 2][k]
+    return x
+for i in range(3):
+    for j in range(4):
+        if i == 1 and j == 2:
+            y = pick(j + 1)
+"""
+
+
+def test_an_error_in_a_loop_says_its_iteration(tmp_path):
+    name = write(tmp_path, NESTED)
+    for command in ("run", "check"):
+        proc = cli(command, name, cwd=tmp_path)
+        clean(proc)
+        assert codes(proc.stderr) == ["APK122"], proc.stderr
+        assert "note: in the iteration i = 1, j = 2, k = 2" in proc.stderr, proc.stderr
+    proc = cli("check", "--json", name, cwd=tmp_path)
+    obj = json.loads(proc.stdout.splitlines()[0])
+    assert "in the iteration i = 1, j = 2, k = 2" in obj["notes"]
+
+
+def test_the_iteration_note_shows_tuple_targets_and_long_values_briefly(tmp_path):
+    name = write(tmp_path, 'rows = [(0, "a"), (1, list(range(100)))]\n'
+                 'for n, (i, v) in enumerate(rows):\n    assert i == 0, "only zero"\n')
+    proc = cli("run", name, cwd=tmp_path)
+    assert codes(proc.stderr) == ["APK900"] or "APK9" in proc.stderr, proc.stderr
+    note = next(line for line in proc.stderr.splitlines() if "in the iteration" in line)
+    assert "n = 1, i = 1, v = [0, 1, 2, 3, ... (100 elements)]" in note, note

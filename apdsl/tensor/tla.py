@@ -34,13 +34,15 @@ from .machine import current
 from .view import Tensor, ndarray
 from .view import cache as viewcache
 from .view.cache import exact_ints
+from .view.core import (  # noqa: F401 - valid extents, also asked for here by the runtime
+    sub_view_fields,
+    untile,
+    valid_shape,
+)
 from .view.tiles import (  # noqa: F401 - valid extents, also asked for here by the runtime
     reach,
     region,
     root_layout,
-    sub_view_fields,
-    untile,
-    valid_shape,
     valid_view,
 )
 

@@ -25,6 +25,7 @@ from . import reshape as viewshape
 from .core import (
     Dynamic,
     TensorCore,
+    check_ndim,
     dim_arg,
     forbid_dynamic_dim,
     forbid_partition,
@@ -33,7 +34,7 @@ from .core import (
     with_layout,
 )
 from .indexing import fast_index, index_view
-from .regroup import check_ndim, sliced_across
+from .regroup import sliced_across
 
 __all__ = ["Dynamic", "Tensor", "from_numpy", "ndarray", "new_view"]
 

@@ -1,6 +1,7 @@
 """The core of a view (`Tensor`): its fields and attributes, and the argument checks and
 constructors every view method shares (`apdsl.tensor.view` holds the methods themselves,
-`viewdyn` the runtime-indexed ones and `.ap`, `viewshape` the reshaping ones).
+`dynamic` the runtime-indexed ones and `.ap`, `reshape` the reshaping ones), the dimension
+limit, and what a view method keeps of a TLA tile's valid extent.
 """
 
 from __future__ import annotations
@@ -10,13 +11,27 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ApdslTypeError, ViewError
+from ...errors import ApdslTypeError, FormatError, ViewError
 from ...records import record, replace
 from .. import targets
 from ..dtypes import DType
 from ..layout import Layout, is_static
 from ..storage import Storage
-from .regroup import check_ndim
+
+Shape = tuple[int, ...]
+
+MAX_DIMS = 64  # NumPy's limit: a view with more dimensions could never be read or written
+
+
+def check_ndim(ndim: int, method: str | None = None) -> None:
+    if ndim > MAX_DIMS:
+        what = f"{method}: the result" if method else "the view"
+        raise ViewError(f"{what} would have {ndim} dimensions, more than the {MAX_DIMS} a view "
+                   "can have", code="APK231",
+                   notes=["NumPy, which executes every instruction, holds at most "
+                          f"{MAX_DIMS} dimensions"],
+                   help="merge size-1 axes away: in a pattern, '()' or '1' inside a group "
+                   "adds no dimension", ndim=ndim)
 
 
 @record
@@ -148,8 +163,47 @@ def tla_fields(t: TensorCore, op: str, *args: Any) -> dict[str, Any]:
     plain view."""
     if t.origin_shape is None:
         return {}
-    from .tiles import sub_view_fields
     return sub_view_fields(t, op, *args)
+
+
+def valid_shape(t: TensorCore) -> Shape:
+    """The extent that holds data: a tile's `origin_shape`, else the whole shape."""
+    return tuple(t.shape) if t.origin_shape is None else tuple(t.origin_shape)
+
+
+def sub_view_fields(t: TensorCore, op: str, *args: Any) -> dict[str, Any]:
+    """`coord` and `origin_shape` of a sub-view of tile `t`: an index (`select`) projects the
+    valid extent and restarts the coord at 0, a slice clips the valid extent to the elements it
+    keeps and restarts the coord, a permute reorders both."""
+    origin = list(valid_shape(t))
+    if op == "select":
+        (d,) = args
+        del origin[d]
+        return {"coord": (0,) * len(origin), "origin_shape": tuple(origin)}
+    if op == "slice":
+        d, start, end, step = args
+        o = origin[d]
+        origin[d] = 0 if start >= o else -(-(min(end, o) - start) // step)
+        return {"coord": (0,) * len(origin), "origin_shape": tuple(origin)}
+    if op == "permute":
+        (order,) = args
+        coord = t.coord if t.coord is not None else (0,) * len(origin)
+        return {"coord": tuple(coord[i] for i in order),
+                "origin_shape": tuple(origin[i] for i in order)}
+    return untile(t, op)
+
+
+def untile(t: TensorCore, op: str = "this view method") -> dict[str, Any]:
+    """A view method that cannot carry a valid extent: fine for a whole tile (it becomes a plain
+    view), refused for a tail tile, whose padding would silently become data."""
+    if t.origin_shape is not None and tuple(t.origin_shape) != tuple(t.shape):
+        raise FormatError(f"{op} cannot keep the valid extent {tuple(t.origin_shape)} of "
+                          f"tile {t.name} (shape {tuple(t.shape)})", code="APK538",
+                          notes=["a tail tile's padding holds no data; a reshaped view would "
+                                 "read it as if it did"],
+                          help="index or slice the tile (t[i, :], t[0:4, :]) or take the valid "
+                          "part first with get_tile(t, (0, 0), t.origin_shape)")
+    return {"coord": None, "origin_shape": None}
 
 
 def dim_arg(t: TensorCore, dim: Any, method: str, *, allow_end: bool = False) -> int:

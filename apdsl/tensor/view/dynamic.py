@@ -15,8 +15,7 @@ from .. import targets
 from ..dtypes import dtype as to_dtype
 from ..layout import Dim, Layout, is_static
 from ..registers import RegisterSum, VirtualRegister
-from .core import Dynamic, TensorCore, check_index_tensor, require_static, with_layout
-from .regroup import check_ndim
+from .core import Dynamic, TensorCore, check_index_tensor, check_ndim, require_static, with_layout
 
 
 def _err(message: str, code: str, **kw: Any) -> ViewError:

@@ -7,17 +7,41 @@ on HBM an integer index removes its dimension.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ...errors import ApdslTypeError, ViewError
 from ..dims import Dim
+from ..dtypes import DType
 from ..layout import Layout
+from ..storage import Storage
 from ..targets import NKI_ONCHIP
+from .core import Dynamic
 
-if TYPE_CHECKING:
-    from . import Tensor
+
+class Indexable(Protocol):
+    """What indexing needs of a view (`apdsl.tensor.view.Tensor` is one): its fields, and the
+    two view methods an index is spelled in."""
+
+    storage: Storage
+    dtype: DType
+    layout: Layout
+    dynamic: Dynamic | None
+    label: str
+    origin_shape: tuple[int, ...] | None
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def onchip(self) -> bool: ...
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> Any: ...
+    def select(self, dim: int, index: Any) -> Any: ...
+
+
+V = TypeVar("V", bound=Indexable)
 
 
 def _is_int(x: Any) -> bool:
@@ -50,7 +74,7 @@ def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
     return i
 
 
-def fast_index(t: Tensor, key: Any) -> Tensor | None:
+def fast_index(t: V, key: Any) -> V | None:
     """The view `index_view` makes, built in one step, for the common key: ints and slices
     of ints over plain, static dims of a view without a runtime index or TLA tile, where
     every bound is in range (ints only off chip).  None for anything else, which
@@ -119,7 +143,7 @@ def fast_index(t: Tensor, key: Any) -> Tensor | None:
     return type(t)(t.storage, t.dtype, Layout(tuple(out), base), None, t.label)
 
 
-def index_view(t: Tensor, key: Any) -> Tensor:
+def index_view(t: V, key: Any) -> V:
     items = _expand(key, t.ndim)
     onchip = t.onchip
     # Which dims are removed by an integer index; on-chip keep partition + one free dim.

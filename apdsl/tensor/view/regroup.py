@@ -3,35 +3,20 @@
 The layout operations (`apdsl.tensor.layout`) say only whether a result is a layout; this module
 knows what the user asked for and raises the error: APK214 when a dimension sliced across the
 blocks of a nested dimension is what cannot be split or merged, APK209 when modes that no slice
-touched do not divide where the pattern cuts, APK231 for a view of more than 64 dimensions.
+touched do not divide where the pattern cuts (APK231, a view of more than 64 dimensions: `core`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import ViewError
 from ...records import record
 from ..dimops import contiguous, merge_dims, reshape_blocks, split_dim
 from ..layout import Dim, Layout
-
-if TYPE_CHECKING:
-    from . import Tensor
-
-MAX_DIMS = 64  # NumPy's limit: a view with more dimensions could never be read or written
-
-
-def check_ndim(ndim: int, method: str | None = None) -> None:
-    if ndim > MAX_DIMS:
-        what = f"{method}: the result" if method else "the view"
-        raise ViewError(f"{what} would have {ndim} dimensions, more than the {MAX_DIMS} a view "
-                   "can have", code="APK231",
-                   notes=["NumPy, which executes every instruction, holds at most "
-                          f"{MAX_DIMS} dimensions"],
-                   help="merge size-1 axes away: in a pattern, '()' or '1' inside a group "
-                   "adds no dimension", ndim=ndim)
+from .core import TensorCore
 
 
 @record
@@ -47,7 +32,7 @@ class Regrouping:
     groups: tuple[Any, ...]
 
 
-def rearranged(t: Tensor, plan: Any) -> Layout:
+def rearranged(t: TensorCore, plan: Any) -> Layout:
     """The layout of a rearrange, built in one pass (linear in the pattern's length)."""
     dims = t.layout.dims
     how = regrouping(plan)
@@ -147,7 +132,7 @@ def regrouping(plan: Any) -> Regrouping:
     return Regrouping(splits, groups)
 
 
-def sliced_across(method: str, what: str, t: Tensor) -> ViewError:
+def sliced_across(method: str, what: str, t: TensorCore) -> ViewError:
     """One root cause, one code: a dim sliced across its blocks that the op would have to cut
     or merge where its offsets are no layout."""
     return ViewError(f"{method}: {what}: a dimension sliced across the blocks of a nested "

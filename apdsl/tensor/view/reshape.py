@@ -12,6 +12,7 @@ from ..dtypes import dtype as to_dtype
 from ..layout import Dim, Layout
 from .core import (
     TensorCore,
+    check_ndim,
     dim_arg,
     forbid_partition,
     pattern_text,
@@ -20,7 +21,7 @@ from .core import (
     tla_fields,
     with_layout,
 )
-from .regroup import blames_a_slice, check_ndim, rearranged, sliced_across
+from .regroup import blames_a_slice, rearranged, sliced_across
 
 
 def _err(message: str, code: str, **kw: Any) -> ViewError:

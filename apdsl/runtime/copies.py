@@ -33,9 +33,6 @@ from .nki import hints, oob
 from .plans import dmaplan
 from .plans.ascend_plans import Kept, run_kept
 
-ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
-                          ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
-                          ("ub", "gm"), ("ub", "ub")})
 MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 
 
@@ -104,27 +101,11 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     nki_dma(dst, src, name, label, given)
 
 
-def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
-    """The Ascend DMA path rule (alignment and TLA rules: `apdsl.runtime.ascend.dma`)."""
-    path = (src.buffer, dst.buffer)
-    if path not in ASCEND_PATHS:
-        allowed = sorted(b for a, b in ASCEND_PATHS if a == src.buffer)
-        raise TargetError(
-            f"{label}: no DMA path from {src.buffer.upper()} to {dst.buffer.upper()} on Ascend",
-            code="APK308",
-            notes=["paths: GM->L1, GM->UB, GM->L0A, GM->L0B (Load2D), L1->L0A, L1->L0B "
-                   "(LoadData), L0C->GM, L0C->L1 (Fixpipe), UB->GM, UB->UB"],
-            help=(f"from {src.buffer.upper()} a copy can go to "
-                  f"{', '.join(b.upper() for b in allowed)}" if allowed
-                  else f"nothing is copied out of {src.buffer.upper()} by DMA"),
-            src=src.buffer, dst=dst.buffer)
-
-
 def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma.dma_copy` (alignment, TLA
     valid extents, the row-major copy and the GM -> fractal row-tail zero-fill)."""
-    ascend_copy_rules(dst, src, label)
     from .ascend import dma as ascend
+    ascend.ascend_copy_rules(dst, src, label)
     ascend.dma_copy(dst, src, name, label)
 
 

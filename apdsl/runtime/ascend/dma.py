@@ -38,7 +38,7 @@ from functools import lru_cache
 from math import lcm
 from typing import Any
 
-from ...errors import FormatError
+from ...errors import FormatError, TargetError
 from ...tensor import formats
 from ...tensor.layout import is_static
 from ...tensor.tla import reach, region, valid_shape, valid_view
@@ -56,6 +56,11 @@ FIXPIPE_PATHS = frozenset({("l0c", "gm"), ("l0c", "l1")})
 FIXPIPE_DTYPES = (("float32", "float16"), ("float32", "bfloat16"), ("float32", "float32"),
                   ("int32", "int32"))
 FRACTAL_ROWS = formats.FRACTAL_ROWS
+
+ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
+                          ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
+                          ("ub", "gm"), ("ub", "ub")})
+
 
 def _err(code: str, message: str, **kw: Any) -> FormatError:
     return FormatError(message, code=code, **kw)
@@ -376,3 +381,19 @@ def forget(t: Tensor) -> None:
         ex.forget_all(storage)
         return
     ex.forget_written(ex.resolve(t, "make_tensor_like", "target"))
+
+
+def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None:
+    """The Ascend DMA path rule (APK308); the alignment and TLA rules are `dma_copy`'s."""
+    path = (src.buffer, dst.buffer)
+    if path not in ASCEND_PATHS:
+        allowed = sorted(b for a, b in ASCEND_PATHS if a == src.buffer)
+        raise TargetError(
+            f"{label}: no DMA path from {src.buffer.upper()} to {dst.buffer.upper()} on Ascend",
+            code="APK308",
+            notes=["paths: GM->L1, GM->UB, GM->L0A, GM->L0B (Load2D), L1->L0A, L1->L0B "
+                   "(LoadData), L0C->GM, L0C->L1 (Fixpipe), UB->GM, UB->UB"],
+            help=(f"from {src.buffer.upper()} a copy can go to "
+                  f"{', '.join(b.upper() for b in allowed)}" if allowed
+                  else f"nothing is copied out of {src.buffer.upper()} by DMA"),
+            src=src.buffer, dst=dst.buffer)

@@ -28,6 +28,7 @@ from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import psum, trace
 from ..core.operands import (
+    check_operand,
     check_start_partitions,
     free_size,
     instruction_label,
@@ -37,52 +38,10 @@ from ..core.operands import (
 )
 from ..core.written import mark_written
 from ..table import TABLE
-from ..table.spec import TRN3_DTYPES, Instruction, Operand
+from ..table.spec import Instruction
 from . import hints
 
 Pairs = list[tuple[str, Tensor]]
-
-
-# each entry's operand by role (the table is immutable, so this only saves the search)
-_SPECS: dict[tuple[str, str], Operand] = {}
-
-
-def check_operand(entry: Instruction, label: str, role: str, t: Tensor) -> None:
-    """The buffers and dtypes the entry allows operand `role` (APK309, APK462, APK461)."""
-    spec = _SPECS.get((entry.name, role))
-    if spec is None:
-        spec = _SPECS[entry.name, role] = entry.operand(role)
-    name = t.dtype.name
-    if t.buffer in spec.memory.get("nki", ()) and name not in TRN3_DTYPES and (
-            spec.dtypes is None or name in spec.dtypes):
-        return  # the common case, decided without the target
-    fam = targets.family(t.buffer)
-    allowed = spec.memory.get(fam, ())
-    if t.buffer not in allowed:
-        if allowed:
-            says = f"{entry.name} works on {' or '.join(b.upper() for b in allowed)} only"
-        else:  # APK462: an instruction of the other family; say which, in plain words
-            runs = " and ".join("NKI (Trainium)" if f == "nki" else "Ascend"
-                                for f in entry.operand(role).memory)
-            says = (f"{entry.name} is an instruction of {runs} only, and {t.buffer.upper()} is "
-                    f"{'an NKI' if fam == 'nki' else 'an Ascend'} buffer")
-        raise TargetError(f"{label}: {role} {t.name} is in {t.buffer}; {says}",
-                          code="APK309" if allowed else "APK462",
-                          notes=[f"{role}: shape {tuple(t.shape)} @ {t.buffer}"],
-                          help="dma_copy the data on chip first" if allowed
-                          else "on Ascend, vector arithmetic on UB is the asc. instructions "
-                          "(asc.add, asc.exp, ...)" if fam == "ascend" else
-                          "on NKI targets use the nisa./nl. instructions (tensor_tensor, ...)",
-                          buffer=t.buffer, role=role)
-    dtypes = spec.dtypes
-    if dtypes is not None and (name not in dtypes or (
-            name in TRN3_DTYPES and targets.target_for(t.buffer).name != "trn3")):
-        trn3 = [d for d in TRN3_DTYPES if d in dtypes]
-        raise TargetError(f"{label}: {role} {t.name} is {name}; {entry.name} takes "
-                          f"{', '.join(d for d in dtypes if d not in TRN3_DTYPES)}"
-                          + (f" (and {', '.join(trn3)} on trn3)" if trn3 else ""),
-                          code="APK461", help="view or copy the data as one of those dtypes "
-                          "first", dtype=name, role=role)
 
 
 def not_both_psum(label: str, pairs: Pairs, a: str, b: str) -> None:

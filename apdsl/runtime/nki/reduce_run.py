@@ -24,6 +24,7 @@ from ..core import execute as ex
 from ..core import trace
 from ..core.operands import (
     arg_error,
+    check_operand,
     check_start_partitions,
     check_ti_partitions,
     free_size,
@@ -35,7 +36,6 @@ from ..core.operands import (
 )
 from ..table import TABLE
 from . import hints
-from .compute import check_operand
 from .compute import scalar_arg as tile_or_number
 
 Shape = tuple[int, ...]

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from ....errors import ApdslRuntimeError
-from ...copies import ascend_copy_rules
 from ...core import execute as ex
 from ...table.spec import ASCEND_COPY_PIPES
+from ..dma import ascend_copy_rules
 from . import repeat as rp
 from . import run
 from .ops import same_dtype

@@ -21,8 +21,7 @@ from ....errors import ApdslRuntimeError
 from ....tensor.machine import current
 from ...core import execute as ex
 from ...core import trace
-from ...core.operands import instruction_label, tensor_arg
-from ...nki.compute import check_operand
+from ...core.operands import check_operand, instruction_label, tensor_arg
 from ...table import TABLE
 from ..dma import check_alignment
 from . import repeat as rp

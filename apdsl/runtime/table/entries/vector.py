@@ -9,7 +9,7 @@ dtypes its AscendC page lists for Atlas A2, and has a cost class the profile rea
 
 from __future__ import annotations
 
-from ...ascend.vector import arith
+from .. import semantics_vector as arith
 from ..spec import Instruction, Operand
 
 ARITH = ("int16", "float16", "int32", "float32")   # Add, Sub, Mul, Max, Min, Adds, ... (A2)

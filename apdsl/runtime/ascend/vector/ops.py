@@ -23,7 +23,8 @@ import numpy as np
 from ....errors import ApdslRuntimeError
 from ...core import execute as ex
 from ...table import TABLE
-from . import arith, run
+from ...table import semantics_vector as arith
+from . import run
 from .params import BinaryRepeatParams, UnaryRepeatParams
 
 Pairs = dict[str, Any]

@@ -301,3 +301,13 @@ def test_one_input_mask_form_against_the_lane_model(op, dtype, repeats, data):
         fn(d, ub(a), mask, repeats, params)
         want[offs["dst"]] = expect(UNARY[op], dtype, a[offs["src"]])
     np.testing.assert_array_equal(d.numpy(), want)
+
+
+def test_overlap_is_judged_in_bytes_across_dtypes():
+    x = ub(np.zeros(128, np.float32))
+    halves = x.view("float16")  # the same bytes as 256 halves
+    implementation("asc.duplicate")(halves, 1.0, 256)
+    with pytest.raises(ApdslError) as e:  # half src -> float dst over the same bytes
+        implementation("asc.axpy")(x[0:64], halves[64:128], 2.0, 64)
+    assert e.value.code == "APK553"
+    implementation("asc.axpy")(x[0:64], halves[128:192], 2.0, 64)  # disjoint bytes: fine

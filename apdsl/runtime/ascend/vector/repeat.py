@@ -166,23 +166,36 @@ def check_bounds(label: str, role: str, t: Tensor, rel: np.ndarray, form: Form) 
                "strides", role=role, size=int(t.size), element=hi)
 
 
+def _bytes(t: Tensor, offs: np.ndarray) -> np.ndarray:
+    """The storage bytes elements `offs` of view `t` cover (sorted, unique)."""
+    bits = t.dtype.bits
+    if bits < 8:
+        return np.unique(offs.ravel() * bits // 8)
+    size = bits // 8
+    return np.unique((offs.ravel()[:, None] * size + np.arange(size)).ravel())
+
+
 def check_overlap(label: str, roles: dict[str, tuple[Tensor, np.ndarray]], dst: str,
                   sources: tuple[str, ...]) -> None:
-    """APK553: the AscendC overlap rule.  A source may share elements with dst only when it is
-    the same elements lane for lane (in-place), and dst touches no element twice."""
+    """APK553: the AscendC overlap rule.  A source may share bytes with dst only when it is
+    the same elements lane for lane (in place, same dtype), and dst touches no element
+    twice."""
     d_t, d_abs = roles[dst]
     flat = d_abs.ravel()
     if np.unique(flat).size != flat.size:
         raise _err("APK553", label, f"{dst} {d_t.name} is written twice by one instruction "
                    "(a repeat stride of 0, or strides that overlap)",
                    help="give dst strides that touch each element once")
+    d_bytes = None
     for role in sources:
         s_t, s_abs = roles[role]
         if s_t.storage is not d_t.storage:
             continue
-        if np.array_equal(s_abs, d_abs):
+        if s_t.dtype == d_t.dtype and np.array_equal(s_abs, d_abs):
             continue
-        if np.intersect1d(s_abs.ravel(), flat).size:
+        if d_bytes is None:
+            d_bytes = _bytes(d_t, d_abs)
+        if np.intersect1d(_bytes(s_t, s_abs), d_bytes, assume_unique=True).size:
             raise _err("APK553", label, f"{role} {s_t.name} and {dst} {d_t.name} overlap "
                        "without being the same elements lane for lane",
                        notes=["AscendC: within a repeat a source and the destination overlap "

@@ -30,7 +30,7 @@ EXTRA_FILES = {
         + bytes(16)},
 }
 # raised by the command line, not the program
-CLI_ONLY = {"APK607": ["-o", "out.npy"], "APK610": ["-o", "."], "APK611": ["-o", "out.npy"],
+CLI_ONLY = {"APK170": ["--ranks", "2"], "APK607": ["-o", "out.npy"], "APK610": ["-o", "."], "APK611": ["-o", "out.npy"],
             "APK612": ["-o", "out.npy"]}
 INPUTS = {"APK131": {"A": np.zeros((4, 8), np.float32), "B": np.zeros((5, 3), np.float32)}}
 

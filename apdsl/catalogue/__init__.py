@@ -1,7 +1,7 @@
 """Catalogue of every error code: a title, an explanation and an example that triggers it.
 
 Each layer keeps its entries in its own module here (`syntax`, `language`, `views`, `targets`,
-`runtime`, `formats`, `io`, `patterns`, `limits`, `sync`); `apdsl explain` and the tests read the merged table.
+`runtime`, `formats`, `io`, `patterns`, `limits`, `sync`, `commandline`, ...); `apdsl explain` and the tests read the merged table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from ..records import record
 
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
          "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
-         "speed", "architecture", "pyvalues", "nlrandom", "vector")
+         "speed", "architecture", "pyvalues", "nlrandom", "vector",
+         "commandline")
 
 
 @record

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import ApdslTypeError
 from ..tensor import targets
+from ..tensor.dtypes import no_nki_form
 from ..tensor.view import Tensor
 
 
@@ -37,11 +38,9 @@ def to_tensor(value: Any, param: str, host: Any) -> Any:
     (tensors, numbers, configs) passes as it is."""
     if not isinstance(value, np.ndarray):
         return value
-    if value.dtype == np.float64:
-        raise ApdslTypeError(
-            f"parameter {param} is given a float64 array {value.shape}; NKI tensors have no "
-            "float64", code="APK140", name=param,
-            help=f"cast it: {param}.astype(np.float32) (or another dtype the kernel expects)")
+    refused = no_nki_form(param, value.shape, value.dtype)
+    if refused is not None:
+        raise refused
     from ..tensor.view import from_numpy, ndarray
     if host.dry:
         from ..tensor.dtypes import dtype as to_dtype

@@ -108,12 +108,13 @@ class PyProgram:
                 value = _user(call, self._kernels()[name].fn, tuple(args), {}, grid, raw=True)
             except ApdslError as e:
                 # the run's boundary: what rendering and `lower` need, on a new error value
-                raise self._shown(e).replace(sources=self._sources(), trace=tr) \
+                raise self._shown(e, name).replace(sources=self._sources(), trace=tr) \
                     .with_traceback(e.__traceback__) from None
         return RunResult(value, name, _Sources(self._sources()), tr, list(warnings), machine)
 
     def check(self, out: Any = None, kernel: str | None = None,
-              inputs: dict[str, Any] | None = None) -> list[ApdslError]:
+              inputs: dict[str, Any] | None = None, *,
+              grid: tuple[int, ...] = ()) -> list[ApdslError]:
         """A dry run of the selected kernel (the only one, or `kernel`) on inputs of the `-i`
         shapes and dtypes: it validates and lowers every instruction and moves no data.
         `inputs` may hold (shape, dtype) pairs, as read from the `.npy` headers."""
@@ -127,19 +128,44 @@ class PyProgram:
         errors: list[ApdslError] = []
         with current_machine().child(check=True).active(), collect_warnings() as warnings:
             try:
-                _user(call, self._kernels()[name].fn, tuple(args), {}, dry=True)
+                _user(call, self._kernels()[name].fn, tuple(args), {}, grid, dry=True)
             except ApdslError as e:
-                errors.append(self._shown(e))
+                errors.append(self._shown(e, name))
         return [*errors, *warnings]
 
-    def _shown(self, e: ApdslError) -> ApdslError:
-        """Spans in the file name it as the command line gave it (SPEC section 7)."""
+    def _shown(self, e: ApdslError, kernel: str | None = None) -> ApdslError:
+        """Spans in the file name it as the command line gave it (SPEC section 7); an input
+        the kernel cannot take (an error with an `input` fact) is located at that parameter
+        of KERNEL's `def` (SPEC section 2), not where the frontend was called from."""
         def named(span: Span | None) -> Span | None:
             if span is not None and span.file == self.resolved:
                 return Span(self.file, span.line, span.column, span.end_line, span.end_column)
             return span
-        return e.replace(span=named(e.span),
+        param = e.facts.get("input")
+        at = self._param_span(kernel, param) if kernel and isinstance(param, str) else None
+        return e.replace(span=at or named(e.span),
                          labels=[type(lab)(named(lab.span), lab.message) for lab in e.labels])
+
+    def _param_span(self, kernel: str, param: str) -> Span | None:
+        """Where parameter `param` is written in the `def` of kernel `kernel`."""
+        import ast
+        fn = self._kernels()[kernel].fn
+        first = fn.__code__.co_firstlineno  # the first decorator's line, else the def's
+        try:
+            tree = ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    node.name == fn.__name__ and \
+                    min([node.lineno, *(d.lineno for d in node.decorator_list)]) == first:
+                a = node.args
+                for arg in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]:
+                    if arg is not None and arg.arg == param:
+                        return Span(self.file, arg.lineno, arg.col_offset + 1,
+                                    arg.end_lineno or arg.lineno, (arg.end_col_offset or
+                                                                   arg.col_offset + 1) + 1)
+        return None
 
     def _sources(self) -> dict[str, str]:
         return {self.file: self.source}

@@ -18,13 +18,13 @@ _UNBOUND = object()
 
 
 def bound_view(program: PyProgram, kernel: str | None, name: str,
-               inputs: dict[str, Any]) -> Tensor:
+               inputs: dict[str, Any], grid: tuple[int, ...] = ()) -> Tensor:
     """The tensor view NAME (top level) or KERNEL.NAME (inside the kernel) is bound to."""
     if kernel is None:
         value = vars(program.module).get(name, _UNBOUND)
         where = f"the top level of {program.file}"
     else:
-        value = _last_binding(program, kernel, name, inputs)
+        value = _last_binding(program, kernel, name, inputs, grid)
         where = f"kernel {kernel}"
     if value is _UNBOUND:
         raise ApdslNameError(f"'{name}' is never bound in {where}", code="APK101", name=name,
@@ -36,7 +36,8 @@ def bound_view(program: PyProgram, kernel: str | None, name: str,
     return value
 
 
-def _last_binding(program: PyProgram, kernel: str, name: str, inputs: dict[str, Any]) -> Any:
+def _last_binding(program: PyProgram, kernel: str, name: str, inputs: dict[str, Any],
+                  grid: tuple[int, ...] = ()) -> Any:
     """Run the kernel and read NAME in its frame as it returns (a profile hook sees the
     return of that one code object)."""
     code = program.kernel_function(kernel).__code__
@@ -49,7 +50,7 @@ def _last_binding(program: PyProgram, kernel: str, name: str, inputs: dict[str, 
     previous = sys.getprofile()
     sys.setprofile(hook)
     try:
-        program.run(kernel, inputs)
+        program.run(kernel, inputs, grid=grid)
     finally:
         sys.setprofile(previous)
     return seen[-1] if seen else _UNBOUND

@@ -148,11 +148,13 @@ class Program:
         return interp
 
     def check(self, out: Any = None, kernel: str | None = None,
-              inputs: dict[str, np.ndarray] | None = None) -> list[ApdslError]:
+              inputs: dict[str, np.ndarray] | None = None, *,
+              grid: tuple[int, ...] = ()) -> list[ApdslError]:
         """Every independent error: static checks, then a dry run of the top level and of each
         kernel with inputs of the declared shapes.  `inputs` (for `kernel`, or the only kernel)
         give their kernel's input shapes, dtypes and values instead, so a shape-generic or
-        data-dependent kernel is checked as it would run.  A limit (steps, recursion) ends the
+        data-dependent kernel is checked as it would run, on the launch `grid` (as `run`).
+        A limit (steps, recursion) ends the
         check with the errors found so far and the limit's error.  Targets and options the
         program sets are restored afterwards."""
         selected = self.select_kernel(kernel) if kernel is not None or inputs else None
@@ -164,10 +166,11 @@ class Program:
             self.require_inputs(meant, inputs)
         interp = self.interpreter(dry=True, out=out)
         with interp.machine.active(), deep_stack():
-            return self._check(interp, selected, inputs)
+            return self._check(interp, selected, inputs, grid if meant else ())
 
     def _check(self, interp: Any, selected: str | None,
-               inputs: dict[str, np.ndarray] | None) -> list[ApdslError]:
+               inputs: dict[str, np.ndarray] | None,
+               grid: tuple[int, ...] = ()) -> list[ApdslError]:
         from ..runtime.core.trace import collect_warnings
         from .checker import Checker
         from .interpreter import Reported
@@ -185,7 +188,7 @@ class Program:
                         continue
                     try:
                         call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
-                                    namespace)
+                                    namespace, grid)
                     except Reported:
                         pass
                     except LimitError:
@@ -301,18 +304,15 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
             if arr.ndim != len(spec.dims):
                 raise ApdslTypeError(
                     f"input {p.name} has {arr.ndim} dimensions {arr.shape}; the kernel "
-                    f"declares {len(spec.dims)}", code="APK131", span=p.span)
-            for d, n in zip(spec.dims, arr.shape):
+                    f"declares {len(spec.dims)}", code="APK131", span=p.span, input=p.name)
+            for axis, (d, n) in enumerate(zip(spec.dims, arr.shape)):
                 if isinstance(d, ast.Name) and d.id not in dims and \
                         not isinstance(namespace.get(d.id), int):
                     dims[d.id] = int(n)
                     continue
                 want = _dim_value(d, frame, interp, p)
                 if want != n:
-                    raise ApdslTypeError(
-                        f"input {p.name} has shape {arr.shape}, but dimension "
-                        f"{_dim_text(d)} is {want}", code="APK131", span=d.span,
-                        help="named dimensions must agree across all inputs")
+                    raise _dim_mismatch(p, d, axis, arr.shape, want, dims)
             shape = arr.shape
         else:
             shape = tuple(_dim_value(d, frame, interp, p) for d in spec.dims)
@@ -323,7 +323,8 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
             if data.dtype.kind not in "biuf" and data.dtype.name != "bfloat16" \
                     and not data.dtype.name.startswith("float8") and data.dtype.name != "int4":
                 raise ApdslTypeError(f"input {p.name} has dtype {data.dtype}, which cannot be "
-                                     f"cast to {dt}", code="APK114", span=p.span)
+                                     f"cast to {dt}", code="APK114", span=p.span,
+                                     input=p.name)
             initialise(t, "array", data, known=True)
             if interp.dry:
                 interp.known_values.add(t.storage)
@@ -336,16 +337,16 @@ def untyped_input(p: Any, arr: np.ndarray, interp: Any) -> Any:
     tensor type (check mode keeps the values, as for a typed parameter)."""
     from ..runtime.core.init import initialise
     from ..tensor.dtypes import dtype as to_dtype
-    if arr.dtype == np.float64:
-        raise ApdslTypeError(
-            f"input {p.name} is a float64 array {arr.shape}; NKI tensors have no float64",
-            code="APK140", span=p.span, name=p.name,
-            help=f"save it as float32 (np.save(path, {p.name}.astype(np.float32))), or give "
-                 f"{p.name} a tensor type such as `{p.name}: f32[...] @ hbm`, which casts")
+    from ..tensor.dtypes import no_nki_form
+    refused = no_nki_form(p.name, arr.shape, arr.dtype)
+    if refused is not None:  # a tensor type casts (SPEC section 4): say so as well
+        raise refused.replace(span=p.span, notes=[
+            f"a parameter with a tensor type casts its input (`{p.name}: "
+            f"{refused.facts['cast']}[...] @ hbm`)"])
     try:
         dt = to_dtype(arr.dtype)
     except ApdslError as e:
-        raise e.with_span(p.span) from None
+        raise e.with_span(p.span).with_facts(input=p.name) from None
     t = interp.allocate(arr.shape, dt, "hbm", "ND", p.name, span=p.span)
     initialise(t, "array", arr, known=True)
     if interp.dry:
@@ -353,8 +354,20 @@ def untyped_input(p: Any, arr: np.ndarray, interp: Any) -> Any:
     return t
 
 
-def _dim_text(d: Any) -> str:
-    return d.id if isinstance(d, ast.Name) else "expression"
+def _dim_mismatch(p: Any, d: Any, axis: int, shape: tuple, want: int,
+                  dims: dict[str, int]) -> Any:
+    """APK131: a dimension of input `p`'s array differs from what the type declares there.  A
+    name bound by an earlier input must agree with it; a literal or an expression (of names
+    the file defines) is the size itself."""
+    if isinstance(d, ast.Name):
+        what, why = f"dimension {d.id} is {want}", (
+            f"{d.id} = {want} from an earlier input dimension: named dimensions must agree "
+            "across all inputs" if d.id in dims else f"{d.id} is {want} in the file")
+    else:
+        what = f"the type declares {want} for dim {axis}"
+        why = f"an array for {p.name} needs {want} there"
+    return ApdslTypeError(f"input {p.name} has shape {shape}, but {what}", code="APK131",
+                          span=d.span, input=p.name, help=why)
 
 
 def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:

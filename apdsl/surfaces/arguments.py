@@ -36,16 +36,19 @@ def _terminal_columns() -> int:
 
 
 def program_options(sp: argparse.ArgumentParser) -> None:
-    """The options of every command that runs a program (run, check, lower, show, repl): the
-    one place they are declared.  (SPEC section 2: --target, --sync, --max-steps, --max-memory.)
-    `option_settings` turns them into the `apdsl.options` values `main` holds for the whole
-    command."""
+    """The options of the machine a program runs on (every command that runs one, and the
+    REPL): the one place they are declared.  `option_settings` turns them into the
+    `apdsl.options` values `main` holds for the whole command."""
     sp.add_argument("--target", metavar="T", help="trn1, trn2 (default for NKI buffers), "
                     "trn3, ascend-a2 (default for Ascend buffers); it must be of the family "
                     "of the program's buffers")
-    sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
-                    help="bound on live tensor storage plus its bookkeeping, all buffers "
-                    "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+    init = sp.add_mutually_exclusive_group()
+    init.add_argument("--no-init-check", action="store_true",
+                      help="read unwritten memory as 0 instead of failing")
+    init.add_argument("--strict-init", action="store_true",
+                      help="reading unwritten memory is an error where it is read")
+    sp.add_argument("--strict-padding", action="store_true",
+                    help="mmad reads K in whole fractals, as hardware does")
     sp.add_argument("--sync", choices=("on", "off"),
                     help="check Ascend pipe synchronisation inside kernels (on, the default) "
                     "or run as if every instruction waited for all earlier ones (off)")
@@ -55,6 +58,21 @@ def program_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-time", metavar="SECONDS", type=seconds_count,
                     help="stop a program after SECONDS of processor time (default: 10 for "
                     "check, no limit for the commands that move data)")
+    sp.add_argument("--max-memory", metavar="BYTES", type=byte_count,
+                    help="bound on live tensor storage plus its bookkeeping, all buffers "
+                    "(suffix K, M, G or T: powers of 1024; default half the physical memory)")
+
+
+def run_options(sp: argparse.ArgumentParser) -> None:
+    """The run options of SPEC section 2, taken by every command that runs a program (run,
+    check, lower, profile, show): the machine's options and the launch (`--grid`, `--ranks`)."""
+    program_options(sp)
+    sp.add_argument("--grid", metavar="N", type=step_count,
+                    help="launch the kernel on N logical NeuronCores, as kernel[N](...) "
+                    "(1 or 2; trn1: 1)")
+    sp.add_argument("--ranks", metavar="N", type=step_count,
+                    help="run the kernel on N ranks (multi-rank runs are not available yet: "
+                    "N = 1)")
 
 
 def step_count(text: str) -> int:
@@ -98,6 +116,8 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     if getattr(args, "no_init_check", False):
         settings["init_check"] = False
+    if getattr(args, "strict_init", False):
+        settings["init_check"] = "strict"
     if getattr(args, "strict_padding", False):
         settings["strict_padding"] = True
     if getattr(args, "max_memory", None) is not None:
@@ -130,39 +150,49 @@ def inputs_option(sp: argparse.ArgumentParser, what: str) -> None:
                     help=f"a kernel input (repeatable); {what}")
 
 
-def grid_option(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--grid", metavar="N", type=step_count,
-                    help="launch a .py kernel on N logical NeuronCores, as kernel[N](...) "
-                    "(1 or 2; trn1: 1)")
+class Commands(_Parser):
+    """The whole command line's parser, with each command's own parser by name (`commands`):
+    a mistake found after parsing is reported with that command's usage (SPEC section 2)."""
+
+    commands: dict[str, argparse.ArgumentParser]
 
 
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> Commands:
     """The parser of the whole command line.  Given the `argv` it will parse, when that starts
     with a command's name, only that command's parser is made (the others' cost a tenth of a
     cold `apdsl check`): argparse hands everything after the name to that command's parser and
     consults no other, so the outcome is the same."""
-    p = _Parser(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
-                "patterns and Ascend fractal formats, executed on NumPy.")
+    p = Commands(prog="apdsl", description="Check, run and lower .apk kernels: NKI access "
+                 "patterns and Ascend fractal formats, executed on NumPy.")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     only = argv[0] if argv and argv[0] in _COMMANDS else None
+    p.commands = {}
     for name, (help_text, declare) in _COMMANDS.items():
         if only is None or name == only:
-            declare(sub.add_parser(name, help=help_text))
+            p.commands[name] = sub.add_parser(name, help=help_text)
+            declare(p.commands[name])
     return p
+
+
+def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """The command line's arguments and the parser of its command (the whole command line's
+    when it names none).  A mistake is reported with the command's usage, exit 2."""
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
+    own = parser.commands.get(args.command or "", parser)
+    if extra:  # (argparse would report them with the top-level usage)
+        own.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args, own
 
 
 def _run(r: argparse.ArgumentParser) -> None:
     r.add_argument("file", metavar="FILE")
     r.add_argument("kernel", metavar="KERNEL", nargs="?")
-    inputs_option(r, "missing inputs get seeded data")
+    inputs_option(r, "an .apk kernel's missing inputs get seeded data; a .py kernel needs "
+                  "every input")
     r.add_argument("-o", dest="output", metavar="OUT.npy", help="write the result (atomically)")
-    grid_option(r)
-    program_options(r)
-    r.add_argument("--no-init-check", action="store_true",
-                   help="read unwritten memory as 0 instead of failing")
-    r.add_argument("--strict-padding", action="store_true",
-                   help="mmad reads K in whole fractals, as hardware does")
+    run_options(r)
 
 
 def _check(c: argparse.ArgumentParser) -> None:
@@ -170,36 +200,36 @@ def _check(c: argparse.ArgumentParser) -> None:
     c.add_argument("kernel", metavar="KERNEL", nargs="?")
     inputs_option(c, "its shape, dtype and values are used to check KERNEL")
     c.add_argument("--json", action="store_true", help="one JSON object per diagnostic")
-    program_options(c)
+    run_options(c)
 
 
 def _lower(lw: argparse.ArgumentParser) -> None:
     lw.add_argument("file", metavar="FILE")
     lw.add_argument("kernel", metavar="KERNEL", nargs="?")
-    inputs_option(lw, "missing inputs get seeded data")
+    inputs_option(lw, "an .apk kernel's missing inputs get seeded data; a .py kernel needs "
+                  "every input")
     lw.add_argument("--json", action="store_true", help="one JSON object per instruction")
-    grid_option(lw)
-    program_options(lw)
+    run_options(lw)
 
 
 def _profile(pf: argparse.ArgumentParser) -> None:
     pf.add_argument("file", metavar="FILE")
     pf.add_argument("kernel", metavar="KERNEL", nargs="?")
-    inputs_option(pf, "missing inputs get seeded data")
+    inputs_option(pf, "an .apk kernel's missing inputs get seeded data; a .py kernel needs "
+                  "every input")
     pf.add_argument("--json", action="store_true", help="the profile as one JSON object")
     pf.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file "
                     "(Perfetto, chrome://tracing) of the estimated timeline (atomically)")
     pf.add_argument("--svg", metavar="OUT.svg", help="write the estimated timeline as an SVG "
                     "picture (atomically)")
-    grid_option(pf)
-    program_options(pf)
+    run_options(pf)
 
 
 def _show(sh: argparse.ArgumentParser) -> None:
     sh.add_argument("file", metavar="FILE")
     sh.add_argument("name", metavar="NAME", help="a top-level view, or KERNEL.NAME: the last "
                     "view bound to NAME while KERNEL runs")
-    inputs_option(sh, "with KERNEL.NAME; missing inputs get seeded data")
+    inputs_option(sh, "with KERNEL.NAME; an .apk kernel's missing inputs get seeded data")
     sh.add_argument("--svg", metavar="OUT.svg", help="write the picture as an SVG file instead")
     sh.add_argument("--steps", action="store_true", help="draw every step of the view chain")
     sh.add_argument("--rows", metavar="A:B", type=grid_range,
@@ -208,7 +238,7 @@ def _show(sh: argparse.ArgumentParser) -> None:
                     help="draw only storage-grid columns C to D-1")
     sh.add_argument("--zoom", action="store_true",
                     help="draw only the rows and columns the view touches")
-    program_options(sh)
+    run_options(sh)
 
 
 def _explain(e: argparse.ArgumentParser) -> None:

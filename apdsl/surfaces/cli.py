@@ -13,16 +13,19 @@ import sys
 from typing import Any, NoReturn
 
 from ..errors import ApdslError, ApdslIOError
-from .arguments import build_parser, option_settings
+from .arguments import build_parser, option_settings, parse
 from .plumbing import (
     Exit,
     apply_target,
+    as_given,
     check_target_family,
     diagnose,
+    ended,
     execute,
     fail,
     format_lowered,
     internal_error,
+    launch_of,
     open_program,
     read_inputs,
     usage,
@@ -31,7 +34,7 @@ from .plumbing import (
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    args = build_parser(words).parse_args(words)
+    args, parser = parse(words)
     from .collector import tune_for_one_command
     tune_for_one_command()
     if args.command is None:
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         with options(**option_settings(args)):
             return COMMANDS[args.command](args)
     except Exit as e:
-        return e.status
+        return ended(e, parser)
     except RecursionError as e:  # outside any statement: still coded (APK126)
         return internal_error(e).status
     except KeyboardInterrupt:
@@ -91,14 +94,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     check_target_family(program, args.target)
     # a Python kernel's check reads only the -i headers (SPEC section 12: no input values)
     inputs = read_inputs(args, program, args.json, header_only=args.file.endswith(".py"))
+    launch = launch_of(args)
     try:
-        errors = program.check(kernel=args.kernel, inputs=inputs)
+        errors = program.check(kernel=args.kernel, inputs=inputs, **launch)
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:
         errors = [e]
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         raise internal_error(e) from None
+    errors = as_given(errors, args)
     status = diagnose(errors, {program.file: program.source}, args.file, args.json)
     if args.json:
         return status

@@ -12,15 +12,27 @@ from ..errors import ApdslError
 
 
 class Exit(Exception):
-    """Ends a command with an exit status; what the user needs to know is already printed."""
+    """Ends a command with an exit status; what the user needs to know is already printed,
+    but for a usage error's `message`, which `ended` prints after the command's usage."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, message: str | None = None) -> None:
         self.status = status
+        self.message = message
 
 
 def usage(message: str) -> Exit:
-    print(f"apdsl: error: {message}", file=sys.stderr)
-    return Exit(2)
+    """A mistake in the command line (exit 2), found after parsing it."""
+    return Exit(2, message)
+
+
+def ended(e: Exit, parser: Any = None) -> int:
+    """The exit status of a command `e` ended; a usage error is told after the usage of the
+    command (`parser`, SPEC section 2)."""
+    if e.message is not None:
+        if parser is not None:
+            parser.print_usage(sys.stderr)
+        print(f"apdsl: error: {e.message}", file=sys.stderr)
+    return e.status
 
 
 def report(errors: list[ApdslError], sources: dict[str, str]) -> None:
@@ -120,13 +132,21 @@ def load_program(file: str, target: str | None = None) -> Any:
 
 
 def launch_of(args: argparse.Namespace) -> dict[str, Any]:
-    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`)."""
+    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`); `--ranks N`
+    past one rank is APK170 (multi-rank runs are not available yet)."""
+    ranks = getattr(args, "ranks", None)
+    if ranks is not None and ranks > 1:
+        from ..errors import ApdslRuntimeError
+        raise Exit(diagnose([ApdslRuntimeError(
+            f"--ranks {ranks}: multi-rank runs are not available yet", code="APK170",
+            ranks=ranks, help="run the kernel on one rank: leave out --ranks (or --ranks 1)")],
+            {}, "<command line>", getattr(args, "json", False) and args.command == "check"))
     n = getattr(args, "grid", None)
     if n is None:
         return {}
     from ..nki.kernel import launch_grid
     try:
-        return {"grid": launch_grid(n, args.kernel or "kernel")}
+        return {"grid": launch_grid(n, getattr(args, "kernel", None) or "kernel")}
     except ApdslError as e:
         raise usage(f"--grid {n}: {e.message}") from None
 
@@ -183,6 +203,64 @@ def parse_inputs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+# The options that name a file a command writes (`run -o`, `profile --trace/--svg`, `show --svg`).
+OUTPUTS = (("output", "-o"), ("trace", "--trace"), ("svg", "--svg"))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Nothing a command reads is lost to what it writes: an empty output name, or an output
+    that is the program or an `-i` input (compared by real path, symlinks and hard links
+    included) or another output of the same command, is a usage error, before anything runs."""
+    reads = [(f"the program {args.file}", args.file)] + [
+        (f"the input -i {name}={path}", path)
+        for name, path in parse_inputs(getattr(args, "inputs", [])).items()]
+    written: list[tuple[str, str]] = []
+    for attr, flag in OUTPUTS:
+        path = getattr(args, attr, None)
+        if path is None:
+            continue
+        if not path.strip():
+            raise usage(f"{flag} needs a file name")
+        for what, other in [*reads, *((f"{f} {o}", o) for f, o in written)]:
+            if _same_file(path, other):
+                raise usage(f"{flag} {path} would replace {what}; write to another file")
+        written.append((flag, path))
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links to one file
+    except OSError:
+        return False  # one of them does not exist (yet): not the same file
+
+
+def as_given(errors: list[ApdslError], args: argparse.Namespace) -> list[ApdslError]:
+    """The errors about an `-i` input (an `input` fact naming one) as a command-line user
+    needs them (SPEC section 2): the message names the `-i` argument, and a dtype to cast to
+    (a `cast` fact) becomes a command that converts the file."""
+    paths = parse_inputs(getattr(args, "inputs", []))
+    out = []
+    for e in errors:
+        name = e.facts.get("input")
+        path = paths.get(name) if isinstance(name, str) else None
+        if path is None:
+            out.append(e)
+            continue
+        changes = {"message": f"-i {name}={path}: {e.message}"}
+        cast = e.facts.get("cast")
+        if isinstance(cast, str):
+            from pathlib import Path
+            new = str(Path(path).with_name(f"{Path(path).stem}_{cast}.npy"))
+            changes["help"] = (f"convert the file to {cast}: python -c \"import numpy as np; "
+                               f"np.save({new!r}, np.load({path!r}).astype(np.{cast}))\", "
+                               f"then pass -i {name}={new}")
+        out.append(e.replace(**changes))
+    return out
+
+
 def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
             header_only: bool = False) -> dict[str, Any]:
     """The `-i` arrays, each naming a parameter of the selected kernel (else exit 2); an
@@ -207,7 +285,7 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
     inputs = {}
     for name, path in paths.items():
         try:
-            inputs[name] = read_npy(path, header_only=header_only)
+            inputs[name] = read_npy(path, header_only=header_only, regular_only=True)
         except ApdslError as e:
             raise Exit(diagnose([e], {}, path, as_json)) from None
     return inputs
@@ -252,6 +330,7 @@ def execute(args: argparse.Namespace, trace: bool, out: Any = None,
     exits 1; with `trace`, `before_error(trace)` first gets what executed before it.  The
     commands that run a program (run, lower, profile) share it."""
     from ..semantics.program import UsageError
+    check_outputs(args)
     apply_target(args.target)
     program = load_program(args.file, args.target)
     inputs = read_inputs(args, program)
@@ -266,7 +345,7 @@ def execute(args: argparse.Namespace, trace: bool, out: Any = None,
         if partial is not None and before_error is not None:
             before_error(partial)
         sources = {**getattr(e, "sources", {}), program.file: program.source}
-        raise fail([e], sources, args.file) from None
+        raise fail(as_given([e], args), sources, args.file) from None
     except Exception as e:  # noqa: BLE001
         raise internal_error(e) from None
     if result.warnings:

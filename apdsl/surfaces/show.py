@@ -24,7 +24,18 @@ from ..errors import ApdslError, ApdslNameError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .picture import Picture
-from .plumbing import Exit, apply_target, fail, internal_error, load_program, report
+from .plumbing import (
+    Exit,
+    apply_target,
+    as_given,
+    check_outputs,
+    ended,
+    fail,
+    internal_error,
+    launch_of,
+    load_program,
+    report,
+)
 
 __all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
 
@@ -44,23 +55,27 @@ def command(args: Any) -> int:
     try:
         return _command(args)
     except Exit as e:
-        return e.status
+        from .arguments import build_parser
+        return ended(e, build_parser(["show"]).commands["show"])
 
 
 def _command(args: Any) -> int:
     from ..runtime.core.trace import collect_warnings
+    check_outputs(args)
     apply_target(getattr(args, "target", None))
     program = load_program(args.file, getattr(args, "target", None))
     kernel, name = _split_name(program, args)
     inputs = _kernel_inputs(program, args, kernel)
+    launch = launch_of(args)
     if args.file.endswith(".py"):
-        return _draw_python(program, kernel, name, inputs, args)
+        return _draw_python(program, kernel, name, inputs, args, launch)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go
     namespace: dict[str, Any] = {}
     with interp.machine.active(), collect_warnings() as warnings:
         try:
             interp.exec_module(program.module, namespace)
-            bindings = _run_watching(namespace, kernel, name, inputs, interp) if kernel \
+            bindings = _run_watching(namespace, kernel, name, inputs, interp,
+                                     **launch) if kernel \
                 else None
         except ApdslError as e:
             raise fail([e], {**interp.sources, program.file: program.source},
@@ -101,7 +116,7 @@ def _emit(pictures: list[Picture], args: Any, sources: dict[str, str]) -> int:
 
 
 def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, Any],
-                 args: Any) -> int:
+                 args: Any, launch: dict[str, Any]) -> int:
     """An NKI Python file's view (`apdsl.nki.show`), drawn as an `.apk` one is."""
     from ..nki.show import bound_view
     from ..semantics.program import UsageError
@@ -111,14 +126,14 @@ def _draw_python(program: Any, kernel: str | None, name: str, inputs: dict[str, 
                     "file as NAME or KERNEL.NAME")
     sources = {program.file: program.source}
     try:
-        tensor = bound_view(program, kernel, name, inputs)
+        tensor = bound_view(program, kernel, name, inputs, **launch)
         title = f"{kernel}.{name}" if kernel else name
         pictures = [_framed(Picture.of(tensor, title), args)]
     except UsageError as e:
         raise usage(str(e)) from None
     except ApdslError as e:
         shown = e if e.span is not None else e.replace(facts={**e.facts, "file": COMMAND_LINE})
-        raise fail([shown], {**e.sources, **sources}, args.file) from None
+        raise fail(as_given([shown], args), {**e.sources, **sources}, args.file) from None
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         raise internal_error(e) from None
     return _emit(pictures, args, sources)
@@ -222,7 +237,7 @@ class _Spanned:
 
 
 def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dict[str, Any],
-                  interp: Any) -> Bindings:
+                  interp: Any, grid: tuple[int, ...] = ()) -> Bindings:
     """Run KERNEL to the end, its own frame (not its helpers') recording NAME's bindings."""
     from dataclasses import replace
 
@@ -235,7 +250,7 @@ def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dic
         frame.vars = _Watched(frame.vars, name, record)
         return body(frame)
 
-    call_kernel(replace(fn, body=watched), inputs, interp, namespace)
+    call_kernel(replace(fn, body=watched), inputs, interp, namespace, grid)
     return record
 
 

@@ -6,7 +6,7 @@ from importlib import import_module
 
 import numpy as np
 
-from ..errors import ApdslNameError
+from ..errors import ApdslNameError, ApdslTypeError
 
 
 class DType:
@@ -217,3 +217,25 @@ def round_tfloat32(values: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         rounded = ((bits + np.uint32(0x0FFF) + lsb) & keep).view(np.float32)
     return np.where(np.isfinite(f), rounded, f)
+
+
+# The NumPy dtypes a kernel input often arrives in that NKI has no form of (the NKI docs' dtype
+# table has no 64-bit type), and the NKI dtype of the same kind to cast them to.  A parameter
+# without a tensor type takes its `-i` array's dtype as it is, so such an array is refused where
+# it enters (converting it silently would change the numbers, or the dtype, the kernel sees); a
+# typed parameter casts by the rule of `cast_array`.
+NO_NKI_FORM = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
+
+
+def no_nki_form(param: str, shape: tuple, npd: np.dtype) -> ApdslTypeError | None:
+    """APK140 for an array of a dtype in `NO_NKI_FORM` given to parameter `param` without a
+    tensor type (None for any other dtype).  Facts: `input` (the parameter), `dtype`, `cast`
+    (the dtype to cast to), so the command line can name its `-i` argument."""
+    cast = NO_NKI_FORM.get(np.dtype(npd).name)
+    if cast is None:
+        return None
+    name = np.dtype(npd).name
+    return ApdslTypeError(
+        f"parameter {param} is given {'an' if name.startswith('int') else 'a'} {name} array "
+        f"{tuple(shape)}; NKI tensors have no {name}", code="APK140", input=param, dtype=name, cast=cast,
+        help=f"cast it: {param}.astype(np.{cast}) (or another dtype the kernel expects)")

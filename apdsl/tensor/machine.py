@@ -57,7 +57,7 @@ class Options:
     """The options of SPEC section 9 (`apdsl.options(...)`)."""
 
     # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
-    init_check: bool = True
+    init_check: bool | str = True  # "strict": --strict-init (today the same as True)
     # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
     strict_padding: bool = False
     # Bytes of live storage plus its written-state bookkeeping, every buffer included

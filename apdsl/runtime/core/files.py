@@ -47,7 +47,7 @@ _NPY_HELP = "write it with numpy.save (allow_pickle=False)"
 def read_npy(path: Path | str, shown: str | None = None, *, regular_only: bool = False,
              header_only: bool = False) -> Any:
     """The array in a `.npy` file.  `regular_only` refuses FIFOs and devices (`load` in a
-    program must not block on one); `-i` accepts them (`-i A=<(python make.py)`).  With
+    program and `-i` must not block on one, or read one that never ends).  With
     `header_only` (for `check`) the header is checked against the file's size and
     (shape, dtype) returned without reading the data."""
     shown = shown or str(path)
@@ -58,7 +58,8 @@ def read_npy(path: Path | str, shown: str | None = None, *, regular_only: bool =
             mode = stat.S_IFREG  # open() below says what is wrong
         if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
             raise ApdslIOError(f"cannot read '{shown}': not a regular file", code="APK601",
-                               path=shown, help="load reads .npy files, not devices or FIFOs")
+                               path=shown, help="only regular .npy files are read (a FIFO or a device "
+                               "can block, or never end): save the array to a file")
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, errors mapped first
     except FileNotFoundError:

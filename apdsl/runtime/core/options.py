@@ -4,7 +4,8 @@
 the previous values when the block ends, so the one call serves both as a setter and as
 `with apdsl.options(init_check=False): ...`.
 
-Options: `init_check` (default True), `strict_padding` (default False; read by the Ascend
+Options: `init_check` (default True; "strict", as `--strict-init`, reports an unwritten read
+where it is read: today's rule, the same as True), `strict_padding` (default False; read by the Ascend
 `mmad`), `max_memory` (bytes of live storage and its written-state bookkeeping, SPEC section
 15; default half of the machine's physical memory), `max_steps` (the step budget of SPEC
 section 15, default 100,000,000; read when an interpreter starts a program), `max_time`
@@ -93,6 +94,8 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
                 raise ApdslRuntimeError(
                     f"option {key} must be a positive int, got {value!r}", code="APK421",
                     option=key)
+            if key == "init_check" and value == "strict":
+                continue  # `--strict-init`: an unwritten read is an error where it is read
             if not isinstance(value, kind):
                 raise ApdslRuntimeError(
                     f"option {key} must be {kind.__name__}, got {value!r}",

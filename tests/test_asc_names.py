@@ -48,3 +48,17 @@ def test_the_repl_completes_asc_names():
     assert ("add", -2, "asc") in c.candidates("asc.ad")
     assert ("BinaryRepeatParams", -3, "asc") in c.candidates("asc.Bin")
     assert ("asc", -2, "Ascend prefix") in c.candidates("as")
+
+
+def test_lower_shows_the_mask_form_arguments(tmp_path):
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "m.apk"
+    path.write_text("x = ndarray((128,), f32, ub)\nasc.duplicate(x, 1.0, 128)\n"
+                    "asc.muls(x, x, 0.5, 64, 2, asc.UnaryRepeatParams(1, 1, 8, 8))\n")
+    out = subprocess.run([sys.executable, "-m", "apdsl", "lower", str(path)],
+                         capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    assert out.returncode == 0, out.stderr
+    assert "asc.muls  [pipe V]  scalar=0.5  count=64  repeat_times=2  repeat_params=" \
+        "UnaryRepeatParams(dst_blk_stride=1" in out.stdout

@@ -179,7 +179,8 @@ class Trace:
         rows, hints = self.rows, self.hints
         for i in range(start, len(rows)):
             row = rows[i]
-            if len(row) == EVENT_ROW or row[0] != op:
+            # (an `asc.NAME` row is made by the function NAME of its module)
+            if len(row) == EVENT_ROW or (row[0] != op and row[0].rpartition(".")[2] != op):
                 continue
             kept = hints.get(i)
             shown = found if not kept else {k: v for k, v in found.items() if k not in kept}

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -136,3 +138,31 @@ def test_softmax_example_runs_and_every_barrier_matters(tmp_path):
         f.write_text(mutated)
         got = run_cli("run", str(f))
         assert "error[APK571]" in got.stderr, (i, got.stderr)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["float16", "float32", "int8", "int32"]), st.integers(1, 4),
+       st.integers(1, 40), st.integers(0, 3), st.integers(0, 2), st.data())
+def test_data_copy_pad_gm_to_ub_against_a_byte_model(dtype, count, n, gap, ub_gap, data):
+    """Random bursts: each burst's data lands at its UB burst start + left, bursts are whole
+    32-byte runs plus ub_gap blocks apart, pads hold the value (an independent model)."""
+    item = np.dtype(dtype).itemsize
+    per_block = 32 // item
+    left = data.draw(st.integers(0, per_block))
+    right = data.draw(st.integers(0, per_block))
+    src = (np.arange(count * (n + gap)) % 100 + 1).astype(dtype)
+    width = -(-(left + n + right) // per_block) * per_block
+    stride = width + ub_gap * per_block
+    x = apdsl.ndarray((count * stride,), dtype, "ub")
+    pad(x, gm(src), DataCopyExtParams(count, n * item, gap * item, ub_gap),
+        DataCopyPadExtParams(dtype, True, left, right, 7))
+    with apdsl.options(init_check=False):
+        got = x.numpy()
+    for i in range(count):
+        row = got[i * stride:i * stride + width]
+        np.testing.assert_array_equal(row[left:left + n], src[i * (n + gap):i * (n + gap) + n])
+        rest = np.concatenate([row[:left], row[left + n:]])
+        if left or right:
+            assert (rest == 7).all()
+        else:  # no pads: the filler repeats the burst's first element
+            assert (rest == src[i * (n + gap)]).all()

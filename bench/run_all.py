@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 # In the order of SPEC section 10's table.
-MODULES = ("bench_dma", "bench_tiles", "bench_elementwise", "bench_formats", "bench_ascend",
-           "bench_nki_matmul", "bench_language", "bench_profile", "bench_parse")
+MODULES = ("bench_dma", "bench_tiles", "bench_spelling", "bench_elementwise", "bench_formats",
+           "bench_ascend", "bench_nki_matmul", "bench_language", "bench_profile", "bench_parse")
 
 
 def main(argv: list[str] | None = None) -> int:

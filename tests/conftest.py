@@ -27,8 +27,20 @@ def hypothesis_profile(environ: "os._Environ[str] | dict[str, str]") -> str:
 settings.load_profile(hypothesis_profile(os.environ))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "plans: a test of the fast paths themselves (apdsl.runtime.plans): its "
+        "machine has plans on whatever APDSL_PLANS says; it compares them with the general "
+        "path by turning them off itself (apdsl.options(plans=False))")
+
+
 @pytest.fixture(autouse=True)
-def machine():
-    """The test's machine (current while it runs)."""
-    with Machine().active() as m:
+def machine(request: pytest.FixtureRequest):
+    """The test's machine (current while it runs).  `APDSL_PLANS=0` runs the tests on the
+    general path (every fast path off, SPEC 10's plans' oracle), but for tests marked
+    `plans`."""
+    m = Machine()
+    if request.node.get_closest_marker("plans") is not None:
+        m.options.plans = True
+    with m.active():
         yield m

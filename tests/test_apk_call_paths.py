@@ -2,8 +2,8 @@
 from its call site (no wrapper, no `Interpreter.instruction`), positional and keyword arguments
 evaluated without comprehensions, constant slices and tuples built once, builtin names found
 without exceptions, and the allocator's first-fit placement and budget.  Each is checked
-against an independent oracle: the general path (the same program with the direct calls turned
-off), the Python API, NumPy, or a reference model of first-fit placement.  No timing here."""
+against an independent oracle: the general path (the same program with every fast path turned
+off, `apdsl.options(plans=False)`), the Python API, NumPy, or a reference model of first-fit placement.  No timing here."""
 
 from __future__ import annotations
 
@@ -14,27 +14,25 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.semantics import builtins as builtins_module
 from apdsl.semantics.program import Program
 from apdsl.tensor.machine import Accounting
+
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 
 def _outcome(source: str, kernel: str | None = "k", inputs: dict | None = None,
              *, direct: bool = True, trace: bool = False):
     """What running `source` gives: the result's logical contents, or the error's code,
     message and location."""
-    saved = builtins_module.direct_instructions
-    if not direct:  # the general path: every instruction through its builtin wrapper
-        builtins_module.direct_instructions = lambda table: {}
     try:
-        result = Program(source, "t.apk").run(kernel, inputs, trace=trace)
+        # plans off: the general path, every instruction through its builtin wrapper
+        with apdsl.options(plans=direct):
+            result = Program(source, "t.apk").run(kernel, inputs, trace=trace)
     except ApdslError as e:
         s = e.span
         return ("error", e.code, e.message, None if s is None else
                 (s.line, s.column, s.end_line, s.end_column),
                 tuple((lab.span.line, lab.span.column, lab.message) for lab in e.labels))
-    finally:
-        builtins_module.direct_instructions = saved
     value = result.value
     if value is None:
         return None

@@ -23,6 +23,8 @@ from apdsl.runtime.core.execute import write_view
 from apdsl.runtime.plans import ascend_plans as plans
 from apdsl.tensor.machine import current
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 F16 = "float16"
 
 
@@ -264,9 +266,7 @@ def test_the_stdlib_gemm_on_fast_paths_is_the_gemm_on_full_paths(m, k, n, seed):
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     fast, fast_trace = _traced_gemm(a, b)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plans, "run_fast", lambda *args: False)
-        mp.setattr(mmad, "run_fast", lambda *args: False)
+    with apdsl.options(plans=False):
         full, full_trace = _traced_gemm(a, b)
     np.testing.assert_array_equal(fast, full)
     np.testing.assert_allclose(fast, a.astype(np.float32) @ b.astype(np.float32),

@@ -18,6 +18,8 @@ from apdsl.runtime.core import trace
 from apdsl.runtime.core.execute import write_view
 from apdsl.runtime.plans import ascend_plans as plans
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 F16 = "float16"
 
 
@@ -87,8 +89,7 @@ def test_tiles_with_tails_equal_numpy_and_the_full_path(m, k, tm, tk, seed):
     path's."""
     a, host = _gm((m, k), seed)
     fast = _nd2nz_tiles(a, apdsl.ndarray((tm, tk), F16, "l1", "NZ"), tm, tk)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plans, "by_value", lambda *args: None)
+    with apdsl.options(plans=False):
         full = _nd2nz_tiles(a, apdsl.ndarray((tm, tk), F16, "l1", "NZ"), tm, tk)
     for ((i, j), got, data), (_, got_full, data_full) in zip(fast, full):
         want = host[tm * i:tm * i + tm, tk * j:tk * j + tk]
@@ -181,8 +182,7 @@ def test_the_stdlib_gemm_with_value_plans_is_the_gemm_without():
     a = rng.standard_normal((80, 150)).astype(np.float16)
     b = rng.standard_normal((150, 100)).astype(np.float16)
     fast, fast_trace = _traced_gemm(a, b)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plans, "by_value", lambda *args: None)
+    with apdsl.options(plans=False):
         full, full_trace = _traced_gemm(a, b)
     np.testing.assert_array_equal(fast, full)
     np.testing.assert_allclose(fast, a.astype(np.float32) @ b.astype(np.float32),

@@ -12,6 +12,8 @@ from support import raises_code
 import apdsl
 from apdsl.runtime.core import written
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 F16 = "float16"
 
 

@@ -1,7 +1,7 @@
 """Run mode's specialised call sites (apdsl.semantics.callsites) against the general call
 closure they stand in for: the same results, trace, steps, errors (code, span, labels,
 message) and the program's own bindings of builtin names.  The oracle is the general path
-itself, with the specialisation turned off."""
+itself, with every fast path turned off (`apdsl.options(plans=False)`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import apdsl
 from apdsl.errors import ApdslError
-from apdsl.semantics import assignments, blocks, calls
 from apdsl.semantics.program import Program
 
 GEMM = (Path(__file__).resolve().parent.parent / "stdlib" / "gemm.apk").read_text()
@@ -25,20 +24,14 @@ kernel matmul(A: f16[40, 150] @ gm, B: f16[150, 30] @ gm) -> f32[40, 30] @ gm:
 """
 
 
-def switch_off(monkeypatch) -> None:
-    """Turn the generated code off: every call, assignment and block compiles to the general
-    closures."""
-    monkeypatch.setattr(calls, "builtin_site", lambda *a, **k: None)
-    monkeypatch.setattr(calls, "argument_tuple", lambda interp, nodes, args:
-                        calls._positional(args))
-    monkeypatch.setattr(assignments, "assign_emitter", lambda *a, **k: None)
-    monkeypatch.setattr(assignments, "value_emitter", lambda *a, **k: None)
-    monkeypatch.setattr(blocks, "straight_block", lambda *a, **k: None)
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 
 @pytest.fixture
-def general(monkeypatch):
-    return lambda: switch_off(monkeypatch)
+def general():
+    """Turn every fast path off for the rest of the test (its own machine): every call,
+    assignment and block compiles to the general closures."""
+    return lambda: apdsl.options(plans=False)
 
 
 def outcome(source: str, kernel: str | None = None, inputs=None, trace: bool = False,
@@ -196,8 +189,7 @@ kernel k() -> i32:
 @given(st.integers(min_value=1, max_value=60))
 def test_the_step_budget_stops_a_site_where_the_general_path_stops(max_steps):
     fast = outcome(LOOP, "k", max_steps=max_steps)
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = outcome(LOOP, "k", max_steps=max_steps)
     same(fast, slow)
 
@@ -239,8 +231,7 @@ def test_inline_forms_give_what_the_general_closures_give(a, b, form):
             return ("error", e.code, e.span, e.message, out.getvalue())
         return ("ok", out.getvalue())
     fast = result()
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = result()
     assert fast == slow
 

@@ -25,6 +25,8 @@ from apdsl.runtime.core.written import forget_all, forget_written
 from apdsl.runtime.plans.dmaplan import DmaPlan
 from apdsl.tensor.view.cache import GATHERS_PER_VIEW, KIDS_PER_VIEW
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 P, F, T = 16, 8, 4
 
 

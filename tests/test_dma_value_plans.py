@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import error_code
@@ -22,6 +23,8 @@ from apdsl.tensor.dtypes import dtype as to_dtype
 from apdsl.tensor.layout import Layout
 from apdsl.tensor.storage import Storage
 from apdsl.tensor.view import Tensor
+
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 P, F, T = 16, 8, 4
 

@@ -1,7 +1,8 @@
 """Run mode's generated sites for NKI-style calls (`nisa.dma_copy(dst=..., src=A[k * T:(k + 1)
 * T, ...])`, `nl.ndarray(..., dtype=X.dtype, buffer=nl.sbuf)`) against the general closures they
 stand in for: the same results, trace, steps and errors (code, span, labels, message).  The
-oracle is the general path itself, with the generated code switched off, and NumPy."""
+oracle is the general path itself, with every fast path switched off
+(`apdsl.options(plans=False)`), and NumPy."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_callsites import outcome, same, switch_off
+from test_callsites import outcome, same
 from test_nki_matmul import TUTORIAL_APK as TUTORIAL  # the NKI tutorial kernel, re-typed
 
+import apdsl
 from apdsl.errors import ApdslError
 from apdsl.semantics.program import Program
+
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 
 def test_nki_calls_compile_to_sites():
@@ -31,8 +35,7 @@ def test_the_tutorial_kernel_runs_and_traces_as_the_general_path(trace):
     inputs = {"lhsT": rng.standard_normal((256, 256)).astype(np.float32),
               "rhs": rng.standard_normal((256, 1024)).astype(np.float32)}
     fast = outcome(TUTORIAL, "nki_matmul_tiled_", inputs, trace=trace)
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = outcome(TUTORIAL, "nki_matmul_tiled_", inputs, trace=trace)
     same(fast, slow)
     np.testing.assert_allclose(fast[1], inputs["lhsT"].T @ inputs["rhs"], rtol=1e-4, atol=1e-3)
@@ -76,8 +79,7 @@ def _result(source: str, kernel: str):
 def test_inline_slices_give_what_the_general_subscript_gives(value, lo, hi, col):
     source = SLICE.format(value=value, lo=lo, hi=hi, col=col)
     fast = _result(source, "f")
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = _result(source, "f")
     assert fast == slow
 
@@ -92,8 +94,7 @@ def test_an_inline_slice_copies_the_numpy_slice():
 def test_an_out_of_range_inline_slice_is_the_general_located_error():
     source = SLICE.format(value="A", lo="k * 6", hi="k * 6 + 2", col="k * 20:(k + 1) * 20")
     fast = _result(source, "f")
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = _result(source, "f")
     assert fast[0] == "error" and fast == slow
 
@@ -119,8 +120,7 @@ kernel f(A: f32[8, 16] @ hbm) -> i32:
 def test_inline_nki_names_and_fields_give_what_the_general_closures_give(dtype, buffer):
     source = ARGS.format(dtype=dtype, buffer=buffer)
     fast = _result(source, "f")
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = _result(source, "f")
     assert fast == slow
 
@@ -140,8 +140,7 @@ kernel f(A: f32[2, 4] @ hbm) -> f32[2, 4] @ hbm:
     return out
 """
     fast = _result(source, "f")
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = _result(source, "f")
     assert fast == slow and fast[2] == "mine\n"
 
@@ -171,7 +170,6 @@ kernel f(A: f32[2, 4] @ hbm) -> f32[2, 4] @ hbm:
 @pytest.mark.parametrize("source, code", [(UNWRITTEN, "APK404"), (FREED, "APK408")])
 def test_an_unwritten_or_freed_source_is_the_general_error(source, code):
     fast = _result(source, "f")
-    with pytest.MonkeyPatch.context() as mp:
-        switch_off(mp)
+    with apdsl.options(plans=False):
         slow = _result(source, "f")
     assert fast[0] == "error" and fast[1] == code and fast == slow

@@ -11,6 +11,8 @@ from support import raises_code
 from apdsl.runtime.core import trace
 from apdsl.semantics.program import Program
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 # A tile moved to L0A/L0B and multiplied, four times, ping-ponged by events; on trip SKIP the
 # product's wait for the moves is left out.
 LOOP = """\

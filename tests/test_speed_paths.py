@@ -18,6 +18,8 @@ from apdsl.runtime.core.resolve import resolve
 from apdsl.tensor.layout import Layout, terms_injective
 from apdsl.tensor.view.indexing import fast_index, index_view
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 
 def _outcome(fn):
     try:

@@ -12,6 +12,8 @@ from apdsl.errors import ApdslError
 from apdsl.runtime.core import resolve as rs
 from apdsl.tensor.layout import Layout
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 
 def test_fresh_gather_views_share_one_plan_and_gather_like_numpy():
     rng = np.random.default_rng(0)

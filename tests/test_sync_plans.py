@@ -19,6 +19,8 @@ from apdsl.errors import ApdslError
 from apdsl.runtime import sync
 from apdsl.semantics.program import Program
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 # A load (MTE2) and a move to L0A (MTE1) in a loop, ping-ponged by events; on the last trip
 # the move's wait is left out (`skip`), when every instruction's plan is already kept.
 LOOP = """\

@@ -12,6 +12,7 @@ import weakref
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import raises_code
@@ -24,6 +25,8 @@ from apdsl.runtime.nki import tile_plans
 from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.dtypes import DTYPES, cast_array
 from apdsl.tensor.view import from_numpy, ndarray
+
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
       "int32": np.int32}

@@ -91,6 +91,7 @@ def test_clipping_rule_and_contents(data):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.plans  # (memoised: the fast paths on)
 def test_tiles_are_views_sharing_storage_and_are_memoised():
     _, A = gm((64, 64))
     t = tile_view(A, (1, 0), (32, 32))
@@ -323,6 +324,7 @@ def test_binding_to_an_existing_buffer():
     assert second.layout.offset == buf[:, 32:64].layout.offset
 
 
+@pytest.mark.plans  # (`again is first`: the fast paths on)
 def test_a_bound_tile_starts_unwritten():
     data, A = gm((40, 40), np.float16)
     buf = ndarray((32, 32), "float16", "l1", "NZ")

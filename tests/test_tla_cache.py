@@ -23,6 +23,8 @@ from apdsl.tensor.tla import get_tile, make_tensor_like, tile_view
 from apdsl.tensor.view import Tensor, from_numpy, ndarray
 from apdsl.tensor.view.cache import KIDS_PER_VIEW
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
+
 
 def value(t: Tensor) -> tuple:
     """Everything a view is (views compare by identity)."""

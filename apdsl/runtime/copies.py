@@ -57,11 +57,12 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     >>> dst.numpy()[:, 1]
     array([4., 5., 6., 7.], dtype=float32)
     """
-    kept = getattr(dst, "pair", None)
+    planned = current().options.plans  # (off: the general path only, the plans' oracle)
+    kept = getattr(dst, "pair", None) if planned else None
     if type(kept) is Kept and run_kept(kept, dst, src, name):  # an Ascend pair copied before
         return
     defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
-    if defaults and dmaplan.run(dst, src, name):  # a pair copied before (`dmaplan`)
+    if defaults and planned and dmaplan.run(dst, src, name):  # a pair copied before (`dmaplan`)
         return
     label = instruction_label("dma_copy", name)
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
@@ -90,7 +91,7 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
         return
-    if defaults:
+    if defaults and planned:
         dmaplan.keep(dst, src, nki_dma(dst, src, name, label))
         return
     _, oob_name = hints.dma(label, dst, src, priority, oob_mode, dge_mode, engine)

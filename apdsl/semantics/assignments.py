@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import ApdslError, ApdslTypeError
 from ..syntax import ast
 from ..tensor.view import Tensor
-from .arith import absorbs, name_int_assign
+from .arith import absorbs
 from .callsites import assign_emitter, value_emitter
 from .frames import Closure, Frame
 from .values import POISON, Absorbing
@@ -47,11 +47,9 @@ class AssignmentCompiler:
                         if value.storage.name.startswith("%"):
                             value.storage.name = target_name  # `x = ndarray(...)` is called x
                     frame.vars[target_name] = value
-                # `x = i * 3`: ints computed and stored in one closure
-                closure = name_int_assign(ev, target_name, run_name, node.value.span) or \
-                    run_name
+                closure = run_name
                 # run mode: code a block may inline, `a0 = make_tensor_like(...)`, `i = 1 - i`
-                if not self.dry:
+                if not self.dry and self.plans:
                     emit = assign_emitter(ev, target_name) if recorded else value_emitter(
                         self, node.value, ev, target_name, store)
                     if emit is not None:

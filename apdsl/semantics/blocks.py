@@ -107,8 +107,10 @@ class BlockCompiler:
             run.counted = scoped_counted  # type: ignore[attr-defined]
             return run
 
-        # run mode: the statements' code in one function where they have some (callsites)
-        inner = straight_block(pairs, _located, _CAUGHT) or _straight(pairs)
+        # run mode: the statements' code in one function (callsites); with the `plans` option
+        # off, or a block too long to compile, the statements in a plain loop
+        inner = (straight_block(pairs, _located, _CAUGHT) if self.plans else None) or \
+            _in_order(pairs)
 
         def charged(frame: Frame) -> None:
             budget.left -= n
@@ -148,71 +150,8 @@ def _located(e: BaseException, span: Any) -> ApdslError:
     return python_error(e, span)  # type: ignore[arg-type]
 
 
-def _straight(pairs: list[tuple[Closure, Any]]) -> Closure:
-    """Run the statements in order, the failing one's span attached; unrolled for the short
-    bodies loops mostly have (a loop over the pairs costs more than the statements' calls)."""
-    n = len(pairs)
-    if n == 1:
-        (s0, p0), = pairs
-
-        def one(frame: Frame) -> None:
-            try:
-                s0(frame)
-            except _CAUGHT as e:
-                raise _located(e, p0) from None
-        return one
-    if n == 2:
-        (s0, p0), (s1, p1) = pairs
-
-        def two(frame: Frame) -> None:
-            try:
-                s0(frame)
-            except _CAUGHT as e:
-                raise _located(e, p0) from None
-            try:
-                s1(frame)
-            except _CAUGHT as e:
-                raise _located(e, p1) from None
-        return two
-    if n == 3:
-        (s0, p0), (s1, p1), (s2, p2) = pairs
-
-        def three(frame: Frame) -> None:
-            try:
-                s0(frame)
-            except _CAUGHT as e:
-                raise _located(e, p0) from None
-            try:
-                s1(frame)
-            except _CAUGHT as e:
-                raise _located(e, p1) from None
-            try:
-                s2(frame)
-            except _CAUGHT as e:
-                raise _located(e, p2) from None
-        return three
-    if n == 4:
-        (s0, p0), (s1, p1), (s2, p2), (s3, p3) = pairs
-
-        def four(frame: Frame) -> None:
-            try:
-                s0(frame)
-            except _CAUGHT as e:
-                raise _located(e, p0) from None
-            try:
-                s1(frame)
-            except _CAUGHT as e:
-                raise _located(e, p1) from None
-            try:
-                s2(frame)
-            except _CAUGHT as e:
-                raise _located(e, p2) from None
-            try:
-                s3(frame)
-            except _CAUGHT as e:
-                raise _located(e, p3) from None
-        return four
-
+def _in_order(pairs: list[tuple[Closure, Any]]) -> Closure:
+    """Run the statements in order, the failing one's span attached."""
     def inner(frame: Frame) -> None:
         span = None
         try:

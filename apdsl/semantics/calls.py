@@ -143,7 +143,7 @@ class CallCompiler:
         budget = self.budget
         origins = self.origins
         dry = self.dry
-        positional = _positional(args) if dry or len(args) < 4 else \
+        positional = _positional(args) if dry or not self.plans or len(args) < 4 else \
             argument_tuple(self, node.args, args)
         keywords = _keywords(kwargs)
         # Run mode: a builtin instruction is called straight, without its builtin wrapper and
@@ -250,7 +250,7 @@ class CallCompiler:
             return python_error(e, span)  # type: ignore[arg-type]
 
         # run mode, a builtin named by the call: a closure made for this call (callsites)
-        site = None if spread is not None else builtin_site(
+        site = None if spread is not None or not self.plans else builtin_site(
             self, node, args, kwargs, run, failed, unrecorded, CALL_ERRORS)
         return site or run
 

@@ -216,8 +216,8 @@ def straight_block(pairs: list[tuple[Closure, Any]], located: Callable[..., Any]
                    caught: tuple) -> Closure | None:
     """The statements of a straight block in one function, each statement's code inline where
     it has some (`emit`), else a call of its closure; the failing statement's span attached,
-    as `blocks.py` does.  None when no statement has code of its own, or the block is long."""
-    if len(pairs) > _MAX_BLOCK or not any(hasattr(st, "emit") for st, _ in pairs):
+    as `blocks.py` does.  None when the block is long."""
+    if len(pairs) > _MAX_BLOCK:
         return None  # (a long block runs statement by statement: compiling it would cost)
     namer = Namer()
     x = namer.value

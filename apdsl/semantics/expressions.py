@@ -16,9 +16,6 @@ from .arith import (
     UNARY,
     absorbs,
     compare,
-    const_int_op,
-    name_int_compare,
-    name_int_op,
     not_,
     truth,
     truth_or_absorb,
@@ -107,17 +104,9 @@ class ExpressionCompiler:
         span = node.span
         if node.op in FAST_BINOPS:
             is_const = isinstance(node.right, ast.Const)
-            general = FAST_BINOPS[node.op](left, right, span,
-                                           node.right.value if is_const else None, is_const,
-                                           self.budget)
-            by_name = type(node.left) is ast.Name and (
-                is_const or type(node.right) is ast.Name) and name_int_op(
-                node.op, node.left.id, node.right.value if is_const else node.right.id,
-                not is_const, general, span)
-            # `1 - i`: an int constant on the left, a name on the right
-            by_const = type(node.left) is ast.Const and type(node.right) is ast.Name and \
-                const_int_op(node.op, node.left.value, node.right.id, general, span)
-            return by_name or by_const or general
+            return FAST_BINOPS[node.op](left, right, span,
+                                        node.right.value if is_const else None, is_const,
+                                        self.budget)
         # `**`, `<<` and `*` of sequences could build something huge: checked before they run
         op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):
@@ -193,7 +182,7 @@ class ExpressionCompiler:
                     return compare(op, a, b)
                 except PY_ERRORS as e:
                     raise python_error(e, span) from None
-            return name_int_compare(node, op, run1) or run1
+            return run1
 
         def run(frame: Frame) -> Any:
             a = left(frame)

@@ -68,6 +68,9 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         # program sets (target, options) stays in it; check mode is its `check` flag.  The
         # caller enters it (`with interp.machine.active():`) around the run.
         self.machine = current().child(check=dry)
+        # The `plans` option when the program is compiled: off, every statement compiles to
+        # its general closure (no generated code, no integer fast paths, no direct calls).
+        self.plans = self.machine.options.plans
         # The step budget (SPEC section 15), shared by every closure this interpreter compiles
         # and by the builtins; the REPL resets it for each input.
         # The time budget: the option, else check mode's default (it moves no data, so a
@@ -84,8 +87,8 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.builtins = make_builtins(self)
         # run mode: builtin instruction wrapper -> the implementation it calls, so a call site
         # calls the implementation straight (calls.py); check mode goes through `instruction`
-        self.direct_instructions: dict[Any, Callable[..., Any]] = {} if dry else \
-            direct_instructions(self.builtins)
+        self.direct_instructions: dict[Any, Callable[..., Any]] = {} if dry or not self.plans \
+            else direct_instructions(self.builtins)
         self.modules: dict[str, Module] = {}
         self.errors: list[ApdslError] = []  # dry mode: collected, deduplicated
         self._seen: set[tuple[str, Any]] = set()

@@ -52,6 +52,16 @@ DEFAULT_MAX_STEPS = 100_000_000
 DEFAULT_TARGETS = {"nki": "trn2", "ascend": "ascend-a2"}
 
 
+def plans_default(environ: Any = os.environ) -> bool:
+    """The default of the `plans` option: on, unless the environment says `APDSL_PLANS=0`
+    (also `off`, `false`, `no`), which the test suite uses to run everything on the general
+    path, the oracle of every fast path."""
+    return environ.get("APDSL_PLANS", "").strip().lower() not in ("0", "off", "false", "no")
+
+
+DEFAULT_PLANS = plans_default()
+
+
 @dataclass
 class Options:
     """The options of SPEC section 9 (`apdsl.options(...)`)."""
@@ -71,6 +81,10 @@ class Options:
     # Ascend synchronisation checking (SPEC section 13): None checks inside kernels, True
     # everywhere (the Python API and top level too), False nowhere (`--sync off`).
     sync: bool | None = None
+    # Fast paths (apdsl.runtime.plans and the interpreter's specialised code): False runs
+    # every instruction, view and statement on the general path, which gives the same results,
+    # traces and diagnostics (the oracle the tests compare the fast paths with).
+    plans: bool = DEFAULT_PLANS
 
 
 class Accounting:

@@ -225,7 +225,7 @@ def _int_offset(t: Tensor) -> int:
 
 def _kept(t: Any, key: tuple[Any, ...]) -> Any:
     """The child of `t` kept under `key`, or None."""
-    kids = getattr(t, "kids", None)
+    kids = viewcache.kids_of(t)
     return None if kids is None else kids.get(key)
 
 
@@ -251,7 +251,7 @@ def get_tile(t: Any, coord: Any, shape: Any) -> Tensor:
     """
     key = ("get_tile", exact_ints(coord), exact_ints(shape))  # None parts: never kept
     if type(t) is Tensor:
-        kids = getattr(t, "kids", None)
+        kids = viewcache.kids_of(t)
         if kids is not None:
             hit = kids.get(key)
             if hit is not None:
@@ -269,7 +269,7 @@ def tile_view(t: Any, tile_coord: Any, tile_shape: Any) -> Tensor:
     """
     key = ("tile_view", exact_ints(tile_coord), exact_ints(tile_shape))
     if type(t) is Tensor:
-        kids = getattr(t, "kids", None)
+        kids = viewcache.kids_of(t)
         if kids is not None:
             hit = kids.get(key)
             if hit is not None:
@@ -359,7 +359,7 @@ def make_tensor_like(target: Any, like: Any, format: Any, dtype: Any = None,
     """
     if type(target) is Tensor:
         key, held = _like_key(like, format, dtype, layout_base)
-        kids = getattr(target, "kids", None)
+        kids = viewcache.kids_of(target)
         hit = None if kids is None or key is None else kids.get(key)
         if hit is not None and hit[0] is held:
             tile = hit[1]

@@ -41,6 +41,7 @@ from typing import Any
 from ...errors import FormatError, TargetError
 from ...tensor import formats
 from ...tensor.layout import is_static
+from ...tensor.machine import current
 from ...tensor.tla import reach, region, valid_shape, valid_view
 from ...tensor.view import Tensor
 from ..core import execute as ex
@@ -90,11 +91,13 @@ _aligned: weakref.WeakKeyDictionary[Tensor, bool] = weakref.WeakKeyDictionary()
 
 def check_alignment(t: Tensor, label: str, role: str) -> None:
     """APK523 / APK524 for an operand of an Ascend instruction (GM has no rule)."""
-    if t in _aligned or t.buffer not in ALIGNED or t.dynamic is not None \
+    planned = current().options.plans  # (off: checked every time)
+    if (planned and t in _aligned) or t.buffer not in ALIGNED or t.dynamic is not None \
             or not is_static(t.layout.base):
         return
     _check_alignment(t, label, role)
-    _aligned[t] = True
+    if planned:
+        _aligned[t] = True
 
 
 def _check_alignment(t: Tensor, label: str, role: str) -> None:
@@ -303,6 +306,8 @@ def region_cached(t: Tensor, sizes: tuple[int, ...]) -> Tensor:
     if sizes == tuple(t.shape):
         return t  # as `region` does (the runtime ignores coord and origin_shape); never cached,
         # or the value would keep its weak key alive
+    if not current().options.plans:
+        return region(t, sizes)
     per = _regions.get(t)
     if per is None:
         per = _regions[t] = {}
@@ -366,17 +371,20 @@ def forget(t: Tensor) -> None:
     if dtype is not storage.dtype and dtype != storage.dtype:
         return  # not a bound tile
     total = storage.elements_total
-    acc = getattr(t, "memo", None)
+    planned = current().options.plans
+    acc = getattr(t, "memo", None) if planned else None
     if type(acc) is ex.Strided:
         # resolved before: bounds-checked, so as many distinct elements as the storage has
         # are all of them
         whole = acc.size == total and acc.injective()
     else:
-        whole = _whole.get(t)
+        whole = _whole.get(t) if planned else None
     if whole is None:
         # the tile is the whole buffer (a format layout touches each element once; were an
         # odd make_layout one to repeat elements, forgetting all of them errs on the safe side)
-        whole = _whole[t] = t.size == total and t.layout.span() == (0, total - 1)
+        whole = t.size == total and t.layout.span() == (0, total - 1)
+        if planned:
+            _whole[t] = whole
     if whole:
         ex.forget_all(storage)
         return

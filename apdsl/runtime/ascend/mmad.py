@@ -63,7 +63,8 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
         accumulate = bool(accumulate)
     m = current()
     strict = m.options.strict_padding
-    kept = getattr(dst, "pair", None)  # (`plans.lookup`, inlined: every planned mmad's step)
+    # (`plans.lookup`, inlined: every planned mmad's step; none with the `plans` option off)
+    kept = getattr(dst, "pair", None) if m.options.plans else None
     got = kept.get((strict, id(a), id(b))) if type(kept) is plans.Kept else None
     if got is not None and got[0][0]() is a and got[0][1]() is b:
         plan = got[1]

@@ -74,7 +74,8 @@ def resolve_operands(label: str, group: int, *pairs: tuple[str, Tensor]) -> list
     """Resolve the operands for execution (runtime indices and registers read, bounds
     checked).  In check mode (the machine's `check` flag) nothing is read: views without runtime
     parts are still bounds-checked, and None is returned."""
-    if not current().check:
+    m = current()
+    if not m.check and m.options.plans:
         # the common case: static views resolved before, whose access is kept on the view
         # (`resolve` returns that memo once it finds the storage live)
         out = []

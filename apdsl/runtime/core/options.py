@@ -12,8 +12,10 @@ section 15, default 100,000,000; read when an interpreter starts a program), `ma
 (seconds of processor time a program run or check may take, SPEC section 15; default None:
 10 seconds for a check, no limit for a run), `sync` (Ascend
 pipe synchronisation, SPEC section 13: unset checks inside kernels, True everywhere, the Python
-API included, False nowhere, as `--sync off`) and `execute` (default True; False is check
-mode, held as the machine's `check` flag).
+API included, False nowhere, as `--sync off`), `plans` (default True, or False when the
+environment has `APDSL_PLANS=0`: every fast path off, the general path only; a program's
+statements are specialised when it is compiled, so the value at `run`/`check` time counts) and
+`execute` (default True; False is check mode, held as the machine's `check` flag).
 
 A program cannot change these for its caller: it runs on a child machine
 (`Machine.child()`), whose options are a copy.
@@ -39,7 +41,7 @@ __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_STEPS", "current_values", "options
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
                            "max_memory": int, "max_steps": int, "max_time": float,
-                           "sync": bool}
+                           "sync": bool, "plans": bool}
 assert {f.name for f in fields(Options)} | {"execute"} == set(_TYPES)
 
 
@@ -64,7 +66,8 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
     `init_check=False` makes unwritten memory read as 0; `strict_padding=True` makes `mmad` read
     K in whole fractals; `max_steps=N`, `max_time=SECONDS` and `max_memory=BYTES` set the
     limits of SPEC 15;
-    `sync=True` checks Ascend pipe synchronisation outside kernels too, `sync=False` nowhere.
+    `sync=True` checks Ascend pipe synchronisation outside kernels too, `sync=False` nowhere;
+    `plans=False` turns every fast path off (same results, traces and diagnostics, slower).
 
     >>> with apdsl.options(init_check=False):
     ...     apdsl.ndarray((2, 2), "float32", "hbm").numpy()

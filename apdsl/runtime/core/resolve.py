@@ -26,6 +26,7 @@ from ...tensor.layout import (
     strided_offsets,
     terms_injective,
 )
+from ...tensor.machine import current
 from ...tensor.placement import superseded
 from ...tensor.registers import VirtualRegister
 from . import psum, trace
@@ -48,7 +49,10 @@ def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
 def _keep(t: Any, plan: Access | RowsPlan) -> None:
     """Memoise a static view's Access (or row-gather plan) on the view itself: it depends only
     on the view's immutable layout, dtype and storage, so a loop that reuses a view resolves it
-    once, and the memo dies with the view (no table to look it up in or clean)."""
+    once, and the memo dies with the view (no table to look it up in or clean).  Not with
+    plans off (the `plans` option): every call resolves afresh."""
+    if not current().options.plans:
+        return
     try:
         object.__setattr__(t, "memo", plan)
     except AttributeError:  # an object without the slot: nothing is memoised
@@ -71,7 +75,7 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     if storage.freed:
         _check_live(t, op, role)
     plan = getattr(t, "memo", None)
-    if plan is not None:
+    if plan is not None and current().options.plans:
         if type(plan) is RowsPlan:
             return _bind_rows(t, plan, op, role)
         return plan  # type: ignore[return-value]
@@ -313,7 +317,10 @@ _ROW_PLANS_PER_STORAGE = 64
 
 def _rows_plan(t: Any, layout: Layout) -> RowsPlan | None:
     """The cacheable part of a row gather, when the rest of the view is one regular pattern
-    and rows step forward (memoised per storage and layout value)."""
+    and rows step forward (memoised per storage and layout value); None with plans off (the
+    general gather)."""
+    if not current().options.plans:
+        return None
     dyn = t.dynamic
     key = (layout, t.dtype, dyn.scale, dyn.bound, t.name)
     storage = t.storage

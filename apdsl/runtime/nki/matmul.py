@@ -131,12 +131,13 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
                               help=f"split {what} into tiles of at most {lim}"
                               + (" and accumulate over K tiles" if what == "K" else ""),
                               dim=what, value=val, limit=lim)
-    if tgt.name in ("trn1", "trn2") and _banks_checked.get(dst) != tgt.name:
+    banks_known = current().options.plans and _banks_checked.get(dst) == tgt.name
+    if tgt.name in ("trn1", "trn2") and not banks_known:
         if accs is not None:
             _check_psum_bank(accs[2], tgt, label)
         elif dst.dynamic is None and dst.layout.static:
             _check_psum_bank(ex.resolve(dst, label, "dst"), tgt, label)
-        if dst.dynamic is None and dst.layout.static:
+        if dst.dynamic is None and dst.layout.static and current().options.plans:
             _banks_checked[dst] = tgt.name  # the view's bytes cannot move: once per target
     trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
     if accs is None:
@@ -360,7 +361,10 @@ _plans: weakref.WeakKeyDictionary[Tensor, dict[tuple, _Plan]] = weakref.WeakKeyD
 
 def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
     """The plan key of a call, or None when the call is not one a plan may stand for (an
-    operand not a static view; a flag not of its exact documented type)."""
+    operand not a static view; a flag not of its exact documented type; the `plans` option
+    off)."""
+    if not current().options.plans:
+        return None
     for t in (dst, st, mv):
         if not isinstance(t, Tensor) or t.dynamic is not None:
             return None

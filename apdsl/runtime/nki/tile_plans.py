@@ -120,7 +120,8 @@ def find(dst: Any, key: tuple) -> Plan | None:
     if plan is None:
         return None
     m = current()
-    if m.trace is not None or m.check or m.targets["nki"] != plan.target or not plan.live():
+    if m.trace is not None or m.check or m.targets["nki"] != plan.target or \
+            not m.options.plans or not plan.live():
         return None
     return plan
 
@@ -128,11 +129,11 @@ def find(dst: Any, key: tuple) -> Plan | None:
 def plannable(dst: Any, *views: Any, hints: tuple = ()) -> bool:
     """Whether a plan may be made for `dst` and the other operand `views` (None: absent) by
     this call, asked before it resolves anything: executing, nothing tracing, every view
-    static (no runtime index, no register), `dst` resolved before (a view reused, not made
+    static (no runtime index, no register), the `plans` option on, `dst` resolved before (a view reused, not made
     afresh) and every hint value a string or None."""
     m = current()
-    if m.trace is not None or m.check or not isinstance(dst, Tensor) or \
-            getattr(dst, "memo", None) is None:
+    if m.trace is not None or m.check or not m.options.plans or not isinstance(dst, Tensor) \
+            or getattr(dst, "memo", None) is None:
         return False
     for h in hints:
         if h is not None and type(h) is not str:

@@ -75,7 +75,9 @@ def _kept(table: Table, first: Any) -> Kept | None:
 
 def lookup(table: Table, first: Any, rest: tuple[Any, ...], extra: Any = None) -> Any:
     """The plan kept for these views (and `extra`, what else the checks depended on), or
-    None."""
+    None (always with plans off: the `plans` option)."""
+    if not current().options.plans:
+        return None
     per = _kept(table, first)
     if per is None:
         return None
@@ -130,8 +132,9 @@ def run_kept(per: Kept, dst: Any, src: Any, name: str | None) -> bool:
 
 
 def cacheable(*ts: Tensor) -> bool:
-    """Views whose checks depend on nothing but the views: no runtime index, no register."""
-    return all(t.dynamic is None and t.layout.static for t in ts)
+    """Views whose checks depend on nothing but the views: no runtime index, no register
+    (and plans on: with the `plans` option off nothing is kept)."""
+    return current().options.plans and all(t.dynamic is None and t.layout.static for t in ts)
 
 
 # =============================================================================================
@@ -272,6 +275,8 @@ def _copy_arrays(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access) -> bool:
     arrays = plan.arrays
     if arrays is False:
         arrays = plan.arrays = None
+        if not current().options.plans:
+            return False  # the general copy
         if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
             arrays = plan.arrays = plain_pair(dacc.array(), sacc.array())
     if arrays is None:
@@ -282,7 +287,8 @@ def _copy_arrays(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access) -> bool:
 
 def _fast_copy(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, label: str) -> bool:
     """`ex.copy` of a same-dtype strided pair with the plan's arrays (False: not that case)."""
-    if plan.arrays is None or not (type(dacc) is ex.Strided and type(sacc) is ex.Strided):
+    if plan.arrays is None or not (type(dacc) is ex.Strided and type(sacc) is ex.Strided) \
+            or not current().options.plans:
         return False
     try:
         check_init(sacc, label, "src")

@@ -73,11 +73,15 @@ def _side(v: Any, acc: Strided) -> tuple[Any, ...]:
 
 def _matches(f: tuple[Any, ...], v: Any) -> bool:
     """View `v` equals, in every fact the plan's checks depended on, the view it was made
-    with (the layout compared as the same object: fresh row-major layouts are shared)."""
-    if v.layout is not f[0] or v.dtype is not f[1] or v.dynamic is not None:
+    with (the layout by value: the same object first, as fresh row-major layouts and kept
+    children are; an equal one made another way, `h.slice(1, 0, 64)` for `h[:, 0:64]`, too)."""
+    if v.dtype is not f[1] or v.dynamic is not None:
         return False
     st = v.storage
-    return st.nbytes == f[3] and st.buffer == f[2]
+    if st.nbytes != f[3] or st.buffer != f[2]:
+        return False
+    layout = v.layout
+    return layout is f[0] or layout == f[0]
 
 
 def run(dst: Any, src: Any, name: Any) -> bool:
@@ -87,9 +91,10 @@ def run(dst: Any, src: Any, name: Any) -> bool:
     if type(p) is DmaPlan:
         if p.src is None:
             f = p.sside  # (`_matches`, inlined: this is every planned copy's first step)
-            if src.layout is f[0] and src.dtype is f[1] and src.dynamic is None:
+            if src.dtype is f[1] and src.dynamic is None:
                 st = src.storage
-                if st.nbytes == f[3] and st.buffer == f[2]:
+                if st.nbytes == f[3] and st.buffer == f[2] and \
+                        (src.layout is f[0] or src.layout == f[0]):
                     return _plain(p, dst, src, False, name)
         elif p.src() is src:
             return _resolving(p, dst, src, name)

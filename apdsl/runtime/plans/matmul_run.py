@@ -12,6 +12,7 @@ import numpy as np
 from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
 from ...tensor.dtypes import round_tfloat32
+from ...tensor.machine import current
 from ..core import execute as ex
 from ..core import psum
 
@@ -44,6 +45,9 @@ _works: weakref.WeakKeyDictionary[Any, Work] = weakref.WeakKeyDictionary()
 
 
 def work_of(storage: Any) -> Work:
+    """The storage's work arrays (fresh ones with the `plans` option off)."""
+    if not current().options.plans:
+        return Work()
     work = _works.get(storage)
     if work is None:
         work = _works[storage] = Work()
@@ -173,7 +177,7 @@ def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: 
         b = engine_read_into(m, label, "moving", work.array("moving", (k, n)))
         result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
     if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
-            d.storage.all_written and d.injective():
+            d.storage.all_written and current().options.plans and d.injective():
         # add in place through dst's strided view: every element is written (nothing to
         # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
         # would note is overwritten by note_matmul below.  dst + product, as the general path.

@@ -111,7 +111,8 @@ class Sync:
         says two accesses may overlap.  `plan`: the one `kept_plan` gave for these very
         operands (a caller that keeps its own plan per operand views skips the lookup)."""
         if plan is None:
-            plan = PLANS.get((op, *operands, *map(id, operands.values())))
+            plan = PLANS.get((op, *operands, *map(id, operands.values()))) \
+                if current().options.plans else None
             if plan is None:
                 plan = plan_of(op, operands)
         p = plan[1]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...tensor.layout import pattern_bounds, plain_leaves
+from ...tensor.machine import current
 from .pipes import PIPE_INDEX, pipe_of
 
 # An access as the checker keeps it, in its hot path: a plain tuple (made per operand of every
@@ -77,16 +78,18 @@ _facts: weakref.WeakKeyDictionary[Any, _Facts] = weakref.WeakKeyDictionary()
 
 
 def facts_of(t: Any) -> _Facts:
-    try:
-        return _facts[t]
-    except (KeyError, TypeError):
-        pass
+    planned = current().options.plans  # (off: made afresh every time)
+    if planned:
+        try:
+            return _facts[t]
+        except (KeyError, TypeError):
+            pass
     key, base = region_key(t)
     lo, hi, dense = _measure(t)
     static = t.dynamic is None and t.layout.static
     out = (key, base, lo + base, hi + base, dense, t.layout if static else None, t.dtype.bits,
            t.storage.buffer)
-    if t.dynamic is None:
+    if t.dynamic is None and planned:
         try:
             _facts[t] = out
         except TypeError:
@@ -143,7 +146,7 @@ def plan_of(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
                     if hi >= lo)
     plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
     views = operands.values()
-    if all(t.dynamic is None for t in views):
+    if all(t.dynamic is None for t in views) and current().options.plans:
         key = (op, *operands, *map(id, views))
 
         def drop(_: Any, key: tuple[Any, ...] = key, plans: dict[Any, Any] = PLANS) -> None:

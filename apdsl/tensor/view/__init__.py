@@ -128,6 +128,7 @@ class Tensor(TensorCore):
         return read_view(valid_view(self))
 
     # -- view primitives ----------------------------------------------------------------------
+    @viewcache.derived
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> Tensor:
         """Dimension `dim` cut to indices `start, start + step, ...` below `end` (a view).
 
@@ -165,6 +166,7 @@ class Tensor(TensorCore):
         return with_layout(self, self.layout.slice(d, start, end, step),
                           **tla_fields(self, "slice", d, start, end, step))
 
+    @viewcache.derived
     def select(self, dim: int, index: Any) -> Tensor:
         """Dimension `dim` fixed at `index`, removing it.  `index` is an int, or a runtime index: a
         (1, 1) integer tensor in SBUF or a register, read when an instruction uses the view.  On chip
@@ -222,6 +224,7 @@ class Tensor(TensorCore):
         """
         return viewdyn.indirect(self, index, num_elem)
 
+    @viewcache.derived
     def permute(self, dims: tuple[int, ...] | list[int]) -> Tensor:
         """The dimensions reordered: dimension `k` of the result is dimension `dims[k]` of the view.
         On chip dimension 0 (the partitions) stays first.
@@ -243,6 +246,7 @@ class Tensor(TensorCore):
                        param=("dims", 0))
         return with_layout(self, self.layout.permute(order), **tla_fields(self, "permute", order))
 
+    @viewcache.derived
     def expand_dim(self, dim: int) -> Tensor:
         """A new size-1 dimension inserted before dimension `dim` (`dim == ndim` appends it).
 
@@ -253,6 +257,7 @@ class Tensor(TensorCore):
         forbid_partition(self, d, "expand_dim", "inserting before dim")
         return with_layout(self, self.layout.insert(d))
 
+    @viewcache.derived
     def squeeze_dim(self, dim: int) -> Tensor:
         """Size-1 dimension `dim` removed.
 
@@ -267,6 +272,7 @@ class Tensor(TensorCore):
                        notes=[f"shape = {self.shape}"])
         return with_layout(self, self.layout.index(d, 0))
 
+    @viewcache.derived
     def broadcast(self, dim: int, size: int) -> Tensor:
         """Size-1 dimension `dim` repeated `size` times with stride 0 (reading only: writing through a
         broadcast is an error).
@@ -285,6 +291,7 @@ class Tensor(TensorCore):
             raise _err(f"broadcast: size must be a positive int, got {size!r}", "APK205")
         return with_layout(self, self.layout.broadcast(d, int(size)))
 
+    @viewcache.derived
     def flatten_dims(self, start_dim: int, end_dim: int) -> Tensor:
         """Dimensions `start_dim..end_dim` (inclusive) merged into one with a single stride; they must be
         contiguous with each other (APK210; `rearrange` merges any dimensions as a nested view).
@@ -311,6 +318,7 @@ class Tensor(TensorCore):
                        "t.rearrange(...) with a group '(a b)'", strides=self.strides)
         return with_layout(self, merged)
 
+    @viewcache.derived
     def reshape(self, shape: tuple[int, ...] | list[int]) -> Tensor:
         """The view with a new shape (one size may be -1), when no copy is needed: NumPy's no-copy rule,
         where a nested dimension counts as the merge it already is, so it can be split again wherever
@@ -325,6 +333,7 @@ class Tensor(TensorCore):
         """
         return viewshape.reshape(self, shape)
 
+    @viewcache.derived
     def reshape_dim(self, dim: int, shape: tuple[int, ...] | list[int]) -> Tensor:
         """Dimension `dim` split into `shape` (one size may be -1), when its layout can be cut there.
 
@@ -334,6 +343,7 @@ class Tensor(TensorCore):
         """
         return viewshape.reshape_dim(self, dim, shape)
 
+    @viewcache.derived
     def rearrange(self, src_pattern: Any, dst_pattern: Any = None,
                   fixed_sizes: dict[str, int] | None = None, **sizes: int) -> Tensor:
         """An einops-style rearrange as a view: the string form `"b (h w) -> b w h"` with sizes as
@@ -349,6 +359,7 @@ class Tensor(TensorCore):
         """
         return viewshape.rearrange(self, src_pattern, dst_pattern, fixed_sizes, **sizes)
 
+    @viewcache.derived
     def view(self, dtype: Any) -> Tensor:
         """The same bytes seen as another dtype (`reinterpret_cast` is the same method).  With another
         element size the last dimension must be contiguous and is rescaled; int4 packs two elements a
@@ -363,6 +374,7 @@ class Tensor(TensorCore):
 
     reinterpret_cast = view
 
+    @viewcache.derived
     def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None,
            vector_offset: Any = None, indirect_dim: int = 0, dtype: Any = None,
            *more: Any) -> Tensor:
@@ -396,7 +408,7 @@ class Tensor(TensorCore):
             view = viewcache.child(self, k)
             if view is not None:
                 return view
-        view = fast_index(self, key)
+        view = fast_index(self, key) if current().options.plans else None
         if view is None:
             view = index_view(self, key)
         return view if k is None else viewcache.keep(self, k, view)

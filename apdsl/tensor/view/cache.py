@@ -1,6 +1,8 @@
-"""Children of a view kept on the view: `t[0:128, :]` or `t.vector_select(0, idx)` asked for
-again returns the very view it returned before; so do the TLA tiles `tile_view`, `get_tile`
-and `make_tensor_like` make of a view or bind to a buffer (`apdsl.tensor.tla`).
+"""Children of a view kept on the view: `t[0:128, :]`, `t.slice(1, 0, 64)`, `t.permute(...)`,
+`t.reshape(...)`, `t.ap(...)` (every view method, `derived`) or `t.vector_select(0, idx)`
+asked for again returns the very view it returned before; so do the TLA tiles `tile_view`,
+`get_tile` and `make_tensor_like` make of a view or bind to a buffer (`apdsl.tensor.tla`).
+So a view costs the same however it is spelled (SPEC 10: speed does not depend on spelling).
 
 A view is an immutable value, and indexing it (or gathering it by an index tensor) is a pure
 function of the view and the key: the child's layout, dtype, storage and runtime index are all
@@ -14,11 +16,17 @@ starts it over instead of growing it.  A slice's child holds nothing its parent 
 same storage); a gather's child holds its index tensor, so a parent keeps the children of at
 most `GATHERS_PER_VIEW` index tensors (the last ones used), lest it keep many tensors alive
 (and their capacity counted) that the program has let go.
+
+With the `plans` option off nothing is kept or found: every view is made afresh.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from ..machine import current
 
 KIDS_PER_VIEW = 256  # children kept per view; past it the table starts over
 GATHERS_PER_VIEW = 4  # vector_select children kept per view (each holds its index tensor)
@@ -45,6 +53,77 @@ def index_key(key: Any) -> tuple[Any, ...] | None:
     return ("index", type(key) is tuple, *out)
 
 
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _container(x: Any) -> tuple[Any, ...] | None:
+    """A list or tuple argument as part of a key (its type kept) when it holds ints, strs,
+    None, or lists or tuples of ints (an access pattern's pairs); None otherwise (exact types
+    only, as in `index_key`)."""
+    tx = type(x)
+    if tx is not tuple and tx is not list:
+        return None
+    out: list[Any] = [tx is list]
+    for v in x:
+        tv = type(v)
+        if tv is int or tv is str or v is None:
+            out.append(v)
+        elif tv is list or tv is tuple:
+            inner: list[Any] = [tv is list]
+            for w in v:
+                if type(w) is not int:
+                    return None
+                inner.append(w)
+            out.append(tuple(inner))
+        else:
+            return None
+    return tuple(out)
+
+
+def call_key(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The key of view method `name` called with these arguments, or None (not kept)."""
+    key: list[Any] = [name]
+    for a in args:
+        ta = type(a)
+        if ta is int or ta is str or a is None:
+            key.append(a)
+        else:
+            a = _container(a)
+            if a is None:
+                return None
+            key.append(a)
+    if kwargs:
+        for k, v in kwargs.items():
+            tv = type(v)
+            if not (tv is int or tv is str or v is None):
+                v = _container(v)
+                if v is None:
+                    return None
+            key.append((k, v))
+    return tuple(key)
+
+
+def derived(method: M) -> M:
+    """A view method whose result is a function of the view and its arguments only (no machine
+    state): its child kept under (method, the arguments' exact values), as indexing's, so a
+    loop that spells its views with methods gets back the views (and everything the runtime
+    keeps for them) it made before.  A call that raises keeps nothing."""
+    name = method.__name__
+
+    @wraps(method)
+    def kept(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = call_key(name, args, kwargs)
+        if key is None:
+            return method(self, *args, **kwargs)
+        kids = kids_of(self)
+        if kids is not None:
+            hit = kids.get(key)
+            if hit is not None:
+                return hit
+        return keep(self, key, method(self, *args, **kwargs))
+    return kept  # type: ignore[return-value]
+
+
 def exact_ints(x: Any) -> tuple[int, ...] | None:
     """`x` as a tuple when it is a tuple or list of plain ints, else None: the part of a key an
     argument of ints (a tile's coordinate or shape) may be.  Exact types, as in `index_key`."""
@@ -60,15 +139,21 @@ def exact_ints(x: Any) -> tuple[int, ...] | None:
     return tuple(x)
 
 
+def kids_of(t: Any) -> dict[Any, Any] | None:
+    """The children kept on `t` (None: none, or the `plans` option off)."""
+    kids = getattr(t, "kids", None)
+    return kids if kids is None or current().options.plans else None
+
+
 def child(t: Any, key: tuple[Any, ...]) -> Any:
     """The child of `t` kept under `key`, or None."""
-    kids = getattr(t, "kids", None)
+    kids = kids_of(t)
     return None if kids is None else kids.get(key)
 
 
 def keep(t: Any, key: tuple[Any, ...], view: Any) -> Any:
     """Keep `view` as the child of `t` under `key`; returns `view`."""
-    if view is t:
+    if view is t or not current().options.plans:
         return view
     kids = getattr(t, "kids", None)
     if kids is None:
@@ -85,7 +170,7 @@ def keep(t: Any, key: tuple[Any, ...], view: Any) -> Any:
 
 def gather_child(t: Any, dim: Any, index: Any) -> Any:
     """The child `t.vector_select(dim, index)` made before, or None."""
-    kids = getattr(t, "kids", None)
+    kids = kids_of(t)
     if kids is None or type(dim) is not int:
         return None
     gathers = kids.get(("vector_select", dim))
@@ -97,7 +182,7 @@ def gather_child(t: Any, dim: Any, index: Any) -> Any:
 
 def keep_gather(t: Any, dim: Any, index: Any, view: Any) -> Any:
     """Keep `view`, made by `t.vector_select(dim, index)`; returns it."""
-    if type(dim) is not int:
+    if type(dim) is not int or not current().options.plans:
         return view
     key = ("vector_select", dim)
     gathers = child(t, key)

@@ -11,6 +11,7 @@ from ...errors import FormatError
 from ...records import replace
 from .. import formats
 from ..layout import Layout
+from ..machine import current
 from .core import TensorCore
 
 Shape = tuple[int, ...]
@@ -40,13 +41,15 @@ def reach(t: TensorCore) -> Shape:
     """Per dimension, how far `region` can extend view `t`: a whole declared fractal tensor
     reaches its padded shape (its layout says where the padding lies), any other view its
     shape (a tile's shape already covers whole fractals)."""
-    out = _reaches.get(t)
+    planned = current().options.plans
+    out = _reaches.get(t) if planned else None
     if out is None:
         out = tuple(t.shape)
         if t.storage.format != "ND" and t.dtype == t.storage.dtype \
                 and t.layout == root_layout(t, padded=False):
             out = tuple(root_layout(t, padded=True).shape)
-        _reaches[t] = out
+        if planned:
+            _reaches[t] = out
     return out
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from apdsl.runtime.core.execute import write_view
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import raises_code
 
 import apdsl
 from apdsl.errors import ApdslError
+from apdsl.runtime.core.execute import write_view
 from apdsl.semantics.program import Program
 from apdsl.tensor.machine import Machine, plans_default
 

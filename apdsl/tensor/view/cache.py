@@ -112,11 +112,19 @@ def derived(method: M) -> M:
 
     @wraps(method)
     def kept(self: Any, *args: Any, **kwargs: Any) -> Any:
-        key = call_key(name, args, kwargs)
+        if kwargs:
+            key = call_key(name, args, kwargs)
+        else:  # (the common call, ints only, without building a list)
+            for a in args:
+                if type(a) is not int:
+                    key = call_key(name, args, kwargs)
+                    break
+            else:
+                key = (name, *args)
         if key is None:
             return method(self, *args, **kwargs)
-        kids = kids_of(self)
-        if kids is not None:
+        kids = getattr(self, "kids", None)
+        if kids is not None and current().options.plans:
             hit = kids.get(key)
             if hit is not None:
                 return hit

@@ -18,6 +18,7 @@ from support import raises_code
 import apdsl
 from apdsl.errors import ApdslError
 from apdsl.runtime.core.execute import write_view
+from apdsl.runtime.table.operators import OPERATORS
 from apdsl.semantics.program import Program
 from apdsl.tensor.machine import Machine, plans_default
 
@@ -206,3 +207,45 @@ def test_arguments_of_other_types_are_not_kept_but_give_the_same_view():
     a = t.slice(np.int64(1), 2, 5)
     assert a is not t.slice(np.int64(1), 2, 5)
     assert a.layout == t.slice(1, 2, 5).layout
+
+
+def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
+    """The Ascend tile steps (Nd2Nz, LoadData, mmad, Fixpipe), an Ascend GEMM kernel (the sync
+    checker on) and an NKI tile loop (dma_copy, tensor_tensor, nc_matmul), all with plans off:
+    no table of the plan layer has an entry for any of their views or storages."""
+    from test_ascend_fast import _run_steps
+
+    from apdsl.runtime.ascend import dma as ascend_dma
+    from apdsl.runtime.ascend import mmad
+    from apdsl.runtime.core import resolve
+    from apdsl.runtime.nki import matmul, tile_plans
+    from apdsl.runtime.plans import matmul_run
+    from apdsl.runtime.sync import sync_facts
+    from apdsl.tensor.view import tiles
+
+    planned = set(sync_facts.PLANS)
+    with apdsl.options(plans=False):
+        views = list(_run_steps(32, 64, 48, 5).values())
+        program = Program.from_path(str(ROOT / "examples" / "ascend_gemm.apk"))
+        program.run([k.name for k in program.kernels()][0])  # (a kernel: the sync checker on)
+        a = apdsl.from_numpy(np.ones((128, 64), np.float32), "sbuf")
+        b = apdsl.ndarray((128, 64), "float32", "sbuf")
+        p = apdsl.ndarray((64, 64), "float32", "psum")
+        h = apdsl.ndarray((128, 64), "float32", "hbm")
+        for _ in range(3):
+            apdsl.tensor_tensor(b, a, a, OPERATORS["add"])
+            apdsl.nc_matmul(p, a, b)
+            apdsl.dma_copy(h, b)
+        views += [a, b, p, h]
+    tables = [tile_plans._plans, matmul._plans, matmul._banks_checked, ascend_dma.COPY_PLANS,
+              ascend_dma._aligned, ascend_dma._regions, ascend_dma._whole, mmad.PLANS,
+              sync_facts._facts, tiles._reaches]
+    storages = [resolve._row_plans, matmul_run._works]
+    for t in views:
+        for slot in ("memo", "kids", "pair", "spair"):
+            assert getattr(t, slot, None) is None, slot
+        for table in tables:
+            assert t not in table
+        for table in storages:
+            assert t.storage not in table
+    assert set(sync_facts.PLANS) <= planned

@@ -18,22 +18,7 @@ _LAZY = {
     "Layout": "apdsl.tensor.layout",
     "set_target": "apdsl.tensor.targets", "target": "apdsl.tensor.targets",
     "get_target": "apdsl.tensor.targets",
-    # instructions
-    "dma_copy": "apdsl.runtime.instructions", "tensor_copy": "apdsl.runtime.instructions",
-    "memset": "apdsl.runtime.instructions", "iota": "apdsl.runtime.instructions",
-    "nc_matmul": "apdsl.runtime.instructions", "register_alloc": "apdsl.runtime.instructions",
-    "register_load": "apdsl.runtime.instructions", "mmad": "apdsl.runtime.ascend.mmad",
-    "reciprocal": "apdsl.runtime.instructions",
-    **dict.fromkeys(("activation", "activation_reduce", "bn_aggr", "bn_stats", "dropout",
-                     "max8", "nc_find_index8", "nc_match_replace8", "rand2", "rng",
-                     "set_rng_seed", "tensor_partition_reduce", "tensor_reduce"),
-                    "apdsl.runtime.instructions"),
-    **dict.fromkeys(("nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
-                     "register_move", "register_store"), "apdsl.runtime.instructions"),
-    "tensor_tensor": "apdsl.runtime.instructions", "tensor_scalar": "apdsl.runtime.instructions",
-    "scalar_tensor_tensor": "apdsl.runtime.instructions",
-    **dict.fromkeys(("tensor_copy_predicated", "affine_select", "range_select", "select_reduce",
-                     "tensor_tensor_scan"), "apdsl.runtime.instructions"),
+    # (the instructions: every Python name of the instruction table, `_instructions()`)
     "operator": "apdsl.runtime.table.operators",
     "options": "apdsl.runtime.core.options",
     # Ascend synchronisation (SPEC section 13)
@@ -49,19 +34,18 @@ _LAZY = {
 }
 _MODULES = {"formats": "apdsl.formats", "errors": "apdsl.errors"}
 
-from .errors import (  # noqa: E402
-    ApdslAssertionError,
-    ApdslError,
-    ApdslIOError,
-    ApdslNameError,
-    ApdslRuntimeError,
-    ApdslSyntaxError,
-    ApdslTypeError,
-    FormatError,
-    PatternError,
-    TargetError,
-    ViewError,
-)
+# the error classes, re-exported (`X as X`: public names of this module)
+from .errors import ApdslAssertionError as ApdslAssertionError  # noqa: E402
+from .errors import ApdslError as ApdslError  # noqa: E402
+from .errors import ApdslIOError as ApdslIOError  # noqa: E402
+from .errors import ApdslNameError as ApdslNameError  # noqa: E402
+from .errors import ApdslRuntimeError as ApdslRuntimeError  # noqa: E402
+from .errors import ApdslSyntaxError as ApdslSyntaxError  # noqa: E402
+from .errors import ApdslTypeError as ApdslTypeError  # noqa: E402
+from .errors import FormatError as FormatError  # noqa: E402
+from .errors import PatternError as PatternError  # noqa: E402
+from .errors import TargetError as TargetError  # noqa: E402
+from .errors import ViewError as ViewError  # noqa: E402
 
 _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
                 "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
@@ -77,14 +61,29 @@ for _b in _BUFFER_NAMES:
     globals()[_b] = _b
 
 
+def _instructions() -> tuple[str, ...]:
+    """The instruction table's Python names (`apdsl.runtime.table.PYTHON_NAMES`): loaded on
+    first use, since the table imports NumPy and `import apdsl` must stay cheap."""
+    from .runtime.table import PYTHON_NAMES
+    return PYTHON_NAMES
+
+
+def _public() -> list[str]:
+    return [*_ERRORS, *_LAZY, *_instructions(), *_MODULES, *_DTYPE_NAMES, *_BUFFER_NAMES]
+
+
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name == "__all__":  # derived from the table, so computed on first use
+        value = _public()
+    elif name in _LAZY:
         value = getattr(import_module(_LAZY[name]), name)
     elif name in _MODULES:
         value = import_module(_MODULES[name])
     elif name in _DTYPE_NAMES:
         from .tensor.dtypes import DTYPES
         value = DTYPES[name]
+    elif not name.startswith("__") and name in _instructions():
+        value = getattr(import_module("apdsl.runtime.instructions"), name)
     else:
         raise AttributeError(f"module 'apdsl' has no attribute {name!r}")
     globals()[name] = value
@@ -93,20 +92,10 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     """The public names, loaded or not (the module's globals hold only those used so far)."""
-    return sorted({*__all__, "__version__"})
+    return sorted({*_public(), "__version__"})
 
 
-__all__ = [  # noqa: F822 - most names load lazily through __getattr__
-    'ApdslAssertionError',
-    'ApdslError',
-    'ApdslIOError',
-    'ApdslNameError',
-    'ApdslRuntimeError',
-    'ApdslSyntaxError',
-    'ApdslTypeError',
-    'FormatError',
-    'PatternError',
-    'TargetError',
-    'ViewError',
-    *_LAZY, *_MODULES, *_DTYPE_NAMES, *_BUFFER_NAMES,
-]
+_ERRORS = ("ApdslAssertionError", "ApdslError", "ApdslIOError", "ApdslNameError",
+           "ApdslRuntimeError", "ApdslSyntaxError", "ApdslTypeError", "FormatError",
+           "PatternError", "TargetError", "ViewError")
+# `__all__` (the public names) is computed by `__getattr__` on first use

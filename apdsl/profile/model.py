@@ -104,11 +104,12 @@ class Model:
         table's), named as the profile shows it."""
         if self.family == "ascend":
             return hint if hint in ASCEND_PIPES else "S"
-        if hint == "dma" or op.startswith("dma"):
+        cost = cost_class(op)
+        if hint == "dma" or cost == "dma":
             return "DMA"
         if hint in ENGINE_NAMES:
             return ENGINE_NAMES[hint]
-        if op.startswith("register_"):
+        if cost == "register":
             return "Sync"
         return "Vector"
 
@@ -144,7 +145,7 @@ class Model:
     def _nki_compute(self, op: str, piece: dict[str, AccessPattern], engine: str) -> Cost:
         if engine == "Sync":
             return Cost(engine, self.v("register_cycles") / self.v("scalar_clock"))
-        if op == "nc_matmul" and "moving" in piece:
+        if cost_class(op) == "matmul" and "moving" in piece:
             mv = piece["moving"]
             n = elements(mv) // max(1, partitions(mv))
             factor = self.v("matmul_fp32_factor") if mv.dtype == "float32" else 1.0
@@ -167,7 +168,8 @@ class Model:
     def _ascend(self, op: str, piece: dict[str, AccessPattern], pipe: str) -> Cost:
         clock = self.v("clock")
         issue = self.v("issue_cycles")
-        if op == "mmad":
+        cost = cost_class(op)
+        if cost == "matmul":
             a, b, c = piece.get("a"), piece.get("b"), piece.get("dst")
             if a is None or b is None or c is None:
                 return Cost(pipe, issue / clock)
@@ -178,8 +180,8 @@ class Model:
             return Cost(pipe, (issue + macs / rate) / clock)
         aps = list(piece.values())
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
-        if op != "dma_copy" and _cost_class(op) != "dma":
-            # memset and the vector instructions (cost class "vector": one 256-byte repeat a
+        if cost != "dma":
+            # cost class "vector": memset and the vector instructions (one 256-byte repeat a
             # cycle, `vector_bytes_per_cycle`), InitConstValue: 256 B a cycle
             return Cost(pipe, (issue + nbytes / self.v("vector_bytes_per_cycle")) / clock,
                         nbytes)
@@ -196,8 +198,9 @@ class Model:
                     issue / clock)
 
 
-def _cost_class(op: str) -> str | None:
-    """The cost class the instruction table gives `op` (`limits["cost"]`), if any."""
+def cost_class(op: str) -> str:
+    """The cost class the instruction table gives `op` (`Instruction.cost`); an operation the
+    table does not declare is priced as an element-wise pass ("vector")."""
     from ..runtime.table import TABLE
     entry = TABLE.get(op)
-    return None if entry is None else entry.limits.get("cost")
+    return "vector" if entry is None else entry.cost

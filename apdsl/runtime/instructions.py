@@ -15,41 +15,8 @@ instruction and its `name=` label.
 
 from __future__ import annotations
 
-from .copies import dma_copy, iota, memset, tensor_copy
-from .nki.activation import activation, activation_reduce
-from .nki.compute import reciprocal
-from .nki.elementwise import scalar_tensor_tensor, tensor_scalar, tensor_tensor
-from .nki.matmul import nc_matmul
-from .nki.movement import dma_transpose, nc_transpose
-from .nki.reduce import (
-           bn_aggr,
-           bn_stats,
-           max8,
-           nc_find_index8,
-           nc_match_replace8,
-           tensor_partition_reduce,
-           tensor_reduce,
-)
-from .nki.register_ops import register_alloc, register_load, register_move, register_store
-from .nki.rng_ops import dropout, rand2, rng, set_rng_seed
-from .nki.selection import (
-           affine_select,
-           range_select,
-           select_reduce,
-           tensor_copy_predicated,
-           tensor_tensor_scan,
-)
-from .nki.shuffle import local_gather, nc_stream_shuffle
+from .table import PYTHON_NAMES, implementation
 
-__all__ = ["dma_copy", "iota", "memset", "nc_matmul", "reciprocal", "register_alloc",
-           "register_load", "tensor_copy",
-           # the compute group
-           "affine_select", "range_select", "scalar_tensor_tensor", "select_reduce",
-           "tensor_copy_predicated", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan",
-           # the reduce group
-           "activation", "activation_reduce", "bn_aggr", "bn_stats", "dropout", "max8",
-           "nc_find_index8", "nc_match_replace8", "rand2", "rng", "set_rng_seed",
-           "tensor_partition_reduce", "tensor_reduce",
-           # the movement group
-           "dma_transpose", "local_gather", "nc_stream_shuffle", "nc_transpose",
-           "register_move", "register_store"]
+# every instruction of the table with a Python name, as its executor's callable
+globals().update({name: implementation(name) for name in PYTHON_NAMES})
+__all__ = list(PYTHON_NAMES)

@@ -24,7 +24,8 @@ from ..tensor.view import Tensor
 # and a memset of a formatted tensor or a load into L0A/L0B writes the fractals around it:
 # those are left to `run` rather than checked on a view they would not write.
 WRITERS = frozenset(name for name, entry in TABLE.items() if entry.writes_dst)
-ASCEND_WRITERS = frozenset({"dma_copy", "memset"})
+ASCEND_WRITERS = frozenset(name for name, entry in TABLE.items() if entry.writes_dst
+                           and "ascend" in entry.operand("dst").memory)
 
 
 @cache

@@ -34,8 +34,16 @@ KEYWORDS = ("kernel", "def", "return", "if", "elif", "else", "for", "while", "in
 PYTHON_ONLY = ("class", "try", "except", "finally", "with", "global", "nonlocal", "yield",
                "async", "await")
 CONSTANTS = ("True", "False", "None")
-INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad",
-                "register_alloc", "register_load")
+# every instruction of the table with a Python name (`apdsl.runtime.table.PYTHON_NAMES`),
+# spelled out because the table imports NumPy; tests/test_table_lists.py keeps it in step
+INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad", "register_alloc",
+                "register_load", "reciprocal", "tensor_tensor", "tensor_scalar",
+                "scalar_tensor_tensor", "tensor_copy_predicated", "affine_select", "range_select",
+                "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce",
+                "tensor_reduce", "tensor_partition_reduce", "bn_stats", "bn_aggr", "max8",
+                "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
+                "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
+                "register_move", "register_store")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)

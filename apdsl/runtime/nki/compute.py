@@ -206,13 +206,13 @@ def run_elementwise(op: str, dst: Any, inputs: dict[str, Any], *, engine: Any = 
     if not p.executing:
         return
     values = {role: p.f32(role) for role in inputs}
-    domain = p.entry.limits.get("inside")
+    domain = p.entry.limits.get("domain")
     if domain is not None:
         for role, v in values.items():
-            ok = domain(v)
+            ok = domain.inside(v)
             if not ok.all():
                 acc = p.accs[role]  # type: ignore[index]
-                raise outside_domain(p.label, p.entry.name, p.entry.limits["domain"], role,
+                raise outside_domain(p.label, p.entry.name, domain.says, role,
                                      p.tensors[role], ~ok.reshape(acc.shape),
                                      v.reshape(acc.shape))
     result = p.entry.semantics(*values.values())

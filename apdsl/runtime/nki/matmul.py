@@ -17,6 +17,7 @@ from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
+from ..core.limits import check_limits
 from ..core.operands import (
     arg_error,
     check_start_partitions,
@@ -29,6 +30,8 @@ from ..core.operands import (
     tensor_arg,
 )
 from ..plans import matmul_run as run
+from ..table import TABLE
+from ..table.spec import Call
 
 F32 = DTYPES["float32"]
 
@@ -118,19 +121,10 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         return
     k, mm, n = _matmul_shapes(ss, ms, ds, label, double)
     rows, cols = _tiling(tile_position, tile_size, label, tgt, double)
-    limit_n = tgt.matmul_max_n * (2 if dst.dtype.name == "bfloat16" and not transpose else 1)
-    # (in double_row mode K is the partitions times 2; the partitions are what is limited)
-    limits = (("K", ss[0], rows), ("M", mm, cols), ("N", n, limit_n))
-    for what, val, lim in limits:
-        if val > lim:
-            tiled = " with this tile_size" if lim < tgt.partitions and what != "N" else ""
-            raise TargetError(f"{label}: {what} = {val} exceeds {lim} on {tgt.name}{tiled}",
-                              code="APK314",
-                              notes=[f"limits on {tgt.name}: K <= {rows}, M <= {cols}, "
-                                     f"N <= {limit_n}"],
-                              help=f"split {what} into tiles of at most {lim}"
-                              + (" and accumulate over K tiles" if what == "K" else ""),
-                              dim=what, value=val, limit=lim)
+    # the entry's K, M and N bounds (in double_row mode K is the partitions times 2; the
+    # partitions are what is limited)
+    call = Call(tgt, {"dst": dst.dtype.name}, {"rows": rows, "cols": cols, "transpose": transpose})
+    check_limits(TABLE["nc_matmul"], label, call, {"K": ss[0], "M": mm, "N": n})
     banks_known = current().options.plans and _banks_checked.get(dst) == tgt.name
     if tgt.name in ("trn1", "trn2") and not banks_known:
         if accs is not None:

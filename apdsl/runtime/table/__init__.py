@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
+from types import MappingProxyType
 from typing import Any
 
 from . import semantics
@@ -23,14 +24,28 @@ from .entries import compute, movement, reduce, vector
 from .spec import (
     ASCEND_ALL,
     ASCEND_COPY_PIPES,
+    ASCEND_MEMSET_PIPES,
     NKI_DMA,
     NKI_ONCHIP,
+    PATH_PIPES,
     TRN3_DTYPES,
     VECTOR_DTYPES,
+    Call,
+    Domain,
     Instruction,
+    Limit,
     Operand,
+    Routes,
     nki_ascend,
 )
+
+
+def matmul_max_n(call: Call) -> int:
+    """nc_matmul's N (the moving free size): the target's `matmul_max_n`, twice that for a
+    bfloat16 dst outside transpose mode (trn3, the one target whose dst may be bfloat16)."""
+    double = call.dtypes["dst"] == "bfloat16" and not call.settings["transpose"]
+    return call.target.matmul_max_n * (2 if double else 1)
+
 
 TABLE: dict[str, Instruction] = {e.name: e for e in (
     Instruction(
@@ -38,7 +53,7 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         (Operand("dst", True, nki_ascend(NKI_DMA, ASCEND_ALL)),
          Operand("src", False, nki_ascend(NKI_DMA, ASCEND_ALL))),
         {"nki": ("dma",), "ascend": tuple(sorted(set(ASCEND_COPY_PIPES.values())))},
-        semantics.copy, writes_dst=True,
+        semantics.copy, writes_dst=True, cost="dma", routes=PATH_PIPES,
         summary="copy in logical row-major order, converting through float32"),
     Instruction(
         "tensor_copy", "copies",
@@ -49,7 +64,8 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         "memset", "copies",
         (Operand("dst", True, nki_ascend(NKI_ONCHIP, ("ub", "l1", "l0a", "l0b"))),),
         {"nki": ("vector", "gpsimd"), "ascend": ("V", "MTE1")}, semantics.fill,
-        writes_dst=True, summary="set every element to one value"),
+        writes_dst=True, routes=Routes("dst", MappingProxyType(ASCEND_MEMSET_PIPES)),
+        summary="set every element to one value"),
     Instruction(
         "iota", "copies", (Operand("dst", True, {"nki": ("sbuf",)}),),
         {"nki": ("gpsimd",)}, semantics.iota, limits={"pattern_entries": 4}, writes_dst=True,
@@ -60,29 +76,38 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
          Operand("stationary", False, {"nki": ("sbuf",)}),
          Operand("moving", False, {"nki": ("sbuf",)})),
         {"nki": ("tensor",)}, semantics.matmul,
-        limits={"K": 128, "M": 128, "N": "Target.matmul_max_n"}, writes_dst=True,
-        summary="dst (+)= stationary.T @ moving"),
+        limits={"K": Limit(lambda c: c.settings["rows"], tiled=True,
+                           advice=" and accumulate over K tiles"),
+                "M": Limit(lambda c: c.settings["cols"], tiled=True),
+                "N": Limit(matmul_max_n)},
+        writes_dst=True, cost="matmul", summary="dst (+)= stationary.T @ moving"),
     Instruction(
         "mmad", "ascend.mmad",
         (Operand("dst", True, {"ascend": ("l0c",)}), Operand("a", False, {"ascend": ("l0a",)}),
          Operand("b", False, {"ascend": ("l0b",)})),
-        {"ascend": ("M",)}, semantics.mmad, summary="dst (+)= a @ b on the cube unit"),
+        {"ascend": ("M",)}, semantics.mmad, cost="matmul",
+        summary="dst (+)= a @ b on the cube unit"),
     Instruction(
-        "register_alloc", "nki.register_ops", (), {}, None, summary="a virtual register"),
+        "register_alloc", "nki.register_ops", (), {}, None, cost="register",
+        summary="a virtual register"),
     Instruction(
         "register_load", "nki.register_ops",
         (Operand("src", False, {"nki": ("sbuf", "hbm", "private_hbm", "shared_hbm")}),),
-        {}, None, summary="load a register from a one-element integer tensor"),
+        {}, None, cost="register", summary="load a register from a one-element integer tensor"),
     Instruction(
         "reciprocal", "nki.compute",
         (Operand("dst", True, {"nki": NKI_ONCHIP}, VECTOR_DTYPES + TRN3_DTYPES),
          Operand("data", False, {"nki": NKI_ONCHIP}, VECTOR_DTYPES + TRN3_DTYPES)),
         {"nki": ("vector",)}, semantics.reciprocal, writes_dst=True,
-        limits={"domain": "data != 0", "inside": semantics.nonzero},
+        limits={"domain": Domain(semantics.nonzero, "data != 0")},
         summary="dst = 1 / data, in float32, cast to dst"),
 ) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + vector.ENTRIES}
 
 NAMES = tuple(TABLE)
+# the instructions that are Python names: `apdsl.X`, `apdsl.runtime.instructions`, the `.apk`
+# builtins and the lexer's list (`asc.add` and the other dotted names are reached through
+# their namespace)
+PYTHON_NAMES = tuple(name for name in TABLE if name.isidentifier())
 
 
 def implementation(name: str) -> Callable[..., Any]:

@@ -49,6 +49,58 @@ class Operand:
 
 
 @record
+class Call:
+    """What a limit depends on in one call: the target, the operands' dtypes by role, and the
+    call's own settings that change a bound (`nc_matmul`: its tile rows and columns, whether it
+    runs in transpose mode)."""
+
+    target: Any  # apdsl.tensor.targets.Target
+    dtypes: Mapping[str, str]
+    settings: Mapping[str, Any] = MappingProxyType({})
+
+
+@record
+class Limit:
+    """A size limit: `bound(call)` is the largest value allowed.  `tiled`: the bound shrinks
+    with the call's tiling (a refusal says so when it is below the target's partitions);
+    `advice`: what the help adds after "split X into tiles of at most N"."""
+
+    bound: Callable[[Call], int]
+    tiled: bool = False
+    advice: str = ""
+
+
+@record
+class Domain:
+    """The inputs an instruction's function is defined on: `inside(values)` is a mask of the
+    elements in it; `says` is the rule in the refusal's words."""
+
+    inside: Callable[..., Any]
+    says: str
+
+
+@record
+class Routes:
+    """An Ascend instruction whose pipe is chosen by where its data goes: `by` is "path" (the
+    (src, dst) buffers) or "dst" (the destination buffer), `pipes` maps that key to the pipe."""
+
+    by: str
+    pipes: Mapping[Any, str]
+
+    def pipe(self, operands: Mapping[str, Any]) -> str | None:
+        if self.by == "path":
+            return self.pipes.get((operands["src"].buffer, operands["dst"].buffer))
+        return self.pipes.get(operands["dst"].buffer)
+
+
+# The cost classes the profile (`apdsl.profile.model`) prices: a DMA transfer; a matrix
+# multiply on the Tensor Engine or cube unit; a register instruction (NKI's Sync engine); an
+# element-wise pass over the data on a compute engine (NKI) or the vector unit (Ascend: one
+# 256-byte repeat a cycle; memset's InitConstValue on L1/L0 likewise).
+COST_CLASSES = ("dma", "matmul", "register", "vector")
+
+
+@record
 class Instruction:
     name: str
     module: str  # the executor, `apdsl.runtime.<module>.<name>` (e.g. "nki.matmul")
@@ -56,10 +108,14 @@ class Instruction:
     # family -> the engines (NKI) or pipes (Ascend) that may run it, the default first
     engines: dict[str, tuple[str, ...]]
     semantics: Callable[..., Any] | None
+    # sizes (`Limit`, or a number the executor compares), domains (`Domain`) and the facts
+    # the executor's rules read; never a string naming a rule kept elsewhere
     limits: Mapping[str, Any] = MappingProxyType({})  # none (shared: read-only)
     # the destination is written whole, through `dst` itself (check mode's APK405 check)
     writes_dst: bool = False
     summary: str = ""
+    cost: str = "vector"  # its cost class (COST_CLASSES) for the profile
+    routes: Routes | None = None  # on Ascend, the pipe by where the data goes
 
     def operand(self, role: str) -> Operand:
         return next(o for o in self.operands if o.role == role)
@@ -69,17 +125,13 @@ class Instruction:
         (on Ascend, by the path the operands take)."""
         if hint not in (None, "unknown"):
             return hint
-        if family == "ascend":
-            if self.name in PATH_PIPED:
-                return ASCEND_COPY_PIPES.get((operands["src"].buffer, operands["dst"].buffer))
-            if self.name == "memset":
-                return ASCEND_MEMSET_PIPES.get(operands["dst"].buffer)
+        if family == "ascend" and self.routes is not None:
+            return self.routes.pipe(operands)
         engines = self.engines.get(family, ())
         return engines[0] if engines else None
 
 
-# the instructions whose Ascend pipe is the path their data takes (`ASCEND_COPY_PIPES`)
-PATH_PIPED = frozenset({"dma_copy", "asc.data_copy", "asc.data_copy_pad"})
+PATH_PIPES = Routes("path", MappingProxyType(ASCEND_COPY_PIPES))
 
 
 def nki_ascend(nki: tuple[str, ...], ascend: tuple[str, ...]) -> dict[str, tuple[str, ...]]:

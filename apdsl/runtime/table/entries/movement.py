@@ -27,7 +27,7 @@ ENTRIES: tuple[Instruction, ...] = (
         "dma_transpose", "nki.movement",
         (Operand("dst", True, {"nki": ("sbuf",)}),
          Operand("src", False, {"nki": NKI_DMA})),
-        {"nki": ("dma",)}, sm.dma_transpose, writes_dst=True,
+        {"nki": ("dma",)}, sm.dma_transpose, writes_dst=True, cost="dma",
         limits={"axes": ((1, 0), (2, 1, 0), (3, 1, 2, 0)), "hwdge_last": 128,
                 "hwdge_first": (1, 2, 4, 8, 16)},
         summary="dst = np.transpose(src, axes) by DMA (trn2 and later)"),
@@ -48,11 +48,11 @@ ENTRIES: tuple[Instruction, ...] = (
                 "core_partitions": sm.CORE_PARTITIONS},
         summary="each 16-partition GpSimd core gathers chunks of its own partitions"),
     Instruction(
-        "register_move", "nki.register_ops", (), {}, None,
+        "register_move", "nki.register_ops", (), {}, None, cost="register",
         summary="set a register to an int or another register's value"),
     Instruction(
         "register_store", "nki.register_ops",
         (Operand("dst", True, {"nki": NKI_DMA}),),
-        {}, None, writes_dst=True,
+        {}, None, writes_dst=True, cost="register",
         summary="store a register into a one-element integer tensor"),
 )

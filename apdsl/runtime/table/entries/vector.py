@@ -4,13 +4,13 @@ between GM and UB (see `apdsl.runtime.ascend.vector`).
 Each is named `asc.NAME` (pyasc's name: `.apk` programs write `asc.add(...)`, pyasc kernels
 `asc.add(...)`), runs on pipe V (the copies: MTE2 in, MTE3 out), takes UB operands of the
 dtypes its AscendC page lists for Atlas A2, and has a cost class the profile reads
-(`limits["cost"]`: "vector" is one 256-byte repeat a cycle, "dma" a GM transfer).
+(`cost`: "vector", the default, is one 256-byte repeat a cycle, "dma" a GM transfer).
 """
 
 from __future__ import annotations
 
 from .. import semantics_vector as arith
-from ..spec import Instruction, Operand
+from ..spec import PATH_PIPES, Instruction, Operand
 
 ARITH = ("int16", "float16", "int32", "float32")   # Add, Sub, Mul, Max, Min, Adds, ... (A2)
 HALF_FLOAT = ("float16", "float32")                 # Div, Exp, Ln, Abs, Sqrt, ... (A2)
@@ -43,20 +43,20 @@ def _binary(name: str, fn: object, dtypes: tuple[str, ...], summary: str,
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src0", False, dtypes),
                         _ub("src1", False, dtypes)),
-                       VECTOR, fn, limits={"cost": "vector", "bits": bits}, summary=summary)
+                       VECTOR, fn, limits={"bits": bits}, summary=summary)
 
 
 def _scalar(name: str, fn: object, dtypes: tuple[str, ...], summary: str) -> Instruction:
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src", False, dtypes)),
-                       VECTOR, fn, limits={"cost": "vector"}, summary=summary)
+                       VECTOR, fn, summary=summary)
 
 
 def _unary(name: str, fn: object, dtypes: tuple[str, ...], summary: str,
            bits: bool = False) -> Instruction:
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src", False, dtypes)),
-                       VECTOR, fn, limits={"cost": "vector", "bits": bits}, summary=summary)
+                       VECTOR, fn, limits={"bits": bits}, summary=summary)
 
 
 ENTRIES: tuple[Instruction, ...] = (
@@ -87,58 +87,55 @@ ENTRIES: tuple[Instruction, ...] = (
     _unary("bitwise_not", arith.bit_not, BITS16, "dst = ~src (Not)", bits=True),
     Instruction("asc.axpy", MODULE,
                 (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT)), VECTOR,
-                arith.axpy, limits={"cost": "vector"},
+                arith.axpy,
                 summary="dst = src * scalar + dst (Axpy)"),
     Instruction("asc.mul_add_dst", MODULE,
                 (_ub("dst", True, HALF_FLOAT), _ub("src0", False, HALF_FLOAT),
                  _ub("src1", False, HALF_FLOAT)), VECTOR,
-                arith.mul_add_dst, limits={"cost": "vector"},
+                arith.mul_add_dst,
                 summary="dst = src0 * src1 + dst (MulAddDst)"),
     Instruction("asc.duplicate", "ascend.vector.ops_more", (_ub("dst", True, DUPLICATE),), VECTOR,
-                None, limits={"cost": "vector"}, summary="dst = scalar (Duplicate)"),
+                None, summary="dst = scalar (Duplicate)"),
     Instruction("asc.cast", "ascend.vector.ops_more", (_ub("dst", True, CAST), _ub("src", False, CAST)),
-                VECTOR, None, limits={"cost": "vector"},
+                VECTOR, None,
                 summary="dst = src converted, rounded as round_mode says (Cast)"),
     Instruction("asc.brcb", "ascend.vector.ops_more",
                 (_ub("dst", True, DUPLICATE), _ub("src0", False, DUPLICATE)), VECTOR, None,
-                limits={"cost": "vector"},
                 summary="each of 8 src elements a repeat fills one 32-byte block (Brcb)"),
     Instruction("asc.compare", "ascend.vector.ops_more",
                 (_ub("dst", True, ("int8", "uint8")), _ub("src0", False, COMPARE),
-                 _ub("src1", False, COMPARE)), VECTOR, None, limits={"cost": "vector"},
+                 _ub("src1", False, COMPARE)), VECTOR, None,
                 summary="dst bit i = cmp_mode(src0[i], src1[i]) (Compare)"),
     Instruction("asc.select", "ascend.vector.ops_more",
                 (_ub("dst", True, HALF_FLOAT), _ub("src0", False, HALF_FLOAT),
                  _ub("src1", False, HALF_FLOAT),
                  _ub("sel_mask", False, ("uint8", "uint16", "uint32", "uint64"))),
-                VECTOR, None, limits={"cost": "vector"},
+                VECTOR, None,
                 summary="dst = src0 where sel_mask's bit is set, else src1 (Select)"),
     *(Instruction(f"asc.{kind}_{what}", "ascend.vector.reduce",
                   (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT),
                    *((_ub("shared_tmp_buffer", False, HALF_FLOAT),) if kind == "reduce"
                      else ())),
-                  VECTOR, None, limits={"cost": "vector"},
+                  VECTOR, None,
                   summary=f"{what} {REDUCED[kind]} ({CPP[kind]})")
       for kind in ("whole_reduce", "block_reduce", "reduce") for what in ("max", "min", "sum")),
     Instruction("asc.pair_reduce_sum", "ascend.vector.reduce",
                 (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT)), VECTOR, None,
-                limits={"cost": "vector"},
                 summary="sum of each pair of adjacent elements (ReducePairElem)"),
     Instruction("asc.trans_data_to_5hd", "ascend.vector.transpose",
                 (_ub("dst_list", True, TRANSPOSE), _ub("src_list", False, TRANSPOSE)), VECTOR,
                 None,
-                limits={"cost": "vector"},
                 summary="16 x 16 transposes of 32-byte blocks, NCHW -> NC1HWC0 "
                 "(TransDataTo5HD)"),
     Instruction("asc.data_copy", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
-                {"ascend": ("MTE2", "MTE3")}, None, limits={"cost": "dma"},
+                {"ascend": ("MTE2", "MTE3")}, None, cost="dma", routes=PATH_PIPES,
                 summary="copy whole 32-byte blocks GM -> UB (MTE2) or UB -> GM (MTE3)"),
     Instruction("asc.data_copy_pad", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
-                {"ascend": ("MTE2", "MTE3")}, None, limits={"cost": "dma"},
+                {"ascend": ("MTE2", "MTE3")}, None, cost="dma", routes=PATH_PIPES,
                 summary="copy bursts of any byte length between GM and UB, padding each UB "
                 "burst to 32 bytes"),
 )

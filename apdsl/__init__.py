@@ -83,7 +83,8 @@ def __getattr__(name: str) -> Any:
         from .tensor.dtypes import DTYPES
         value = DTYPES[name]
     elif not name.startswith("__") and name in _instructions():
-        value = getattr(import_module("apdsl.runtime.instructions"), name)
+        from .runtime.table import implementation
+        value = implementation(name)
     else:
         raise AttributeError(f"module 'apdsl' has no attribute {name!r}")
     globals()[name] = value

@@ -15,8 +15,9 @@ instruction and its `name=` label.
 
 from __future__ import annotations
 
-from .table import PYTHON_NAMES, implementation
+from .table import PYTHON_NAMES, TABLE, implementation
 
-# every instruction of the table with a Python name, as its executor's callable
-globals().update({name: implementation(name) for name in PYTHON_NAMES})
-__all__ = list(PYTHON_NAMES)
+# every instruction of the table with a Python name, as its executor's callable, but the Ascend
+# executors' (`ascend.*`: they load on first use, through `apdsl.mmad` or the builtins)
+__all__ = [name for name in PYTHON_NAMES if not TABLE[name].module.startswith("ascend.")]
+globals().update({name: implementation(name) for name in __all__})

@@ -18,6 +18,13 @@ def test_there_are_examples():
     assert len(EXAMPLES) >= 6
 
 
+def test_the_readme_lists_every_example():
+    import re
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| \[([\w.]+\.apk)\]\(examples/\1\) \|", readme, re.M))
+    assert table == {p.name for p in EXAMPLES}
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_and_checks(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,5 @@
-"""The suite's own set-up: Hypothesis is derandomised unless a random run is asked for."""
+"""The suite's own set-up: Hypothesis is derandomised unless a random run is asked for; the
+suite runs in parallel; CI runs the README's test command."""
 
 import os
 import subprocess
@@ -54,3 +55,26 @@ def test_random_runs_on_demand():
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_the_suite_runs_in_parallel_as_ci_and_the_readme_run_it():
+    import re
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    extra = re.search(r"^test = \[(.*)\]$", pyproject, re.M)
+    assert extra is not None and '"pytest-xdist' in extra.group(1)
+    addopts = re.search(r'^addopts = "(.*)"$', pyproject, re.M)
+    assert addopts is not None and addopts.group(1).split()[:2] == ["-n", "auto"]
+    command = "pip install -e '.[test]' && python -m pytest"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command in readme and (ROOT / ".ci" / "run").read_text().rstrip().endswith(command)
+
+
+def test_verbose_runs_name_each_test():
+    # no `-q` in the configuration cancels the user's `-v`
+    test = "tests/test_testing_setup.py::test_the_profile_is_fixed_by_default_and_in_ci"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0",
+                           "-v", test], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{test} PASSED" in done.stdout

@@ -20,3 +20,10 @@ def pytest_load_initial_conftests(early_config: Any) -> None:
     if asked or early_config.getini("apdsl_nki"):
         from .install import install
         install()
+
+
+def pytest_configure(config: Any) -> None:
+    """Asked for, the session gets all of `pytest -p apdsl.nki`: the install, a fresh device
+    per test and the reports of failed tests told as diagnostics."""
+    if config.getoption("apdsl_nki", False) or config.getini("apdsl_nki"):
+        config.pluginmanager.import_plugin("apdsl.nki")

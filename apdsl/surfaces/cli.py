@@ -22,7 +22,9 @@ from .plumbing import (
     diagnose,
     ended,
     execute,
+    explain,
     fail,
+    finish,
     format_lowered,
     internal_error,
     launch_of,
@@ -90,7 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         program = open_program(args.file)
     except ApdslError as e:
-        return diagnose([e], {}, args.file, args.json)
+        return finish([e], {}, args.file, args.json).status
     check_target_family(program, args.target)
     # a Python kernel's check reads only the -i headers (SPEC section 12: no input values)
     inputs = read_inputs(args, program, args.json, header_only=args.file.endswith(".py"))
@@ -111,6 +113,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     n_k = len(program.kernels())
     if real:
         print(f"{args.file}: {len(real)} error{'s' if len(real) != 1 else ''}", file=sys.stderr)
+        explain(real)
         return 1
     print(f"{args.file}: ok ({n_k} kernel{'s' if n_k != 1 else ''}"
           f"{f', {len(errors)} warnings' if errors else ''})")

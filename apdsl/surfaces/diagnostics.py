@@ -33,7 +33,8 @@ from .diagnostics_cells import TAB, Line, Row, clean, clean_block, split_lines
 from .diagnostics_excerpt import Mark, append_segment, block_rows, gutter_row, place, shown_lines
 from .diagnostics_style import ansi, plain, token_types
 
-__all__ = ["render", "to_json", "use_color", "render_explain", "render_list"]
+__all__ = ["render", "to_json", "use_color", "width_for", "explain_hint", "render_explain",
+           "render_list"]
 
 
 def _location(span: Any) -> str:
@@ -206,6 +207,36 @@ def use_color(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # closed or fake streams
         return False
+
+
+def width_for(stream: Any) -> int:
+    """The width diagnostics are rendered to on `stream`: `$COLUMNS`, else the terminal's,
+    never less than 100 (a long source line is cut to it, SPEC section 7)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return max(columns, 100)
+
+
+def explain_hint(errors: Iterable[Any]) -> str | None:
+    """The line that ends a run's report, as rustc's `--explain` line: where to read more
+    about the errors' codes (`apdsl explain CODE`); None when no error has an explanation."""
+    from ..catalogue import all_entries
+    known = all_entries()
+    codes = sorted({str(e.code) for e in errors
+                    if _severity(e) == "error" and getattr(e, "code", None) in known})
+    if not codes:
+        return None
+    if len(codes) == 1:
+        return f"For more information about this error, try `apdsl explain {codes[0]}`."
+    return (f"Some errors have detailed explanations: {', '.join(codes)}.\n"
+            f"For more information about an error, try `apdsl explain {codes[0]}`.")
 
 
 def render_explain(entry: Any, *, color: bool) -> str:

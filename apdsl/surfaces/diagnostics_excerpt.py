@@ -1,5 +1,5 @@
 """The excerpt of a diagnostic: spans placed on the lines of a file (clamped to the text),
-each shown line cut to a window around its underlines, carets under the primary span, dashes
+each shown line cut to its start and a window around its underlines, carets under the primary span, dashes
 under the labels, and the labels' messages hung below when they do not fit on the underline
 row."""
 
@@ -16,6 +16,7 @@ __all__ = ["Mark", "place", "shown_lines", "gutter_row", "append_segment", "bloc
 MAX_SPAN_LINES = 4  # longer multi-line spans show their first and last two lines
 MIN_CODE_WIDTH = 24  # never squeeze a source excerpt narrower than this
 LEFT_CONTEXT = 12  # columns kept left of the span when a long line is cut
+HEAD = 20  # columns of a statement's start kept when a long line is cut in the middle
 
 
 class Mark(NamedTuple):
@@ -99,26 +100,91 @@ def gutter_row(width: int, number: int | None = None) -> Row:
     return [(label + " |", "gutter")]
 
 
-def _window(line: Line, underlines: list[_Underline], room: int) -> tuple[int, int]:
-    """The display columns [lo, hi) of a line to show: all of it when it fits, else a window
-    around the primary underline (or the first one), leaving room for the `...` markers."""
-    if line.width <= room or not underlines:
-        return 0, line.width
-    room = max(room - 6, MIN_CODE_WIDTH)
+class _Window(NamedTuple):
+    """The parts of a long line shown: display-column ranges [lo, hi) in order, `...` before,
+    between and after them where text is left out."""
+
+    pieces: tuple[tuple[int, int], ...]
+    width: int  # the whole line's
+
+    def starts(self) -> list[int]:
+        """Where each piece starts in the output row (after the markers before it)."""
+        out, pos = [], 3 if self.pieces[0][0] > 0 else 0
+        for lo, hi in self.pieces:
+            out.append(pos)
+            pos += hi - lo + 3
+        return out
+
+    @property
+    def end(self) -> int:
+        """The output column after the last piece."""
+        lo, hi = self.pieces[-1]
+        return self.starts()[-1] + hi - lo
+
+
+def _head_end(line: Line, start: int) -> int:
+    """Where the head of a statement ends, from display column `start`: after its first `(`
+    (`nisa.dma_copy(`), when that is near, else HEAD columns on."""
+    for i, ch in enumerate(line.text):
+        col = line.starts[i]
+        if col < start:
+            continue
+        if col - start > 2 * HEAD:
+            break
+        if ch == "(":
+            return line.starts[i + 1]
+    end = min(start + HEAD, line.width)
+    for i in range(len(line.text) - 1, -1, -1):  # back to the end of a word
+        if start < line.starts[i] <= end and line.text[i] == " ":
+            return line.starts[i]
+    return end
+
+
+def _word_start(line: Line, lo: int, limit: int) -> int:
+    """`lo` moved right to where a word starts (after a blank, `,` or a bracket), so a cut
+    does not show half a name; `limit` at most."""
+    for i, col in enumerate(line.starts[:-1]):
+        if col < lo:
+            continue
+        if col >= limit:
+            break
+        if i == 0 or line.text[i - 1] in " \t,([{":
+            return col
+    return max(lo, min(limit, line.width))
+
+
+def _window(line: Line, underlines: list[_Underline], room: int) -> _Window:
+    """The parts of a line to show: all of it when it fits; else from its start when the
+    underlines fit there; else the statement's head (`nisa.dma_copy(`) and a window around
+    the underlines (around the primary one when not all of them fit), so the reader sees both
+    what is called and where."""
+    width = line.width
+    if width <= room or not underlines:
+        return _Window(((0, width),), width)
     first = min(u.start for u in underlines)
     last = max(u.end for u in underlines)
-    if last - first <= room:
-        lo = max(0, first - LEFT_CONTEXT)
-        if lo + room < last:
-            lo = last - room
-    else:  # not everything fits: keep the primary span in view
+    if last <= room - 3:
+        return _Window(((0, room - 3),), width)
+    s0 = line.display(line.first_nonspace())
+    if last - s0 <= room - 6:
+        return _Window(((s0, min(s0 + room - 6, width)),), width)
+    head = _head_end(line, s0)
+    tail = room - 9 - (head - s0)
+    if tail < MIN_CODE_WIDTH:  # no room for a head: a window around the primary span
+        head, s0, tail = 0, 0, max(room - 6, MIN_CODE_WIDTH)
+    if last - first <= tail:
+        lo = max(first - LEFT_CONTEXT, last - tail)
+    else:  # not everything fits: keep the primary span's start in view
         anchor = min((u.start for u in underlines if u.primary), default=first)
-        lo = max(0, anchor - LEFT_CONTEXT)
-    hi = lo + room
-    if hi >= line.width:
-        hi = line.width
-        lo = max(0, min(lo, hi - room))
-    return lo, hi
+        lo = anchor - LEFT_CONTEXT
+    lo = max(lo, head)
+    hi = min(lo + tail, width)
+    if hi == width:
+        lo = max(head, min(lo, hi - tail))
+    lo = _word_start(line, lo, min(first, hi))
+    if lo <= head:  # the window reaches back to the head: one piece
+        return _Window(((s0, hi),), width)
+    return _Window(((s0, head), (lo, hi)) if head > s0 else ((lo, hi),), width)
 
 
 def append_segment(row: Row, text: str, style: Any) -> None:
@@ -129,42 +195,52 @@ def append_segment(row: Row, text: str, style: Any) -> None:
         row.append((text, style))
 
 
-def _code_row(line: Line, lo: int, hi: int, tokens: list[Any] | None, gutter: int) -> Row:
+def _code_row(line: Line, window: _Window, tokens: list[Any] | None, gutter: int) -> Row:
     row: Row = gutter_row(gutter, line.number)
     row.append((" ", None))
-    if lo > 0:
-        row.append(("...", "elided"))
-    for i, (shown, w) in enumerate(line.cells):
-        start = line.starts[i]
-        end = start + w
-        if end <= lo or start >= hi:
-            continue
-        if start < lo or end > hi:
-            shown = " " * (min(end, hi) - max(start, lo))  # a wide char cut by the window
-        append_segment(row, shown, tokens[i] if tokens is not None else None)
-    if hi < line.width:
+    for k, (lo, hi) in enumerate(window.pieces):
+        if lo > 0 or k > 0:
+            row.append(("...", "elided"))
+        for i, (shown, w) in enumerate(line.cells):
+            start = line.starts[i]
+            end = start + w
+            if end <= lo or start >= hi:
+                continue
+            if start < lo or end > hi:
+                shown = " " * (min(end, hi) - max(start, lo))  # a wide char cut by the window
+            append_segment(row, shown, tokens[i] if tokens is not None else None)
+    if window.pieces[-1][1] < line.width:
         row.append(("...", "elided"))
     return row
+
+
+def _placed(u: _Underline, window: _Window) -> _Underline:
+    """An underline moved to the output columns of `window`: drawn over the parts of it that
+    are shown (and the `...` between them); one wholly left out points at the `...` where it
+    is."""
+    starts = window.starts()
+    shown = [(k, lo, hi) for k, (lo, hi) in enumerate(window.pieces) if u.start < hi and u.end > lo]
+    if shown:
+        k0, lo0, _ = shown[0]
+        k1, lo1, hi1 = shown[-1]
+        start = starts[k0] + max(u.start, lo0) - lo0
+        end = starts[k1] + min(u.end, hi1) - lo1
+        return _Underline(start, max(end, start + 1), u.primary, u.message)
+    if u.end <= window.pieces[0][0]:
+        at = 0  # the leading "..."
+    else:  # the "..." after the last piece it is right of
+        k = max(k for k, (lo, _) in enumerate(window.pieces) if lo < u.end)
+        at = starts[k] + window.pieces[k][1] - window.pieces[k][0]
+    return _Underline(at, at + 3, u.primary, u.message)
 
 
 def _mark_style(primary: bool, severity: str) -> str:
     return severity if primary else "secondary"
 
 
-def _annotation_rows(underlines: list[_Underline], shift: int, lo: int, hi: int, trimmed: bool,
-                     gutter: int, severity: str) -> list[Row]:
-    """Underline row (carets, dashes, the rightmost message) and rows hanging the others."""
-    placed = []
-    for u in underlines:
-        if lo > 0 and u.end <= lo:
-            start, end = 0, 3  # wholly left of the window: point at the leading "..."
-        elif trimmed and u.start >= hi:
-            start, end = hi + shift, hi + shift + 3  # at the trailing "..."
-        else:
-            start = max(u.start, lo) + shift
-            end = min(u.end, hi) + shift if u.end > lo else start + 1
-        placed.append(_Underline(start, max(end, start + 1), u.primary, u.message))
-
+def _annotation_rows(placed: list[_Underline], gutter: int, severity: str) -> list[Row]:
+    """Underline row (carets, dashes, the rightmost message) and rows hanging the others;
+    `placed`: the underlines in output columns."""
     width = max(u.end for u in placed)
     chars = [" "] * width
     styles: list[str | None] = [None] * width
@@ -243,11 +319,10 @@ def block_rows(lines: list[str], marks: list[Mark], gutter: int, severity: str, 
         previous = n
         line = Line.of(n, lines[n - 1])
         underlines = [u for u in (_underline(m, line) for m in marks) if u is not None]
-        lo, hi = _window(line, underlines, room)
+        window = _window(line, underlines, room)
         tokens = token_types(line.text) if highlight else None
-        rows.append(_code_row(line, lo, hi, tokens, gutter))
+        rows.append(_code_row(line, window, tokens, gutter))
         if underlines:
-            shift = (3 if lo > 0 else 0) - lo
-            rows.extend(_annotation_rows(underlines, shift, lo, hi, hi < line.width, gutter,
+            rows.extend(_annotation_rows([_placed(u, window) for u in underlines], gutter,
                                          severity))
     return rows

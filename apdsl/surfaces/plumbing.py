@@ -39,11 +39,12 @@ def report(errors: list[ApdslError], sources: dict[str, str]) -> None:
     """Render diagnostics to stderr; stdlib files that spans point into are read as needed."""
     if not errors:
         return
-    from .diagnostics import render, use_color
+    from .diagnostics import render, use_color, width_for
     color = use_color(sys.stderr)
+    width = width_for(sys.stderr)
     sources = with_module_sources(sources, errors)
     for err in errors:
-        text = render(err, sources, color=color)
+        text = render(err, sources, color=color, width=width)
         sys.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
@@ -76,7 +77,25 @@ def headed(errors: list[ApdslError], file: str | None) -> list[ApdslError]:
 def fail(errors: list[ApdslError], sources: dict[str, str], file: str | None = None) -> Exit:
     """Report errors (an error without a span is headed by `file`) and exit with status 1."""
     report(headed(errors, file), sources)
+    explain(errors)
     return Exit(1)
+
+
+def explain(errors: list[ApdslError]) -> None:
+    """The last line of a command's report: `apdsl explain CODE` for the errors' codes."""
+    from .diagnostics import explain_hint
+    hint = explain_hint(errors)
+    if hint is not None:
+        print(hint, file=sys.stderr)
+
+
+def finish(errors: list[ApdslError], sources: dict[str, str], file: str,
+           as_json: bool) -> Exit:
+    """End a command on diagnostics (`diagnose`, then the `apdsl explain` line): its Exit."""
+    status = diagnose(errors, sources, file, as_json)
+    if not as_json:
+        explain(errors)
+    return Exit(status)
 
 
 def apply_target(name: str | None) -> None:
@@ -137,10 +156,10 @@ def launch_of(args: argparse.Namespace) -> dict[str, Any]:
     ranks = getattr(args, "ranks", None)
     if ranks is not None and ranks > 1:
         from ..errors import ApdslRuntimeError
-        raise Exit(diagnose([ApdslRuntimeError(
+        raise finish([ApdslRuntimeError(
             f"--ranks {ranks}: multi-rank runs are not available yet", code="APK170",
             ranks=ranks, help="run the kernel on one rank: leave out --ranks (or --ranks 1)")],
-            {}, "<command line>", getattr(args, "json", False) and args.command == "check"))
+            {}, "<command line>", getattr(args, "json", False) and args.command == "check")
     n = getattr(args, "grid", None)
     if n is None:
         return {}
@@ -287,7 +306,7 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
         try:
             inputs[name] = read_npy(path, header_only=header_only, regular_only=True)
         except ApdslError as e:
-            raise Exit(diagnose([e], {}, path, as_json)) from None
+            raise finish([e], {}, path, as_json) from None
     return inputs
 
 

@@ -32,8 +32,15 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     shown = exc.replace(span=Span(_relative(sp.file), sp.line, sp.column, sp.end_line,
                                   sp.end_column))
     diagnostic = render(shown, with_module_sources({}, [shown]), color=False)
-    report.longrepr = (f"Traceback of your code (apdsl's frames left out):\n{text}\n"
-                       f"{diagnostic}")
+    lines = [f"Traceback of your code (apdsl's frames left out):\n{text}\n{diagnostic}\n"]
+    # a native traceback's representation (pytest's own, as for --tb=native, which xdist
+    # carries to the controller), whose crash line is the diagnostic's header: the short
+    # summary reads `FAILED test_x.py::test_y - error[APK301]: psum tensor has ...`
+    from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
+    report.longrepr = ReprExceptionInfo(
+        reprtraceback=ReprTracebackNative(lines),
+        reprcrash=ReprFileLocation(shown.span.file, shown.span.line,
+                                   f"error[{exc.code}]: {exc.message}"))
     return report
 
 

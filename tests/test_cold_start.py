@@ -86,7 +86,8 @@ def test_python_m_apdsl_exits_with_the_command_s_status_and_flushed_output(
     assert (r.returncode, r.stdout) == (0, f"{good}: ok (0 kernels)\n")
     r = subprocess.run([sys.executable, "-m", "apdsl", "check", str(bad)],
                        capture_output=True, text=True)
-    assert r.returncode == 1 and "APK" in r.stderr and r.stderr.endswith("1 error\n")
+    assert r.returncode == 1 and "APK" in r.stderr and r.stderr.endswith(
+        "1 error\nFor more information about this error, try `apdsl explain APK901`.\n")
     code = ("import atexit, sys\n"
             "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
             "from apdsl.surfaces.cli import leave\n"

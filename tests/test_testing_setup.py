@@ -66,7 +66,7 @@ def test_the_suite_runs_in_parallel_as_ci_and_the_readme_run_it():
     assert addopts is not None and addopts.group(1).split()[:2] == ["-n", "auto"]
     command = "pip install -e '.[test]' && python -m pytest"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert command in readme and (ROOT / ".ci" / "run").read_text().rstrip().endswith(command)
+    assert command in readme and command in (ROOT / ".ci" / "run").read_text()
 
 
 def test_verbose_runs_name_each_test():

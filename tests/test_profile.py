@@ -14,6 +14,7 @@ from support import EXPECTED_TO_FAIL
 import apdsl
 from apdsl.profile import costs, profile
 from apdsl.profile.schedule import footprint
+from apdsl.runtime.table import outputs
 from apdsl.semantics.program import Program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,7 @@ def _check_invariants(p) -> None:
     if len(slots) <= 300:
         keyed = []
         for s in slots:
-            keyed.append([((s.operands[r].buffer, _storage(p, s, r)), footprint(ap), r == "dst")
+            keyed.append([((s.operands[r].buffer, _storage(p, s, r)), footprint(ap), r in outputs(s.op))
                           for r, ap in s.operands.items()])
         for j, b in enumerate(slots):
             for i in range(j):

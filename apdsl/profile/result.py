@@ -83,21 +83,27 @@ class ProfileResult:
         return self.busy_ns.get(track, 0.0) / self.total_ns if self.total_ns else 0.0
 
     def top(self, n: int = 10) -> list[dict[str, Any]]:
-        """The source lines whose instructions take the most time (summed over executions)."""
-        by: dict[tuple, list[Any]] = defaultdict(lambda: [0.0, 0, set()])
+        """The source lines whose instructions take the most time (summed over executions).
+        `count`: how many times the line's instruction executed (a trace record each);
+        `pieces`: the hardware instructions they were cut into (a slot each)."""
+        by: dict[tuple, list[Any]] = defaultdict(lambda: [0.0, set(), 0, set()])
         for s in self.slots:
             e = by[(s.op, _where(s), s.name)]
             e[0] += s.end - s.start
-            e[1] += 1
-            e[2].add(s.track)
+            e[1].add(s.record)
+            e[2] += 1
+            e[3].add(s.track)
         rows = sorted(by.items(), key=lambda kv: -kv[1][0])[:n]
-        return [{"op": op, "where": where, "name": name, "time_ns": t, "count": c,
-                 "tracks": sorted(tr)} for (op, where, name), (t, c, tr) in rows]
+        return [{"op": op, "where": where, "name": name, "time_ns": t, "count": len(runs),
+                 "pieces": k, "tracks": sorted(tr)}
+                for (op, where, name), (t, runs, k, tr) in rows]
 
     def dmas(self) -> list[dict[str, Any]]:
         """Per DMA source line: bytes, descriptors and run length (summed over executions;
-        the run is the shortest seen), with `short` when runs are under 512 bytes."""
+        the run is the shortest seen), with `short` when runs are under 512 bytes.  `count`:
+        the executions (trace records), however many pieces each was cut into."""
         by: dict[tuple, dict[str, Any]] = {}
+        runs: dict[tuple, set[int]] = defaultdict(set)
         for s in self.slots:
             c = s.cost
             if not c.descriptors:
@@ -108,7 +114,8 @@ class ProfileResult:
                 e = by[key] = {"op": s.op, "where": _where(s), "name": s.name, "count": 0,
                                "bytes": 0, "descriptors": 0, "run_bytes": c.run_bytes,
                                "time_ns": 0.0}
-            e["count"] += 1
+            runs[key].add(s.record)
+            e["count"] = len(runs[key])
             e["bytes"] += c.bytes
             e["descriptors"] += c.descriptors
             e["run_bytes"] = min(e["run_bytes"], c.run_bytes)
@@ -124,14 +131,18 @@ class ProfileResult:
         the path's length, which is the total)."""
         per: dict[str, float] = defaultdict(float)
         prev = 0.0
+        briefs = []
         for s in self.critical_path:
             per[s.track] += max(0.0, s.end - max(s.start, prev))
+            brief = _slot_brief(s)
+            if s.start < prev:  # a DMA whose transfer waited for the previous one's engines
+                brief += f" (its {_us(prev - s.start)} latency under the step before)"
+            briefs.append(brief)
             prev = max(prev, s.end)
         return {"instructions": len(self.critical_path),
                 "time_ns": sum(per.values()),
                 "per_track_ns": dict(sorted(per.items(), key=lambda kv: -kv[1])),
-                "first": [_slot_brief(s) for s in self.critical_path[:5]],
-                "last": [_slot_brief(s) for s in self.critical_path[-5:]]}
+                "first": briefs[:5], "last": briefs[-5:]}
 
     # -- output -------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -175,8 +186,9 @@ class ProfileResult:
         lines.append("estimated costliest instructions (summed over executions):")
         for r in self.top():
             label = f" {r['name']!r}" if r["name"] else ""
+            cut = f" ({r['pieces']} pieces)" if r["pieces"] != r["count"] else ""
             lines.append(f"  {_us(r['time_ns']):>14}  {r['count']:>6}x  {r['op']}{label}  "
-                         f"{r['where']}  [{', '.join(r['tracks'])}]")
+                         f"{r['where']}{cut}  [{', '.join(r['tracks'])}]")
         dmas = self.dmas()
         if dmas:
             lines.append("")

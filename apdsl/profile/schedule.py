@@ -27,9 +27,8 @@ from typing import Any
 from ..records import record
 from ..runtime.core.trace import AFTER, EVENT_ROW, PART
 from ..runtime.sync.pipes import PIPE_INDEX, PIPES
+from ..runtime.table import outputs
 from .model import Cost, Model, as_int
-
-_WRITES = ("dst",)
 
 
 @record
@@ -207,8 +206,13 @@ class Scheduler:
         else:
             keys = part[2] or {}
             n = len(pieces)
+            # the roles it writes, from the instruction table: every declared output (a second
+            # output such as reduce_res is a write); an instruction the table does not know
+            # is taken to write every operand, which can only order it later, never earlier
+            written = outputs(op)
             for i, piece in enumerate(pieces):
-                self._add(index, op, name, location, costs[i], i, n, piece, refs[i], keys)
+                self._add(index, op, name, location, costs[i], i, n, piece, refs[i], keys,
+                          piece.keys() if written is None else written)
 
     def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None
                   ) -> tuple[list[dict[str, Any]], list[Cost], list[tuple[int, int]]]:
@@ -262,9 +266,10 @@ class Scheduler:
 
     def _add(self, rec_index: int, op: str, name: str | None, location: Any, cost: Cost,
              i: int, n: int, piece: dict[str, Any], ref: tuple[int, int],
-             keys: dict[str, Any]) -> None:
+             keys: dict[str, Any], written: Any) -> None:
         """An NKI instruction's piece: after the instructions whose storage bytes it reads or
-        writes, on its engine or the least-loaded DMA queue."""
+        writes (`written`: the roles it writes), on its engine or the least-loaded DMA
+        queue."""
         index = len(self.table.rows)
         ready, pred = 0.0, -1
         touched = []
@@ -273,7 +278,7 @@ class Scheduler:
             fp = self._footprints.get(id(ap))
             if fp is None:
                 fp = self._footprints[id(ap)] = footprint(ap)
-            write = role in _WRITES
+            write = role in written
             writes, reads = self.accesses.setdefault(key, ([], []))
             for other in (writes, reads) if write else (writes,):
                 for ofp, end, slot in other:
@@ -296,7 +301,11 @@ class Scheduler:
             k = max(1, min(cost.dma_engines, len(self.dma_engines)))
             t0, chosen, waited = self._engines(start + cost.fixed_ns, cost.ns - cost.fixed_ns, k)
             if waited >= 0:
+                # its engines were busy with an earlier transfer: it starts its fixed latency
+                # (setup, semaphore to start: DMABW) so that the latency ends as they come
+                # free, under that transfer, and its queue is not shown busy while it waits
                 pred = waited
+                start = t0 - cost.fixed_ns
             end = t0 + cost.ns - cost.fixed_ns
             for e in chosen:
                 insort(self.dma_engines[e], (t0, end, index))

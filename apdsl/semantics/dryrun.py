@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from ..runtime.table import TABLE
+from ..runtime.table import TABLE, outputs
 from ..tensor import targets
 from ..tensor.view import Tensor
 
@@ -68,10 +68,8 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 
 
-@cache
 def _output_roles(op: str) -> frozenset[str]:
-    entry = TABLE.get(op)
-    return frozenset(o.role for o in entry.operands if o.writes) if entry else frozenset()
+    return outputs(op) or frozenset()
 
 
 def written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Tensor]:

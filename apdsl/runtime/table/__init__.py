@@ -14,7 +14,7 @@ The table imports no executor (they import it); `implementation(name)` loads one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from types import MappingProxyType
 from typing import Any
@@ -108,6 +108,17 @@ NAMES = tuple(TABLE)
 # builtins and the lexer's list (`asc.add` and the other dotted names are reached through
 # their namespace)
 PYTHON_NAMES = tuple(name for name in TABLE if name.isidentifier())
+
+# Each instruction's outputs: every operand its entry declares written (`dst`, and the second
+# outputs `reduce_res`, `dst_idx`, ...).  Whatever orders accesses (check mode's written state,
+# the profile's dependency graph) takes them from here, so a second output is never a read.
+OUTPUTS: Mapping[str, frozenset[str]] = MappingProxyType({
+    name: frozenset(o.role for o in entry.operands if o.writes) for name, entry in TABLE.items()})
+
+
+def outputs(op: str) -> frozenset[str] | None:
+    """The roles instruction `op` writes (None: `op` is not in the table)."""
+    return OUTPUTS.get(op)
 
 
 def implementation(name: str) -> Callable[..., Any]:

@@ -410,7 +410,7 @@ def run_cli(argv: list[str], cwd: Path, timeout: float) -> dict:
                 json.loads(line)
             except ValueError:
                 return {"finding": "non-JSON stdout with --json", "detail": line[:500]}
-    return {"status": proc.returncode}
+    return {"status": proc.returncode, "stderr": proc.stderr}
 
 
 def _cap_memory() -> None:
@@ -477,6 +477,15 @@ def campaign(n_programs: int, n_cli: int, seed: int, timeout: float = 20.0,
                                      **result})
             else:
                 report.count(f"exit {result['status']}")
+        for name in odd_raises_files(folder):  # each once, under a random command
+            argv = [rng.choice(["run", "check", "lower", "profile"]), name]
+            result = run_odd_raise(argv, folder, timeout=max(timeout, 60.0))
+            report.cli += 1
+            if "finding" in result:
+                _found(report, out, {"kind": "cli", "index": name, "seed": seed, "argv": argv,
+                                     **result})
+            else:
+                report.count(f"exit {result['status']}")
     return report
 
 
@@ -501,6 +510,53 @@ def _cli_files(folder: Path, rng: random.Random, corpus: list[str], tokens: list
         pass
     return names + ["bad_utf8.apk", "nul.apk", "empty.apk", "dir.apk", "missing.apk",
                     "kernel.py", "f32.npy"]
+
+
+# Python kernels that raise odd exceptions: each must end in APK148 with exit 1, whatever the
+# exception's class (SystemExit, GeneratorExit, BaseException subclasses, a raised
+# KeyboardInterrupt) or however its __str__/__repr__ fail
+ODD_RAISES = {
+    "raises_base.py": ("class Stop(BaseException):\n    pass\n", "raise Stop('halt')"),
+    "raises_genexit.py": ("", "raise GeneratorExit()"),
+    "raises_exit0.py": ("", "raise SystemExit(0)"),
+    "raises_exit3.py": ("", "raise SystemExit(3)"),
+    "raises_exit_str.py": ("", "raise SystemExit('bye')"),
+    "raises_kbd.py": ("", "raise KeyboardInterrupt()"),
+    "raises_badstr.py": ("class E(Exception):\n    def __str__(self):\n        raise E()\n",
+                         "raise E()"),
+    "raises_badrepr.py": ("class E(BaseException):\n    def __str__(self):\n"
+                          "        raise SystemExit(5)\n    def __repr__(self):\n"
+                          "        raise KeyboardInterrupt\n", "raise E()"),
+    "raises_notstr.py": ("class E(Exception):\n    def __str__(self):\n        return 3\n",
+                         "raise E()"),
+    "raises_nested.py": ("def helper():\n    try:\n        raise ValueError('inner')\n"
+                         "    finally:\n        raise GeneratorExit('outer')\n", "helper()"),
+}
+ODD_RAISES_TOP = {"raises_top_exit0.py": "import nki\nraise SystemExit(0)\n",
+                  "raises_top_base.py": "import nki\nclass B(BaseException):\n"
+                  "    def __str__(self):\n        raise B()\nraise B()\n"}
+
+
+def odd_raises_files(folder: Path) -> list[str]:
+    """Write the odd-exception kernels (`ODD_RAISES`, `ODD_RAISES_TOP`) into `folder`."""
+    for name, (prelude_text, statement_text) in ODD_RAISES.items():
+        (folder / name).write_text(f"import nki\n{prelude_text}\n@nki.jit\ndef k():\n"
+                                   f"    {statement_text}\n", encoding="utf-8")
+    for name, text in ODD_RAISES_TOP.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return [*ODD_RAISES, *ODD_RAISES_TOP]
+
+
+def run_odd_raise(argv: list[str], cwd: Path, timeout: float) -> dict:
+    """A command line on an odd-exception kernel: exit 1 with APK148 (its own exception), or
+    a usage error (exit 2) before it runs; never exit 0, another status or a traceback."""
+    result = run_cli(argv, cwd, timeout)
+    if "finding" in result or result["status"] == 2:
+        return result
+    if result["status"] != 1 or "APK148" not in result.get("stderr", ""):
+        return {"finding": "odd exception not reported as APK148",
+                "detail": f"exit {result['status']}: {result.get('stderr', '')[-1500:]}"}
+    return result
 
 
 def _found(report: Report, out: Path | None, finding: dict) -> None:

@@ -64,12 +64,14 @@ def codes_of(code: str, example: str, tmp_path: Path) -> set[str]:
             (tmp_path / name).write_bytes(text)
         else:
             (tmp_path / name).write_text(text)
-    if example.lower().startswith("# python"):  # a Python API example
-        try:
-            exec(compile(example, code, "exec"), {"apdsl": apdsl, "np": np})
-        except ApdslError as e:
-            return {e.code}
-        return set()
+    if example.lower().startswith("# python"):  # a Python API example (and its warnings)
+        from apdsl.runtime.warn import collect_warnings
+        with collect_warnings() as warned:
+            try:
+                exec(compile(example, code, "exec"), {"apdsl": apdsl, "np": np})
+            except ApdslError as e:
+                return {e.code}
+        return {w.code for w in warned}
     path = tmp_path / "example.apk"
     path.write_text(example + "\n")
     if code in CLI_ONLY:

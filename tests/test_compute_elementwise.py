@@ -191,9 +191,12 @@ def test_tensor_tensor_refusals():
         tensor_tensor(d, a, a, "add")
     with raises_code("APK350"):
         tensor_tensor(d, a, a, np.add)
-    for unary in ("exp", "abs", "reciprocal", "divide"):
+    for unary in ("exp", "abs", "reciprocal"):
         with raises_code("APK351"):
             tensor_tensor(d, a, a, op(unary))
+    with raises_code("APK183") as err:  # the compiler's refusal, with the working form
+        tensor_tensor(d, a, a, op("divide"))
+    assert "rejects divide" in err.value.message and "nl.reciprocal" in err.value.help
     with raises_code("APK354") as err:
         tensor_tensor(d, a, a, op("bitwise_and"))
     assert "integer tiles only" in err.value.message

@@ -13,7 +13,7 @@ from ..records import record
 AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
          "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
          "speed", "architecture", "pyvalues", "nlrandom", "vector",
-         "commandline")
+         "commandline", "kernels")
 
 
 @record

@@ -29,7 +29,7 @@ engine takes (the math-operator table has no per-engine column; only the Scalar 
 pairs of `tensor_scalar` are listed, APK357), `tensor_scalar` on GpSimd beyond `nl.rsqrt` (its
 parameter list says "only allowed for rsqrt", its body allows arithmetic), and whether
 `nl.square`/`nl.relu` as `op0` need trn3 (a release note). `nl.divide` is in nki.language but
-not in the math-operator table, so no ISA instruction takes it.
+not in the math-operator table: the compiler rejects it (APK183).
 """, """
 a: f32[4, 8] @ sbuf = 1.0
 c: f32[4, 8] @ sbuf

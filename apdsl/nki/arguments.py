@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError
-from ..tensor import targets
 from ..tensor.dtypes import no_nki_form
 from ..tensor.view import Tensor
 
@@ -51,20 +50,6 @@ def to_tensor(value: Any, param: str, host: Any) -> Any:
         if dt is not None:
             return ndarray(value.shape, dt, "hbm", name=param)
     return from_numpy(value, "hbm", name=param)
-
-
-def check_outputs(value: Any, kernel: str) -> None:
-    """A kernel's returned tensors live in HBM, as NKI requires of its outputs."""
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            check_outputs(v, kernel)
-    elif isinstance(value, Tensor):
-        if targets.is_onchip(value.buffer):
-            raise ApdslTypeError(
-                f"kernel {kernel} returns a tensor in {value.buffer}; a kernel's outputs "
-                "live in HBM", code="APK143",
-                help="allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) "
-                "and dma_copy the result into it")
 
 
 def to_numpy(value: Any) -> Any:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..errors import Span
+from ..errors import ApdslTypeError, Span
 from ..runtime.core import trace as _trace
 from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
@@ -59,14 +59,34 @@ class Host:
         span = caller_span(2)
         if span is not None:  # `lower` records the user's line; warnings get the span
             _trace.set_location(span.file, span.line, span)
-        if not self.dry:
-            return _trace.calling(fn, args, kwargs)
-        from ..semantics.dryrun import run_dry
-        return run_dry(self, name, fn, args, kwargs)
+        try:
+            if not self.dry:
+                return _trace.calling(fn, args, kwargs)
+            from ..semantics.dryrun import run_dry
+            return run_dry(self, name, fn, args, kwargs)
+        except TypeError:
+            unbound = _unbound(name, fn, args, kwargs, span)
+            if unbound is None:
+                raise
+            raise unbound from None
 
     def print(self, *values: Any, sep: str = " ") -> None:
         if not self.dry:
             print(*values, sep=sep, file=self.out or sys.stdout)
+
+
+def _unbound(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+             span: Span | None) -> ApdslTypeError | None:
+    """APK102 when the arguments do not fit instruction `name`'s parameters, as `.apk` says it
+    (None: they fit, so the TypeError came from inside and is not about the call)."""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+        sig.bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        return ApdslTypeError(f"{name}(): {e}", code="APK102", span=span,
+                              help=f"signature: {name}{sig}")
+    return None
 
 
 _CURRENT: ContextVar[Host | None] = ContextVar("apdsl_nki_host", default=None)

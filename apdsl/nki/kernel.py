@@ -11,7 +11,8 @@ from typing import Any
 from ..errors import ApdslError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..semantics.spmd import check_grid
-from .arguments import check_outputs, parameter_names, to_numpy, to_tensor
+from . import results
+from .arguments import parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .locate import caller_span, is_user_file, traceback_span
 
@@ -100,6 +101,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
     as HBM tensors; its result as NumPy (`raw`, check mode: the tensors themselves)."""
     names = parameter_names(fn, args, kwargs)
     shared = SharedHbm()  # shared_hbm allocations, the same tensors in every program
+    outputs: list[Any] = []  # every program's shared_hbm allocations (`results.unreturned`)
     result: Any = None
     from ..tensor.machine import current as current_machine
     caller = current_machine()
@@ -122,7 +124,11 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
             if grid and pid > 0 and not same_results(value, result):
                 raise different_results(fn.__name__, pid)
             result = value
-        check_outputs(result, fn.__name__)
+            outputs.extend(host.outputs)
+        results.check_on_chip(result, fn)
+        if not dry:  # (a dry run writes nothing: there is nothing to check)
+            results.check_written(result, fn)
+            caller.warnings.extend(results.unreturned(result, outputs, fn))
         return result if dry or raw else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
@@ -145,11 +151,15 @@ class SpmdHost(Host):
     def __init__(self, shared: SharedHbm, **kw: Any) -> None:
         super().__init__(**kw)
         self.shared = shared
+        self.outputs: list[Any] = []  # its shared_hbm tensors (kept: the kernel's outputs)
         shared.next_program()
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Any = None) -> Any:
         t = super().allocate(shape, dtype, buffer, format, name, span)
-        if t.buffer != "shared_hbm" or not self.launch.grid:
+        if t.buffer != "shared_hbm":
             return t
-        return self.shared.take(t, self.launch.ids[0])
+        if self.launch.grid:
+            t = self.shared.take(t, self.launch.ids[0])
+        self.outputs.append(t)
+        return t

@@ -8,6 +8,7 @@ import sys
 from functools import cache
 from pathlib import Path
 from types import CodeType, FrameType, TracebackType
+from typing import Any
 
 from ..errors import Span
 
@@ -88,3 +89,40 @@ def assigned_name() -> str:
     if frame is None:
         return ""
     return _stores(frame.f_code).get(frame.f_lasti, "")
+
+
+def return_span(fn: Any) -> Span | None:
+    """Where kernel `fn` gives its result: its one `return VALUE` statement, else (none, or
+    several: which one ran is not recorded) the line of its `def`.  Read from the source only
+    when a diagnostic needs it."""
+    import ast
+    import linecache
+    code = getattr(fn, "__code__", None)
+    if code is None or not is_user_file(code.co_filename):
+        return None
+    file = code.co_filename
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)), file)
+    except (SyntaxError, ValueError):
+        return None
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
+                                                              ast.AsyncFunctionDef))
+                 and n.name == code.co_name and code.co_firstlineno in
+                 (n.lineno, *(d.lineno for d in n.decorator_list))), None)
+    if node is None:
+        return None
+    returns = []
+    stack: list[ast.AST] = list(node.body)
+    while stack:  # the function's own statements, not those of functions nested in it
+        n = stack.pop()
+        if isinstance(n, ast.Return) and n.value is not None:
+            returns.append(n)
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(n))
+    where: ast.stmt = returns[0] if len(returns) == 1 else node
+    end_line = where.end_lineno if where is not node else node.lineno
+    end_col = where.end_col_offset if where is not node else None
+    if end_col is None:  # the def line: from `def` to the end of that line
+        end_col = len(linecache.getline(file, node.lineno).rstrip())
+    return Span(file, where.lineno, where.col_offset + 1, end_line or where.lineno,
+                end_col + 1)

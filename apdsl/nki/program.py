@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ApdslError, Span
 from ..semantics.program import RunResult, UsageError, pick_kernel, read_source
 from .kernel import Kernel, call
-from .usercode import from_exception
+from .usercode import from_exception, users
 
 
 class _Sources:
@@ -182,15 +182,14 @@ def _placeholder(value: Any) -> Any:
 
 
 def _user(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call into the user's code: their own exceptions become a UserCodeError (their frames
-    only); apdsl's errors pass as they are."""
+    """Call into the user's code: their own exceptions, of any class (`SystemExit` too),
+    become a UserCodeError (their frames only); apdsl's errors and a real keyboard interrupt
+    pass as they are."""
     try:
         return fn(*args, **kwargs)
-    except ApdslError:
-        raise
-    except RecursionError as e:
-        raise from_exception(e) from None
-    except Exception as e:  # noqa: BLE001 - the user's Python, reported as theirs
+    except BaseException as e:  # noqa: BLE001 - the user's Python, whatever it raises
+        if not users(e):
+            raise
         raise from_exception(e) from None
 
 
@@ -215,9 +214,9 @@ def _import(path: str, source: str) -> Any:
     sys.modules[p.stem] = module
     try:
         exec(code, module.__dict__)
-    except ApdslError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the user's Python, reported as theirs
+    except BaseException as e:  # noqa: BLE001 - the user's Python, whatever it raises
+        if not users(e):
+            raise
         raise from_exception(e) from None
     return module
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TargetError
+from ..errors import ApdslError, TargetError
 from ..tensor import targets
 from ..tensor.machine import current
 from ..tensor.view import Tensor
@@ -113,8 +113,10 @@ def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> 
 # -- tensor_copy ------------------------------------------------------------------------------
 
 def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
-                name: str | None = None) -> None:
-    """Copy on chip: each partition's elements stay in that partition.
+                name: str | None = None, dtype: Any = None) -> None:
+    """Copy on chip: each partition's elements stay in that partition.  `dtype`, as the
+    legacy NKI reference's `tensor_copy(src, dtype=)` has it, is the dtype of the copy's
+    output: here dst's own (the copy converts to dst's dtype), so it may only name that one.
 
     >>> x = apdsl.ndarray((2, 3), "float32", "sbuf")
     >>> apdsl.memset(x, 1.5)
@@ -125,6 +127,8 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
     """
     label = instruction_label("tensor_copy", name)
     dst, src = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
+    if dtype is not None:
+        _output_dtype(label, dtype, dst)
     require_onchip(src, label, "src")
     require_onchip(dst, label, "dst")
     chosen = hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
@@ -247,3 +251,25 @@ def iota(dst: Tensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0
 
 def _wrap32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
+
+
+def _output_dtype(label: str, given: Any, dst: Tensor) -> None:
+    """tensor_copy's `dtype=`: the output dtype, which is dst's (APK182 when it is another)."""
+    from ..tensor.dtypes import dtype as to_dtype
+    try:
+        named = to_dtype(given)
+    except ApdslError:
+        named = None
+    if named is not None and named.name == dst.dtype.name:
+        return
+    if named is None:
+        raise TargetError(f"{label}: dtype={given!r} is not a dtype", code="APK182",
+                          dtype=repr(given), dst_dtype=dst.dtype.name,
+                          help=f"drop dtype= (the copy converts src to dst's "
+                          f"{dst.dtype.name}), or name dst's dtype")
+    shown = named.name
+    raise TargetError(f"{label}: dtype={shown}, but dst {dst.name} is {dst.dtype.name}; the "
+                      "copy's output dtype is dst's", code="APK182", dtype=shown,
+                      dst_dtype=dst.dtype.name,
+                      help=f"allocate dst as {shown} to copy into that dtype, or drop dtype= "
+                      f"(the copy converts src to dst's {dst.dtype.name})")

@@ -11,8 +11,9 @@ function's):
 - a unary function: `activation(dst, op, data)` on the Scalar Engine, except `nl.reciprocal`
   (the `reciprocal` instruction) and `nl.negative` (`tensor_scalar` multiplying by -1, exact);
 - `nl.copy(x)` is the copy function of `nl_functions` (tensor_copy).
-An operator an instruction does not take (e.g. `nl.divide`, absent from the ALU table) is that
-instruction's coded refusal; nothing is computed outside an instruction.
+An operator an instruction does not take is that instruction's coded refusal; nothing is
+computed outside an instruction.  `nl.divide` is refused as the function called (APK183: the
+device compiler rejects divide; multiply by the reciprocal).
 
 Result dtype (`dtype=None`): the input tile's; of two tiles, the wider float, or the float of a
 float/integer pair, or the wider integer (bfloat16 with float16, and integers of one width but
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError, TargetError
-from ..runtime.table.operators import OPERATORS, Operator
+from ..runtime.table.operators import OPERATORS, Operator, divide_refused
 from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
@@ -116,6 +117,8 @@ def make(interp: Any, table: dict[str, Any], copy: Callable[..., Any]
     def binary(op: Operator) -> Callable[..., Any]:
         def call(x: Any, y: Any, dtype: Any = None) -> Tensor:
             fn = op.name
+            if fn == "divide":  # (refused as the function the user called, not as the
+                raise divide_refused("nl.divide")  # instruction it would issue)
             tx, ty = type(x) is Tensor, type(y) is Tensor
             if not tx and not ty:
                 raise ApdslTypeError(

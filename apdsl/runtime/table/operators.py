@@ -323,6 +323,19 @@ OPERATORS: dict[str, Operator] = {o.name: o for o in
 shift_inside = _shift_inside
 
 
+def divide_refused(what: str) -> TargetError:
+    """APK183: `nl.divide` as an operator or a function.  The Neuron compiler rejects it
+    ("unsupported operator 'divide'"), though NKI's own simulator accepts it (SPEC 11): apdsl
+    refuses it as the compiler does, and shows the working form."""
+    return TargetError(
+        f"{what}: the Neuron compiler rejects divide (\"unsupported operator 'divide'\"), "
+        "even where NKI's simulator accepts it", code="APK183", operator="divide",
+        notes=["a / b on the device is a * (1 / b): the reciprocal, then a multiply"],
+        help="multiply by the reciprocal: inv = nl.reciprocal(b); out = nl.multiply(a, inv) "
+        "(instructions: nisa.reciprocal(dst=inv, data=b), then nisa.tensor_tensor(dst=out, "
+        "data1=a, data2=inv, op=nl.multiply)); by a number s: nl.multiply(a, 1.0 / s)")
+
+
 def operator_arg(value: Any, label: str, role: str, *, table: str = "alu",
                  kinds: tuple[str, ...] | None = None, arity: int | None = None,
                  names: tuple[str, ...] | None = None, target: str | None = None,
@@ -349,6 +362,8 @@ def operator_arg(value: Any, label: str, role: str, *, table: str = "alu",
          or (table == "activation" and value.activation))
         and (kinds is None or value.kind in kinds)
         and (arity is None or value.arity == arity))
+    if not ok and value.name == "divide":
+        raise divide_refused(f"{label}: {role}=nl.divide")
     if not ok:
         what = accepted or _accepted_words(table, kinds, arity, names)
         raise TargetError(f"{label}: {role}={value!r} is not an operator it takes; it takes "

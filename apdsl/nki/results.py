@@ -1,0 +1,101 @@
+"""What a Python kernel gives back, checked as it returns, at the user's `return`:
+
+- its returned tensors live in HBM (APK143: an SBUF or PSUM tile ends with the kernel);
+- each was written whole (APK180: a forgotten store returns memory nothing wrote; said of the
+  result, at the return, rather than as a read of it by whatever later copies it out);
+- a `shared_hbm` tensor the kernel wrote is among them (APK181, a warning: an output written
+  and not returned is lost when the kernel ends, and the caller sees None).
+
+The written checks follow the machine's `init_check` option, as every read does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslTypeError, Warning_
+from ..runtime.core.access import fmt_coord
+from ..runtime.core.written import has_written
+from ..tensor import targets
+from ..tensor.view import Tensor
+from .locate import return_span
+
+
+def _tensors(value: Any) -> Iterator[Tensor]:
+    """The tensors of a kernel's result (a tensor, or tuples and lists of them)."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _tensors(v)
+
+
+def check_on_chip(value: Any, fn: Callable[..., Any]) -> None:
+    """APK143 for a returned SBUF or PSUM tile, at the kernel's return."""
+    for t in _tensors(value):
+        if targets.is_onchip(t.buffer):
+            err = ApdslTypeError(
+                f"kernel {fn.__name__} returns {_named(t)} in {t.buffer}; a kernel's outputs "
+                "live in HBM", code="APK143", span=return_span(fn),
+                help="allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) "
+                "and dma_copy the result into it")
+            raise err.with_label(t.storage.span, "allocated here")
+
+
+def check_written(value: Any, fn: Callable[..., Any]) -> None:
+    """APK180 for a returned tensor (part of which) nothing wrote."""
+    from ..runtime.resolve import resolve
+    from ..tensor.machine import current
+    if not current().options.init_check:
+        return
+    for t in _tensors(value):
+        storage = t.storage
+        if storage.all_written:
+            continue
+        ok: Any = False
+        if has_written(storage):
+            ok = resolve(t, f"kernel {fn.__name__}", "result").written()
+            if ok is True:
+                continue
+        if ok is False:
+            what = "was never written"
+            notes = ["nothing stored into it: a store (nisa.dma_copy or nl.store into it) "
+                     "is missing, or writes another tensor"]
+        else:
+            missing = int(ok.size - np.count_nonzero(ok))
+            coord = np.unravel_index(int(np.argmin(np.reshape(ok, -1))), ok.shape)
+            what = "is only partly written"
+            notes = [f"{missing} of its {ok.size} elements were never written, the first at "
+                     f"{t.name}{fmt_coord(coord)}"]
+        raise ApdslTypeError(
+            f"the kernel's result {_named(t)} {what}", code="APK180", span=return_span(fn),
+            notes=[*notes, f"view {t.name}: shape {tuple(t.shape)}, storage {storage.describe()}"],
+            help="store the result into it before returning it (nisa.dma_copy(dst=out, "
+            "src=tile)); --no-init-check reads unwritten memory as 0",
+            tensor=t.name).with_label(storage.span, "allocated here")
+
+
+def unreturned(value: Any, outputs: list[Tensor], fn: Callable[..., Any]) -> list[Warning_]:
+    """APK181 for each `shared_hbm` tensor the kernel wrote but does not return."""
+    returned = {t.storage.id for t in _tensors(value)}
+    out = []
+    seen = set()
+    for t in outputs:
+        storage = t.storage
+        if storage.id in returned or storage.id in seen or not has_written(storage):
+            continue
+        seen.add(storage.id)
+        got = "returns None" if value is None else "does not return it"
+        w = Warning_(f"kernel {fn.__name__} writes the shared_hbm tensor {_named(t)} but {got}: "
+                     "its data is lost when the kernel ends", code="APK181",
+                     span=storage.span, help=f"return {t.name} (a kernel's outputs are what it "
+                     "returns)", tensor=t.name)
+        out.append(w.with_label(return_span(fn), f"kernel {fn.__name__} returns "
+                                f"{'None' if value is None else 'here'}"))
+    return out
+
+
+def _named(t: Tensor) -> str:
+    return f"`{t.name}`" if t.name else "a tensor"

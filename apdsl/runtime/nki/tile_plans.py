@@ -6,8 +6,9 @@ operator is a value, a hint keyword is a string, so buffers, dtypes, the operato
 rules, the start partitions, shapes, bounds and the on-chip entry limit give the same answer
 again on the same target.  A `Plan` remembers that answer (the label, entry, engine and the
 resolved accesses) for one destination view and one tuple of (the other operand views, the
-operator and hint values).  It is keyed by the views' and operator's identity, and holds
-them, so an id cannot be reused while the plan lives.
+operator and hint values).  It is keyed by the views' and operator's identity; it holds the
+operator, and the views weakly: a view's death ends the plan (`keep`), so an id cannot be
+reused while the plan lives, and a plan never keeps a tile the program dropped allocated.
 
 A plan is used only where the general path would do nothing more: executing (not check
 mode), nothing tracing (a trace gets its full record every call), on the target it was made
@@ -52,7 +53,9 @@ class Plan:
 
     def __init__(self, pins: tuple, target: str, p: Prepared, reads: tuple[str, ...],
                  ufunc: Any = None) -> None:
-        self.pins = pins  # the operand views (not dst) and values the key names by identity
+        # the operand views (not dst) and values the key names by identity; `keep` makes the
+        # views weak references
+        self.pins = pins
         self.target = target
         self.label = p.label
         self.entry: Instruction = p.entry
@@ -148,13 +151,33 @@ def plannable(dst: Any, *views: Any, hints: tuple = ()) -> bool:
 
 def keep(dst: Any, key: tuple, make: Callable[[], Plan]) -> None:
     """Store the plan `make()` for `dst` and `key` (the oldest dropped past `PER_VIEW`); the
-    caller asked `plannable` first, so the key's values are hashable."""
+    caller asked `plannable` first, so the key's values are hashable.
+
+    The plan holds its operand views weakly: when the program lets go of one (a PSUM tile
+    rebound by the next iteration of a loop), the plan goes with it, so it never keeps the
+    view's storage -- and its SBUF or PSUM bytes -- allocated after the program dropped it
+    (the key names the view by id, so no plan may outlive it either)."""
     table = _plans.get(dst)
     if table is None:
         table = _plans[dst] = {}
     elif len(table) >= PER_VIEW:
         del table[next(iter(table))]
-    table[key] = make()
+    plan = make()
+    drop = _dropper(weakref.ref(dst), key)
+    plan.pins = tuple(weakref.ref(v, drop) if isinstance(v, Tensor) else v for v in plan.pins)
+    table[key] = plan
+
+
+def _dropper(dst: weakref.ref, key: tuple) -> Callable[[Any], None]:
+    """The callback ending plan `key` of the view `dst` refers to (it references neither the
+    plan nor its table, so dropping the plan frees its accesses at once, not at the next
+    cycle collection)."""
+    def drop(_: Any) -> None:
+        d = dst()
+        table = None if d is None else _plans.get(d)
+        if table is not None:
+            table.pop(key, None)
+    return drop
 
 
 def plans_of(dst: Any) -> dict[tuple, Plan]:

@@ -10,31 +10,21 @@ The written checks follow the machine's `init_check` option, as every read does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..errors import ApdslTypeError, Warning_
-from ..runtime.core.access import fmt_coord
+from ..runtime.core import results as written
+from ..runtime.core.results import tensors_of
 from ..runtime.core.written import has_written
 from ..tensor import targets
 from ..tensor.view import Tensor
 from .locate import return_span
 
 
-def _tensors(value: Any) -> Iterator[Tensor]:
-    """The tensors of a kernel's result (a tensor, or tuples and lists of them)."""
-    if isinstance(value, Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _tensors(v)
-
-
 def check_on_chip(value: Any, fn: Callable[..., Any]) -> None:
     """APK143 for a returned SBUF or PSUM tile, at the kernel's return."""
-    for t in _tensors(value):
+    for t in tensors_of(value):
         if targets.is_onchip(t.buffer):
             err = ApdslTypeError(
                 f"kernel {fn.__name__} returns {_named(t)} in {t.buffer}; a kernel's outputs "
@@ -45,41 +35,13 @@ def check_on_chip(value: Any, fn: Callable[..., Any]) -> None:
 
 
 def check_written(value: Any, fn: Callable[..., Any]) -> None:
-    """APK180 for a returned tensor (part of which) nothing wrote."""
-    from ..runtime.resolve import resolve
-    from ..tensor.machine import current
-    if not current().options.init_check:
-        return
-    for t in _tensors(value):
-        storage = t.storage
-        if storage.all_written:
-            continue
-        ok: Any = False
-        if has_written(storage):
-            ok = resolve(t, f"kernel {fn.__name__}", "result").written()
-            if ok is True:
-                continue
-        if ok is False:
-            what = "was never written"
-            notes = ["nothing stored into it: a store (nisa.dma_copy or nl.store into it) "
-                     "is missing, or writes another tensor"]
-        else:
-            missing = int(ok.size - np.count_nonzero(ok))
-            coord = np.unravel_index(int(np.argmin(np.reshape(ok, -1))), ok.shape)
-            what = "is only partly written"
-            notes = [f"{missing} of its {ok.size} elements were never written, the first at "
-                     f"{t.name}{fmt_coord(coord)}"]
-        raise ApdslTypeError(
-            f"the kernel's result {_named(t)} {what}", code="APK180", span=return_span(fn),
-            notes=[*notes, f"view {t.name}: shape {tuple(t.shape)}, storage {storage.describe()}"],
-            help="store the result into it before returning it (nisa.dma_copy(dst=out, "
-            "src=tile)); --no-init-check reads unwritten memory as 0",
-            tensor=t.name).with_label(storage.span, "allocated here")
+    """APK180 for a returned tensor (part of which) nothing wrote, at the kernel's return."""
+    written.check_written(value, fn.__name__, lambda: return_span(fn))
 
 
 def unreturned(value: Any, outputs: list[Tensor], fn: Callable[..., Any]) -> list[Warning_]:
     """APK181 for each `shared_hbm` tensor the kernel wrote but does not return."""
-    returned = {t.storage.id for t in _tensors(value)}
+    returned = {t.storage.id for t in tensors_of(value)}
     out = []
     seen = set()
     for t in outputs:

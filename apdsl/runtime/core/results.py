@@ -1,0 +1,66 @@
+"""A kernel's result, checked as the kernel returns (`.apk` and Python kernels alike): each
+returned tensor was written whole.  A forgotten store returns memory nothing wrote; it is said
+of the result, at the kernel's `return`, rather than left to whatever reads the result later
+(printing it, `-o`), which would report a read of an unwritten element with no line of the
+kernel.  The check follows the machine's `init_check` option, as every read does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ...errors import ApdslRuntimeError, Span
+from ...tensor.machine import current
+from ...tensor.view import Tensor
+from .access import fmt_coord
+from .resolve import resolve
+from .written import has_written
+
+
+def tensors_of(value: Any) -> Iterator[Tensor]:
+    """The tensors of a kernel's result (a tensor, or tuples and lists of them)."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from tensors_of(v)
+
+
+def check_written(value: Any, kernel: str, where: Callable[[], Span | None]) -> None:
+    """APK180 when a returned tensor (or part of it) was never written; `where()` gives the
+    kernel's return (asked only then)."""
+    if not current().options.init_check:
+        return
+    for t in tensors_of(value):
+        storage = t.storage
+        if storage.all_written or storage.freed:
+            continue
+        ok: Any = False
+        if has_written(storage):
+            ok = resolve(t, f"kernel {kernel}", "result").written()
+            if ok is True:
+                continue
+        name = f"`{t.name}`" if t.name else "tensor"
+        if ok is False:
+            what = "was never written"
+            notes = ["nothing stored into it: a store (dma_copy, nl.store into it) is "
+                     "missing, or writes another tensor"]
+        else:
+            missing = int(ok.size - np.count_nonzero(ok))
+            coord = np.unravel_index(int(np.argmin(np.reshape(ok, -1))), ok.shape)
+            what = "is only partly written"
+            notes = [f"{missing} of its {ok.size} elements were never written, the first at "
+                     f"{t.name}{fmt_coord(coord)}"]
+            if storage.unit_bits < t.dtype.bits:  # written through a narrower view
+                notes.append("an element counts as written only when all its bytes are: a "
+                             "write through a narrower view (a bfloat16 or uint8 view of "
+                             "float32, an int4 nibble) wrote part of it")
+        raise ApdslRuntimeError(
+            f"the kernel's result {name} {what}", code="APK180", span=where(),
+            notes=[*notes, f"view {t.name}: shape {tuple(t.shape)}, storage "
+                   f"{storage.describe()}"],
+            help="store the result into it before returning it (dma_copy(dst=out, "
+            "src=tile)); --no-init-check reads unwritten memory as 0",
+            tensor=t.name, kernel=kernel).with_label(storage.span, "allocated here")

@@ -65,7 +65,7 @@ def codes_of(code: str, example: str, tmp_path: Path) -> set[str]:
         else:
             (tmp_path / name).write_text(text)
     if example.lower().startswith("# python"):  # a Python API example (and its warnings)
-        from apdsl.runtime.warn import collect_warnings
+        from apdsl.runtime.sync.warn import collect_warnings
         with collect_warnings() as warned:
             try:
                 exec(compile(example, code, "exec"), {"apdsl": apdsl, "np": np})

@@ -174,6 +174,7 @@ kernel k(X: f32[8, 32] @ hbm) -> f32[8, 32] @ hbm:
     dma_copy(dst=d, src=X)
     dma_copy(dst=R, src=X[:, 0:8])
     iota(U, [[1, 16]], 0, 1)
+    dma_copy(dst=OUT, src=X)
 """
 
 

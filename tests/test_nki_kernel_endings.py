@@ -180,19 +180,3 @@ def k(a, b):
     a, b = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), a / b, rtol=1e-6)
 
-
-def test_an_apk_kernel_that_forgets_its_store_is_told_so_at_its_return(tmp_path):
-    (tmp_path / "k.apk").write_text("""\
-kernel k(A: f32[128, 64] @ hbm) -> f32[128, 64] @ shared_hbm:
-    x: f32[128, 64] @ sbuf
-    dma_copy(dst=x, src=A)
-    out = ndarray((128, 64), f32, shared_hbm)
-    return out
-""")
-    for flags in ([], ["-o", "out.npy"]):
-        proc = subprocess.run([sys.executable, "-m", "apdsl", "run", "k.apk", *flags],
-                              capture_output=True, text=True, cwd=tmp_path,
-                              env={**os.environ, "NO_COLOR": "1"})
-        assert proc.returncode == 1
-        assert proc.stderr.splitlines()[0] == "k.apk:5:5: error[APK180]: the kernel's result " \
-            "`out` was never written", proc.stderr

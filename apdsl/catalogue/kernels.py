@@ -6,7 +6,7 @@ from . import entry
 
 ENTRIES = [
     entry("APK180", "the kernel's result was never written", """
-A kernel returned a tensor that nothing wrote, or wrote only in part: a store is missing (the
+A Python kernel returned a tensor that nothing wrote, or wrote only in part: a store is missing (the
 result was computed into a tile and never copied out with `nisa.dma_copy`/`nl.store`), or it
 writes another tensor. The diagnostic points at the kernel's `return` and at the allocation
 of the result, and says how many elements were never written. `--no-init-check` (or

@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslError, ApdslTypeError, LimitError, Span
-from ..runtime.core.results import check_written
+from ..errors import ApdslError, ApdslTypeError, LimitError
 from ..syntax import ast
 from ..syntax.source_files import read_source
 from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
@@ -84,15 +83,6 @@ class Program:
         """`kernel` statements and `def`s decorated with `@nki.jit` (or another NKI kernel
         decorator), in source order."""
         return [s for s in self.module.body if is_kernel(s)]
-
-    def _return_span(self, name: str) -> Span | None:
-        """Where kernel `name` gives its result: its one `return VALUE`, else its header."""
-        for k in self.kernels():
-            if k.name == name:
-                returns = [n for n in _walk(k.body, skip=(ast.FunctionDef, ast.Kernel))
-                           if isinstance(n, ast.Return) and n.value is not None]
-                return returns[0].span if len(returns) == 1 else k.name_span
-        return None
 
     def require_inputs(self, name: str, inputs: Any) -> None:
         """A usage error when kernel `name` has parameters only `-i` can give (no tensor type,
@@ -243,7 +233,6 @@ class Program:
                 value = None
                 if name is not None:
                     value = call_kernel(namespace[name], inputs, interp, namespace, grid)
-                    check_written(value, name, lambda: self._return_span(name))
             except ApdslError as e:
                 # the run's boundary: the sources to render it against and what executed
                 # before it (lower), on a new error value
@@ -252,9 +241,8 @@ class Program:
         return RunResult(value, name, interp, tr, list(warnings), interp.machine)
 
 
-def _walk(node: Any, skip: tuple[type, ...] = ()) -> Any:
-    """Every syntax node under `node` (itself included), not looking inside nodes of the
-    `skip` classes (nested definitions)."""
+def _walk(node: Any) -> Any:
+    """Every syntax node under `node` (itself included)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -262,8 +250,7 @@ def _walk(node: Any, skip: tuple[type, ...] = ()) -> Any:
             stack.extend(n)
         elif isinstance(n, ast.Node):
             yield n
-            if not isinstance(n, skip):
-                stack.extend(getattr(n, f) for f in n._fields)
+            stack.extend(getattr(n, f) for f in n._fields)
 
 
 def _position(e: ApdslError) -> tuple:

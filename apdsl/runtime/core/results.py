@@ -1,8 +1,9 @@
-"""A kernel's result, checked as the kernel returns (`.apk` and Python kernels alike): each
-returned tensor was written whole.  A forgotten store returns memory nothing wrote; it is said
-of the result, at the kernel's `return`, rather than left to whatever reads the result later
+"""A Python kernel's result, checked as the kernel returns (`apdsl.nki`): each returned
+tensor was written whole.  A forgotten store returns memory nothing wrote; it is said of the
+result, at the kernel's `return`, rather than left to whatever reads the result later
 (printing it, `-o`), which would report a read of an unwritten element with no line of the
-kernel.  The check follows the machine's `init_check` option, as every read does."""
+kernel.  The check follows the machine's `init_check` option, as every read does.  (`.apk`
+kernels report the read: their `check` has no written state to agree with this.)"""
 
 from __future__ import annotations
 

@@ -112,8 +112,8 @@ def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> 
 
 # -- tensor_copy ------------------------------------------------------------------------------
 
-def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown",
-                name: str | None = None, dtype: Any = None) -> None:
+def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown", dtype: Any = None,
+                name: str | None = None) -> None:
     """Copy on chip: each partition's elements stay in that partition.  `dtype`, as the
     legacy NKI reference's `tensor_copy(src, dtype=)` has it, is the dtype of the copy's
     output: here dst's own (the copy converts to dst's dtype), so it may only name that one.

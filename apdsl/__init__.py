@@ -48,7 +48,8 @@ from .errors import TargetError as TargetError  # noqa: E402
 from .errors import ViewError as ViewError  # noqa: E402
 
 _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-                "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
+                "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
 _BUFFER_NAMES = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b",
                  "l0c", "ub")
 

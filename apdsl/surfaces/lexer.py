@@ -51,7 +51,8 @@ BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "ra
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
                "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                "tfloat32", "tf32", "f32", "f16", "bf16", "i32", "fp32", "fp16", "half", "float", "i8", "u8", "i16",
-               "u16", "u32", "i64", "fp8_e4m3", "fp8_e5m2")
+               "u16", "u32", "i64", "fp8_e4m3", "fp8_e5m2",
+               "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
 BUFFERS = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b", "l0c",
            "ub")
 FORMATS = ("ND", "ND_ALIGN", "COLUMN_MAJOR", "NCHW", "NHWC", "HWCN", "NDHWC", "NCDHW", "NZ",

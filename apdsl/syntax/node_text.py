@@ -13,7 +13,8 @@ DTYPE_NAMES = frozenset({
     "float32", "f32", "fp32", "float16", "f16", "fp16", "half", "bfloat16", "bf16",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "fp8_e4m3", "fp8_e5m2", "int4", "int8",
     "i8", "uint8", "u8", "int16", "i16", "uint16", "u16", "int32", "i32", "uint32", "u32",
-    "int64", "i64", "bool_", "tfloat32", "tf32"})
+    "int64", "i64", "bool_", "tfloat32", "tf32",
+    "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"})
 
 # Python's exception classes a program may raise (`raise ValueError("...")`): a located error
 # with the exception's name and message.

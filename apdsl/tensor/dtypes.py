@@ -17,7 +17,7 @@ class DType:
     __slots__ = ("name", "bits", "kind", "_source", "_np")
 
     def __init__(self, name: str, bits: int, source: str, kind: str) -> None:
-        self.name, self.bits, self.kind = name, bits, kind  # kind: "f", "i" signed, "u"
+        self.name, self.bits, self.kind = name, bits, kind  # "f", "i" signed, "u", "x" packed
         self._source = source  # "numpy.float32" or "ml_dtypes.bfloat16"
         self._np: np.dtype | None = None
 
@@ -72,6 +72,14 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     # tfloat32 is stored as float32; an engine reading it keeps 10 mantissa bits
     # (`round_tfloat32`).  After float32 in this table, so NumPy's float32 maps to float32.
     DType("tfloat32", 32, "numpy.float32", "f"),
+    # Microscaling (NKI docs, MXFP deep dive): the shared power-of-two scale (8 exponent bits,
+    # no sign or mantissa, 0xFF is NaN) and the packed types, four values in one element
+    # (float8 x4 is 32 bits, float4 x4 is 16); their bits are stored in the unsigned integer
+    # of that width.  After uint32/uint16, so NumPy's unsigned types map to those.
+    DType("float8_e8m0fnu", 8, "ml_dtypes.float8_e8m0fnu", "f"),
+    DType("float8_e4m3fn_x4", 32, "numpy.uint32", "x"),
+    DType("float8_e5m2_x4", 32, "numpy.uint32", "x"),
+    DType("float4_e2m1fn_x4", 16, "numpy.uint16", "x"),
 )}
 
 ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",

@@ -83,6 +83,8 @@ def test_check_agrees_with_run_on_catalogue_examples_and_their_mutants(tmp_path)
             (tmp_path / name).write_text(text)
     problems = []
     for code, entry in ENTRIES.items():
+        if entry.example.lower().startswith("# python"):
+            continue  # a Python API example, not an .apk program
         source = entry.example + "\n"
         programs = [("original", source)] + mutants(source, code, per_kind=1)
         problems += [f"{code} {p}" for p in _agree(programs, str(tmp_path / "t.apk"),

@@ -1,7 +1,8 @@
 """Catalogue of every error code: a title, an explanation and an example that triggers it.
 
 Each layer keeps its entries in its own module here (`syntax`, `language`, `views`, `targets`,
-`runtime`, `formats`, `io`, `patterns`, `limits`, `sync`, `commandline`, ...); `apdsl explain` and the tests read the merged table.
+`runtime`, `formats`, `io`, `patterns`, `limits`, `sync`, `commandline`, ...: every module of
+the package is an area); `apdsl explain` and the tests read the merged table.
 """
 
 from __future__ import annotations
@@ -10,10 +11,15 @@ from importlib import import_module
 
 from ..records import record
 
-AREAS = ("syntax", "language", "views", "targets", "runtime", "formats", "io", "patterns",
-         "limits", "nki", "sync", "compute", "reduce", "movement", "nl", "python", "profile",
-         "speed", "architecture", "pyvalues", "nlrandom", "vector",
-         "commandline", "kernels")
+
+def _areas() -> tuple[str, ...]:
+    """Every module of this package: each area's entries, found without a list to keep (every
+    lane adding codes adds a module here, and nothing else)."""
+    from pkgutil import iter_modules
+    return tuple(sorted(m.name for m in iter_modules(__path__) if not m.name.startswith("_")))
+
+
+AREAS = _areas()
 
 
 @record

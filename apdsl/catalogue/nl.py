@@ -4,15 +4,25 @@
 from . import entry
 
 ENTRIES = [
-    entry("APK150", "legacy NKI index API", """
-`nl.mgrid`, index expressions built with `nl.arange`, and `nl.par_dim` belong to the older
-`neuronxcc.nki` API; the current NKI reference removed them (its migration guide: "arange has
-been removed, use slicing or APs"; block dimensions and `nl.par_dim` removed). Index a tile with
-slices (`t[0:128, 0:512]`), `nl.ds(start, size)` or an access pattern (`t.ap(...)`), and write a
-tile's shape plainly: its first dimension is the partition dimension.
+    entry("APK150", "legacy NKI feature apdsl does not model", """
+The legacy `neuronxcc.nki` API runs on apdsl (index grids, masks, instructions returning their
+tiles, block dimensions), except for the pieces named here.  A tensor with block dimensions
+(dimensions before `nl.par_dim` in an on-chip shape) is a set of tiles: index its blocks with
+ints (`t[i, j]` is a tile) before anything else; a slice or an index expression over the
+blocks, or the whole tensor as an operand, is not a tile.  The NKI block-dimension migration
+guide shows the rewrite without block dimensions: `(B, par_dim(P), F)` -> `(P, B, F)`.
 """, """
-kernel k():
-    t = nl.ndarray((nl.par_dim(128), 512), nl.float32, nl.sbuf)
+# python
+import apdsl.nki as nki
+import apdsl.nki.language as nl
+
+@nki.jit
+def k(a):
+    t = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+    u = t[0:2]
+    return a
+
+k(np.zeros((128, 4), np.float32))
 """),
     entry("APK151", "nl function operand in the wrong memory", """
 Each high-level `nl` function reads and writes the memory its reference says: `nl.load` reads

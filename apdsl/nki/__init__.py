@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from . import compiler, isa, language
 from .install import install, uninstall
-from .kernel import Kernel, baremetal, jit, simulate, simulate_kernel
+from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel, trace
+from .kernel import benchmark as profile
 from .plugin import pytest_configure, pytest_load_initial_conftests
 
 # `pytest -p apdsl.nki` also loads the surface that reports failed tests as diagnostics
 pytest_plugins = ["apdsl.surfaces.pytest_report"]
 
-__all__ = ["Kernel", "baremetal", "compiler", "install", "isa", "jit", "language",
+__all__ = ["Kernel", "baremetal", "benchmark", "compiler", "install", "isa", "jit", "language",
            "pytest_configure", "pytest_load_initial_conftests",
-           "simulate", "simulate_kernel", "uninstall"]
+           "profile", "simulate", "simulate_kernel", "trace", "uninstall"]

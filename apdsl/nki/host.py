@@ -36,7 +36,9 @@ class Host:
         self.budget = limits.Budget(self.machine.options.max_steps)
         self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
         self.loaded_registers: dict[int, Any] = {}
-        self.builtins = make_builtins(self)
+        from .legacy import Legacy
+        self.legacy = Legacy(self)
+        self.builtins = self.legacy.wrap_builtins(make_builtins(self))
 
     @property
     def dry(self) -> bool:
@@ -52,11 +54,19 @@ class Host:
                  span: Span | None = None) -> Tensor:
         from ..tensor.view import ndarray
         # unnamed, a tensor is called after the variable the user assigns it to
-        return ndarray(shape, dtype, buffer, format or "ND", name=name or assigned_name(),
-                       span=span)
+        name = name or assigned_name()
+        widen = self.legacy.widen  # a masked nl function's result: the whole tile, narrowed
+        if widen is not None:
+            return widen(shape, dtype, buffer, format or "ND", name, span)
+        return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        span = caller_span(2)
+        """An instruction call of the kernel (either NKI API: `apdsl.nki.legacy`)."""
+        return self.legacy.instruction(name, fn, args, kwargs)
+
+    def issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+              span: Span | None) -> Any:
+        """Run (or, in check mode, dry-run) one instruction the user's code at `span` issued."""
         if span is not None:  # `lower` records the user's line; warnings get the span
             _trace.set_location(span.file, span.line, span)
         try:

@@ -11,9 +11,11 @@ from typing import Any
 from ..errors import ApdslError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..semantics.spmd import check_grid
+from ..tensor import tile_writes
 from . import results
 from .arguments import parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
+from .legacy_results import computed
 from .locate import caller_span, is_user_file, traceback_span
 
 
@@ -68,6 +70,59 @@ def baremetal(func: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
     return _decorator(func, kwargs)
 
 
+def trace(func: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
+    """`@nki.trace` of the legacy API (a kernel traced for a framework to call): as `jit`."""
+    return _decorator(func, kwargs)
+
+
+class Latency:
+    """`benchmark_result.nc_latency`: apdsl's estimate of the kernel's time (`apdsl profile`'s
+    cost model); the estimate is one number, so every percentile is it."""
+
+    def __init__(self, microseconds: float) -> None:
+        self.microseconds = microseconds
+
+    def get_latency_percentile(self, percentile: float) -> float:
+        """The estimated latency in microseconds (the same for every percentile)."""
+        return self.microseconds
+
+
+class BenchmarkResult:
+    def __init__(self, microseconds: float) -> None:
+        self.nc_latency = Latency(microseconds)
+
+
+class Benchmarked:
+    """A kernel under `@nki.benchmark(...)` (or `nki.profile(...)`): calling it runs it and
+    estimates its time on the target with apdsl's cost model (no device, so no warmup or
+    iterations, and no NEFF or NTFF files: `apdsl profile FILE.py` draws the timeline)."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+        self.benchmark_result: BenchmarkResult | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from types import SimpleNamespace
+
+        from ..profile import profile_run
+        from ..runtime.core.trace import tracing
+        from ..tensor.machine import current
+        with tracing() as tr:
+            value = call(self.kernel.fn, args, kwargs)
+        estimate = profile_run(SimpleNamespace(trace=tr, machine=current(),
+                                               kernel=self.kernel.name))
+        self.benchmark_result = BenchmarkResult(estimate.total_ns / 1000.0)
+        return value
+
+
+def benchmark(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
+    """`@nki.benchmark(warmup=..., iters=...)` of the legacy API: the kernel runs, and
+    `.benchmark_result.nc_latency` holds apdsl's estimate of its time (`Benchmarked`)."""
+    if func is None:
+        return Benchmarked
+    return Benchmarked(func)
+
+
 def simulate(kernel: Any) -> Callable[..., Any]:
     """`nki.simulate(kernel)(*arrays)`: NumPy arrays in, NumPy results out."""
     if isinstance(kernel, Kernel):
@@ -83,7 +138,12 @@ def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def launch_grid(grid: Any, name: str) -> tuple[int, ...]:
-    """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1)."""
+    """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1); or
+    the legacy API's SPMD grid of programs, `kernel[gx, gy]` (two or more sizes), whose
+    programs run one after another, each with its `nl.program_id(axis)`."""
+    if isinstance(grid, tuple) and len(grid) > 1 and all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in grid):
+        return grid
     try:
         return check_grid(grid, name)
     except ApdslError as e:
@@ -106,22 +166,24 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
     from ..tensor.machine import current as current_machine
     caller = current_machine()
     try:
-        ids = range(grid[0]) if grid else (0,)
+        from itertools import product
+        ids = product(*(range(n) for n in grid)) if grid else ((),)
         converted: list[Any] | None = None
-        for pid in ids:
-            host = SpmdHost(shared, dry=dry, out=out,
-                            launch=Launch(grid, (pid,) if grid else ()))
+        for first, pid in enumerate(ids):
+            host = SpmdHost(shared, dry=dry, out=out, launch=Launch(grid, pid))
             if converted is None:
                 converted = [to_tensor(a, n, host) for a, n in zip(args, names)]
                 kw = {k: to_tensor(v, k, host) for k, v in kwargs.items()}
             # each program on its own machine (its own SBUF and PSUM accounting); what it
             # warns of goes to the caller's machine, where the command line collects it
             try:
-                with host.machine.active(), hosting(host):
+                with host.machine.active(), hosting(host), tile_writes.lending(host.legacy):
                     value = fn(*converted, **kw)
+                    host.legacy.flush()  # a legacy result still pending is computed now
+                    value = computed(value)
             finally:
                 caller.warnings.extend(host.machine.warnings)
-            if grid and pid > 0 and not same_results(value, result):
+            if grid and first > 0 and not same_results(value, result):
                 raise different_results(fn.__name__, pid)
             result = value
             outputs.extend(host.outputs)
@@ -129,9 +191,25 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
         if not dry:  # (a dry run writes nothing: there is nothing to check)
             results.check_written(result, fn)
             caller.warnings.extend(results.unreturned(result, outputs, fn))
+        if not dry and converted is not None:
+            _write_back([*args, *kwargs.values()], [*converted, *kw.values()])
         return result if dry or raw else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
+
+
+def _write_back(arrays: list[Any], tensors: list[Any]) -> None:
+    """A kernel's NumPy arguments are its HBM tensors: what it wrote into one is in the array
+    afterwards (the legacy API's kernels return nothing and write their output arguments,
+    `simulate_kernel(kernel, a, out)`).  Arrays NumPy will not let us write are left alone."""
+    import numpy as np
+    for a, t in zip(arrays, tensors):
+        if not isinstance(a, np.ndarray) or not a.flags.writeable or t is a or \
+                getattr(t, "dtype", None) is None or t.dtype.np != a.dtype:
+            continue
+        now = t.numpy()
+        if now.shape == a.shape and not np.array_equal(now, a, equal_nan=a.dtype.kind == "f"):
+            a[...] = now
 
 
 def locate(e: ApdslError, caller: Any = None) -> ApdslError:
@@ -160,6 +238,7 @@ class SpmdHost(Host):
         if t.buffer != "shared_hbm":
             return t
         if self.launch.grid:
-            t = self.shared.take(t, self.launch.ids[0])
+            ids = self.launch.ids
+            t = self.shared.take(t, ids[0] if len(ids) == 1 else ids)
         self.outputs.append(t)
         return t

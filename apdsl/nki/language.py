@@ -15,9 +15,21 @@ class NKIObject:
     Python code uses while it issues instructions."""
 
 
+def static_cast(input_data: Any, dtype: Any) -> Any:
+    """`nl.static_cast(x, dtype)` (the legacy API's host-side cast): a scalar or array as
+    `dtype`, by apdsl's one cast rule (through float32, round to nearest even; integers
+    saturate)."""
+    import numpy as np
+
+    from ..tensor.dtypes import cast_array
+    from ..tensor.dtypes import dtype as to_dtype
+    out = cast_array(np.asarray(input_data), to_dtype(dtype))
+    return out if np.ndim(input_data) else out[()]
+
+
 def __getattr__(name: str) -> Any:
     return lookup("language", name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*names("language"), "NKIObject", "NkiTensor"})
+    return sorted({*names("language"), "NKIObject", "NkiTensor", "static_cast"})

@@ -1,50 +1,45 @@
-"""The legacy NKI index API (`nl.mgrid`, `nl.arange` index expressions, `nl.par_dim`),
-which the current NKI reference removed (the migration guide: "arange has been removed, use
-slicing or APs"; block dimensions and `nl.par_dim` removed).  Each name is kept only to fail
-at its use with a located error naming its replacement (APK150), rather than resolving to an
-unrelated builtin."""
+"""The legacy NKI index API (`neuronxcc.nki`): `nl.arange` and `nl.mgrid` index grids, whose
+affine expressions index tensors and make masks (`apdsl.tensor.index_grid`), and `nl.par_dim`,
+which marks the partition dimension of a shape.  The current NKI reference removed them; the
+public kernels written before it use them, so they run as what they are: access patterns."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..errors import ApdslTypeError
-
-_REPLACEMENTS = {
-    "arange": ("index expressions built with nl.arange were removed from NKI",
-               "index with slices (t[0:128, 0:512]), nl.ds(start, size), or an access "
-               "pattern t.ap([[512, 128], [1, 512]])"),
-    "mgrid": ("nl.mgrid was removed from NKI",
-              "index with integer slices: t[0:128, 0:512] instead of t[i_p, i_f]"),
-    "par_dim": ("nl.par_dim was removed from NKI: the first dimension of an on-chip tile is "
-                "its partition dimension",
-                "write the shape plainly: nl.ndarray((128, 512), dtype, nl.sbuf)"),
-}
+from ..tensor.index_grid import MGRID, arange
 
 
-class Removed:
-    """`nl.<name>` of the removed API: calling or indexing it is APK150."""
+class ParDim(int):
+    """`nl.par_dim(n)`: the size of a shape's partition dimension.  First in a shape it is
+    just that size; dimensions before it are the legacy *block* dimensions."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def _fail(self) -> ApdslTypeError:
-        what, instead = _REPLACEMENTS[self.name]
-        return ApdslTypeError(f"nl.{self.name} is not part of the current NKI API: {what}",
-                              code="APK150", help=instead,
-                              notes=["the NKI migration guide lists it among the features of "
-                                     "neuronxcc.nki.* not available in nki.*"])
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._fail()
-
-    def __getitem__(self, key: Any) -> Any:
-        raise self._fail()
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"<removed nl.{self.name}>"
+        return f"par_dim({int(self)})"
 
 
-LEGACY = {name: Removed(name) for name in _REPLACEMENTS}
+class Constants:
+    """`nl.fp32` / `nl.bfp16`: a dtype's constants (`.min`, the most negative finite value,
+    what the legacy kernels pass as the "minus infinity" of a masked max)."""
+
+    __slots__ = ("_dtype",)
+
+    def __init__(self, name: str) -> None:
+        self._dtype = name
+
+    @property
+    def min(self) -> float:
+        from ..tensor.dtypes import dtype
+        return float(dtype(self._dtype).min)
+
+    @property
+    def max(self) -> float:
+        from ..tensor.dtypes import dtype
+        return float(dtype(self._dtype).max)
+
+    def __repr__(self) -> str:
+        return f"nl.{'fp32' if self._dtype == 'float32' else 'bfp16'}"
+
+
+LEGACY = {"arange": arange, "mgrid": MGRID, "par_dim": ParDim,
+          "fp32": Constants("float32"), "bfp16": Constants("bfloat16")}

@@ -118,6 +118,10 @@ def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
                                operand0=1.0 / n)
         return out
 
-    out: dict[str, Callable[..., Any]] = {fn: reduction(fn) for fn in _OPS if fn != "all"}
-    out.update({"all": all_, "mean": mean, "var": var})
+    from .nl_operators import NlFunction
+    # `nl.max` as `op=` (the reference's own tensor_reduce examples pass it) is the operator
+    # it reduces with: each reduction is also that operator's value (as nl.add is)
+    out: dict[str, Callable[..., Any]] = {
+        fn: NlFunction(OPERATORS[_OPS[fn]], reduction(fn)) for fn in _OPS if fn != "all"}
+    out.update({"all": NlFunction(OPERATORS["logical_and"], all_), "mean": mean, "var": var})
     return out

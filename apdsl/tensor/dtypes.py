@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslNameError, ApdslTypeError
+
+
+def _limits(np_dtype: np.dtype) -> Any:
+    if np_dtype.kind in "iub":
+        return np.iinfo(np_dtype) if np_dtype.kind != "b" else np.iinfo(np.uint8)
+    try:
+        return np.finfo(np_dtype)
+    except ValueError:  # the ml_dtypes floats
+        import ml_dtypes
+        return ml_dtypes.finfo(np_dtype)
 
 
 class DType:
@@ -27,6 +38,21 @@ class DType:
             module, attr = self._source.split(".")
             self._np = np.dtype(getattr(import_module(module), attr))
         return self._np
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype (so `np.zeros(n, dtype=nl.float32)` takes apdsl's dtypes)."""
+        return self.np
+
+    @property
+    def min(self) -> Any:
+        """The most negative finite value (`nl.float32.min`, as NumPy's finfo/iinfo)."""
+        return _limits(self.np).min
+
+    @property
+    def max(self) -> Any:
+        """The largest finite value."""
+        return _limits(self.np).max
 
     @property
     def bytes(self) -> float:
@@ -80,6 +106,8 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("float8_e4m3fn_x4", 32, "numpy.uint32", "x"),
     DType("float8_e5m2_x4", 32, "numpy.uint32", "x"),
     DType("float4_e2m1fn_x4", 16, "numpy.uint16", "x"),
+    # a byte holding 0 or 1 (predicates, masks); casts to it test for non-zero
+    DType("bool_", 8, "numpy.bool_", "b"),
 )}
 
 ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
@@ -129,6 +157,12 @@ def cast_array(values: object, to: DType) -> np.ndarray:
         return arr
     if arr.dtype == object:
         return _cast_objects(arr, to)
+    if to.kind == "b":  # non-zero is True (NaN too is not a number: False, as NaN -> 0)
+        if arr.dtype == object:
+            arr = arr.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            nonzero = arr != 0
+        return nonzero & ~np.isnan(arr) if arr.dtype.kind in "fc" else nonzero
     with np.errstate(over="ignore", invalid="ignore"):
         if arr.dtype.kind == "b":
             arr = arr.astype(np.uint8)

@@ -109,7 +109,7 @@ class Storage:
                     code="APK301", notes=[f"shape = {self.shape}"],
                     help="put at most 128 rows on the partition dimension (dim 0)",
                     shape=self.shape)
-            size = self.nbytes // max(parts, 1)
+            size = self.charged_bytes(parts)
         else:
             size = self.nbytes
         bank = t.psum_bank_bytes if self.buffer == "psum" else None
@@ -127,6 +127,10 @@ class Storage:
                 requested=size, capacity=cap, in_use=used)
         self._accounting = accounting
         return addr
+
+    def charged_bytes(self, parts: int) -> int:
+        """The bytes a partition of an on-chip storage takes from its buffer's capacity."""
+        return self.nbytes // max(parts, 1)
 
     def free(self) -> None:
         """End the storage's life (its block ended): capacity and budget are returned and its

@@ -319,6 +319,17 @@ _LANGUAGE = (
 OPERATORS: dict[str, Operator] = {o.name: o for o in
                                   _BITVEC + _ARITH + _UNARY + _ACTIVATIONS + _LANGUAGE}
 
+# The legacy NKI API passed NumPy's functions as operators (`op=np.add`, `reduce_op=np.amax`):
+# each is the operator of the same meaning.
+NUMPY_OPERATORS: dict[Any, Operator] = {
+    **{getattr(np, n): o for n, o in OPERATORS.items()
+       if isinstance(getattr(np, n, None), np.ufunc)},
+    np.absolute: OPERATORS["abs"], np.amax: OPERATORS["maximum"],
+    np.amin: OPERATORS["minimum"], np.max: OPERATORS["maximum"], np.min: OPERATORS["minimum"],
+    np.sum: OPERATORS["add"], np.true_divide: OPERATORS["divide"],
+    np.bitwise_not: OPERATORS["invert"],
+}
+
 # the shifts' amounts must be 0 .. width-1 (checked by the executors with `shift_inside`)
 shift_inside = _shift_inside
 
@@ -336,6 +347,13 @@ def divide_refused(what: str) -> TargetError:
         "data1=a, data2=inv, op=nl.multiply)); by a number s: nl.multiply(a, 1.0 / s)")
 
 
+def _numpy_operator(value: Any) -> Any:
+    try:
+        return NUMPY_OPERATORS.get(value, value)
+    except TypeError:  # unhashable: not one of NumPy's functions
+        return value
+
+
 def operator_arg(value: Any, label: str, role: str, *, table: str = "alu",
                  kinds: tuple[str, ...] | None = None, arity: int | None = None,
                  names: tuple[str, ...] | None = None, target: str | None = None,
@@ -349,6 +367,8 @@ def operator_arg(value: Any, label: str, role: str, *, table: str = "alu",
     operator that target lacks.  `accepted` words the accepted set for the message.
     APK350: not an operator; APK351: an operator this instruction does not take; APK352: an
     operator the target does not have."""
+    if not isinstance(value, Operator):
+        value = _numpy_operator(value)
     if not isinstance(value, Operator):
         shown = value if isinstance(value, (str, int, float, type(None))) else \
             type(value).__name__

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslNameError, ApdslTypeError, ViewError
-from .. import targets
+from .. import targets, tile_writes
 from ..dtypes import DType
 from ..dtypes import dtype as to_dtype
 from ..layout import Layout
@@ -390,6 +390,22 @@ class Tensor(TensorCore):
         """
         return viewdyn.ap(self, pattern, offset, scalar_offset, vector_offset, indirect_dim,
                           dtype, *more)
+
+    # -- tile writes of the legacy NKI API (`apdsl.tensor.tile_writes`) -------------------------
+    def __setitem__(self, key: Any, value: Any) -> None:
+        tile_writes.assign(self, key, value)
+
+    def __iadd__(self, value: Any) -> Any:
+        return tile_writes.augmented(self, "add", value)
+
+    def __isub__(self, value: Any) -> Any:
+        return tile_writes.augmented(self, "subtract", value)
+
+    def __imul__(self, value: Any) -> Any:
+        return tile_writes.augmented(self, "multiply", value)
+
+    def __itruediv__(self, value: Any) -> Any:
+        return tile_writes.augmented(self, "divide", value)
 
     # -- indexing sugar -------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:

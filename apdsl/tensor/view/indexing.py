@@ -143,7 +143,10 @@ def fast_index(t: V, key: Any) -> V | None:
     return type(t)(t.storage, t.dtype, Layout(tuple(out), base), None, t.label)
 
 
-def index_view(t: V, key: Any) -> V:
+def index_view(t: V, key: Any) -> Any:
+    from ..grid_view import IndexedTile, is_grid_key
+    if is_grid_key(key):  # the legacy NKI index grid (`t[i_p, i_f]`): a view once masked
+        return IndexedTile(t, key)
     items = _expand(key, t.ndim)
     onchip = t.onchip
     # Which dims are removed by an integer index; on-chip keep partition + one free dim.

@@ -1,0 +1,464 @@
+"""The legacy NKI API (`neuronxcc.nki`) on the current model: every legacy call is the same
+instruction as its current form, with the same checks, APs and costs.
+
+What the legacy API adds, and how each becomes current instructions:
+- **Masks** (`mask=(i_p < n) & (i_f < m)`): a box over the call's index grid.  Operands indexed
+  with the grid's indices (`t[i_p, i_f]`, an `IndexedTile`) are made into views over the kept
+  positions only; plain tiles are narrowed on the axes the mask bounds.  Masked-off elements
+  are neither read nor written; a mask that keeps nothing issues nothing.
+- **Instructions without `dst`** return a new tile (`legacy_forms`).  The tile is computed the
+  moment anything else happens (a *pending* result), unless it is first written somewhere:
+  `qk[i, j] = nisa.nc_matmul(...)` issues the matmul with `qk[i, j]` as its `dst`, and
+  `acc += nisa.nc_matmul(...)` (or `nl.matmul(..., transpose_x=True)`) accumulates into the
+  PSUM tile `acc`, as the legacy compiler did: a zero-filled `acc` starts the accumulation.
+- **Tile writes**: `t[k] = tile` copies (tensor_copy on chip, dma_copy to or from HBM; a number
+  is a memset), `t += x` / `-=` / `*=` compute in place (tensor_tensor or tensor_scalar).
+- `nl.store` of a PSUM tile goes through SBUF (tensor_copy, then the DMA), as its docstring
+  says; `nl.par_dim(n)` marks the partition dimension of a shape.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Protocol
+
+from ..errors import ApdslTypeError, Span, ViewError
+from ..runtime.table.operators import OPERATORS
+from ..tensor.grid_view import IndexedTile
+from ..tensor.index_grid import Limits, Predicate, is_empty
+from ..tensor.view import Tensor
+from . import legacy_shapes
+from .legacy_forms import FORMS
+from .legacy_results import PendingTile
+from .locate import assigned_name, caller_span
+
+
+class Host(Protocol):
+    """What the legacy API needs of the kernel call's host (`apdsl.nki.host.Host`): its mode,
+    its builtins, allocation, and issuing an instruction at the user's call."""
+
+    dry: bool
+    builtins: dict[str, Any]
+    call_span: Any
+
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
+                 span: Any = None) -> Tensor: ...
+
+    def issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+              span: Span | None) -> Any: ...
+
+_SKIPPED = object()  # a masked call that keeps no element
+
+
+def _mask_of(mask: Any) -> Predicate | None:
+    if mask is None or mask is True:
+        return None
+    if mask is False:
+        raise ApdslTypeError("mask=False selects nothing: the instruction would do nothing",
+                             code="APK947", help="drop the call, or give a mask of indices")
+    if not isinstance(mask, Predicate):
+        raise ApdslTypeError(f"mask must be a predicate of nl.arange/nl.mgrid indices "
+                             f"(e.g. (i_p < n) & (i_f < m)), not {type(mask).__name__}",
+                             code="APK947")
+    return mask
+
+
+class Legacy:
+    """One host's legacy-API state: the pending result (at most one: it is computed before
+    anything else happens), and the tile writes it lends the tensors (`TileWriter`)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.pending: PendingTile | None = None
+        # while a masked nl function runs: how the host allocates its result (the whole tile,
+        # handed back narrowed to the mask, so the masked-off part stays unwritten)
+        self.widen: Callable[..., Tensor] | None = None
+
+    def wrap_builtins(self, table: dict[str, Any]) -> dict[str, Any]:
+        """The host's builtins with every `nl.` function taking the legacy keywords."""
+        from ..runtime.table.operators import Operator
+        from ..semantics.nl_operators import NlFunction
+        for key, value in list(table.items()):
+            if not key.startswith("nl.") or isinstance(value, type) or not callable(value):
+                continue
+            name = key[3:]
+            if isinstance(value, NlFunction):
+                table[key] = NlFunction(value, self.nl_function(name, value.call))
+            elif not isinstance(value, Operator) and name not in _NOT_FUNCTIONS:
+                table[key] = self.nl_function(name, value)
+        return table
+
+    def flush(self) -> None:
+        """Compute the pending result, if any, into its own tile."""
+        if self.pending is not None:
+            self.pending.tile  # noqa: B018  # computing it is the point
+
+    # -- operands --------------------------------------------------------------------------------
+    def narrow(self, t: Tensor, mask: Predicate | None, limits: Limits | None) -> Tensor | None:
+        """A plain tile under a mask: each axis the mask bounds cut to its kept positions
+        (None: nothing kept)."""
+        if mask is None or not limits:
+            return t
+        if is_empty(limits):
+            return None
+        if t.ndim != len(mask.shape):
+            raise ViewError(f"a mask over a {len(mask.shape)}-d index grid cannot narrow a "
+                            f"{t.ndim}-d operand {t.name}", code="APK947",
+                            notes=[f"mask grid shape {mask.shape}, operand shape {t.shape}"],
+                            help="index the operand with the mask's indices: t[i_p, i_f]")
+        out = t
+        for it, axis in mask.axes:
+            lo, hi = limits.get(it, (0, it.count))
+            if (lo, hi) == (0, it.count) or t.shape[axis] == 1:
+                continue
+            if t.shape[axis] != it.count:
+                raise ViewError(f"the mask's index on axis {axis} has {it.count} positions; "
+                                f"operand {t.name} has {t.shape[axis]} there", code="APK947",
+                                help="index the operand with the mask's indices: t[i_p, i_f]")
+            out = out.slice(axis, lo, hi)
+        return out
+
+    def operand(self, value: Any, mask: Predicate | None, limits: Limits | None) -> Any:
+        """`value` as the instruction takes it under the mask (tensors narrowed, index grids
+        made views, computed results their tiles); `_SKIPPED` when the mask keeps nothing."""
+        if isinstance(value, PendingTile):
+            value = value.tile
+        if isinstance(value, IndexedTile):
+            view = value.resolve(limits)
+            return _SKIPPED if view is None else view
+        if isinstance(value, Tensor) and mask is not None:
+            view = self.narrow(value, mask, limits)
+            return _SKIPPED if view is None else view
+        return value
+
+    def operands(self, args: tuple, kwargs: dict, mask: Predicate | None
+                 ) -> tuple[tuple, dict] | None:
+        limits = mask.limits() if mask is not None else None
+        out_args = tuple(self.operand(a, mask, limits) for a in args)
+        out_kw = {k: self.operand(v, mask, limits) for k, v in kwargs.items()}
+        if any(a is _SKIPPED for a in out_args) or any(v is _SKIPPED for v in out_kw.values()):
+            return None
+        return out_args, out_kw
+
+    # -- instructions --------------------------------------------------------------------------
+    def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """An `nisa` call of either API: the current form issued now (its operands made under
+        its mask), a legacy form (no `dst`) returning its pending result."""
+        span = caller_span(2)
+        self.flush()
+        mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs else None
+        form = FORMS.get(name)
+        if form is not None and not _current_form(name, fn, args, kwargs):
+            return self.legacy_call(name, fn, args, kwargs, mask, span)
+        if mask is None and not _special(args, kwargs):
+            return self.host.issue(name, fn, args, kwargs, span)
+        made = self.operands(args, kwargs, mask)
+        if made is None:
+            return None
+        return self.host.issue(name, fn, made[0], made[1], span)
+
+    def legacy_call(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+                    mask: Predicate | None, span: Span | None) -> PendingTile:
+        form = FORMS[name]
+        try:
+            bound = form.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ApdslTypeError(f"nisa.{name}: {e} (neither the current form, with dst, nor "
+                                 "the legacy form, returning its tile, takes these arguments)",
+                                 code="APK948", span=span) from None
+        bound.apply_defaults()
+        limits = mask.limits() if mask is not None else None
+        # the result's shape comes from the operands as written (before the mask narrows them)
+        whole = {k: (v.tile if isinstance(v, PendingTile) else v)
+                 for k, v in bound.arguments.items()}
+        shape, dtype, buffer = form.result(whole)
+        made = {k: self.operand(v, mask, limits) for k, v in whole.items()}
+        skipped = any(v is _SKIPPED for v in made.values())
+        kw = form.convert(made)
+
+        def issue(dst: Tensor, **extra: Any) -> None:
+            if not skipped:
+                self.host.issue(name, fn, (), {"dst": dst, **kw, **extra}, span)
+
+        pending = PendingTile(self, name, shape, dtype, buffer, issue, assigned_name(), span,
+                              mask, limits)
+        self.pending = pending
+        return pending
+
+    # -- the high-level nl functions -------------------------------------------------------------
+    def nl_function(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`nl.NAME` taking the legacy keywords too: `mask=`, index grids and pending results
+        as operands; `nl.store` of a PSUM tile through SBUF; `nl.matmul(..., transpose_x=True)`
+        pending, so `+=` accumulates it in PSUM."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.flush()
+            mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs else None
+            if name in _SHAPED:
+                made_here = legacy_shapes.allocate(self.host, name, fn, args, kwargs)
+                if made_here is not None:
+                    return made_here
+            if mask is None and not _special(args, kwargs):
+                made: tuple[tuple, dict] | None = (args, kwargs)
+            else:
+                made = self.operands(args, kwargs, mask)
+                if made is None:
+                    return None
+            a, kw = made
+            if name == "store":
+                return self._store(fn, a, kw)
+            if name == "matmul" and mask is None:
+                pending = self._matmul(a, kw)
+                if pending is not None:
+                    return pending
+            if name == "load" and mask is None:
+                pending = self._load(a, kw)
+                if pending is not None:
+                    return pending
+            if mask is None:
+                return fn(*a, **kw)
+            return self._masked(fn, (args, kwargs), (a, kw), mask)
+
+        call.__name__ = name
+        call.__wrapped__ = fn  # type: ignore[attr-defined]
+        return call
+
+    def _masked(self, fn: Callable[..., Any], given: tuple[tuple, dict],
+                made: tuple[tuple, dict], mask: Predicate) -> Any:
+        """A masked nl function: its result is the whole tile (of its first operand's shape
+        as written), of which the mask's part is computed."""
+        whole = next((v for v in (*given[0], *given[1].values())
+                      if isinstance(v, (Tensor, IndexedTile, PendingTile))), None)
+        if whole is None:
+            return fn(*made[0], **made[1])
+        whole_shape = tuple(whole.shape)
+        limits = mask.limits()
+        regions: dict[int, Tensor] = {}
+        from ..tensor.view import ndarray
+
+        def widen(shape: Any, dtype: Any, buffer: Any, fmt: str, name: str, span: Any) -> Tensor:
+            if len(whole_shape) != len(shape) or buffer not in ("sbuf", "psum"):
+                return ndarray(shape, dtype, buffer, fmt, name=name, span=span)
+            tile = ndarray(whole_shape, dtype, buffer, fmt, name=name, span=span)
+            region = self.narrow(tile, mask, limits)
+            if region is None or tuple(region.shape) != tuple(shape):
+                return ndarray(shape, dtype, buffer, fmt, name=name, span=span)
+            regions[id(region)] = tile
+            return region
+
+        self.widen = widen
+        try:
+            result = fn(*made[0], **made[1])
+        finally:
+            self.widen = None
+        return regions.get(id(result), result)
+
+    def _store(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        names = ("dst", "value")
+        given = dict(zip(names, args)) | kwargs
+        value = given.get("value")
+        if isinstance(value, Tensor) and value.buffer == "psum":
+            given["value"] = self._staged(value)  # the compiler copies it to SBUF first
+        return fn(**given)
+
+    def _load(self, args: tuple, kwargs: dict) -> PendingTile | None:
+        """`nl.load(src, dtype=None)` pending: `buf[i] = nl.load(...)` is one DMA into buf[i],
+        as the compiler issues it (and no temporary tile to place)."""
+        given = dict(zip(("src", "dtype"), args)) | kwargs
+        src = given.get("src")
+        if set(given) - {"src", "dtype"} or not isinstance(src, Tensor) or src.onchip or \
+                len(src.shape) < 2 or src.shape[0] > 128:
+            return None  # the function itself (it reports what is wrong)
+        from ..tensor.dtypes import dtype as to_dtype
+        dtype = src.dtype if given.get("dtype") is None else to_dtype(given["dtype"])
+        span = caller_span(2)
+
+        def issue(dst: Tensor, **extra: Any) -> None:
+            self.host.issue("dma_copy", _impl("dma_copy"), (), {"dst": dst, "src": src, **extra},
+                            span)
+
+        pending = PendingTile(self, "dma_copy", tuple(int(n) for n in src.shape), dtype, "sbuf",
+                              issue, assigned_name(), span, None, None)
+        self.pending = pending
+        return pending
+
+    def _matmul(self, args: tuple, kwargs: dict) -> PendingTile | None:
+        given = dict(zip(("x", "y", "transpose_x"), args)) | kwargs
+        x, y = given.get("x"), given.get("y")
+        if not given.get("transpose_x") or not isinstance(x, Tensor) or \
+                not isinstance(y, Tensor) or len(x.shape) != 2 or len(y.shape) != 2:
+            return None  # the function itself (it transposes x, or reports)
+        span = caller_span(2)
+
+        def issue(dst: Tensor, **extra: Any) -> None:
+            self.host.issue("nc_matmul", _impl("nc_matmul"), (),
+                            {"dst": dst, "stationary": x, "moving": y, **extra}, span)
+
+        pending = PendingTile(self, "nc_matmul", (int(x.shape[1]), int(y.shape[1])),
+                              _float32(), "psum", issue, assigned_name(), span, None, None)
+        self.pending = pending
+        return pending
+
+    # -- tile writes (the TileWriter the tensors borrow) ----------------------------------------
+    def assign(self, target: Any, key: Any, value: Any) -> None:
+        dst = target[key]
+        pending = value if isinstance(value, PendingTile) and value.pending else None
+        if pending is not None:
+            view = self._target(dst, pending._mask, pending._limits)
+            if view is None:
+                self.pending = None
+                return
+            if self._accepts(pending.op, view):
+                pending.write_into(view)
+                return
+        self.flush()
+        view = self._target(dst, None, None)
+        if isinstance(value, PendingTile):
+            value = value.tile
+        if isinstance(value, IndexedTile):
+            value = value.view()
+        if isinstance(value, Tensor):
+            if value.storage is view.storage and value.layout == view.layout:
+                return  # `t[k] += x` writes t[k] back onto itself
+            self.copy(view, value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.host.builtins["memset"](dst=view, value=value)
+        else:
+            raise ApdslTypeError(f"cannot assign a {type(value).__name__} to a tile: assign a "
+                                 "tile or a number", code="APK946")
+
+    def _target(self, dst: Any, mask: Predicate | None, limits: Limits | None) -> Any:
+        if isinstance(dst, IndexedTile):
+            return dst.resolve(limits)
+        return self.narrow(dst, mask, limits)
+
+    def _accepts(self, op: str, view: Tensor) -> bool:
+        from ..runtime.table import TABLE
+        entry = TABLE.get(op)
+        if entry is None:
+            return False
+        return view.buffer in entry.operand("dst").memory.get("nki", ())
+
+    def copy(self, dst: Tensor, src: Tensor) -> None:
+        """dst = src by the instruction the compiler would use: tensor_copy on chip, dma_copy
+        to or from HBM (a PSUM source staged through SBUF)."""
+        b = self.host.builtins
+        if dst.onchip and src.onchip:
+            b["tensor_copy"](dst=dst, src=src)
+            return
+        if src.buffer == "psum":
+            src = self._staged(src)
+        b["dma_copy"](dst=dst, src=src)
+
+    def _staged(self, t: Tensor) -> Tensor:
+        """A PSUM tile copied to a new SBUF tile (tensor_copy), where an instruction cannot
+        take it from PSUM."""
+        staged = self.host.allocate(tuple(t.shape), t.dtype, "sbuf", name=f"{t.name}_sbuf")
+        self.host.builtins["tensor_copy"](dst=staged, src=t)
+        return staged
+
+    def augmented(self, target: Any, op: str, value: Any) -> Any:
+        view = target.view() if isinstance(target, IndexedTile) else target
+        pending = value if isinstance(value, PendingTile) and value.pending else None
+        if (pending is not None and op == "add" and pending.op == "nc_matmul"
+                and view.buffer == "psum"):
+            accumulate = self._accumulate(view)
+            if accumulate is not _ADD:
+                pending.write_into(view, accumulate=accumulate)
+                return target
+        self.flush()
+        if op == "divide":
+            raise ApdslTypeError("`/=` on a tile divides, and no NKI instruction divides: the "
+                                 "compiler rejects divide", code="APK946",
+                                 help="multiply by the reciprocal: t *= nl.reciprocal(x)")
+        if isinstance(value, PendingTile):
+            value = value.tile
+        if isinstance(value, IndexedTile):
+            value = value.view()
+        b = self.host.builtins
+        if isinstance(value, Tensor):
+            if value.buffer == "psum" and view.buffer == "psum":  # at most one input in PSUM
+                value = self._staged(value)
+            b["tensor_tensor"](dst=view, data1=view, data2=value, op=OPERATORS[op])
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            b["tensor_scalar"](dst=view, data=view, op0=OPERATORS[op], operand0=value)
+        else:
+            raise ApdslTypeError(f"cannot combine a tile with a {type(value).__name__}",
+                                 code="APK946")
+        return target
+
+    def _accumulate(self, acc: Tensor) -> Any:
+        """How `acc += matmul` accumulates (None: as `nc_matmul(accumulate=None)` infers it).
+        Onto an accumulation a matmul started, in PSUM; onto zeros (`nl.zeros(...,
+        buffer=nl.psum)`) by starting one (the matmul overwrites: the same sum); onto anything
+        else, which a matmul cannot add to on every target, by computing the product apart and
+        adding it (`_ADD`)."""
+        if self.host.dry:
+            return None
+        if _matmul_wrote(acc) or not acc.numpy().any():
+            return None  # the matmul infers it: accumulating, or starting on fresh zeros
+        return _ADD
+
+
+_ADD = object()  # `acc += matmul` as a product and an add
+
+
+def _matmul_wrote(t: Tensor) -> bool:
+    """Can `nc_matmul(accumulate=True)` add onto every element of the PSUM view `t` on any
+    target: did a matmul write each, with no other instruction writing it since?"""
+    from ..runtime.core import psum
+    from ..runtime.core.resolve import resolve
+    c = psum.counts(resolve(t, "read", "dst"))
+    return int(c[psum.ACCUMULATING] + c[psum.MATMUL_LAST_WROTE]) == int(c.sum())
+
+
+def _impl(name: str) -> Callable[..., Any]:
+    from ..runtime.table import implementation
+    return implementation(name)
+
+
+def _float32() -> Any:
+    from ..tensor.dtypes import dtype
+    return dtype("float32")
+
+
+_SPECIAL = (IndexedTile, PendingTile)
+
+
+def _special(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(a, _SPECIAL) for a in args) or any(
+        isinstance(v, _SPECIAL) for v in kwargs.values())
+
+
+@cache
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
+    """Is this call the current API's form: its arguments bind to the current signature with
+    a tensor for every tensor operand it names (`dst` first of all)?"""
+    if "dst" in kwargs:
+        return True
+    if not args:
+        return False
+    try:
+        bound = _signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    from ..runtime.table import TABLE
+    for operand in TABLE[name].operands:
+        value = bound.arguments.get(operand.role)
+        if value is None and operand.role != "dst":
+            continue
+        if not isinstance(value, (Tensor, IndexedTile, PendingTile)):
+            return False
+    return True
+
+
+# nl names that are not functions of tiles (index grids, shape markers)
+_NOT_FUNCTIONS = frozenset({"arange", "mgrid", "par_dim", "tile_size", "fp32", "bfp16"})
+# nl functions taking a shape, where `nl.par_dim` may mark the partition dimension
+_SHAPED = frozenset({"ndarray", "zeros", "ones", "full"})

@@ -17,6 +17,7 @@ from .arguments import parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .legacy_results import computed
 from .locate import caller_span, is_user_file, traceback_span
+from .observe import observer
 
 
 class Kernel:
@@ -158,7 +159,23 @@ def _here() -> Any:
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...] = (),
          dry: bool = False, out: Any = None, raw: bool = False) -> Any:
     """Run `fn` once per program id of `grid` (once without a grid) with its NumPy arguments
-    as HBM tensors; its result as NumPy (`raw`, check mode: the tensors themselves)."""
+    as HBM tensors; its result as NumPy (`raw`, check mode: the tensors themselves).  An
+    observer (`observe.observing`) hears of the call, its end and its failure."""
+    watcher = observer()
+    if watcher is None:
+        return _call(fn, args, kwargs, grid, dry, out, raw)
+    watcher.started(fn)
+    try:
+        result = _call(fn, args, kwargs, grid, dry, out, raw)
+    except BaseException as e:
+        watcher.failed(fn, e)
+        raise
+    watcher.finished(fn, result)
+    return result
+
+
+def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
+          dry: bool, out: Any, raw: bool) -> Any:
     names = parameter_names(fn, args, kwargs)
     shared = SharedHbm()  # shared_hbm allocations, the same tensors in every program
     outputs: list[Any] = []  # every program's shared_hbm allocations (`results.unreturned`)

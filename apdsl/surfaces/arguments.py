@@ -241,6 +241,16 @@ def _show(sh: argparse.ArgumentParser) -> None:
     run_options(sh)
 
 
+def _corpus(c: argparse.ArgumentParser) -> None:
+    c.add_argument("dir", metavar="DIR", help="a checkout of a repository with NKI kernels")
+    c.add_argument("--json", action="store_true", help="the table and counts as one JSON "
+                   "object")
+    c.add_argument("--timeout", metavar="S", type=float, default=120.0,
+                   help="seconds each kernel may take (default 120)")
+    c.add_argument("-j", "--jobs", metavar="N", type=int, default=1,
+                   help="kernels measured at once (default 1)")
+
+
 def _explain(e: argparse.ArgumentParser) -> None:
     e.add_argument("code", metavar="CODE", nargs="?")
     e.add_argument("--list", action="store_true", help="list every code")
@@ -255,6 +265,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("draw which storage elements a view touches", _show),
     "repl": ("interactive session", program_options),
     "explain": ("explain an error code", _explain),
+    "corpus": ("run every NKI kernel of a repository unchanged; table and counts", _corpus),
 }
 
 

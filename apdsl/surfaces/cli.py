@@ -245,9 +245,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from .corpus.command import corpus
+    return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs)
+
+
 COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "profile": cmd_profile,
             "show": cmd_show,
-            "repl": cmd_repl, "explain": cmd_explain}
+            "repl": cmd_repl, "explain": cmd_explain, "corpus": cmd_corpus}
 
 
 if __name__ == "__main__":  # pragma: no cover

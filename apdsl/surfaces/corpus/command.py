@@ -1,0 +1,42 @@
+"""The `apdsl corpus` command: its checks of the command line, the table or JSON, progress on
+stderr when it is a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..plumbing import usage
+from .run import Measured, json_document, measure_all, summary, table
+
+
+def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
+           jobs: int = 1) -> int:
+    if not os.path.isdir(directory):
+        raise usage(f"corpus needs a folder; {directory!r} is not one")
+    if timeout <= 0:
+        raise usage("--timeout must be a positive number of seconds")
+    if jobs < 1:
+        raise usage("--jobs must be at least 1")
+    root = os.path.realpath(directory)
+    live = sys.stderr.isatty()
+    done = [0]
+
+    def progress(m: Measured) -> None:
+        done[0] += 1
+        if live:
+            print(f"\r{done[0]} measured: {m.label[-60:]:<60}", end="", file=sys.stderr,
+                  flush=True)
+
+    results = measure_all(root, timeout, jobs, progress)
+    if live:
+        print("\r" + " " * 80 + "\r", end="", file=sys.stderr)
+    if as_json:
+        print(json.dumps(json_document(root, results), indent=1))
+    else:
+        print(table(results))
+        print()
+        print(summary(results))
+    return 0
+

@@ -1,0 +1,138 @@
+"""Which of a repository's files drive a kernel (see `find`): its tests and `__main__` blocks
+that name it, the test functions among them that do, and the kernels a test defines inside
+itself."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+
+from .find import Driver, EntryPoint, Source, api_of, kernels
+
+
+def is_test_file(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py")
+
+
+def imports_module(src: Source, stem: str) -> bool:
+    """Does the file import a module called `stem` (by any dotted path, or by name from its
+    package)?"""
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Import):
+            if any(a.name.split(".")[-1] == stem for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and node.module.split(".")[-1] == stem:
+                return True
+            if any(a.name == stem for a in node.names):
+                return True
+    return False
+
+
+def _names(node: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+    return out
+
+
+def _helpers(src: Source) -> dict[str, set[str]]:
+    """Module-level functions and classes: name -> the names their bodies use."""
+    return {n.name: _names(n) for n in src.tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _reaches(used: set[str], name: str, helpers: dict[str, set[str]]) -> bool:
+    """`name` is used, or used by a module-level helper used (two hops at most)."""
+    if name in used:
+        return True
+    for h in used & helpers.keys():
+        inner = helpers[h]
+        if name in inner or any(name in helpers[g] for g in inner & helpers.keys() if g != h):
+            return True
+    return False
+
+
+def tests_of(src: Source) -> Iterator[tuple[str, ast.AST]]:
+    """(pytest node id suffix, node) of the test functions and methods of a test file."""
+    for node in src.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name.startswith("test"):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for m in node.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        m.name.startswith("test"):
+                    yield f"{node.name}::{m.name}", m
+
+
+def main_block(src: Source) -> ast.If | None:
+    for node in src.tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            parts = {getattr(n, "id", None) for n in ast.walk(node.test)} | \
+                    {getattr(n, "value", None) for n in ast.walk(node.test)}
+            if "__name__" in parts and "__main__" in parts:
+                return node
+    return None
+
+
+def pytest_driver(src: Source, name: str, enclosing: str | None) -> Driver | None:
+    helpers = _helpers(src)
+    chosen = []
+    for ident, node in tests_of(src):
+        if enclosing is not None:
+            if ident.split("::")[-1] == enclosing or ident == enclosing:
+                chosen.append(ident)
+        elif _reaches(_names(node), name, helpers):
+            chosen.append(ident)
+    if not chosen and enclosing is None and name not in src.names:
+        return None
+    return Driver("pytest", src.path, tuple(f"{src.path}::{t}" for t in chosen))
+
+
+def find_entry_points(sources: list[Source]) -> list[EntryPoint]:
+    """Every kernel of `sources` with its drivers."""
+    by_stem: dict[str, list[Source]] = {}
+    for s in sources:
+        by_stem.setdefault(os.path.splitext(os.path.basename(s.path))[0], []).append(s)
+    out = []
+    for src in sources:
+        found = list(kernels(src))
+        if not found:
+            continue
+        stem = os.path.splitext(os.path.basename(src.path))[0]
+        users = [s for s in sources if s is not src and imports_module(s, stem)]
+        for qual, line in found:
+            name = qual.split(".")[-1]
+            drivers: list[Driver] = []
+            enclosing = _enclosing_test(qual)
+            if is_test_file(src.path):
+                d = pytest_driver(src, name, enclosing)
+                if d is not None:
+                    drivers.append(d)
+            if enclosing is None:
+                for s in users:
+                    if is_test_file(s.path) and name in s.names:
+                        d = pytest_driver(s, name, None)
+                        if d is not None:
+                            drivers.append(d)
+                for s in [src, *users]:
+                    block = main_block(s)
+                    if block is not None and _reaches(_names(block), name, _helpers(s)):
+                        drivers.append(Driver("main", s.path))
+            drivers.append(Driver("signature", src.path))
+            out.append(EntryPoint(src.path, qual, line, api_of(src), tuple(drivers)))
+    return out
+
+
+def _enclosing_test(qual: str) -> str | None:
+    """The test function a nested kernel is defined in (`TestX.test_y.<locals>.k`)."""
+    if ".<locals>." not in qual:
+        return None
+    outer = qual.split(".<locals>.")[0]
+    return outer.split(".")[-1] if outer.split(".")[-1].startswith("test") else None

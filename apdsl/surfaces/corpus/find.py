@@ -1,0 +1,167 @@
+"""Finding a repository's NKI kernel entry points and what drives them, from the syntax of
+its Python files alone (nothing is imported here: a file that fails to import still has its
+kernels counted).
+
+An entry point is a function decorated `@nki.jit`, `@nki_jit`, `@nki.baremetal` (with or
+without arguments; `nki` may be `neuronxcc.nki` imported as `nki`) or a bare `@jit` /
+`@baremetal` imported from `nki` or `neuronxcc.nki`, at any nesting (kernels a test defines
+inside a test function count).  Drivers, tried in this order for each entry point:
+
+- `pytest`: the repository's tests (`test_*.py`, `*_test.py`) that name the kernel and import
+  its module (or are its file), narrowed to the test functions that name it (directly or
+  through a module-level helper that does);
+- `main`: an `if __name__ == "__main__":` block naming the kernel, in its file or in a file
+  that imports it;
+- `signature`: the kernel's module imported, inputs from the parameters' `nki.typing`
+  annotations."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...records import record
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules",
+                       "site-packages", ".tox", ".mypy_cache", ".pytest_cache", "build",
+                       "dist"})
+KERNEL_DECORATORS = frozenset({"nki.jit", "nki_jit", "nki.baremetal", "neuronxcc.nki.jit",
+                               "neuronxcc.nki.baremetal"})
+NKI_MODULES = ("nki", "neuronxcc.nki")
+
+
+@record
+class Driver:
+    """One way to run an entry point: `kind` is "pytest" (`tests` are pytest node ids; empty:
+    the whole file), "main" (run `file` as `__main__`) or "signature"."""
+
+    kind: str
+    file: str
+    tests: tuple[str, ...] = ()
+
+
+@record
+class EntryPoint:
+    """A kernel: its file (absolute), qualified name (as Python's `__qualname__`), line, the
+    API its file imports ("nki" or "legacy") and its drivers in the order to try them."""
+
+    file: str
+    qualname: str
+    line: int
+    api: str
+    drivers: tuple[Driver, ...]
+
+    def label(self, root: str) -> str:
+        return f"{os.path.relpath(self.file, root)}::{self.qualname}"
+
+
+@record
+class Source:
+    path: str
+    tree: ast.Module
+    names: frozenset[str]  # every identifier and attribute name the file uses
+
+
+def python_files(root: str) -> Iterator[str]:
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                yield os.path.join(here, f)
+
+
+def parse(path: str) -> Source | None:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, OSError):
+        return None
+    return Source(path, tree, frozenset(_identifiers(tree)))
+
+
+def _identifiers(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name).split(".")[-1]
+            yield node.name.split(".")[-1]
+
+
+def dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        return dotted(node.func)
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def imported_nki(tree: ast.Module) -> dict[str, str]:
+    """What the file imports of NKI: local name -> "nki" or "legacy" (for `nki`, `nl`, ...
+    aliases and for `jit`/`baremetal` imported by name)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ("nki", "neuronxcc") and (
+                        a.name == "nki" or a.name.startswith(("nki.", "neuronxcc.nki"))):
+                    api = "legacy" if a.name.startswith("neuronxcc") else "nki"
+                    out[a.asname or a.name.split(".")[0]] = api
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module in NKI_MODULES or node.module.startswith(("nki.", "neuronxcc.nki")):
+                api = "legacy" if node.module.startswith("neuronxcc") else "nki"
+                for a in node.names:
+                    out[a.asname or a.name] = api
+            elif node.module == "neuronxcc":
+                for a in node.names:
+                    if a.name == "nki":
+                        out[a.asname or "nki"] = "legacy"
+    return out
+
+
+def _kernel_decorator(dec: ast.AST, nki: dict[str, str]) -> bool:
+    name = dotted(dec)
+    if name in KERNEL_DECORATORS:
+        return True
+    head, _, last = name.rpartition(".")
+    if not head:
+        return name in ("jit", "baremetal") and name in nki
+    return last in ("jit", "baremetal") and head in nki
+
+
+def kernels(src: Source) -> Iterator[tuple[str, int]]:
+    """(qualified name, line) of every kernel function the file defines."""
+    nki = imported_nki(src.tree)
+    if not nki and "nki_jit" not in src.names:
+        return
+
+    def walk(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, int]]:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual = prefix + node.name
+                if any(_kernel_decorator(d, nki) for d in node.decorator_list):
+                    yield qual, node.lineno
+                yield from walk(node.body, qual + ".<locals>.")
+            elif isinstance(node, ast.ClassDef):
+                yield from walk(node.body, prefix + node.name + ".")
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, part, None) or []
+                    if part == "handlers":
+                        for h in inner:
+                            yield from walk(h.body, prefix)
+                    else:
+                        yield from walk(inner, prefix)
+    yield from walk(src.tree.body, "")
+
+
+def api_of(src: Source) -> str:
+    apis = set(imported_nki(src.tree).values())
+    return "legacy" if apis == {"legacy"} else "nki"

@@ -1,0 +1,120 @@
+"""`apdsl corpus DIR`: every NKI kernel entry point under DIR run unchanged, each in its own
+process with a time limit, and the table and counts of what each came to (SPEC section 19)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ...records import record
+from .drivers import find_entry_points
+from .find import EntryPoint, parse, python_files
+from .verdict import PASSING, STATUSES, Verdict
+
+
+@record
+class Measured:
+    label: str
+    api: str
+    verdict: Verdict
+    seconds: float
+
+
+def discover(root: str) -> list[EntryPoint]:
+    sources = [s for s in (parse(p) for p in python_files(root)) if s is not None]
+    return find_entry_points(sources)
+
+
+def _job(entry: EntryPoint, root: str) -> dict[str, Any]:
+    return {"root": root, "file": entry.file, "qualname": entry.qualname,
+            "drivers": [{"kind": d.kind, "file": d.file, "tests": list(d.tests)}
+                        for d in entry.drivers]}
+
+
+def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
+    """Run the worker for one kernel in a new process (its own session, so a timeout ends
+    everything it started)."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="apdsl-corpus-") as tmp:
+        job, out = os.path.join(tmp, "job.json"), os.path.join(tmp, "verdict.json")
+        with open(job, "w", encoding="utf-8") as f:
+            json.dump(_job(entry, root), f)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "apdsl.surfaces.corpus.worker", job, out], cwd=tmp,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            verdict = Verdict("timeout", "", "", f"no end within {timeout:g} s")
+        else:
+            verdict = _read(out, proc.returncode, err)
+    return Measured(entry.label(root), entry.api, verdict, time.monotonic() - start)
+
+
+def _read(path: str, status: int, err: bytes) -> Verdict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return Verdict(**json.load(f))
+    except (OSError, ValueError, TypeError):
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return Verdict("crash", f"exit {status}", "", f"the worker died: {tail[0][:200]}")
+
+
+def measure_all(root: str, timeout: float, jobs: int,
+                progress: Callable[[Measured], None] | None = None) -> list[Measured]:
+    entries = discover(root)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(measure_one, e, root, timeout) for e in entries]
+        results = []
+        for fut in futures:
+            m = fut.result()
+            if progress is not None:
+                progress(m)
+            results.append(m)
+    return results
+
+
+def counts(results: list[Measured]) -> dict[str, int]:
+    c = Counter(m.verdict.status for m in results)
+    return {s: c.get(s, 0) for s in STATUSES}
+
+
+def summary(results: list[Measured]) -> str:
+    n = len(results)
+    c = counts(results)
+    passing = sum(c[s] for s in PASSING)
+    shown = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
+    pct = f" ({100 * c['matches'] / n:.0f}% match, {100 * passing / n:.0f}% run)" if n else ""
+    return f"{n} kernel entry points: {shown or 'none'}{pct}"
+
+
+def table(results: list[Measured]) -> str:
+    rows = [("kernel", "status", "code", "where", "detail")]
+    for m in results:
+        v = m.verdict
+        rows.append((m.label, v.status, v.code, v.where, v.detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for r in rows:
+        cells = [r[i].ljust(widths[i]) for i in range(4)] + [r[4]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def json_document(root: str, results: list[Measured]) -> dict[str, Any]:
+    return {"root": root, "counts": counts(results), "total": len(results),
+            "kernels": [{"kernel": m.label, "api": m.api, "seconds": round(m.seconds, 2),
+                         **m.verdict.as_json()} for m in results]}

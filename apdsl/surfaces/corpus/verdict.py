@@ -1,0 +1,119 @@
+"""What one kernel's run came to: the status vocabulary of `apdsl corpus` and how an exception
+is classified.  The figure is meant to be honest:
+
+- `matches`: the kernel ran to the end and every comparison the repository's own code made of
+  its results (NumPy's allclose/array_equal/testing.assert_*, after the kernel returned) agreed,
+  at least one comparison being made;
+- `runs`: it ran to the end and nothing compared its results;
+- `mismatch`: it ran to the end and the repository's comparison disagreed (a wrong answer);
+- `error`: a located apdsl diagnostic (`code`), what the SPEC asks of anything unsupported;
+- `crash`: a bare Python exception raised in apdsl's own code, or an `nki`/`neuronxcc` name
+  that does not import: a defect of apdsl;
+- `raises`: a Python exception raised by the repository's code while the kernel ran (its own
+  assert, or a value apdsl gave it that it did not expect);
+- `timeout`: the run did not end within the time allowed;
+- `no inputs`: nothing in the repository calls the kernel in a way that can run here (its
+  tests need packages that are absent, or no test calls it) and its signature gives no inputs."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ...errors import ApdslError
+from ...records import record
+
+STATUSES = ("matches", "runs", "mismatch", "error", "crash", "raises", "timeout", "no inputs")
+PASSING = frozenset({"matches", "runs"})
+PACKAGE = str(Path(__file__).resolve().parents[2])  # apdsl's own source folder
+NKI_ROOTS = ("nki", "neuronxcc")
+
+
+@record
+class Verdict:
+    """One kernel's status, the error code (APKnnn, or the Python exception's type), where it
+    happened (file:line) and a one-line detail."""
+
+    status: str
+    code: str = ""
+    where: str = ""
+    detail: str = ""
+    driver: str = ""
+
+    def by(self, driver: str) -> Verdict:
+        """This verdict, as reached through `driver`."""
+        return Verdict(self.status, self.code, self.where, self.detail, driver)
+
+    def as_json(self) -> dict[str, str]:
+        return {"status": self.status, "code": self.code, "where": self.where,
+                "detail": self.detail, "driver": self.driver}
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _frames(error: BaseException) -> list[traceback.FrameSummary]:
+    return list(traceback.extract_tb(error.__traceback__))
+
+
+def _in_apdsl(filename: str) -> bool:
+    try:
+        path = os.path.realpath(filename)
+    except (OSError, ValueError):
+        return False
+    return path.startswith(PACKAGE + os.sep)
+
+
+def missing_nki_module(error: BaseException) -> str | None:
+    """The `nki`/`neuronxcc` module a ModuleNotFoundError is about, if it is one."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        if error.name.split(".")[0] in NKI_ROOTS:
+            return error.name
+    return None
+
+
+def classify(error: BaseException, root: str) -> Verdict:
+    """The verdict of a run that ended in `error`."""
+    if isinstance(error, ApdslError):
+        span = error.span
+        where = f"{os.path.relpath(span.file, root)}:{span.line}" if span is not None and \
+            span.file and not span.file.startswith("<") else ""
+        return Verdict("error", error.code or "APK", where, _first_line(error.message))
+    frames = _frames(error)
+    kind = type(error).__name__
+    message = _first_line(f"{kind}: {error}")
+    module = missing_nki_module(error)
+    if module is not None:
+        where = _user_where(frames, root)
+        return Verdict("crash", kind, where, f"module {module} does not import")
+    inner = frames[-1] if frames else None
+    if inner is not None and _in_apdsl(inner.filename):
+        return Verdict("crash", kind, f"apdsl/{os.path.relpath(inner.filename, PACKAGE)}:"
+                       f"{inner.lineno}", message)
+    if isinstance(error, AttributeError) and _names_nki(error):
+        return Verdict("crash", kind, _user_where(frames, root), message)
+    return Verdict("raises", kind, _user_where(frames, root), message)
+
+
+def _names_nki(error: AttributeError) -> bool:
+    obj: Any = getattr(error, "obj", None)
+    name = getattr(obj, "__name__", "") or ""
+    return name.split(".")[0] in NKI_ROOTS or name.startswith("apdsl.")
+
+
+def _user_where(frames: list[traceback.FrameSummary], root: str) -> str:
+    for f in reversed(frames):
+        if not f.filename.startswith("<") and not _in_apdsl(f.filename):
+            path = os.path.realpath(f.filename)
+            if path.startswith(os.path.realpath(root) + os.sep):
+                return f"{os.path.relpath(path, os.path.realpath(root))}:{f.lineno}"
+    return ""
+
+
+def is_apdsl_fault(v: Verdict) -> bool:
+    """A verdict that names something apdsl lacks or got wrong (not the environment)."""
+    return v.status in ("error", "crash")

@@ -1,0 +1,189 @@
+"""What a corpus worker watches while a repository's own code runs: the calls of the one
+kernel it measures (through `apdsl.nki.observe`), the comparisons the code makes of results
+with NumPy's comparison functions, and where each test of a pytest driver ends.  From that
+record, `verdict_of` says what the run came to (see `verdict` for the vocabulary)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ...records import record
+from .verdict import Verdict, classify
+
+
+@record
+class Event:
+    """`kind`: "start", "end", "fail" (of the kernel: `error`), "compare" (`ok`, `where`),
+    "test" (a test or `__main__` block ended: `name`, `ok`, `error`)."""
+
+    kind: str
+    ok: bool = True
+    where: str = ""
+    name: str = ""
+    error: Any = None
+
+
+class Watch:
+    """The record of one driver's run.  A KernelObserver for the target kernel (its source
+    file and qualified name)."""
+
+    def __init__(self, file: str, qualname: str, root: str) -> None:
+        self.file = os.path.realpath(file)
+        self.qualname = qualname
+        self.root = root
+        self.events: list[Event] = []
+        self._comparing = 0
+
+    def _target(self, fn: Callable[..., Any]) -> bool:
+        code = getattr(fn, "__code__", None)
+        return code is not None and getattr(fn, "__qualname__", "") == self.qualname and \
+            os.path.realpath(code.co_filename) == self.file
+
+    def started(self, fn: Callable[..., Any]) -> None:
+        if self._target(fn):
+            self.events.append(Event("start"))
+
+    def finished(self, fn: Callable[..., Any], result: Any) -> None:
+        if self._target(fn):
+            self.events.append(Event("end"))
+
+    def failed(self, fn: Callable[..., Any], error: BaseException) -> None:
+        if self._target(fn):
+            self.events.append(Event("fail", ok=False, error=error))
+
+    def test_ended(self, name: str, error: BaseException | None) -> None:
+        self.events.append(Event("test", ok=error is None, name=name, error=error))
+
+    @property
+    def reached(self) -> bool:
+        return any(e.kind == "start" for e in self.events)
+
+    def compared(self, ok: bool) -> None:
+        from ...nki.host import active
+        if active() is not None or not self._ended_in_segment():
+            return
+        self.events.append(Event("compare", ok=ok, where=_caller(self.root)))
+
+    def _ended_in_segment(self) -> bool:
+        for e in reversed(self.events):
+            if e.kind == "test":
+                return False
+            if e.kind == "end":
+                return True
+        return False
+
+    @contextmanager
+    def comparing(self) -> Iterator[bool]:
+        """Inside one wrapped comparison (a comparison calling another is one)."""
+        self._comparing += 1
+        try:
+            yield self._comparing == 1
+        finally:
+            self._comparing -= 1
+
+
+def _caller(root: str) -> str:
+    frame = sys._getframe(2)
+    base = os.path.realpath(root) + os.sep
+    while frame is not None:
+        path = os.path.realpath(frame.f_code.co_filename)
+        if path.startswith(base):
+            return f"{os.path.relpath(path, base)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+BOOL_COMPARISONS = ("allclose", "array_equal", "array_equiv")
+ASSERT_COMPARISONS = ("assert_allclose", "assert_array_equal", "assert_array_almost_equal",
+                      "assert_almost_equal", "assert_equal", "assert_array_max_ulp",
+                      "assert_array_almost_equal_nulp")
+
+
+@contextmanager
+def comparisons_watched(watch: Watch) -> Iterator[None]:
+    """NumPy's comparison functions report their outcome to `watch` inside the block."""
+    import numpy as np
+    import numpy.testing as npt
+    saved: list[tuple[Any, str, Any]] = []
+
+    def boolean(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            with watch.comparing() as outer:
+                result = f(*a, **k)
+                if outer:
+                    watch.compared(bool(result))
+            return result
+        return wrapper
+
+    def asserting(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            with watch.comparing() as outer:
+                try:
+                    result = f(*a, **k)
+                except AssertionError:
+                    if outer:
+                        watch.compared(False)
+                    raise
+                if outer:
+                    watch.compared(True)
+            return result
+        return wrapper
+
+    for name in BOOL_COMPARISONS:
+        saved.append((np, name, getattr(np, name)))
+        setattr(np, name, boolean(getattr(np, name)))
+    for name in ASSERT_COMPARISONS:
+        if hasattr(npt, name):
+            saved.append((npt, name, getattr(npt, name)))
+            setattr(npt, name, asserting(getattr(npt, name)))
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+
+def verdict_of(watch: Watch, driver: str) -> Verdict | None:
+    """What the run came to for the target kernel; None when the driver never reached it."""
+    ended = compared = False
+    segment: list[Event] = []
+    for e in [*watch.events, Event("test", name="(end)")]:
+        if e.kind != "test":
+            segment.append(e)
+            continue
+        fails = [s for s in segment if s.kind == "fail"]
+        ends = [s for s in segment if s.kind == "end"]
+        if fails and not (e.ok and e.name != "(end)") and not ends:
+            return classify(fails[0].error, watch.root).by(driver)
+        bad = [s for s in segment if s.kind == "compare" and not s.ok]
+        if bad:
+            return Verdict("mismatch", "", bad[0].where,
+                           "the repository's comparison of the kernel's result failed",
+                           driver)
+        if ends and isinstance(e.error, AssertionError):
+            return Verdict("mismatch", "AssertionError", _where_of(e.error, watch.root),
+                           f"the test's assertion failed after the kernel returned: "
+                           f"{str(e.error).strip()[:120]}", driver)
+        if fails and not e.ok and ends:
+            return classify(fails[0].error, watch.root).by(driver)
+        ended = ended or bool(ends)
+        compared = compared or any(s.kind == "compare" for s in segment)
+        segment = []
+    if not ended:
+        return None
+    if compared:
+        return Verdict("matches", driver=driver,
+                       detail="ran to the end; the repository's comparisons agree")
+    return Verdict("runs", driver=driver, detail="ran to the end; nothing compared its result")
+
+
+def _where_of(error: BaseException, root: str) -> str:
+    v = classify(error, root)
+    return v.where

@@ -1,0 +1,194 @@
+"""One kernel measured in its own process: `python -m apdsl.surfaces.corpus.worker JOB OUT`.
+JOB is a JSON file naming the repository root, the kernel (file, qualified name) and its
+drivers (see `find`); OUT receives the verdict as JSON.  The repository's code runs unchanged,
+with `nki` (and `neuronxcc.nki`) installed as apdsl; what it prints is discarded."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import runpy
+import sys
+from typing import Any
+
+from .verdict import Verdict, classify, is_apdsl_fault
+from .watch import Watch, comparisons_watched, verdict_of
+
+
+class _PytestRecorder:
+    """A pytest plugin telling the watch where each test ends and how, and what stopped a
+    test file from being collected."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.errors: list[BaseException] = []
+        self.ran = 0
+
+    def pytest_exception_interact(self, node: Any, call: Any, report: Any) -> None:
+        if call.excinfo is not None:
+            self.errors.append(call.excinfo.value)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call" or (report.failed and report.when == "setup"):
+            self.ran += report.when == "call"
+            error = self.errors[-1] if report.failed and self.errors else None
+            if report.failed and error is None:
+                error = RuntimeError(str(report.longrepr)[:300])
+            self.watch.test_ended(report.nodeid, error)
+
+
+def package_root(path: str) -> tuple[str, str]:
+    """(the folder to put on sys.path, the dotted module name) of a Python file."""
+    folder, stem = os.path.split(os.path.realpath(path))
+    parts = [stem[:-3]]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        folder, name = os.path.split(folder)
+        parts.insert(0, name)
+    return folder, ".".join(parts)
+
+
+def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
+    import pytest
+    recorder = _PytestRecorder(watch)
+    targets = driver["tests"] or [driver["file"]]
+    args = [*targets, "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
+            f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
+    try:
+        pytest.main(args, plugins=[recorder])
+    except BaseException as e:  # noqa: BLE001 - the repository's harness failing is a fact
+        return e
+    if not watch.reached and recorder.errors:
+        return recorder.errors[0]
+    return None
+
+
+def run_main(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
+    path = driver["file"]
+    folder = os.path.dirname(path)
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    sys.argv = [path]
+    sys.path.insert(0, folder)
+    try:
+        os.chdir(folder)
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        error = None if e.code in (0, None) else e
+    except BaseException as e:  # noqa: BLE001 - reported as the driver's outcome
+        error = e
+    else:
+        error = None
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    watch.test_ended("__main__", error)
+    return error
+
+
+def import_file(path: str) -> Any:
+    folder, name = package_root(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+def signature_inputs(fn: Any) -> list[Any] | None:
+    """Arrays for the parameters without defaults, from annotations that give a shape and a
+    dtype (`nki.typing.tensor[shape, dtype]`); None when one does not."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    args = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL,
+                                                                   p.VAR_KEYWORD):
+            break
+        shape = getattr(p.annotation, "shape", None)
+        dtype = getattr(p.annotation, "dtype", None)
+        if shape is None or dtype is None:
+            return None
+        dt = np.dtype(getattr(dtype, "numpy", dtype))
+        data = rng.standard_normal(tuple(shape)) if dt.kind == "f" else \
+            rng.integers(0, 8, tuple(shape))
+        args.append(data.astype(dt))
+    return args
+
+
+def run_signature(watch: Watch, driver: dict[str, Any], qualname: str
+                  ) -> tuple[BaseException | None, bool]:
+    """(what stopped the import or the call, whether inputs were found)."""
+    try:
+        module = import_file(driver["file"])
+    except BaseException as e:  # noqa: BLE001 - the module's import failing is the verdict
+        return e, True
+    if "." in qualname:
+        return None, False
+    kernel = getattr(module, qualname, None)
+    fn = getattr(kernel, "fn", None)
+    if fn is None:
+        return None, False
+    args = signature_inputs(fn)
+    if args is None:
+        return None, False
+    try:
+        kernel(*args)
+    except BaseException as e:  # noqa: BLE001 - seen by the watch
+        watch.test_ended("signature", e)
+        return None, True
+    watch.test_ended("signature", None)
+    return None, True
+
+
+def measure(job: dict[str, Any]) -> Verdict:
+    from ...nki import install
+    from ...nki.observe import observing
+    root = job["root"]
+    for extra in (root, os.path.join(root, "src")):
+        if os.path.isdir(extra) and extra not in sys.path:
+            sys.path.append(extra)
+    install()
+    failures: list[Verdict] = []
+    notes: list[str] = []
+    for driver in job["drivers"]:
+        label = f"{driver['kind']}:{os.path.relpath(driver['file'], root)}"
+        watch = Watch(job["file"], job["qualname"], root)
+        with observing(watch), comparisons_watched(watch):
+            found = True
+            if driver["kind"] == "pytest":
+                stopped = run_pytest(watch, driver, root)
+            elif driver["kind"] == "main":
+                stopped = run_main(watch, driver, root)
+            else:
+                stopped, found = run_signature(watch, driver, job["qualname"])
+        verdict = verdict_of(watch, label)
+        if verdict is not None:
+            return verdict
+        if stopped is not None:
+            why = classify(stopped, root).by(label)
+            failures.append(why)
+            notes.append(f"{label}: {why.code} {why.detail}".strip())
+        elif driver["kind"] != "signature":
+            notes.append(f"{label}: does not call it")
+        elif not found:
+            notes.append("signature: no shapes for its parameters")
+    for why in failures:
+        if is_apdsl_fault(why):
+            return why
+    return Verdict("no inputs", "", "", "; ".join(notes)[:300], "")
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = argv
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    try:
+        verdict = measure(job)
+    except BaseException as e:  # noqa: BLE001 - the worker always writes a verdict
+        verdict = classify(e, job["root"])
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(verdict.as_json(), f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,242 @@
+"""`apdsl corpus DIR` (SPEC 19) run as a user runs it, on a repository made here of kernels
+written for this test: each status of the table comes from what the repository's own code did
+(its tests, its `__main__` blocks), never from apdsl's opinion of the kernel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from apdsl.surfaces.corpus.drivers import find_entry_points
+from apdsl.surfaces.corpus.find import parse, python_files
+from apdsl.surfaces.corpus.verdict import PACKAGE, classify
+
+KERNELS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def add_kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), nl.load(b)))
+    return out
+
+
+@nki.jit
+def scale_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 2.0))
+    return out
+
+
+@nki.jit
+def typo_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.frobnicate(nl.load(a)))
+    return out
+
+
+@nki.jit
+def untested_kernel(a):
+    return a
+
+
+@nki.jit
+def raising_kernel(a):
+    assert a.shape[0] == 3, "needs three rows"
+    return a
+
+
+@nki.jit
+def refused_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(a))
+    return out
+
+
+if __name__ == "__main__":
+    import numpy as np
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    print(np.array_equal(scale_kernel(x), x * 2))
+'''
+
+TESTS = '''
+import unittest
+
+import nki
+import nki.language as nl
+import numpy as np
+import pytest
+
+from pkg.kern import add_kernel, raising_kernel, refused_kernel, typo_kernel
+
+
+def helper(a):
+    return add_kernel(a, a)
+
+
+def test_add():
+    a = np.ones((128, 64), np.float32)
+    b = np.full((128, 64), 2.0, np.float32)
+    np.testing.assert_allclose(add_kernel(a, b), a + b)
+
+
+def test_add_through_helper():
+    a = np.ones((128, 64), np.float32)
+    assert np.allclose(helper(a), 2 * a)
+
+
+def test_typo():
+    typo_kernel(np.ones((128, 4), np.float32))
+
+
+def test_raise():
+    raising_kernel(np.ones((128, 4), np.float32))
+
+
+def test_refusal_expected_then_wrong_reference():
+    with pytest.raises(Exception):
+        refused_kernel(np.ones((200, 4), np.float32))   # 200 partitions: refused, as expected
+    a = np.ones((128, 4), np.float32)
+    print(np.allclose(refused_kernel(a), a + 1))        # a wrong reference: a wrong answer
+
+
+class TestNested(unittest.TestCase):
+    def test_nested(self):
+        @nki.jit
+        def negate_kernel(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.negative(nl.load(a)))
+            return out
+
+        a = np.arange(128 * 2, dtype=np.float32).reshape(128, 2)
+        self.assertTrue(np.allclose(negate_kernel(a), -a))
+'''
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "kern.py").write_text(textwrap.dedent(KERNELS))
+    (root / "tests").mkdir()
+    (root / "tests" / "test_kern.py").write_text(textwrap.dedent(TESTS))
+    return root
+
+
+@pytest.fixture(scope="module")
+def measured(repo: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(repo), "--json",
+                           "--timeout", "200", "-j", "2"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _by_name(doc: dict) -> dict[str, dict]:
+    return {k["kernel"].split("::")[-1].split(".")[-1]: k for k in doc["kernels"]}
+
+
+def test_discovery_finds_every_kernel_including_nested(repo: Path) -> None:
+    sources = [parse(p) for p in python_files(str(repo))]
+    entries = find_entry_points([s for s in sources if s is not None])
+    names = sorted(e.qualname for e in entries)
+    assert names == sorted(["add_kernel", "scale_kernel", "typo_kernel", "untested_kernel",
+                            "raising_kernel", "refused_kernel",
+                            "TestNested.test_nested.<locals>.negate_kernel"])
+    add = next(e for e in entries if e.qualname == "add_kernel")
+    kinds = [d.kind for d in add.drivers]
+    assert kinds == ["pytest", "signature"]
+    assert sorted(t.split("::")[-1] for t in add.drivers[0].tests) == \
+        ["test_add", "test_add_through_helper"]
+    scale = next(e for e in entries if e.qualname == "scale_kernel")
+    assert [d.kind for d in scale.drivers] == ["main", "signature"]
+
+
+def test_statuses_come_from_what_the_repository_did(measured: dict) -> None:
+    k = _by_name(measured)
+    assert k["add_kernel"]["status"] == "matches"
+    assert k["negate_kernel"]["status"] == "matches"
+    assert k["scale_kernel"]["status"] == "matches"          # its __main__ block compares
+    assert k["scale_kernel"]["driver"].startswith("main:")
+    assert k["typo_kernel"]["status"] == "error"
+    assert k["typo_kernel"]["code"] == "APK144"
+    assert k["typo_kernel"]["where"] == "pkg/kern.py:23"
+    assert "nl.frobnicate" in k["typo_kernel"]["detail"]
+    assert k["untested_kernel"]["status"] == "no inputs"
+    assert k["raising_kernel"]["status"] == "raises"
+    assert k["raising_kernel"]["where"] == "pkg/kern.py:34"
+    # the expected refusal inside pytest.raises does not count; the wrong reference does
+    assert k["refused_kernel"]["status"] == "mismatch"
+    assert k["refused_kernel"]["where"] == "tests/test_kern.py:39"
+    assert measured["total"] == 7
+    assert measured["counts"]["matches"] == 3
+
+
+def test_table_and_counts_as_printed(repo: Path) -> None:
+    lone = repo.parent / "lone"
+    (lone / "k").mkdir(parents=True)
+    (lone / "k" / "one.py").write_text(textwrap.dedent(KERNELS).split("@nki.jit\ndef scale")[0]
+                                       + textwrap.dedent('''
+        if __name__ == "__main__":
+            import numpy as np
+            x = np.ones((128, 4), np.float32)
+            np.testing.assert_array_equal(add_kernel(x, x), x + x)
+        '''))
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(lone)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["kernel", "status", "code", "where", "detail"]
+    assert lines[1].split()[:2] == ["k/one.py::add_kernel", "matches"]
+    assert lines[-1] == "1 kernel entry points: 1 matches (100% match, 100% run)"
+
+
+def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:
+    (tmp_path / "spin.py").write_text(textwrap.dedent('''
+        import nki
+
+
+        @nki.jit
+        def spin_kernel(a):
+            while True:
+                pass
+
+
+        if __name__ == "__main__":
+            import numpy as np
+            spin_kernel(np.ones((128, 4), np.float32))
+        '''))
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
+                           "--timeout", "3"], capture_output=True, text=True, timeout=120)
+    kernel, = json.loads(done.stdout)["kernels"]
+    assert (kernel["status"], kernel["detail"]) == ("timeout", "no end within 3 s")
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path / "none")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "is not one" in done.stderr
+
+
+def test_an_exception_raised_in_apdsl_is_a_crash(tmp_path: Path) -> None:
+    code = compile("def f():\n    raise TypeError('bad operand')\n", f"{PACKAGE}/x.py", "exec")
+    space: dict = {}
+    exec(code, space)
+    try:
+        space["f"]()
+    except TypeError as e:
+        v = classify(e, str(tmp_path))
+    assert (v.status, v.code, v.where) == ("crash", "TypeError", "apdsl/x.py:2")
+    missing = ModuleNotFoundError("No module named 'neuronxcc.nki.foo'", name="neuronxcc.nki.foo")
+    assert classify(missing, str(tmp_path)).status == "crash"
+    other = ModuleNotFoundError("No module named 'torch'", name="torch")
+    assert classify(other, str(tmp_path)).status == "raises"

@@ -12,15 +12,19 @@ absent, and `pytest -p apdsl.nki` does so for a test session.
 
 from __future__ import annotations
 
-from . import compiler, isa, language
+from ..tensor.dtypes import DType as dtype
+from . import collectives, compiler, isa, language
+from . import tensor_types as typing
 from .install import install, uninstall
 from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel, trace
 from .kernel import benchmark as profile
 from .plugin import pytest_configure, pytest_load_initial_conftests
+from .tensor_types import tensor
 
 # `pytest -p apdsl.nki` also loads the surface that reports failed tests as diagnostics
 pytest_plugins = ["apdsl.surfaces.pytest_report"]
 
-__all__ = ["Kernel", "baremetal", "benchmark", "compiler", "install", "isa", "jit", "language",
-           "pytest_configure", "pytest_load_initial_conftests",
-           "profile", "simulate", "simulate_kernel", "trace", "uninstall"]
+__all__ = ["Kernel", "baremetal", "benchmark", "collectives", "compiler", "dtype", "install",
+           "isa", "jit", "language", "profile", "pytest_configure",
+           "pytest_load_initial_conftests", "simulate", "simulate_kernel", "tensor", "trace",
+           "typing", "uninstall"]

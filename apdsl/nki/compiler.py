@@ -100,3 +100,23 @@ class _Psum(_Space):
 
 sbuf = _Sbuf("sbuf")
 psum = _Psum("psum")
+
+
+# The legacy compiler API's scheduling controls (`allocation_scope`, `multi_buffer`,
+# `no_reorder`) are not modelled: a kernel using one stops at a diagnostic naming it.
+LEGACY = ("allocation_scope", "multi_buffer", "no_reorder")
+
+
+def __getattr__(name: str) -> Any:
+    from .namespace import missing
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name in LEGACY:
+        raise missing(f"apdsl does not support nki.compiler.{name}", code="APK923", name=name,
+                      notes=["the legacy compiler's direct allocation (tiles placed at "
+                             "addresses by hand) is not modelled: apdsl allocates each tile "
+                             "where its nl.ndarray says"],
+                      help="allocate with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
+    raise missing(f"apdsl.nki has no nki.compiler.{name}", code="APK144", name=name,
+                  notes=["nki.compiler offers: enable_stack_allocator, force_auto_alloc, "
+                         "skip_middle_end_transformations"])

@@ -1,14 +1,13 @@
-"""`install()`: unchanged `import nki`, `import nki.language as nl`, `import nki.isa as nisa`
-resolve to apdsl when the real `nki` package is absent.  A real `nki` is never shadowed: then
-install() warns and leaves it in place."""
+"""`install()`: unchanged `import nki`, `import nki.language as nl`, `import nki.isa as nisa`,
+the other NKI module paths and the legacy `import neuronxcc.nki ...` (see `modules`) resolve to
+apdsl when the real packages are absent.  A real `nki` is never shadowed: then install() warns
+and leaves it in place (a real `neuronxcc` likewise keeps its own name)."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 import warnings
-
-NAMES = ("language", "isa", "compiler")
 
 
 class NkiShadowWarning(UserWarning):
@@ -26,22 +25,27 @@ def installed() -> bool:
     return sys.modules.get("nki") is _ours()
 
 
+def _real(name: str) -> tuple[object | None, str | None]:
+    """The real package `name` if one is imported or importable (and where it is)."""
+    real = sys.modules.get(name)
+    if real is not None:
+        return real, getattr(real, "__file__", None)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None, None
+    return spec, spec.origin or ", ".join(spec.submodule_search_locations or [])
+
+
 def install() -> bool:
-    """Make `nki` and its submodules resolve to apdsl.nki; True when they do.  With a real
-    `nki` importable (already imported, or found on sys.path) nothing changes: a
-    NkiShadowWarning says so and install() returns False."""
-    ours = _ours()
+    """Make `nki`, `neuronxcc.nki` and their submodules resolve to apdsl.nki; True when they
+    do.  With a real `nki` importable (already imported, or found on sys.path) nothing
+    changes: a NkiShadowWarning says so and install() returns False."""
     if installed():
         return True
-    real = sys.modules.get("nki")
-    origin = getattr(real, "__file__", None) if real is not None else None
-    if real is None:
-        try:
-            spec = importlib.util.find_spec("nki")
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None:
-            real, origin = spec, spec.origin or ", ".join(spec.submodule_search_locations or [])
+    real, origin = _real("nki")
     if real is not None:
         warnings.warn(NkiShadowWarning(
             f"a real nki package is installed ({origin}); apdsl.nki does not shadow it. "
@@ -49,14 +53,25 @@ def install() -> bool:
             "apdsl.nki.isa as nisa), or remove the real nki from this environment"),
             stacklevel=2)
         return False
-    sys.modules["nki"] = ours
-    for name in NAMES:
-        sys.modules[f"nki.{name}"] = getattr(ours, name)
+    from .modules import Finder, table
+    legacy_real = _real("neuronxcc")[0] is not None
+    provided = {k: v for k, v in table().items()
+                if not (legacy_real and k.startswith("neuronxcc"))}
+    sys.modules.update(provided)
+    if not any(isinstance(f, Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, Finder(list(provided),
+                                       ("nki",) if legacy_real else ("nki", "neuronxcc")))
     return True
 
 
 def uninstall() -> None:
     """Undo install() (a real nki, which install() never replaces, is left alone)."""
-    if installed():
-        for name in ("nki", *(f"nki.{n}" for n in NAMES)):
-            sys.modules.pop(name, None)
+    if not installed():
+        return
+    from .modules import Finder, table
+    ours = table()
+    for name in ours:
+        if name in sys.modules and (name == "neuronxcc" and getattr(
+                sys.modules[name], "nki", None) is _ours() or sys.modules[name] is ours[name]):
+            del sys.modules[name]
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, Finder)]

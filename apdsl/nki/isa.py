@@ -13,4 +13,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return names("isa")
+    return sorted({*names("isa"), "constants"})

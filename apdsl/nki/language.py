@@ -7,12 +7,7 @@ from typing import Any
 
 from ..tensor.view import Tensor as NkiTensor  # noqa: F401  # nl.NkiTensor: a kernel tensor's type
 from .namespace import lookup, names
-
-
-class NKIObject:
-    """The base class NKI library code derives its kernel-side helper objects from (tile
-    iterators, configs).  On apdsl such an object is an ordinary Python object the kernel's
-    Python code uses while it issues instructions."""
+from .nkiobject import NKIObject  # noqa: F401  # nl.NKIObject: NKI's data-class base
 
 
 def static_cast(input_data: Any, dtype: Any) -> Any:

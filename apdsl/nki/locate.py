@@ -51,6 +51,19 @@ def caller_span(depth: int = 1) -> Span | None:
     return _span(frame.f_code, frame.f_lasti, frame.f_lineno)
 
 
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
+def importing_from() -> bool:
+    """Is the innermost user frame on the stack executing a `from ... import name`?"""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None or frame.f_lasti < 0:
+        return False
+    return frame.f_code.co_code[frame.f_lasti] == _IMPORT_FROM
+
+
 def traceback_span(tb: TracebackType | None) -> Span | None:
     """The span of the innermost user-code frame of a traceback (where a mistake surfaced)."""
     found = None

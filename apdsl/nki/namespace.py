@@ -11,6 +11,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ApdslNameError
+from .locate import caller_span, importing_from
 
 PYTHON = frozenset(vars(py))
 
@@ -18,6 +19,18 @@ PYTHON = frozenset(vars(py))
 class NkiNameError(ApdslNameError, AttributeError):
     """A name `nki.language`/`nki.isa` does not have: an apdsl diagnostic, and still an
     AttributeError so `hasattr` and `getattr(..., default)` keep working."""
+
+
+class NkiImportNameError(ApdslNameError, ImportError):
+    """The same, met by `from nki.X import name`: an ImportError there, since Python turns an
+    AttributeError raised during `from ... import` into a bare ImportError of its own."""
+
+
+def missing(message: str, **fields: Any) -> ApdslNameError:
+    """The error for a name an NKI module lacks, located at the user's line that asked for it
+    (an ImportError when that line is a `from ... import`)."""
+    cls = NkiImportNameError if importing_from() else NkiNameError
+    return cls(message, span=caller_span(2), **fields)
 
 
 def _is_isa(name: str, value: Any) -> bool:
@@ -74,11 +87,11 @@ def lookup(space: str, name: str) -> Any:
     short = {"language": "nl", "isa": "nisa"}[space]
     other = {"language": "isa", "isa": "language"}[space]
     if name in table and _is_nki(name, table[name]):
-        raise NkiNameError(f"{name} is in nki.{other}, not nki.{space}", code="APK144",
-                           name=name, help=f"write {'nl' if other == 'language' else 'nisa'}"
-                           f".{name}")
+        raise missing(f"{name} is in nki.{other}, not nki.{space}", code="APK144",
+                      name=name, help=f"write {'nl' if other == 'language' else 'nisa'}"
+                      f".{name}")
     close = get_close_matches(name, names(space), n=3)
-    raise NkiNameError(
+    raise missing(
         f"apdsl.nki has no {short}.{name}", code="APK144", name=name,
         notes=[f"nki.{space} offers: {', '.join(names(space))}"],
         help=f"did you mean {', '.join(f'{short}.{c}' for c in close)}?" if close else None)

@@ -1,0 +1,61 @@
+"""NKI module paths and names apdsl provides or lacks (APK920-APK939): `nki.*` and the legacy
+`neuronxcc.nki.*` modules, `nki.collectives`, `nl.NKIObject` classes, the legacy compiler's
+direct allocation, and the instructions and `nl` functions added for published kernels."""
+
+from . import entry
+
+ENTRIES = [
+    entry("APK920", "no such NKI module", """
+A kernel imports an `nki.*` or `neuronxcc.*` module apdsl does not provide. apdsl provides
+`nki`, `nki.language`, `nki.isa`, `nki.isa.constants`, `nki.typing`, `nki.compiler`,
+`nki.collectives` and the legacy `neuronxcc.nki` with `.language`, `.isa`, `.typing`,
+`.compiler` (the same modules). Other modules of the Neuron compiler package
+(`neuronxcc.starfish`, `neuronxcc.nki._private_kernels`, ...) are internal to it, not NKI's
+public API. The error is still a `ModuleNotFoundError`, so code that tries an import and falls
+back keeps working.
+""", """
+# python
+import sys
+import apdsl.nki
+before = sys.modules.get("nki") is apdsl.nki
+apdsl.nki.install()
+try:
+    import neuronxcc.starfish.support.dtype
+finally:
+    if not before:
+        apdsl.nki.uninstall()
+"""),
+    entry("APK921", "nki.collectives not simulated", """
+`nki.collectives` (all_reduce, all_gather, reduce_scatter, all_to_all, ReplicaGroup, ...)
+communicates between ranks, each its own device. The module imports, but each of its names is
+this error until apdsl simulates a group of ranks.
+""", """
+# python
+import apdsl.nki
+apdsl.nki.collectives.all_reduce
+"""),
+    entry("APK922", "NKIObject constructor arguments", """
+A class derived from `nl.NKIObject` is built like a Python data class: its fields are the
+names its class body declares (annotated or not, in order, after those of its NKIObject
+bases), each taken positionally or by keyword; a field not given takes its class-level default,
+or None. An argument that names no field, more positional arguments than fields, or a field
+given twice is this error.
+""", """
+# python
+import apdsl.nki.language as nl
+class Tile(nl.NKIObject):
+    rows = 128
+    cols = None
+Tile(rows=64, depth=2)
+"""),
+    entry("APK923", "legacy direct allocation not supported", """
+The legacy compiler API placed tiles by hand (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc`,
+`allocation_scope`, `multi_buffer`, `no_reorder`). apdsl allocates every tile where its
+`nl.ndarray(..., buffer=...)` says and does not model hand placement, so a kernel that uses
+it stops here, naming the call.
+""", """
+# python
+import apdsl.nki.compiler as ncc
+ncc.sbuf.mod_alloc(base_addr=0)
+"""),
+]

@@ -1,0 +1,81 @@
+"""Every module path an NKI kernel imports, as apdsl provides it (SPEC 16): the current API
+(`nki`, `nki.language`, `nki.isa`, `nki.isa.constants`, `nki.typing`, `nki.compiler`,
+`nki.collectives`) and the legacy `neuronxcc.nki` tree (`.language`, `.isa`, `.typing`,
+`.compiler`), which maps onto the same modules: one model, both spellings.
+
+`install()` puts these in `sys.modules` together with `Finder`, which turns an import of any
+other `nki.*` or `neuronxcc.*` module into a located diagnostic naming it (APK920), still a
+ModuleNotFoundError for code that tries an import and falls back."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from typing import Any
+
+from ..errors import ApdslError
+from .locate import caller_span
+
+ROOTS = ("nki", "neuronxcc")
+
+
+class NkiModuleError(ApdslError, ModuleNotFoundError):
+    """An `nki`/`neuronxcc` module apdsl does not provide: a located diagnostic, and still a
+    ModuleNotFoundError (so `try: import ... except ImportError:` keeps working, and its
+    `name` is the module's)."""
+
+    default_code = "APK920"
+
+    def __init__(self, message: str, *, module: str, **fields: Any) -> None:
+        super().__init__(message, module=module, **fields)
+        ImportError.__init__(self, message, name=module)  # sets `name` (not a field)
+
+
+def _package() -> Any:
+    return sys.modules[__name__.rpartition(".")[0]]
+
+
+def _legacy_root() -> types.ModuleType:
+    """`neuronxcc`: the legacy compiler package, of which apdsl provides `neuronxcc.nki`."""
+    root = types.ModuleType("neuronxcc", "apdsl's stand-in for the Neuron compiler package: "
+                            "only its `nki` subpackage, which is apdsl.nki")
+    root.__path__ = []  # a package: its other submodules go through Finder
+    root.nki = _package()
+    return root
+
+
+def table() -> dict[str, types.ModuleType]:
+    """Module name -> the apdsl module that answers to it."""
+    ours = _package()
+    shared = {"": ours, ".language": ours.language, ".isa": ours.isa,
+              ".isa.constants": ours.isa.constants, ".typing": ours.typing,
+              ".compiler": ours.compiler}
+    out = {f"nki{k}": v for k, v in shared.items()}
+    out["nki.collectives"] = ours.collectives
+    out.update({f"neuronxcc.nki{k}": v for k, v in shared.items()})
+    out["neuronxcc"] = _legacy_root()
+    return out
+
+
+class Finder:
+    """A meta path finder for `nki.*` and `neuronxcc.*` names not in `table()`: the import
+    stops at a located APK920 naming the module."""
+
+    def __init__(self, provided: Sequence[str], roots: Sequence[str] = ROOTS) -> None:
+        self.provided = tuple(sorted(provided))
+        self.roots = tuple(roots)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> ModuleSpec | None:
+        if fullname.split(".")[0] not in self.roots or fullname in sys.modules:
+            return None
+        raise NkiModuleError(
+            f"apdsl.nki has no module {fullname}", module=fullname, span=caller_span(2),
+            notes=[f"the NKI modules apdsl provides: {', '.join(self.provided)}"],
+            help="internal modules of the Neuron compiler (neuronxcc.starfish, "
+                 "neuronxcc.nki._private_kernels, ...) are not part of NKI's public API")
+
+    def invalidate_caches(self) -> None:
+        return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import constants  # noqa: F401  # nki.isa.constants, also as an attribute
 from .namespace import lookup, names
 
 

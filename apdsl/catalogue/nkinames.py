@@ -58,4 +58,43 @@ it stops here, naming the call.
 import apdsl.nki.compiler as ncc
 ncc.sbuf.mod_alloc(base_addr=0)
 """),
+    entry("APK924", "accumulating Vector Engine instruction arguments", """
+`tensor_scalar_reduce`, `tensor_scalar_cumulative` and `exponential` reduce into the Vector
+Engine's accumulator lanes. Their docstrings set the initial value (`reduce_init`, `imm1`) only
+with `reduce_cmd=load_reduce`, and that command needs it; `tensor_scalar_reduce` does not
+support `reverse0` yet; `exponential` exists on NeuronCore-v4 (trn3) only.
+""", """
+# python
+x = apdsl.from_numpy(np.ones((2, 4), np.float32), "sbuf")
+d = apdsl.ndarray((2, 4), "float32", "sbuf")
+from apdsl.runtime.nki.vector_reduce import tensor_scalar_reduce
+tensor_scalar_reduce(d, x, apdsl.operator("add"), 1.0, apdsl.operator("add"),
+                     reduce_cmd="load_reduce")
+"""),
+    entry("APK925", "nonzero_with_count arguments", """
+`nonzero_with_count` runs on GpSimd of NeuronCore-v3 and later (trn2, trn3); `index_offset`
+and `padding_val` are int32 numbers.
+""", """
+# python
+x = apdsl.from_numpy(np.ones((1, 4), np.float32), "sbuf")
+d = apdsl.ndarray((1, 5), "int32", "sbuf")
+from apdsl.runtime.nki.nonzero import nonzero_with_count
+nonzero_with_count(d, x, index_offset=2**40)
+"""),
+    entry("APK926", "nl.broadcast_to or a shared constant that cannot be made", """
+`nl.broadcast_to(x, shape)` follows NumPy: the same rank, each dimension equal to x's or
+broadcast from 1. apdsl broadcasts a 2-D floating-point tile across partitions with the
+Tensor Engine (a ones row times the tile, exact); an integer tile is refused there (copy it to
+float32 first: exact up to 2**24). `nl.shared_constant` takes a NumPy array or a `.npy` file,
+and `nl.shared_identity_matrix(n)` an n of 1 to 128.
+""", """
+# python
+import apdsl.nki as nki
+import apdsl.nki.language as nl
+@nki.jit
+def k(a):
+    nl.broadcast_to(nl.load(a), (128, 3, 2))
+    return a
+k(np.ones((2, 3), np.float32))
+"""),
 ]

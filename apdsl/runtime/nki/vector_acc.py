@@ -97,3 +97,41 @@ def check_cmd(label: str, cmd: str, has_result: bool) -> None:
                                        "without a reduction"],
                                 help="pass reduce_cmd=nisa.reduce_cmd.reset_reduce, or drop "
                                 "reduce_res")
+
+
+# -- the accumulating instructions of any reduce operator ----------------------------------------
+# tensor_scalar_reduce, tensor_scalar_cumulative and exponential reduce with add, multiply,
+# maximum or minimum (subtract too for the cumulative one); their docstrings give the value a
+# reset puts in the lanes: the operator's identity.
+
+IDENTITY = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf,
+            "minimum": np.inf}
+
+
+def starting_lanes(label: str, cmd: str, start: int, count: int, op: str,
+                   init: np.ndarray | None = None) -> np.ndarray | None:
+    """The lanes `start`..`start+count` an instruction accumulates onto under `cmd` (float32,
+    one a lane): the identity of `op` after a reset, what the lanes hold for `reduce` (APK465
+    when that is unknown), `init` for `load_reduce`; None for `idle` (which leaves the lanes
+    unknown, as the docs warn)."""
+    values, defined = _state()
+    lanes = slice(start, start + count)
+    if cmd == "idle":
+        defined[lanes] = False
+        return None
+    if cmd in ("reset", "reset_reduce"):
+        return np.full(count, IDENTITY[op], np.float32)
+    if cmd == "load_reduce":
+        return np.broadcast_to(np.asarray(init, np.float32).reshape(-1), (count,)).copy()
+    if not defined[lanes].all():
+        accumulate_max(label, "reduce", start, None, count=count)  # raises APK465
+    return values[lanes].copy()
+
+
+def keep_lanes(start: int, lanes: np.ndarray | None, count: int = 0) -> None:
+    """The lanes' values after the instruction (None in check mode: only known from now)."""
+    values, defined = _state()
+    n = count if lanes is None else lanes.shape[0]
+    if lanes is not None:
+        values[start:start + n] = lanes.astype(np.float32)
+    defined[start:start + n] = True

@@ -21,6 +21,14 @@ def _on_chip(role: str, writes: bool = False, dtypes: tuple[str, ...] | None = A
     return Operand(role, writes, {"nki": NKI_ONCHIP}, dtypes)
 
 
+CUMULATIVE_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2", "uint8",
+                     "uint16", "int8", "int16")
+EXP_DST = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", "tfloat32", "int8",
+           "int16", "int32", "uint8", "uint16")
+EXP_SRC = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", "int8", "int16",
+           "int32", "uint8", "uint16", "uint32")
+ACC_RES = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", "tfloat32")
+
 ENTRIES: tuple[Instruction, ...] = (
     Instruction(
         "activation", "nki.activation",
@@ -84,4 +92,29 @@ ENTRIES: tuple[Instruction, ...] = (
         "set_rng_seed", "nki.rng_ops",
         (_on_chip("src_seeds", False, ("int32", "uint32", "float32")),), {"nki": ("vector",)},
         None, summary="seed the Vector Engine's generator"),
+    Instruction(
+        "tensor_scalar_reduce", "nki.vector_reduce",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("operand0", False, ("float32",)),
+         _on_chip("reduce_init", False, ("float32",)), _on_chip("reduce_res", True)),
+        {"nki": ("vector",)}, None, writes_dst=True,
+        summary="dst = data op0 operand0; reduce_op of each partition into the accumulators"),
+    Instruction(
+        "tensor_scalar_cumulative", "nki.vector_reduce",
+        (_on_chip("dst", True, CUMULATIVE_DTYPES), _on_chip("src", False, CUMULATIVE_DTYPES),
+         _on_chip("imm0", False, ("float32",)), _on_chip("imm1", False, ("float32",))),
+        {"nki": ("vector",)}, None, writes_dst=True,
+        summary="reg = op1(op0(src[i], imm0), reg); dst[i] = reg along each partition"),
+    Instruction(
+        "exponential", "nki.vector_reduce",
+        (_on_chip("dst", True, EXP_DST), _on_chip("src", False, EXP_SRC),
+         _on_chip("max_value", False, ("float32",)),
+         _on_chip("reduce_init", False, ("float32",)), _on_chip("reduce_res", True, ACC_RES)),
+        {"nki": ("vector",)}, None, writes_dst=True, limits={"targets": ("trn3",)},
+        summary="dst = exp(src - max_value); the sum of each partition into the accumulators"),
+    Instruction(
+        "nonzero_with_count", "nki.nonzero",
+        (Operand("dst", True, {"nki": ("sbuf",)}, ("int32",)),
+         Operand("src", False, {"nki": ("sbuf",)}, ("float32", "int32"))),
+        {"nki": ("gpsimd",)}, None, writes_dst=False, limits={"targets": ("trn2", "trn3")},
+        summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)"),
 )

@@ -1,0 +1,152 @@
+"""`nl` functions the published kernels use beyond the high-level ones of `nl_functions`:
+`nl.broadcast_to`, `nl.shared_constant`, `nl.shared_identity_matrix`, `nl.device_print` (NKI
+language reference).  Each allocates where its docstring says and issues the instructions of
+the program's table, so `apdsl lower` shows what moves:
+
+- `broadcast_to(x, shape, dtype=None)`: a new SBUF tile, NumPy's broadcast of the SBUF/PSUM tile
+  `x` (same rank; each dimension equal or from 1).  Free dimensions are broadcast by one
+  `tensor_copy` from a stride-0 view; the partition dimension (from 1) by `nc_matmul` of a ones
+  row with `x` (`ones[1, P].T @ x[1, F]`: each product is x times 1.0 and each sum has one
+  term, so the values are exact), chunked by `gemm_moving_fmax`, and `tensor_copy` out of PSUM.
+  An integer tile is not broadcast across partitions (the Tensor Engine multiplies floats):
+  APK926 says so.
+- `shared_constant(constant, dtype=None)`: a `shared_hbm` tensor holding the NumPy array (or
+  the `.npy` file) `constant`, cast to `dtype`; it is there when the kernel starts, as the
+  docs' "loaded to HBM at model load time" says, so no instruction writes it.
+- `shared_identity_matrix(n, dtype=uint8, dst=None)`: the n x n identity as a shared constant,
+  brought into an SBUF tile (`dst`, or a new one) by `dma_copy`.
+- `device_print(prefix, tensor)`: prints `prefix` and the tensor's values when the simulation
+  reaches it (nothing in check mode)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ApdslIOError, ApdslTypeError
+from ..tensor.dtypes import dtype as to_dtype
+from ..tensor.machine import current
+from ..tensor.view import Tensor
+
+NAMES = ("broadcast_to", "shared_constant", "shared_identity_matrix", "device_print")
+MOVING_FMAX = 512  # nl.tile_size.gemm_moving_fmax: free elements of one nc_matmul moving tile
+
+
+def _bad(message: str, help: str) -> ApdslTypeError:
+    return ApdslTypeError(message, code="APK926", help=help)
+
+
+def _tile_arg(x: Any, fn: str, buffers: tuple[str, ...]) -> Tensor:
+    if type(x) is not Tensor:
+        raise ApdslTypeError(f"nl.{fn}: x must be a tile, not {type(x).__name__}",
+                             code="APK152", help="pass an SBUF or PSUM tile")
+    if x.buffer not in buffers:
+        raise ApdslTypeError(f"nl.{fn}: x {x.name} is in {x.buffer}; nl.{fn} takes a tile in "
+                             f"{' or '.join(b.upper() for b in buffers)}", code="APK151",
+                             help="nl.load an HBM tensor first")
+    return x
+
+
+def _constant_array(constant: Any) -> np.ndarray:
+    if isinstance(constant, (str, Path)):
+        try:
+            return np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise ApdslIOError(f"nl.shared_constant: cannot read {str(constant)!r}: {e}",
+                               code="APK926", help="pass a NumPy array or a .npy file") from None
+    if isinstance(constant, Tensor):
+        raise _bad("nl.shared_constant: constant is a kernel tensor; it takes host data",
+                   "pass a NumPy array (or a .npy file)")
+    return np.asarray(constant)
+
+
+def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The functions bound to one program (`interp` allocates, `table` issues)."""
+
+    def alloc(shape: Any, dtype: Any, buffer: str) -> Tensor:
+        return interp.allocate(tuple(shape), dtype, buffer, "ND", "", span=interp.call_span)
+
+    def shared_constant(constant: Any, dtype: Any = None) -> Tensor:
+        arr = _constant_array(constant)
+        dt = to_dtype(arr.dtype if dtype is None else dtype)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        t = alloc(arr.shape, dt, "shared_hbm")
+        current().device.write_view(t, arr.astype(np.float32) if arr.dtype.kind == "f" and
+                                    dt.kind == "f" else arr)
+        return t
+
+    def shared_identity_matrix(n: Any, dtype: Any = "uint8", dst: Any = None) -> Tensor:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 128:
+            raise _bad(f"nl.shared_identity_matrix: n must be an int from 1 to 128 (the rows "
+                       f"of an SBUF tile), got {n!r}", "pass n <= nl.tile_size.pmax")
+        hbm = shared_constant(np.identity(int(n), np.float32), dtype)
+        out = alloc((int(n), int(n)), hbm.dtype, "sbuf") if dst is None else dst
+        table["dma_copy"](dst=out, src=hbm)
+        return out
+
+    def device_print(print_prefix: Any, tensor: Any) -> None:
+        if type(tensor) is not Tensor:
+            raise ApdslTypeError(f"nl.device_print: tensor must be a tensor, not "
+                                 f"{type(tensor).__name__}", code="APK152")
+        if not interp.dry:
+            interp.print(str(print_prefix), tensor.numpy())
+
+    def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> Tensor:
+        x = _tile_arg(x, "broadcast_to", ("sbuf", "psum"))
+        want = tuple(int(n) for n in shape)
+        have = tuple(x.shape)
+        if len(want) != len(have) or any(h not in (1, w) for h, w in zip(have, want)):
+            raise _bad(f"nl.broadcast_to: cannot broadcast shape {have} to {want}: the ranks "
+                       "must match and each dimension be equal or 1",
+                       f"give a shape of rank {len(have)} whose dimensions equal {have}'s or "
+                       "broadcast its 1s")
+        dt = x.dtype if dtype is None else to_dtype(dtype)
+        if want == have:
+            if dt == x.dtype:
+                return x
+            out = alloc(want, dt, "sbuf")
+            table["tensor_copy"](dst=out, src=x)
+            return out
+        src = x
+        if have[0] == 1 and want[0] > 1:
+            src = _across_partitions(x, want[0], dt)
+        view = src
+        for d in range(1, len(want)):
+            if have[d] == 1 and want[d] > 1:
+                view = view.broadcast(d, want[d])
+        if view is src and src.dtype == dt and src is not x:
+            return src
+        out = alloc(want, dt, "sbuf")
+        table["tensor_copy"](dst=out, src=view)
+        return out
+
+    def _across_partitions(x: Tensor, parts: int, dt: Any) -> Tensor:
+        if not x.dtype.is_float or not dt.is_float:
+            raise _bad(f"nl.broadcast_to: {x.name} is {x.dtype.name}; apdsl broadcasts across "
+                       "partitions with the Tensor Engine, which multiplies floating-point "
+                       "tiles only", "copy the tile to float32 first (exact for integers up "
+                       "to 2**24), or broadcast in HBM with a DMA")
+        if len(x.shape) != 2:
+            raise _bad(f"nl.broadcast_to: across partitions, apdsl takes a 2-D tile; "
+                       f"{x.name} has shape {tuple(x.shape)}", "reshape the tile to 2-D first")
+        moving = x
+        if x.buffer != "sbuf" or x.dtype.name not in ("float32", "bfloat16", "float16"):
+            moving = alloc(tuple(x.shape), "float32", "sbuf")
+            table["tensor_copy"](dst=moving, src=x)
+        ones = alloc((1, parts), moving.dtype, "sbuf")
+        table["memset"](dst=ones, value=1.0)
+        free = x.shape[1]
+        out = alloc((parts, free), dt, "sbuf")
+        for start in range(0, free, MOVING_FMAX):
+            stop = min(free, start + MOVING_FMAX)
+            acc = alloc((parts, stop - start), "float32", "psum")
+            table["nc_matmul"](dst=acc, stationary=ones, moving=moving[:, start:stop])
+            table["tensor_copy"](dst=out[:, start:stop], src=acc)
+        return out
+
+    return {"broadcast_to": broadcast_to, "shared_constant": shared_constant,
+            "shared_identity_matrix": shared_identity_matrix, "device_print": device_print}

@@ -237,3 +237,22 @@ def test_nkiobject_argument_mistakes_are_apk922(make) -> None:
         make()
     assert e.value.code == "APK922"
     assert e.value.span is not None and e.value.span.file == __file__
+
+
+def test_a_folder_called_nki_on_the_path_is_not_a_real_nki(tmp_path: Path) -> None:
+    """A checkout's docs folder `nki/` (no __init__.py) is a namespace package: install()
+    still installs, as it does for the aws-neuron-sdk checkout's root."""
+    (tmp_path / "nki").mkdir()
+    (tmp_path / "user.py").write_text(textwrap.dedent('''
+        import sys
+        sys.path.insert(0, ".")
+        import apdsl.nki
+        print(apdsl.nki.install())
+        import nki.language as nl
+        import nki.compiler as ncc
+        mod = ncc.sbuf.mod_alloc          # naming a legacy allocation control is fine
+        print(nl.float32, repr(mod))
+        '''))
+    proc = _run(["-W", "error", "user.py"], tmp_path)
+    assert proc.stdout.splitlines()[:2] == [
+        "True", "float32 <nki.compiler.sbuf.mod_alloc: not supported by apdsl>"], proc.stderr

@@ -52,7 +52,7 @@ Tile(rows=64, depth=2)
 The legacy compiler API placed tiles by hand (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc`,
 `allocation_scope`, `multi_buffer`, `no_reorder`). apdsl allocates every tile where its
 `nl.ndarray(..., buffer=...)` says and does not model hand placement, so a kernel that uses
-it stops here, naming the call.
+it stops where it calls one, naming it (naming one without calling it is fine).
 """, """
 # python
 import apdsl.nki.compiler as ncc

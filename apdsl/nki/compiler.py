@@ -103,20 +103,44 @@ psum = _Psum("psum")
 
 
 # The legacy compiler API's scheduling controls (`allocation_scope`, `multi_buffer`,
-# `no_reorder`) are not modelled: a kernel using one stops at a diagnostic naming it.
-LEGACY = ("allocation_scope", "multi_buffer", "no_reorder")
+# `no_reorder`) are not modelled: a kernel stops, where it calls one, at a diagnostic naming
+# the call (a module may still name them).
+
+
+class _Unsupported:
+    """A legacy allocation control: naming it is fine, calling it is APK923."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .namespace import missing
+        raise missing(f"apdsl does not support nki.compiler.{self._name}", code="APK923",
+                      name=self._name,
+                      notes=["the legacy compiler's direct allocation (tiles placed at "
+                             "addresses by hand) is not modelled: apdsl allocates each tile "
+                             "where its nl.ndarray says"],
+                      help="allocate with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Unsupported(f"{self._name}.{name}")
+
+    def __repr__(self) -> str:
+        return f"<nki.compiler.{self._name}: not supported by apdsl>"
+
+
+allocation_scope = _Unsupported("allocation_scope")
+multi_buffer = _Unsupported("multi_buffer")
+no_reorder = _Unsupported("no_reorder")
 
 
 def __getattr__(name: str) -> Any:
     from .namespace import missing
     if name.startswith("__"):
         raise AttributeError(name)
-    if name in LEGACY:
-        raise missing(f"apdsl does not support nki.compiler.{name}", code="APK923", name=name,
-                      notes=["the legacy compiler's direct allocation (tiles placed at "
-                             "addresses by hand) is not modelled: apdsl allocates each tile "
-                             "where its nl.ndarray says"],
-                      help="allocate with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
     raise missing(f"apdsl.nki has no nki.compiler.{name}", code="APK144", name=name,
                   notes=["nki.compiler offers: enable_stack_allocator, force_auto_alloc, "
-                         "skip_middle_end_transformations"])
+                         "skip_middle_end_transformations, sbuf, psum (direct allocation), and "
+                         "the legacy scheduling controls, which apdsl refuses when called"])

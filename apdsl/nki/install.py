@@ -34,9 +34,11 @@ def _real(name: str) -> tuple[object | None, str | None]:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
-    if spec is None:
+    if spec is None or spec.origin in (None, "namespace"):
+        # a folder called nki without __init__.py (a checkout's docs folder on sys.path) is a
+        # namespace package, not an installed nki
         return None, None
-    return spec, spec.origin or ", ".join(spec.submodule_search_locations or [])
+    return spec, spec.origin
 
 
 def install() -> bool:

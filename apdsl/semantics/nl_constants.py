@@ -21,6 +21,7 @@ the program's table, so `apdsl lower` shows what moves:
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,90 +64,97 @@ def _constant_array(constant: Any) -> np.ndarray:
     return np.asarray(constant)
 
 
+def _alloc(interp: Any, shape: Any, dtype: Any, buffer: str) -> Tensor:
+    return interp.allocate(tuple(shape), dtype, buffer, "ND", "", span=interp.call_span)
+
+
+def shared_constant(interp: Any, constant: Any, dtype: Any = None) -> Tensor:
+    arr = _constant_array(constant)
+    dt = to_dtype(arr.dtype if dtype is None else dtype)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    t = _alloc(interp, arr.shape, dt, "shared_hbm")
+    current().device.write_view(t, arr.astype(np.float32) if arr.dtype.kind == "f" and
+                                dt.kind == "f" else arr)
+    return t
+
+
+def shared_identity_matrix(interp: Any, table: dict[str, Any], n: Any, dtype: Any = "uint8",
+                           dst: Any = None) -> Tensor:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 128:
+        raise _bad(f"nl.shared_identity_matrix: n must be an int from 1 to 128 (the rows "
+                   f"of an SBUF tile), got {n!r}", "pass n <= nl.tile_size.pmax")
+    hbm = shared_constant(interp, np.identity(int(n), np.float32), dtype)
+    out = _alloc(interp, (int(n), int(n)), hbm.dtype, "sbuf") if dst is None else dst
+    table["dma_copy"](dst=out, src=hbm)
+    return out
+
+
+def device_print(interp: Any, print_prefix: Any, tensor: Any) -> None:
+    if type(tensor) is not Tensor:
+        raise ApdslTypeError(f"nl.device_print: tensor must be a tensor, not "
+                             f"{type(tensor).__name__}", code="APK152")
+    if not interp.dry:
+        interp.print(str(print_prefix), tensor.numpy())
+
+
+def broadcast_to(interp: Any, table: dict[str, Any], x: Any, shape: Any,
+                 dtype: Any = None) -> Tensor:
+    x = _tile_arg(x, "broadcast_to", ("sbuf", "psum"))
+    want = tuple(int(n) for n in shape)
+    have = tuple(x.shape)
+    if len(want) != len(have) or any(h not in (1, w) for h, w in zip(have, want)):
+        raise _bad(f"nl.broadcast_to: cannot broadcast shape {have} to {want}: the ranks "
+                   "must match and each dimension be equal or 1",
+                   f"give a shape of rank {len(have)} whose dimensions equal {have}'s or "
+                   "broadcast its 1s")
+    dt = x.dtype if dtype is None else to_dtype(dtype)
+    if want == have and dt == x.dtype:
+        return x
+    src = x
+    if have[0] == 1 and want[0] > 1:
+        src = _across_partitions(interp, table, x, want[0], dt)
+    view = src
+    for d in range(1, len(want)):
+        if have[d] == 1 and want[d] > 1:
+            view = view.broadcast(d, want[d])
+    if view is src and src.dtype == dt and src is not x:
+        return src
+    out = _alloc(interp, want, dt, "sbuf")
+    table["tensor_copy"](dst=out, src=view)
+    return out
+
+
+def _across_partitions(interp: Any, table: dict[str, Any], x: Tensor, parts: int,
+                       dt: Any) -> Tensor:
+    """x (one partition) on `parts` partitions: ones[1, parts].T @ x by nc_matmul, chunked."""
+    if not x.dtype.is_float or not dt.is_float:
+        raise _bad(f"nl.broadcast_to: {x.name} is {x.dtype.name}; apdsl broadcasts across "
+                   "partitions with the Tensor Engine, which multiplies floating-point "
+                   "tiles only", "copy the tile to float32 first (exact for integers up "
+                   "to 2**24), or broadcast in HBM with a DMA")
+    if len(x.shape) != 2:
+        raise _bad(f"nl.broadcast_to: across partitions, apdsl takes a 2-D tile; "
+                   f"{x.name} has shape {tuple(x.shape)}", "reshape the tile to 2-D first")
+    moving = x
+    if x.buffer != "sbuf" or x.dtype.name not in ("float32", "bfloat16", "float16"):
+        moving = _alloc(interp, tuple(x.shape), "float32", "sbuf")
+        table["tensor_copy"](dst=moving, src=x)
+    ones = _alloc(interp, (1, parts), moving.dtype, "sbuf")
+    table["memset"](dst=ones, value=1.0)
+    free = x.shape[1]
+    out = _alloc(interp, (parts, free), dt, "sbuf")
+    for start in range(0, free, MOVING_FMAX):
+        stop = min(free, start + MOVING_FMAX)
+        acc = _alloc(interp, (parts, stop - start), "float32", "psum")
+        table["nc_matmul"](dst=acc, stationary=ones, moving=moving[:, start:stop])
+        table["tensor_copy"](dst=out[:, start:stop], src=acc)
+    return out
+
+
 def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The functions bound to one program (`interp` allocates, `table` issues)."""
-
-    def alloc(shape: Any, dtype: Any, buffer: str) -> Tensor:
-        return interp.allocate(tuple(shape), dtype, buffer, "ND", "", span=interp.call_span)
-
-    def shared_constant(constant: Any, dtype: Any = None) -> Tensor:
-        arr = _constant_array(constant)
-        dt = to_dtype(arr.dtype if dtype is None else dtype)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        t = alloc(arr.shape, dt, "shared_hbm")
-        current().device.write_view(t, arr.astype(np.float32) if arr.dtype.kind == "f" and
-                                    dt.kind == "f" else arr)
-        return t
-
-    def shared_identity_matrix(n: Any, dtype: Any = "uint8", dst: Any = None) -> Tensor:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 128:
-            raise _bad(f"nl.shared_identity_matrix: n must be an int from 1 to 128 (the rows "
-                       f"of an SBUF tile), got {n!r}", "pass n <= nl.tile_size.pmax")
-        hbm = shared_constant(np.identity(int(n), np.float32), dtype)
-        out = alloc((int(n), int(n)), hbm.dtype, "sbuf") if dst is None else dst
-        table["dma_copy"](dst=out, src=hbm)
-        return out
-
-    def device_print(print_prefix: Any, tensor: Any) -> None:
-        if type(tensor) is not Tensor:
-            raise ApdslTypeError(f"nl.device_print: tensor must be a tensor, not "
-                                 f"{type(tensor).__name__}", code="APK152")
-        if not interp.dry:
-            interp.print(str(print_prefix), tensor.numpy())
-
-    def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> Tensor:
-        x = _tile_arg(x, "broadcast_to", ("sbuf", "psum"))
-        want = tuple(int(n) for n in shape)
-        have = tuple(x.shape)
-        if len(want) != len(have) or any(h not in (1, w) for h, w in zip(have, want)):
-            raise _bad(f"nl.broadcast_to: cannot broadcast shape {have} to {want}: the ranks "
-                       "must match and each dimension be equal or 1",
-                       f"give a shape of rank {len(have)} whose dimensions equal {have}'s or "
-                       "broadcast its 1s")
-        dt = x.dtype if dtype is None else to_dtype(dtype)
-        if want == have:
-            if dt == x.dtype:
-                return x
-            out = alloc(want, dt, "sbuf")
-            table["tensor_copy"](dst=out, src=x)
-            return out
-        src = x
-        if have[0] == 1 and want[0] > 1:
-            src = _across_partitions(x, want[0], dt)
-        view = src
-        for d in range(1, len(want)):
-            if have[d] == 1 and want[d] > 1:
-                view = view.broadcast(d, want[d])
-        if view is src and src.dtype == dt and src is not x:
-            return src
-        out = alloc(want, dt, "sbuf")
-        table["tensor_copy"](dst=out, src=view)
-        return out
-
-    def _across_partitions(x: Tensor, parts: int, dt: Any) -> Tensor:
-        if not x.dtype.is_float or not dt.is_float:
-            raise _bad(f"nl.broadcast_to: {x.name} is {x.dtype.name}; apdsl broadcasts across "
-                       "partitions with the Tensor Engine, which multiplies floating-point "
-                       "tiles only", "copy the tile to float32 first (exact for integers up "
-                       "to 2**24), or broadcast in HBM with a DMA")
-        if len(x.shape) != 2:
-            raise _bad(f"nl.broadcast_to: across partitions, apdsl takes a 2-D tile; "
-                       f"{x.name} has shape {tuple(x.shape)}", "reshape the tile to 2-D first")
-        moving = x
-        if x.buffer != "sbuf" or x.dtype.name not in ("float32", "bfloat16", "float16"):
-            moving = alloc(tuple(x.shape), "float32", "sbuf")
-            table["tensor_copy"](dst=moving, src=x)
-        ones = alloc((1, parts), moving.dtype, "sbuf")
-        table["memset"](dst=ones, value=1.0)
-        free = x.shape[1]
-        out = alloc((parts, free), dt, "sbuf")
-        for start in range(0, free, MOVING_FMAX):
-            stop = min(free, start + MOVING_FMAX)
-            acc = alloc((parts, stop - start), "float32", "psum")
-            table["nc_matmul"](dst=acc, stationary=ones, moving=moving[:, start:stop])
-            table["tensor_copy"](dst=out[:, start:stop], src=acc)
-        return out
-
-    return {"broadcast_to": broadcast_to, "shared_constant": shared_constant,
-            "shared_identity_matrix": shared_identity_matrix, "device_print": device_print}
+    return {"broadcast_to": partial(broadcast_to, interp, table),
+            "shared_constant": partial(shared_constant, interp),
+            "shared_identity_matrix": partial(shared_identity_matrix, interp, table),
+            "device_print": partial(device_print, interp)}

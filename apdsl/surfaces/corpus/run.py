@@ -98,7 +98,7 @@ def summary(results: list[Measured]) -> str:
     passing = sum(c[s] for s in PASSING)
     shown = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
     pct = f" ({100 * c['matches'] / n:.0f}% match, {100 * passing / n:.0f}% run)" if n else ""
-    return f"{n} kernel entry points: {shown or 'none'}{pct}"
+    return f"{n} kernel entry point{'' if n == 1 else 's'}: {shown or 'none'}{pct}"
 
 
 def table(results: list[Measured]) -> str:

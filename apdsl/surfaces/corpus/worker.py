@@ -5,8 +5,10 @@ with `nki` (and `neuronxcc.nki`) installed as apdsl; what it prints is discarded
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import io
 import json
 import os
 import runpy
@@ -55,12 +57,20 @@ def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException
     targets = driver["tests"] or [driver["file"]]
     args = [*targets, "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
+    printed = io.StringIO()
     try:
-        pytest.main(args, plugins=[recorder])
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            status = pytest.main(args, plugins=[recorder])
     except BaseException as e:  # noqa: BLE001 - the repository's harness failing is a fact
         return e
     if not watch.reached and recorder.errors:
         return recorder.errors[0]
+    if not watch.reached and int(status) not in (0, 1, 5):
+        # the session never ran the tests (a conftest that does not import, an unknown
+        # option): pytest's own first error line says why
+        why = next((line for line in printed.getvalue().splitlines()
+                    if "Error" in line or "error" in line), f"pytest exit status {int(status)}")
+        return RuntimeError(f"the tests did not start: {why.strip()[:200]}")
     return None
 
 

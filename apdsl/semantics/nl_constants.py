@@ -20,9 +20,9 @@ the program's table, so `apdsl lower` shows what moves:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ def _tile_arg(x: Any, fn: str, buffers: tuple[str, ...]) -> Tensor:
 
 
 def _constant_array(constant: Any) -> np.ndarray:
-    if isinstance(constant, (str, Path)):
+    if isinstance(constant, (str, os.PathLike)):
         try:
             return np.load(constant, allow_pickle=False)
         except (OSError, ValueError) as e:

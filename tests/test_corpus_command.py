@@ -196,7 +196,7 @@ def test_table_and_counts_as_printed(repo: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["kernel", "status", "code", "where", "detail"]
     assert lines[1].split()[:2] == ["k/one.py::add_kernel", "matches"]
-    assert lines[-1] == "1 kernel entry points: 1 matches (100% match, 100% run)"
+    assert lines[-1] == "1 kernel entry point: 1 matches (100% match, 100% run)"
 
 
 def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:

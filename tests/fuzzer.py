@@ -87,6 +87,41 @@ HOSTILE = [
     "x = load('../x.npy')", "set_target('trn1')", "set_target('nope')",
 ]
 
+# The Python layer's own hazards (issue 22): a dict or set changed while a loop walks it,
+# format widths and precisions past the size limit (every formatting form), and loops whose
+# body fails on every iteration, which `check` must report once and leave.
+PYTHON = [
+    "d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k + 'x'] = @A@",
+    "s = {1, 2, 3}\nfor v in s:\n    s.add(v + @A@)",
+    "d = {'a': 1, 'b': 2}\nfor k, v in d.items():\n    del d[k]",
+    "s = {1, 2}\nfor v in s:\n    s.discard(v)",
+    "d = {'a': 1}\nfor k in d.keys():\n    d.update({k * 2: 0})",
+    "d = {'a': 1}\nfor v in d.values():\n    d.pop('a')\n    d['b'] = v",
+    "d = {'a': 1}\nxs = [d.setdefault(k + 'y', 0) for k in d]",
+    "d = {1: 2}\nn = sum(d.setdefault(k + 1, 0) for k in d)",
+    "s = {1}\nys = {v for v in s if s.add(v + 1) is None}",
+    "d = {'a': 1}\nfor k in list(d):\n    d[k + 'x'] = 1",
+    "x = '{:>@W@}'.format(@A@)", "x = '{:>{}}'.format(1, @W@)",
+    "x = '{:.{}f}'.format(1.5, @W@)", "x = '{0:^@W@}{0:@W@}'.format('a')",
+    "x = '{:>@W@}{:>@W@}'.format(1, 2)", "x = f'{@A@:>@W@}'", "x = f'{@A@:.@W@f}'",
+    "w = @W@\nx = f'{1:>{w}}'", "x = '%*d' % (@W@, 1)", "x = '%@W@d' % @A@",
+    "x = '%.@W@f' % 1.5", "x = '%(a)@W@s' % {'a': 1}", "x = str(@A@).center(@W@)",
+    "x = str(@A@).zfill(@W@)", "x = 'a'.ljust(@W@, '-')", "x = 'a'.rjust(@W@)",
+    "c = 0\nwhile True:\n    c += 1\n    v = @BAD@",
+    "for i in range(@W@):\n    v = @BAD@",
+    "for i in range(3):\n    for j in range(@A@):\n        v = [0, 1][j]",
+    "xs = [[0] * @W@ for _ in range(@A@)]",
+]
+FORMAT_WIDTHS = ["0", "7", "64", "4097", "99999999", "100000001", "1000000000", "2147483648",
+                 "-5"]
+FAILING = ["nosuchname", "f'{\"a\":.3f}'", "len(1, 2)", "c._x", "'a' + c", "[1, 2][c + 5]",
+           "'{0.real}'.format(c)", "1 // 0", "{'a': 1}['b']", "int('x')"]
+
+
+def python_hazard(rng: random.Random) -> str:
+    return (rng.choice(PYTHON).replace("@W@", rng.choice(FORMAT_WIDTHS)).replace("@A@", str(_small(rng)))
+            .replace("@BAD@", rng.choice(FAILING)))
+
 
 def statement(rng: random.Random, npy_names: list[str]) -> str:
     """One generated statement over a small vocabulary of names, dtypes, buffers and methods."""
@@ -95,7 +130,7 @@ def statement(rng: random.Random, npy_names: list[str]) -> str:
             "s": rng.randint(0, 4), "dt": rng.choice(DTYPES),
             "big": rng.choice(["2**64 - 1", "2**63", "-2**80", "1e40", "float('nan')", "-1"]),
             "npy": rng.choice(npy_names) if npy_names else "x.npy"}
-    kind = rng.randrange(8)
+    kind = rng.randrange(9)
     if kind == 0:
         dims = ", ".join(str(rng.randint(1, 130)) for _ in range(rng.randint(1, 3)))
         return (f"{n}: {fill['dt']}[{dims}] @ {rng.choice(BUFFERS)}{rng.choice(FORMATS)}"
@@ -112,6 +147,8 @@ def statement(rng: random.Random, npy_names: list[str]) -> str:
         return f"for i in range({fill['s']}):\n    {n} = {m}[{fill['a']}]"
     if kind == 5:
         return rng.choice(HOSTILE)
+    if kind == 8:
+        return python_hazard(rng)
     if kind == 6:
         return f"kernel k({n}: {fill['dt']}[{fill['a']}, {fill['b']}] @ {rng.choice(BUFFERS)}):" \
                f"\n    return {n}"

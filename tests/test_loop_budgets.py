@@ -140,18 +140,20 @@ def test_max_time_stops_an_endless_loop(tmp_path, command):
     assert "--max-time" in proc.stderr and "0.5 seconds" in proc.stderr
 
 
-def test_check_of_an_endless_loop_ends_in_seconds_by_default(tmp_path):
-    # today's main walks 100,000,000 steps (minutes); check's default time budget is 10 s of
-    # processor time
-    name = write(tmp_path, ENDLESS)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = cli("check", name, cwd=tmp_path, timeout=300)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    clean(proc)
-    assert codes(proc.stderr) == ["APK804"], proc.stderr
-    assert "10 seconds" in proc.stderr
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    assert cpu < 20
+def test_check_has_a_time_budget_by_default_and_run_none():
+    # today's main walks 100,000,000 steps in check (minutes); check's default time budget is
+    # 10 s of processor time (the CLI's --max-time is the same budget, tested above)
+    from apdsl.semantics.interpreter import Interpreter
+    from apdsl.semantics.limits import DEFAULT_CHECK_SECONDS
+    assert DEFAULT_CHECK_SECONDS == 10
+    assert Interpreter(dry=True).budget.seconds == DEFAULT_CHECK_SECONDS
+    assert Interpreter(dry=False).budget.seconds is None
+    with apdsl.options(max_time=2.5):
+        assert Interpreter(dry=True).budget.seconds == Interpreter().budget.seconds == 2.5
+    # and the check ends within its budget: a loop that would take minutes stops at once
+    with apdsl.options(max_time=0.2):
+        errors = apdsl.check(ENDLESS)
+    assert [e.code for e in errors] == ["APK804"]
 
 
 def test_max_time_is_a_usage_error_when_not_a_positive_number(tmp_path):
@@ -247,3 +249,85 @@ def test_the_iteration_note_shows_tuple_targets_and_long_values_briefly(tmp_path
     assert codes(proc.stderr) == ["APK900"] or "APK9" in proc.stderr, proc.stderr
     note = next(line for line in proc.stderr.splitlines() if "in the iteration" in line)
     assert "n = 1, i = 1, v = [0, 1, 2, 3, ... (100 elements)]" in note, note
+
+
+# ---- Python values and random data inside --max-memory -------------------------------------
+
+_MEASURED = ("import resource, sys\nfrom apdsl.surfaces.cli import main\n"
+             "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+             "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+             "file=sys.stderr)\nsys.exit(rc)\n")
+
+
+def measured(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, int]:
+    """The command line's `main` in a fresh process, and its peak resident memory in bytes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
+           "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-c", _MEASURED, *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=600)
+    peak = int(re.search(r"maxrss (\d+)", proc.stderr).group(1)) * 1024
+    return proc, peak
+
+
+def test_python_lists_count_in_max_memory(tmp_path):
+    # today's main: 64 lists of 10**8 elements reach 3 GB under --max-memory 1G
+    name = write(tmp_path, "xs = []\nfor i in range(64):\n    xs.append([0] * 10**8)\n")
+    proc, peak = measured("run", name, "--max-memory", "1G", cwd=tmp_path)
+    clean(proc)
+    assert proc.returncode == 1
+    assert codes(proc.stderr) == ["APK430"], proc.stderr
+    assert f"{name}:3:" in proc.stderr and "in the iteration i = 1" in proc.stderr
+    assert peak < 1.25 * (1 << 30), peak
+
+
+@pytest.mark.parametrize("source", [
+    "x = list(range(10**7))\n",  # 80 MB of slots and 280 MB of ints
+    'x = "\U0001F600" * 10**8\n',  # 400 MB: four bytes a character
+    "x = [i for i in range(2 * 10**7)]\ny = [i for i in range(2 * 10**7)]\n",
+    'x = ["a"] * 10**7\ny = "".join(x) * 9\n',
+])
+def test_large_python_values_are_refused_at_the_budget(tmp_path, source):
+    name = write(tmp_path, source)
+    proc = cli("run", name, "--max-memory", "200M", cwd=tmp_path, timeout=300)
+    clean(proc)
+    assert proc.returncode == 1
+    assert codes(proc.stderr) == ["APK430"], proc.stderr
+
+
+def test_values_the_program_drops_return_their_bytes(tmp_path):
+    # 64 lists of 80 MB one after another fit in 300 MB: each is dropped before the next
+    name = write(tmp_path, "total = 0\nfor i in range(64):\n    x = [0] * 10**7\n"
+                 "    total += len(x)\nprint(total)\n")
+    proc = cli("run", name, "--max-memory", "300M", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "640000000"
+
+
+def test_random_data_makes_no_temporary_past_max_memory(tmp_path):
+    # 12000 x 12000 float32: 576 MB of data and 144 MB of bookkeeping; main's float64
+    # temporary peaked at 1.7 GB
+    name = write(tmp_path, "x: f32[12000, 12000] @ hbm = random(3)\nprint(x.shape)\n")
+    proc, peak = measured("run", name, "--max-memory", "1G", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert peak < 1 << 30, peak
+
+
+def test_random_data_is_the_same_drawn_in_blocks():
+    import numpy as np
+    source = ("a: f32[1500, 1000] @ hbm = random(5)\nb: i8[3, 700, 1000] @ hbm = random(7)\n"
+              "c: f16[2, 1100000] @ hbm = random(9)\nd: u8[64, 32] @ hbm = random(11)\n")
+    namespace: dict = {}
+    p = Program(source)
+    p.interpreter().exec_module(p.module, namespace)
+
+    def whole(shape, kind, seed):  # the stream drawn at once, as float64 and int64
+        rng = np.random.default_rng(seed)
+        if kind in "iu":
+            return rng.integers(0 if kind == "u" else -4, 8, size=shape).astype(np.int64)
+        return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+    for n, shape, kind, seed, dt in (("a", (1500, 1000), "f", 5, np.float32),
+                                     ("b", (3, 700, 1000), "i", 7, np.int8),
+                                     ("c", (2, 1100000), "f", 9, np.float16),
+                                     ("d", (64, 32), "u", 11, np.uint8)):
+        assert np.array_equal(namespace[n].numpy(), whole(shape, kind, seed).astype(dt)), n

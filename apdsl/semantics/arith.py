@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslTypeError, LimitError, Span
+from ..errors import ApdslError, ApdslTypeError, LimitError, Span
 from ..tensor.view import Tensor
 from . import limits
 from .frames import Closure, Frame
@@ -131,7 +131,9 @@ def built(r: Any, span: Span, budget: limits.Budget) -> None:
     if n >= limits.COPY_STEP:
         try:
             budget.charge(n // limits.COPY_STEP)
-        except LimitError as e:
+            if n >= limits.HOLD_MIN:  # in the memory budget while the program keeps it
+                budget.made(r)
+        except ApdslError as e:
             raise e.with_span(span) from None
 
 

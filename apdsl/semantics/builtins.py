@@ -318,17 +318,19 @@ def _walking(budget: limits.Budget) -> dict[str, Any]:
     tuples, strings or ints obey the size limits (SPEC section 15)."""
     walk, check = limits.walk, limits.check_size
 
+    made = budget.made  # a large result counts in the memory budget
+
     def list_(values: Any = ()) -> list:
-        return py.list(walk(values, budget, build=True))
+        return made(py.list(walk(values, budget, build=True)))
 
     def tuple_(values: Any = ()) -> tuple:
-        return py.tuple(walk(values, budget, build=True))
+        return made(py.tuple(walk(values, budget, build=True)))
 
     def sorted_(values: Any, *, key: Any = None, reverse: bool = False) -> list:
-        return py.sorted(walk(values, budget, build=True), key=key, reverse=reverse)
+        return made(py.sorted(walk(values, budget, build=True), key=key, reverse=reverse))
 
     def dict_(values: Any = (), **kwargs: Any) -> dict:
-        return py.dict(walk(values, budget, build=True), **kwargs)
+        return made(py.dict(walk(values, budget, build=True), **kwargs))
 
     def sum_(values: Any, start: Any = 0) -> Any:
         return check(py.sum(walk(values, budget, build=False), start))

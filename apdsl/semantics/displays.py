@@ -57,7 +57,7 @@ class DisplayCompiler:
                 out.extend(splice(value, span, budget))
                 if len(out) > limits.MAX_ELEMENTS:
                     raise limits.too_long("list", len(out)).with_span(span)
-            return out
+            return budget.made(out)
         return self._known(run)
 
     def _known(self, run: Closure) -> Closure:
@@ -165,6 +165,7 @@ class DisplayCompiler:
     def _collect(self, node: Any, kind: type, produce: Closure) -> Closure:
         elements = self._elements(node.generators, produce)
         span = node.span
+        budget = self.budget
 
         def run(frame: Frame) -> Any:
             out: list = []
@@ -173,7 +174,9 @@ class DisplayCompiler:
                     out.append(item)
                     if len(out) > limits.MAX_ELEMENTS:
                         raise limits.too_long("list", len(out))
-                return out if kind is list else kind(out)
+                    if len(out) & 0xFFFFF == 0:  # a long one: within the memory budget so far
+                        budget.made(out)
+                return budget.made(out if kind is list else kind(out))
             except _Unknowable as u:
                 return u.value
             except (ApdslError, LimitError) as e:

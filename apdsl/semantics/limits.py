@@ -53,7 +53,7 @@ class Budget:
     `refill`), which looks at the clock once per grant and moves the next grant in, so the
     clock costs nothing per step and an endless loop stops within a grant of its deadline."""
 
-    __slots__ = ("left", "limit", "banked", "seconds", "deadline")
+    __slots__ = ("left", "limit", "banked", "seconds", "deadline", "held")
 
     def __init__(self, limit: int, seconds: float | None = None) -> None:
         self.limit = limit
@@ -61,7 +61,24 @@ class Budget:
         self.left = limit
         self.banked = 0
         self.deadline: float | None = None
+        self.held: Any = None  # the large Python values built (hostmemory.Held), once any is
         self.reset()
+
+    def afford(self, nbytes: int, what: str) -> None:
+        """APK430 unless `nbytes` more fit in the memory budget (before building a value)."""
+        from ..tensor.budget import human, release, reserve
+        release(reserve(nbytes, lambda: (what, f"a Python value of about {human(nbytes)}")),
+                nbytes)
+
+    def made(self, value: Any) -> Any:
+        """`value`, built by the program: counted in the memory budget when it is large."""
+        if len(value) >= HOLD_MIN:
+            held = self.held
+            if held is None:
+                from .hostmemory import Held
+                held = self.held = Held()
+            held.hold(value)
+        return value
 
     @property
     def used(self) -> int:
@@ -127,6 +144,9 @@ class Budget:
                  f"{DEFAULT_CHECK_SECONDS:g} seconds, the commands that move data none")
 
 
+# Python values from this many elements (characters) on count in the memory budget
+# (`Budget.made`, apdsl.semantics.hostmemory).
+HOLD_MIN = 4096
 # With a time budget, the steps between two looks at the clock (a fraction of a second of
 # the fastest statements), and the most a loop may take at once without counting
 # iterations (a few seconds of them).
@@ -168,6 +188,7 @@ def check_size(value: Any) -> Any:
 def _pay(value: Any, budget: Budget | None) -> Any:
     if budget is not None and type(value) in _SEQUENCES and len(value) >= COPY_STEP:
         budget.charge(len(value) // COPY_STEP)
+        budget.made(value)
     return value
 
 
@@ -191,6 +212,10 @@ def mul(a: Any, b: Any, budget: Budget | None = None) -> Any:
             raise too_long(_kind(seq), len(seq) * n)
         if budget is not None and n > 0 and len(seq) * n >= COPY_STEP:
             budget.charge(len(seq) * n // COPY_STEP)
+            if len(seq) * n >= HOLD_MIN:  # within the memory budget before it is built
+                from .hostmemory import repeated
+                budget.afford(repeated(seq, n), f"repeating a {_kind(seq)} {n:,} times")
+                return budget.made(a * b)
     return a * b
 
 

@@ -101,6 +101,7 @@ def _extend(lst: list, budget: limits.Budget) -> Callable[..., None]:
         if n is not None and len(lst) + n > MAX_ELEMENTS:
             raise limits.too_long("list", len(lst) + n)
         lst.extend(items)
+        budget.made(lst)
     return extend
 
 
@@ -121,6 +122,7 @@ def _update(target: Any, budget: limits.Budget) -> Callable[..., None]:
             target.update(items)
         budget.charge(len(kwargs))
         target.update(**kwargs)
+        budget.made(target)
     return update
 
 
@@ -130,7 +132,7 @@ def _set_op(name: str) -> Callable[[Any, limits.Budget], Callable[..., Any]]:
 
         def op(*others: Any) -> Any:
             budget.charge(len(target))
-            return bound(*(limits.walk(o, budget, build=True) for o in others))
+            return budget.made(bound(*(limits.walk(o, budget, build=True) for o in others)))
         op.__name__ = name
         return op
     return make
@@ -145,7 +147,7 @@ def _join(sep: str, budget: limits.Budget) -> Callable[[Any], str]:
         if total > MAX_ELEMENTS:
             raise limits.too_long("string", total)
         budget.charge(total // limits.COPY_STEP)
-        return sep.join(items)
+        return budget.made(sep.join(items))
     return join
 
 
@@ -159,7 +161,7 @@ def _replace(s: str, budget: limits.Budget) -> Callable[..., str]:
             if total > MAX_ELEMENTS:
                 raise limits.too_long("string", total)
             budget.charge(max(total, len(s)) // limits.COPY_STEP)
-        return s.replace(old, new, count)
+        return budget.made(s.replace(old, new, count))
     return replace
 
 
@@ -172,7 +174,7 @@ def _padding(name: str) -> Callable[[str, limits.Budget], Callable[..., str]]:
                 raise limits.too_long("string", width)
             if type(width) is int:
                 budget.charge(max(width, 0) // limits.COPY_STEP)
-            return bound(width, *rest)
+            return budget.made(bound(width, *rest))
         pad.__name__ = name
         return pad
     return make
@@ -230,7 +232,8 @@ def _format(template: str, budget: limits.Budget,
         shown_kwargs = {k: v if isinstance(v, (int, float, str)) else _Shown(show(v))
                         for k, v in kwargs.items()}
         formatter = _Sized(budget, 0)
-        return limits.check_size(formatter.vformat(template, shown_args, shown_kwargs))
+        return budget.made(limits.check_size(formatter.vformat(template, shown_args,
+                                                                shown_kwargs)))
     return format
 
 

@@ -35,7 +35,7 @@ def python_builtins(budget: limits.Budget, table: dict[str, Any]) -> dict[str, A
         return py.all(walk(values, budget, build=False))
 
     def set_(values: Any = ()) -> set:
-        return py.set(walk(values, budget, build=True))
+        return budget.made(py.set(walk(values, budget, build=True)))
 
     def divmod_(a: Any, b: Any) -> tuple[Any, Any]:
         return py.divmod(a, b)

@@ -65,6 +65,8 @@ def store_item(container: Any, key: Any, value: Any, budget: limits.Budget) -> N
                 raise limits.too_long("list", len(container) - old + len(items))
             budget.charge(len(items) // limits.COPY_STEP)
             container[key] = items
+            if len(items) >= limits.HOLD_MIN:
+                budget.made(container)
             return
         container[key] = value
     elif isinstance(container, dict):  # dicts, and the program's os.environ
@@ -212,6 +214,8 @@ class TargetCompiler:
             result = op(current, operand)
             if type(current) is list and type(result) is list:
                 current[:] = result
+                if len(current) >= limits.HOLD_MIN:  # grown in place: counted anew
+                    budget.made(current)
                 return current
             return result
 

@@ -55,9 +55,13 @@ def reserve(nbytes: int, explain: Callable[[], tuple[str, str]], *,
         memory.bytes += nbytes
         return memory
     if nbytes <= limit:
-        # Storage in reference cycles returns its bytes only when the cycle collector runs
-        # (paused while a program runs); collect once before refusing what could then fit.
-        gc.collect()
+        # The holders of Python values return those no longer alive, and storage in
+        # reference cycles returns its bytes only when the cycle collector runs (paused while
+        # a program runs): both before refusing what could then fit.
+        for holder in list(memory.holders):
+            holder.sweep()
+        if memory.bytes + nbytes > limit:
+            gc.collect()
         if memory.bytes + nbytes <= limit:
             memory.bytes += nbytes
             return memory
@@ -75,9 +79,9 @@ def over_budget(nbytes: int, what: str, detail: str, limit: int) -> ApdslRuntime
         f"{what} needs {human(nbytes)}, past the memory budget of {human(limit)}",
         code="APK430",
         notes=[detail] + ([f"{human(in_use)} of the budget already in use by live "
-                           "tensors"] if in_use else [])
+                           "tensors and values"] if in_use else [])
         + ["the budget bounds all live storage and its written-state bookkeeping, every "
-           "buffer (HBM and GM included)"],
+           "buffer (HBM and GM included), and the large Python values a program builds"],
         help=HELP, requested=nbytes, budget=limit, in_use=in_use)
 
 

@@ -16,6 +16,7 @@ budget read it; the runtime builds its trace and warnings on the same object.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -149,10 +150,14 @@ class Memory:
     """Bytes the memory budget has reserved for live storage.  Shared by a machine and its
     children: tensors a Python caller keeps alive use the same memory as the program it runs."""
 
-    __slots__ = ("bytes",)
+    __slots__ = ("bytes", "holders")
 
     def __init__(self) -> None:
         self.bytes = 0
+        # what else holds bytes here and can return those of values no longer alive
+        # (`sweep()`: the Python values a program built, apdsl.semantics.hostmemory), asked
+        # before an allocation is refused
+        self.holders: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class Machine:

@@ -12,15 +12,59 @@ from ...tensor.dtypes import cast_array
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 
+# Random data is drawn in blocks of this many elements, so the float64 (or int64) draws never
+# make a temporary of the tensor's size (a 12000 x 12000 float32 tensor would peak at three
+# times its own size): the generator's stream is the same drawn in blocks or at once.
+_BLOCK = 1 << 20
+
 
 def seeded(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
     """Deterministic test data that suits the dtype: small integers for integer types (so
-    indices and sums stay in range), uniform [-1, 1) for floats."""
+    indices and sums stay in range), uniform [-1, 1) for floats (as float32)."""
+    draw = _drawer(dtype, seed)
+    n = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(n, np.int32 if dtype.kind in "iu" else np.float32)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        out[start:stop] = draw(stop - start)
+    return out.reshape(shape)
+
+
+def _drawer(dtype: Any, seed: int) -> Any:
+    """A function of a count drawing the next values of `seeded`'s stream."""
     rng = np.random.default_rng(seed)
     if dtype.kind in "iu":
         lo = 0 if dtype.kind == "u" else -4
-        return rng.integers(lo, 8, size=shape).astype(np.int64)
-    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+        # (int32 draws are the int64 ones: both take bounded values from the uint32 stream)
+        return lambda k: rng.integers(lo, 8, size=k, dtype=np.int32)
+    return lambda k: rng.uniform(-1.0, 1.0, size=k).astype(np.float32)
+
+
+def _write_seeded(t: Tensor, seed: int) -> None:
+    """`= random(seed)`: `seeded`'s values written block by block through views of `t`, so no
+    temporary of the tensor's size is made (the tensor itself is in the memory budget)."""
+    from .move import write_view
+    shape = tuple(t.shape)
+    draw = _drawer(t.dtype, seed)
+    if int(np.prod(shape, dtype=np.int64)) <= _BLOCK or not shape:
+        write_view(t, draw(int(np.prod(shape, dtype=np.int64))).reshape(shape))
+        return
+    for index in _blocks(shape, _BLOCK):
+        part = t[index]
+        write_view(part, draw(int(np.prod(part.shape, dtype=np.int64))).reshape(part.shape))
+
+
+def _blocks(shape: tuple[int, ...], block: int) -> Any:
+    """Indices (ints, then one slice) that cover `shape` in row-major order, each at most
+    `block` elements."""
+    inner, axis = 1, len(shape) - 1
+    while axis > 0 and inner * shape[axis] <= block:
+        inner *= shape[axis]
+        axis -= 1
+    step = max(1, block // inner)
+    for lead in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], step):
+            yield (*lead, slice(start, min(start + step, shape[axis])))
 
 
 def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
@@ -46,8 +90,9 @@ def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
     if kind == "arange":
         data: Any = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     elif kind == "random":
-        seed = args[0] if args else 0
-        data = seeded(shape, t.dtype, int(seed))
+        if not dry:
+            _write_seeded(t, int(args[0]) if args else 0)
+        return
     elif kind == "array":
         (data,) = args
         data = np.asarray(data)

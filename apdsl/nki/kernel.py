@@ -247,7 +247,6 @@ class SpmdHost(Host):
         super().__init__(**kw)
         self.shared = shared
         self.outputs: list[Any] = []  # its shared_hbm tensors (kept: the kernel's outputs)
-        shared.next_program()
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Any = None) -> Any:

@@ -22,13 +22,23 @@ def events(p: ProfileResult) -> dict[str, Any]:
         if s.track not in tracks:
             tracks.append(s.track)
     tid = {t: i + 1 for i, t in enumerate(tracks)}
+    # the cores of an Ascend launch: one track group (process) per core, its pipes threads
+    groups = {t: t.split(": ", 1)[0] for t in tracks if ": " in t}
+    pids = {g: PID + 1 + i for i, g in enumerate(dict.fromkeys(groups.values()))}
+    pid = {t: pids[groups[t]] if t in groups else PID for t in tracks}
+    title = f"apdsl profile {p.kernel or ''} on {p.target} (estimate)".replace("  ", " ")
     out: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-         "args": {"name": f"apdsl profile {p.kernel or ''} on {p.target} (estimate)".replace(
-             "  ", " ")}}]
+        {"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": title}}]
+    for g, i in pids.items():
+        out.append({"ph": "M", "name": "process_name", "pid": i, "tid": 0,
+                    "args": {"name": f"{g} (estimate)"}})
+        out.append({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0,
+                    "args": {"sort_index": i}})
     for t, i in tid.items():
-        out.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": i, "args": {"name": t}})
-        out.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": i,
+        shown = t.split(": ", 1)[1] if t in groups else t
+        out.append({"ph": "M", "name": "thread_name", "pid": pid[t], "tid": i,
+                    "args": {"name": shown}})
+        out.append({"ph": "M", "name": "thread_sort_index", "pid": pid[t], "tid": i,
                     "args": {"sort_index": i}})
     for s in p.slots:
         loc = s.location
@@ -44,14 +54,14 @@ def events(p: ProfileResult) -> dict[str, Any]:
             args["run_bytes"] = c.run_bytes
         args["estimated_ns"] = s.end - s.start
         out.append({"name": f"{s.op}{label} {where}", "cat": s.track, "ph": "X",
-                    "ts": s.start / 1000, "dur": (s.end - s.start) / 1000, "pid": PID,
-                    "tid": tid[s.track], "args": args})
-    out.extend(_flows(p, tid))
+                    "ts": s.start / 1000, "dur": (s.end - s.start) / 1000,
+                    "pid": pid[s.track], "tid": tid[s.track], "args": args})
+    out.extend(_flows(p, tid, pid))
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "otherData": {"estimate": True, "target": p.target, "total_ns": p.total_ns}}
 
 
-def _flows(p: ProfileResult, tid: dict[str, int]) -> list[dict[str, Any]]:
+def _flows(p: ProfileResult, tid: dict[str, int], pid: dict[str, int]) -> list[dict[str, Any]]:
     """Flow events ("s" at the source slot's end, "f" at the destination slot's start), one
     per wait_flag that is followed by an instruction on its pipe."""
     trace = getattr(p, "_trace", None)
@@ -79,9 +89,10 @@ def _flows(p: ProfileResult, tid: dict[str, int]) -> list[dict[str, Any]]:
         first = min(slots, key=lambda s: s.start)
         for src, name in waiting.pop(first.track, ()):
             n = len(out) // 2
-            out.append({"ph": "s", "id": n, "name": name, "cat": "event", "pid": PID,
-                        "tid": tid[src.track], "ts": src.end / 1000})
+            out.append({"ph": "s", "id": n, "name": name, "cat": "event",
+                        "pid": pid[src.track], "tid": tid[src.track], "ts": src.end / 1000})
             out.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "event",
-                        "pid": PID, "tid": tid[first.track], "ts": first.start / 1000})
+                        "pid": pid[first.track], "tid": tid[first.track],
+                        "ts": first.start / 1000})
         last[first.track] = max(slots, key=lambda s: s.end)
     return out

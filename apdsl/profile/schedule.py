@@ -26,7 +26,7 @@ from typing import Any
 
 from ..records import record
 from ..runtime.core.trace import AFTER, EVENT_ROW, PART
-from ..runtime.sync.pipes import PIPE_INDEX, PIPES
+from ..runtime.sync.pipes import PIPE_INDEX
 from ..runtime.table import outputs
 from .model import Cost, Model, as_int
 
@@ -124,6 +124,8 @@ class Scheduler:
         # kernel) starts after everything before it
         # (the ends and the slots in two lists each: floats and ints the collector never walks)
         self.pipe_ends: dict[int, tuple[list[list[float]], list[list[int]]]] = {}
+        self._worlds: list[Any] = []
+        self.syncs: list[Any] = []
         self.epoch: tuple[int, tuple[float, int]] = (-1, (0.0, -1))
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
@@ -143,6 +145,7 @@ class Scheduler:
     def run(self, trace: Any) -> None:
         """Schedule every instruction of a trace, in program order."""
         add = self.add
+        self.syncs = trace.syncs
         parts, hints = trace.parts, trace.hints
         for i, row in enumerate(trace.rows):
             if len(row) != EVENT_ROW:  # (an event takes no time: its ordering is in `after`)
@@ -164,16 +167,28 @@ class Scheduler:
             got = self._part_costs[key] = self._costs_of(op, part, dge)
         pieces, costs, refs = got
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
-            got_ends = self.pipe_ends.get(sync)
+            # the cores of a launch share one order (their checkers' world): pipe q of it is
+            # core q // 7's pipe q % 7, each core's pipes tracks of their own
+            checker = self.syncs[sync] if sync < len(self.syncs) else None
+            world = getattr(checker, "world", sync)
+            base = getattr(checker, "base", 0)
+            key = id(world)
+            got_ends = self.pipe_ends.get(key)
             if got_ends is None:
-                got_ends = self.pipe_ends[sync] = ([[] for _ in PIPES], [[] for _ in PIPES])
+                got_ends = self.pipe_ends[key] = ([], [])
+                self._worlds.append(world)  # (kept alive, so its id stays its own)
             ends, ends_slot = got_ends
-            pi = PIPE_INDEX[pipe]
+            width = len(row) - AFTER
+            while len(ends) < width:  # (a launch that split its cores grew its order)
+                ends.append([])
+                ends_slot.append([])
+            pi = PIPE_INDEX[pipe] + base
+            prefix = core_prefix(world, base)
             # when the events let it start: the latest end of an instruction of another pipe
             # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`, `ends_slot[q]`:
             # the end and slot of each of pipe q's so far), and of everything before its kernel
-            if sync != self.epoch[0]:
-                self.epoch = (sync, self.last_end)
+            if key != self.epoch[0]:
+                self.epoch = (key, self.last_end)
             start, pred = self.epoch[1]
             for q, k in enumerate(row[AFTER:]):
                 if k and q != pi:
@@ -182,7 +197,7 @@ class Scheduler:
                         start, pred = done[k - 1], ends_slot[q][k - 1]
             if len(pieces) == 1 and not self.serial_order:  # `_ordered` of one piece, inline
                 cost = costs[0]
-                track = cost.engine
+                track = prefix + cost.engine if prefix else cost.engine
                 free_at, last = self.free.get(track, _IDLE)
                 if free_at > start:
                     start, pred = free_at, last
@@ -197,7 +212,7 @@ class Scheduler:
                 ends[pi].append(end)
                 ends_slot[pi].append(n)
                 return
-            self._ordered(index, op, name, location, costs, refs, (start, pred))
+            self._ordered(index, op, name, location, costs, refs, (start, pred), prefix)
             ends[pi].append(self.pipe_last[0])
             ends_slot[pi].append(self.pipe_last[1])
         elif self.model.family == "ascend":  # unchecked: as if it waited for all before it
@@ -236,7 +251,7 @@ class Scheduler:
 
     def _ordered(self, rec_index: int, op: str, name: str | None, location: Any,
                  costs: list[Cost], refs: list[tuple[int, int]],
-                 after: tuple[float, int]) -> None:
+                 after: tuple[float, int], prefix: str = "") -> None:
         """An Ascend instruction's pieces, each starting after `after` (its events, or every
         earlier instruction) and its pipe's previous instruction.  The storage accesses are not
         compared: with `after` they would order nothing more, and no later instruction reads
@@ -249,7 +264,7 @@ class Scheduler:
             ready, pred = after
             if self.serial_order and self.last_end[0] > ready:
                 ready, pred = self.last_end
-            track = cost.engine
+            track = prefix + cost.engine if prefix else cost.engine
             free_at, last = free.get(track, _IDLE)
             if free_at > ready:
                 ready, pred = free_at, last
@@ -326,6 +341,18 @@ class Scheduler:
     def slots(self) -> list[Slot]:
         """The slots scheduled so far."""
         return self.table.slots()
+
+
+def core_prefix(world: Any, base: int) -> str:
+    """The track prefix of a core's pipes in a launch on several cores ("AIV 3: "), or "".
+
+    Each core's pipes are tracks of their own and run in parallel.  GM bandwidth: every core's
+    transfers (MTE2, MTE3, FIX) are costed at the per-core rates of the cost model, and the
+    cores do not yet slow each other down; sharing the target's GM bandwidth among the cores'
+    concurrent transfers (SPEC 14) belongs here, on the tracks this prefix names."""
+    if getattr(world, "cores", 1) <= 1:
+        return ""
+    return f"{world.name(base)}: "
 
 
 _IDLE = (0.0, -1)  # a track that has run nothing yet: free from 0, after no slot

@@ -140,6 +140,8 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     for name in INSTRUCTIONS:
         table[name] = instruction(name)
     table.update(_events(interp))
+    from . import cores  # Ascend cores: block index, AIC/AIV, cross-core flags (SPEC 17)
+    table.update(cores.make(interp))
     table.update(_hint_enums())
     for name in TLA:
         table[name] = _tla(name)
@@ -431,4 +433,6 @@ def builtin_names() -> frozenset[str]:
     # (the `asc.X` instructions are prefixed keys: `nki_names` lists them)
     names.update((n for n in INSTRUCTIONS if "." not in n), EVENTS, TLA, LAUNCH, DTYPES,
                  ALIASES, targets.BUFFERS, OPERATORS)
+    from .cores import NAMES as CORE_NAMES
+    names.update(CORE_NAMES)
     return frozenset(names)

@@ -162,18 +162,24 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
                 dt, buf, layout = plan
                 t = new_view(Storage(shape, dt, buf, name=name, span=span), dt, layout)
                 shared = self.shared_hbm
-                if shared is None or buf != "shared_hbm":
+                if shared is None or buf != shared.buffer:
                     return t
-                return shared.take(t, self.launch.ids[0])
+                return shared.take(t, self._program())
         from ..tensor.view import ndarray
         t = ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
         if key is not None and len(self._allocations) < 64 and t.layout == \
                 Layout.row_major(shape):
             self._allocations[key] = (t.dtype, t.buffer, t.layout)
         shared = self.shared_hbm
-        if shared is None or t.buffer != "shared_hbm":
+        if shared is None or t.buffer != shared.buffer:
             return t
-        return shared.take(t, self.launch.ids[0])  # a launch's programs share their outputs
+        return shared.take(t, self._program())  # a launch's programs share their outputs
+
+    def _program(self) -> Any:
+        """Who allocates: the Ascend core under way (its name), else the program id."""
+        from ..tensor.machine import current
+        core = current().core
+        return core.short if core is not None else self.launch.ids[0]
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         span = self.call_span

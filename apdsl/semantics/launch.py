@@ -68,31 +68,34 @@ def program_ndim(launch: Launch) -> int:
 
 
 class SharedHbm:
-    """The shared-HBM tensors of one launch.  SPMD programs share the kernel's `shared_hbm`
-    outputs: every program allocates the same ones in the same order, and program k's i-th
-    allocation is program 0's i-th tensor.  Mutable on purpose: it lives for one launch."""
+    """The shared tensors of one launch.  SPMD programs share the kernel's `shared_hbm`
+    outputs (an Ascend launch's cores their `gm` allocations: GM is shared): every program
+    allocates the same ones in the same order, and program k's i-th allocation is program 0's
+    i-th tensor.  Mutable on purpose: it lives for one launch."""
 
-    def __init__(self) -> None:
+    def __init__(self, buffer: str = "shared_hbm") -> None:
+        self.buffer = buffer
         self.tensors: list[Tensor] = []
-        self.count = 0
+        self.counts: dict[Any, int] = {}  # program (or core) -> its allocations so far
 
-    def next_program(self) -> None:
-        self.count = 0
-
-    def take(self, t: Tensor, program: int) -> Tensor:
-        """The tensor a program's shared-HBM allocation `t` stands for (APK145 when it differs
+    def take(self, t: Tensor, program: Any) -> Tensor:
+        """The tensor a program's shared allocation `t` stands for (APK145 when it differs
         from program 0's)."""
-        i, self.count = self.count, self.count + 1
+        i = self.counts.get(program, 0)
+        self.counts[program] = i + 1
         if i == len(self.tensors):
             self.tensors.append(t)
             return t
         first = self.tensors[i]
         if tuple(first.shape) != tuple(t.shape) or first.dtype != t.dtype:
+            what = "shared HBM" if self.buffer == "shared_hbm" else "GM"
+            who = f"program {program}" if isinstance(program, int) else str(program)
             raise ApdslTypeError(
-                f"program {program} allocates shared HBM tensor {i} as {t.dtype}"
-                f"{list(t.shape)}, program 0 as {first.dtype}{list(first.shape)}",
-                code="APK145", help="every program of a launch allocates the same shared "
-                "HBM tensors, in the same order")
+                f"{who} allocates {what} tensor {i} as {t.dtype}"
+                f"{list(t.shape)}, the first {'program' if isinstance(program, int) else 'core'}"
+                f" as {first.dtype}{list(first.shape)}",
+                code="APK145", help=f"every {'program' if isinstance(program, int) else 'core'}"
+                f" of a launch allocates the same {what} tensors, in the same order")
         return first
 
 

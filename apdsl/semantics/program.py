@@ -99,6 +99,21 @@ class Program:
                 return [p.name for p in k.params]
         return []
 
+    def is_ascend(self, name: str | None) -> bool:
+        """Kernel `name` (None: the only one) is an Ascend kernel: a parameter or its result is
+        declared in an Ascend buffer."""
+        from .spmd import ASCEND_BUFFERS
+        try:
+            chosen = self.select_kernel(name)
+        except Exception:  # noqa: BLE001 - no such kernel: `run` says so
+            return False
+        for k in self.kernels():
+            if k.name == chosen:
+                specs = [tensor_type(p) for p in k.params] + [k.returns]
+                return any(isinstance(t, ast.TypeSpec) and t.buffer in ASCEND_BUFFERS
+                           for t in specs)
+        return False
+
     def select_kernel(self, name: str | None) -> str | None:
         return pick_kernel(self.file, [k.name for k in self.kernels()], name, "kernel")
 

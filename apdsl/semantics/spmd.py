@@ -46,8 +46,13 @@ def run_programs(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tup
     """Call kernel `fn` once per program id of `grid` (once, without a grid), each program
     with the same arguments and sharing the launch's shared HBM tensors; the result checked
     against the kernel's declared type.  `span` is the launch in the user's code: errors from
-    a program are labelled with it.  The caller's launch is restored afterwards."""
+    a program are labelled with it.  The caller's launch is restored afterwards.  An Ascend
+    kernel runs on its AI cores instead (`run_cores`)."""
+    if is_ascend(fn, args):
+        return run_cores(interp, fn, args, kwargs, check_ascend_grid(grid, fn.name) if grid
+                         else (), bound, span)
     from ..runtime.sync import checking
+    grid = check_grid(grid, fn.name) if grid else ()
     saved = interp.launch, interp.shared_hbm
     if grid:
         interp.shared_hbm = SharedHbm()
@@ -56,7 +61,6 @@ def run_programs(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tup
         for pid in range(grid[0]) if grid else (None,):
             if pid is not None:
                 interp.launch = Launch(grid, (pid,))
-                interp.shared_hbm.next_program()
             try:
                 with checking():  # Ascend pipes and events are checked inside a kernel
                     result = interp.call_function(fn, args, kwargs, bound)
@@ -71,6 +75,90 @@ def run_programs(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tup
     finally:
         interp.launch, interp.shared_hbm = saved
     return value
+
+
+ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub"})
+
+
+def is_ascend(fn: Function, args: tuple) -> bool:
+    """An Ascend kernel: one of its tensor arguments, or its declared result, is in an Ascend
+    buffer (GM)."""
+    from ..tensor.view import Tensor
+    if any(isinstance(a, Tensor) and a.buffer in ASCEND_BUFFERS for a in args):
+        return True
+    spec = fn.returns
+    return isinstance(spec, ast.TypeSpec) and spec.buffer in ASCEND_BUFFERS
+
+
+def check_ascend_grid(grid: Any, name: str) -> tuple[int, ...]:
+    """The launch shape of an Ascend `kernel[n]`: n AI cores (numBlocks), 1-65535 (APK590)."""
+    from ..runtime.ascend.cores import MAX_BLOCKS
+    if isinstance(grid, tuple) and len(grid) == 1:
+        grid = grid[0]
+    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= MAX_BLOCKS:
+        shown = grid if isinstance(grid, int) else type(grid).__name__
+        raise ApdslTypeError(
+            f"{name}[{shown!r}]: an Ascend kernel launches on 1 to {MAX_BLOCKS} AI cores",
+            code="APK590", notes=["AscendC: numBlocks of kernel<<<numBlocks, ...>>>; pyasc: "
+                                  "kernel[numBlocks, stream](...)"],
+            help=f"launch with {name}[n](...), n the number of AI cores (ascend-a2 has 20; "
+                 "more run in rounds)")
+    return (grid,)
+
+
+class _Hooks:
+    """What the interpreter keeps per core besides the machine: saved when a core hands over
+    to another (at a cross-core wait), restored when it resumes."""
+
+    def __init__(self, interp: Any) -> None:
+        self.interp = interp
+
+    def save(self) -> Any:
+        i = self.interp
+        return i.call_span, i.depth, i.launch, list(i.calls)
+
+    def restore(self, state: Any) -> None:
+        i = self.interp
+        i.call_span, i.depth, i.launch, calls = state
+        i.calls[:] = calls
+
+
+def run_cores(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],
+              bound: dict[str, Any] | None = None, span: Span | None = None) -> Any:
+    """Run Ascend kernel `fn` on `grid[0]` AI cores (one without a grid), each core with its
+    own on-chip buffers, pipes and flags, sharing GM (`apdsl.runtime.ascend.cores`); the cores
+    share their `gm` allocations (the i-th of each core is the first core's i-th) and must
+    return the same (APK146)."""
+    from ..runtime.ascend.cores import CoreLaunch, CoreState
+    n = grid[0] if grid else 1
+    saved = interp.launch, interp.shared_hbm
+    interp.shared_hbm = SharedHbm("gm")
+
+    def body(st: CoreState) -> Any:
+        interp.launch = Launch(grid, (st.block,)) if grid else saved[0]
+        result = interp.call_function(fn, args, kwargs, bound)
+        check_result(fn, result, interp)
+        return result
+
+    launch = CoreLaunch(n, body, hooks=_Hooks(interp))
+    try:
+        results = launch.run()
+    except ApdslError as e:
+        if span is not None and grid and not e.labels:
+            e = e.with_label(span, f"in this launch of {fn.name} on {n} AI "
+                             f"core{'s' if n != 1 else ''}")
+        raise e from None
+    finally:
+        interp.launch, interp.shared_hbm = saved
+    first = results[0]
+    for st, r in zip(launch.cores[1:], results[1:]):
+        if not same_results(r, first):
+            raise ApdslTypeError(
+                f"kernel {fn.name}: {st.short} returns other values than "
+                f"{launch.cores[0].short}", code="APK146", span=span or fn.span,
+                help="allocate outputs in GM before any branch on the core: every core of a "
+                "launch allocates the same GM tensors, and every core returns them")
+    return first
 
 
 class Launched:
@@ -110,7 +198,20 @@ def launch(fn: Function, grid: Any, interp: Any) -> Launched:
             "logical NeuronCores", code="APK159",
             notes=["a kernel is `kernel NAME(...)` or a def decorated with @nki.jit"],
             help=f"call it plainly, {fn.name}(...), or make it a kernel")
-    return Launched(fn, check_grid(grid, fn.name), interp)
+    if is_ascend(fn, ()) or any(isinstance(getattr(p, "type", None), ast.TypeSpec) and p.type.buffer in
+                                 ASCEND_BUFFERS for p in fn.params):
+        return Launched(fn, check_ascend_grid(grid, fn.name), interp)
+    return Launched(fn, _grid(grid, fn.name), interp)
+
+
+def _grid(grid: Any, name: str) -> tuple[int, ...]:
+    """`kernel[grid]`'s shape, checked when the kernel is called (an NKI kernel launches on 1
+    or 2 logical cores, an Ascend one on up to 65535 AI cores: its arguments say which)."""
+    if isinstance(grid, tuple) and len(grid) == 1:
+        grid = grid[0]
+    if isinstance(grid, int) and not isinstance(grid, bool) and grid >= 1:
+        return (grid,)
+    return check_grid(grid, name)  # (the error)
 
 
 def check_result(fn: Function, value: Any, interp: Any) -> None:

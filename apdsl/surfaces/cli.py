@@ -96,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     check_target_family(program, args.target)
     # a Python kernel's check reads only the -i headers (SPEC section 12: no input values)
     inputs = read_inputs(args, program, args.json, header_only=args.file.endswith(".py"))
-    launch = launch_of(args)
+    launch = launch_of(args, program)
     try:
         errors = program.check(kernel=args.kernel, inputs=inputs, **launch)
     except UsageError as e:

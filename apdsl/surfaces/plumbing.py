@@ -150,9 +150,10 @@ def load_program(file: str, target: str | None = None) -> Any:
     return program
 
 
-def launch_of(args: argparse.Namespace) -> dict[str, Any]:
-    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`); `--ranks N`
-    past one rank is APK170 (multi-rank runs are not available yet)."""
+def launch_of(args: argparse.Namespace, program: Any = None) -> dict[str, Any]:
+    """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`: an Ascend
+    kernel's N is its AI cores); `--ranks N` past one rank is APK170 (multi-rank runs are not
+    available yet)."""
     ranks = getattr(args, "ranks", None)
     if ranks is not None and ranks > 1:
         from ..errors import ApdslRuntimeError
@@ -165,7 +166,11 @@ def launch_of(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     from ..nki.kernel import launch_grid
     try:
-        return {"grid": launch_grid(n, getattr(args, "kernel", None) or "kernel")}
+        kernel = getattr(args, "kernel", None)
+        if getattr(program, "is_ascend", None) is not None and program.is_ascend(kernel):
+            from ..semantics.spmd import check_ascend_grid
+            return {"grid": check_ascend_grid(n, kernel or "kernel")}
+        return {"grid": launch_grid(n, kernel or "kernel")}
     except ApdslError as e:
         raise usage(f"--grid {n}: {e.message}") from None
 
@@ -353,7 +358,7 @@ def execute(args: argparse.Namespace, trace: bool, out: Any = None,
     apply_target(args.target)
     program = load_program(args.file, args.target)
     inputs = read_inputs(args, program)
-    launch = launch_of(args)
+    launch = launch_of(args, program)
     result = None
     try:  # (the options of the command line are set by `main`)
         result = program.run(args.kernel, inputs, out=out, trace=trace, **launch)

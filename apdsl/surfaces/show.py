@@ -66,7 +66,7 @@ def _command(args: Any) -> int:
     program = load_program(args.file, getattr(args, "target", None))
     kernel, name = _split_name(program, args)
     inputs = _kernel_inputs(program, args, kernel)
-    launch = launch_of(args)
+    launch = launch_of(args, program)
     if args.file.endswith(".py"):
         return _draw_python(program, kernel, name, inputs, args, launch)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go

@@ -168,7 +168,7 @@ class Machine:
     device: Device | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
-                 "span", "warnings", "warned", "sync", "engine_state")
+                 "span", "warnings", "warned", "sync", "engine_state", "core", "space")
 
     def __init__(self, *, targets: dict[str, str] | None = None, options: Options | None = None,
                  memory: Memory | None = None, check: bool = False, trace: Any = None) -> None:
@@ -189,6 +189,12 @@ class Machine:
         # Scalar Engine's reduce_regs: `apdsl.runtime.nki.reduce_regs`; the PRNGs:
         # `apdsl.runtime.nki.rng_state`).  A child starts with none: a device of its own.
         self.engine_state: dict[str, Any] = {}
+        # The Ascend core this machine simulates inside a launch on several cores (the
+        # `apdsl.runtime.ascend.cores` state of that core; None outside one), and the address space
+        # of its on-chip buffers: each core of a launch has its own L1, L0 and UB, GM is
+        # shared.  A child starts outside any launch.
+        self.core: Any = None
+        self.space = 0
 
     def child(self, *, check: bool | None = None) -> Machine:
         """A fresh machine for one program run or check: the parent's targets and options

@@ -37,7 +37,7 @@ class Storage:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "c0", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
-                 "unit_bits", "_reserved", "_memory", "__weakref__")
+                 "unit_bits", "_reserved", "_memory", "space", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
@@ -59,6 +59,8 @@ class Storage:
         self.freed = False
         self.unit_bits = bits  # written state is exact per unit of this many bits
         machine = current()
+        # the address space of on-chip storage: its core's, in a launch on several cores
+        self.space = machine.space
         self.target = targets.TARGETS[machine.targets[targets.family(buffer)]]
         self._accounting: Accounting | None = None
         # the memory budget: the data and one bookkeeping byte per written-state unit (the

@@ -374,9 +374,10 @@ def _lowered(op: str, name: str | None, operands: dict[str, Any], engine: str | 
     return lowered, pieces, storages, engine
 
 
-def record_event(op: str, args: tuple[Any, ...]) -> None:
-    """Put an Ascend event (`set_flag(E, id)`, `wait_flag(E, id)`, `pipe_barrier(P)`) in the
-    trace, on the pipe that executes it, so `apdsl lower` shows where a kernel synchronises."""
+def record_event(op: str, args: tuple[Any, ...], pipe: str | None = None) -> None:
+    """Put an Ascend event (`set_flag(E, id)`, `wait_flag(E, id)`, `pipe_barrier(P)`, the
+    cross-core ones with their `pipe`) in the trace, on the pipe that executes it, so `apdsl
+    lower` shows where a kernel synchronises."""
     m = current()
     trace = m.trace
     if trace is None:
@@ -389,7 +390,7 @@ def record_event(op: str, args: tuple[Any, ...]) -> None:
         key = row = None
     if row is None:
         file, line = m.location or _NOWHERE
-        row = (op, file, line, tuple(args), _event_pipe(op, args[0]))
+        row = (op, file, line, tuple(args), pipe or _event_pipe(op, args[0]))
         if key is not None:
             events[key] = row
     trace.rows.append(row)

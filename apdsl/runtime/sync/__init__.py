@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ApdslRuntimeError, Span, Warning_
+from ...errors import Span, Warning_
 from ...records import record
 from ...tensor.machine import current
 from .pipes import (
@@ -44,6 +44,7 @@ from .pipes import (
     split_event,
 )
 from .sync_facts import PLANS, Record, Touch, plan_of
+from .world import SyncError, World, cross_race, no_pipe, op_at
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
@@ -66,36 +67,33 @@ class Order:
     sync: Any  # the checker (one per kernel run): sequence numbers count within it
 
 
-class SyncError(ApdslRuntimeError):
-    """A synchronisation error: a race, a deadlock, an invalid event (APK570-APK579)."""
-
-    default_code = "APK570"
-
-
-def _where(a: Touch) -> str:
-    if a.location is None:
-        return a.op
-    return f"{a.op} (line {a.location[1]})"
-
-
 class Sync:
-    """The synchronisation state of one kernel (or one `apdsl.pipes()` block)."""
+    """The synchronisation state of one kernel on one core (or one `apdsl.pipes()` block):
+    its pipes' clocks and its flags; what the cores of a launch share is the `World`."""
 
-    def __init__(self, target: str = "ascend-a2") -> None:
+    def __init__(self, target: str = "ascend-a2", world: World | None = None,
+                 core: int = 0) -> None:
         self.ids = EVENT_IDS.get(target, 8)
-        self.count = [0] * _N
-        self.clock = [[0] * _N for _ in range(_N)]
+        self.world = w = World() if world is None else world
+        w.syncs.append(self)
+        self.core = core
+        self.base = core * _N  # this core's pipes in the world's indices
+        self.count = w.count
+        # clock[p][q]: of the world's pipe q, the instructions known complete before this
+        # core's pipe p starts its next one
+        self.clock = [[0] * (_N * w.cores) for _ in range(_N)]
         self.flags: dict[tuple[str, int], tuple[list[int], Span | None, Any]] = {}
         # per region, its earlier reads and its earlier writes, each oldest first: a read
         # conflicts only with writes, so a read need not walk the (often long) list of reads
-        self.regions: dict[Any, tuple[list[Record], list[Record]]] = {}
-        self.accesses = 0
-        # the pipes that have run an instruction: a clock's entry for any other pipe is 0, so
-        # a wait's join leaves it alone
-        self.used: tuple[int, ...] = ()
-        # a race was reported (check mode goes on): leftover flags are then its consequence
-        self.failed = False
+        self.regions = w.regions
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
+        # the pipes this core has (None: all; an AIC or AIV of a split AI core: its own)
+        self.pipes: frozenset[int] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """A race was reported (check mode goes on): leftover flags are its consequence."""
+        return self.world.failed
 
     # -- instructions -------------------------------------------------------------------------
     def access(self, op: str, name: Any, operands: dict[str, Any], span: Span | None,
@@ -118,21 +116,25 @@ class Sync:
         p = plan[1]
         if p < 0:
             return None
+        if self.pipes is not None and p not in self.pipes:
+            raise no_pipe(self, op, p)
+        P = p + self.base  # noqa: N806 - the pipe's index in the world
         count = self.count
-        count[p] = seq = count[p] + 1
+        count[P] = seq = count[P] + 1
+        w = self.world
         if seq == 1:  # the pipe's first instruction
-            self.used = tuple(q for q in range(_N) if count[q])
+            w.used = tuple(q for q in range(len(count)) if count[q])
         clk = self.clock[p]
         same = p != _V  # instructions of one pipe (but V) run in program order
         if same:
-            clk[p] = seq - 1
-        n = self.accesses
+            clk[P] = seq - 1
+        n = w.accesses
         opname = (op, name)
         regions = self.regions
         new = []
         for rkey, lo, hi, write, static, role in plan[2]:
             n += 1
-            rec = (p, seq, lo, hi, n, write, static, opname, span, location)
+            rec = (P, seq, lo, hi, n, write, static, opname, span, location)
             lists = regions.get(rkey)
             if lists is None:
                 lists = regions[rkey] = ([], [])
@@ -167,7 +169,7 @@ class Sync:
                     j -= 1
                     e = reads[j]
                     if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
-                                                      e[0] == p and same):
+                                                      e[0] == P and same):
                         del reads[j]
                 if write:
                     j = len(writes)
@@ -175,10 +177,10 @@ class Sync:
                         j -= 1
                         e = writes[j]
                         if lo <= e[2] and e[3] <= hi and (e[1] <= clk[e[0]] or
-                                                          e[0] == p and same):
+                                                          e[0] == P and same):
                             del writes[j]
             (writes if write else reads).append(rec)
-        self.accesses = n
+        w.accesses = n
         return Order(plan[0], seq, tuple(clk), self) if order else None
 
     def _check(self, rec: Record, earlier: tuple[list[Record], list[Record]],
@@ -192,14 +194,14 @@ class Sync:
             if found is not None and (first is None or found[0].n < first[0].n):
                 first = found
         if first is not None:
-            self.failed = True
+            self.world.failed = True
             raise self._race(acc, first[0], t, first[1])
 
     @staticmethod
     def _first_race(acc: Touch, earlier: list[Record],
                     clk: list[int]) -> tuple[Touch, np.ndarray] | None:
         p = acc.pipe
-        same = p != _V  # instructions of one pipe (but V) run in program order
+        same = p % _N != _V  # instructions of one pipe (but V) run in program order
         lo, hi = acc.lo, acc.hi
         for rec in earlier:
             q = rec[0]
@@ -214,22 +216,24 @@ class Sync:
     def _race(self, acc: Touch, e: Touch, t: Any, both: np.ndarray) -> SyncError:
         kind = ("write-after-write" if acc.write and e.write else
                 "write-after-read" if acc.write else "read-after-write")
-        p, q = PIPES[acc.pipe], PIPES[e.pipe]
+        if acc.pipe // _N != e.pipe // _N:
+            return cross_race(self, kind, acc, e, t, both)
+        p, q = PIPES[acc.pipe % _N], PIPES[e.pipe % _N]
         verb = {True: "writes", False: "reads"}
         lo, hi = int(both[0]) - acc.base, int(both[-1]) - acc.base
         nbytes = int(both.size)
         where = f"bytes {lo}-{hi}" if nbytes == hi - lo + 1 else \
             f"{nbytes} bytes in {lo}-{hi}"
         message = (f"data race ({kind}): {acc.op} on pipe {p} {verb[acc.write]} {t.name} "
-                   f"@ {t.buffer} {where} while {_where(e)} on pipe {q} may still "
+                   f"@ {t.buffer} {where} while {op_at(e)} on pipe {q} may still "
                    f"{'write' if e.write else 'read'} them")
-        notes = [f"{_where(e)} runs on pipe {q}, {_where(acc)} on pipe {p}: the pipes run "
+        notes = [f"{op_at(e)} runs on pipe {q}, {op_at(acc)} on pipe {p}: the pipes run "
                  "concurrently, and no event orders the two"]
         if p == q:  # both on V
-            notes = [f"{_where(e)} and {_where(acc)} both run on pipe V, where instructions "
+            notes = [f"{op_at(e)} and {op_at(acc)} both run on pipe V, where instructions "
                      "may overlap: no barrier orders the two"]
             code = "APK571"
-            fix = (f"put pipe_barrier(\"V\") between {_where(e)} and {_where(acc)}: dependent "
+            fix = (f"put pipe_barrier(\"V\") between {op_at(e)} and {op_at(acc)}: dependent "
                    "vector instructions need a barrier")
         else:
             code = "APK570"
@@ -240,12 +244,12 @@ class Sync:
                 i = pending[0]
                 loc = self.flags[(event, i)][2]
                 where = f" (line {loc[1]})" if loc else ""
-                fix = (f"wait_flag(\"{event}\", {i}) before {_where(acc)}: set_flag(\"{event}\", "
-                       f"{i}){where} orders {_where(e)}, but nothing waits for it")
+                fix = (f"wait_flag(\"{event}\", {i}) before {op_at(acc)}: set_flag(\"{event}\", "
+                       f"{i}){where} orders {op_at(e)}, but nothing waits for it")
             elif event in HARD_EVENTS:
                 free = next((i for i in range(self.ids) if (event, i) not in self.flags), 0)
                 fix = (f"order them with an event: set_flag(\"{event}\", {free}) after "
-                       f"{_where(e)}, and wait_flag(\"{event}\", {free}) before {_where(acc)}")
+                       f"{op_at(e)}, and wait_flag(\"{event}\", {free}) before {op_at(acc)}")
             else:
                 fix = (f"there is no {q}_{p} event: order them through a third pipe with two "
                        "events, or with pipe_barrier(\"ALL\") between them")
@@ -266,10 +270,33 @@ class Sync:
                             "another event id (ping-pong buffers use ids 0 and 1)",
                             event=event, id=i)
             raise err.with_label(sspan, "set here, not waited for since")
-        src = _EVENT_SRC[event]
-        snap = self.clock[src][:]
-        snap[src] = self.count[src]
-        flags[key] = (snap, span, location)
+        flags[key] = (self.snapshot(_EVENT_SRC[event]), span, location)
+
+    def snapshot(self, pipe: int) -> list[int]:
+        """What this core's pipe `pipe` (a local index) knows, its own instructions issued so
+        far included: what a flag it sets carries."""
+        snap = self.clock[pipe][:]
+        snap[self.base + pipe] = self.count[self.base + pipe]
+        return snap
+
+    def snapshot_all(self) -> list[int]:
+        """What all this core's pipes know together, every instruction it issued so far
+        included (a barrier of every pipe, as `sync_all` is)."""
+        rows = self.clock
+        snap = [max(col) for col in zip(*rows)]
+        b = self.base
+        snap[b:b + _N] = self.count[b:b + _N]
+        return snap
+
+    def join_all(self, snap: list[int]) -> None:
+        """Every pipe of this core now knows what `snap` knew (a cross-core wait blocks every
+        pipe on Atlas A2: the CrossCoreWaitFlag docs)."""
+        used = self.world.used
+        for row in self.clock:
+            for q in used:
+                v = snap[q]
+                if v > row[q]:
+                    row[q] = v
 
     def wait_flag(self, event: str, i: int) -> None:
         got = self.flags.pop((event, i), None)
@@ -282,18 +309,23 @@ class Sync:
                             "its loops)", event=event, id=i)
         dst = self.clock[_EVENT_DST[event]]
         snap = got[0]
-        for q in self.used:  # join: the destination now knows what the source knew
+        for q in self.world.used:  # join: the destination now knows what the source knew
             v = snap[q]
             if v > dst[q]:
                 dst[q] = v
 
     def barrier(self, pipe: str) -> None:
         if pipe == "ALL":
-            for row in self.clock:
-                row[:] = self.count
-            self.regions.clear()  # everything before is ordered before everything after
+            if self.world.cores == 1:
+                for row in self.clock:
+                    row[:] = self.count
+                self.regions.clear()  # everything before is ordered before everything after
+            else:  # this core's pipes only: the other cores run on
+                snap = self.snapshot_all()
+                for row in self.clock:
+                    row[:] = snap
         elif pipe == "V":
-            self.clock[_V][_V] = self.count[_V]
+            self.clock[_V][self.base + _V] = self.count[self.base + _V]
         # other pipes already run in program order
 
     def finish(self) -> list[Warning_]:
@@ -306,7 +338,8 @@ class Sync:
                                 f"{split_event(event)[1]} before the kernel ends (CATLASS waits "
                                 "its pre-set flags at the end)", event=event, id=i))
         self.flags.clear()
-        self.regions.clear()
+        if self.world.cores == 1:  # (a launch's cores: the launch ends them all)
+            self.regions.clear()
         return out
 
 
@@ -372,7 +405,7 @@ def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter n
                 s.set_flag(event, id, m.span, m.location)  # reports it set (APK574)
                 return
             snap = s.clock[src][:]
-            snap[src] = s.count[src]
+            snap[s.base + src] = s.count[s.base + src]
             flags[key] = (snap, m.span, m.location)
             return
     ev, i = _event(event, id, "set_flag")
@@ -398,7 +431,7 @@ def wait_flag(event: str, id: int) -> None:  # noqa: A002
                 return
             row = s.clock[dst]
             snap = got[0]
-            for q in s.used:  # (a pipe that never ran knows nothing: all its entries are 0)
+            for q in s.world.used:  # (a pipe that never ran knows nothing: its entries are 0)
                 v = snap[q]
                 if v > row[q]:
                     row[q] = v
@@ -416,6 +449,8 @@ def pipe_barrier(pipe: str) -> None:
     >>> with apdsl.pipes():
     ...     apdsl.pipe_barrier("ALL")
     """
+    if isinstance(pipe, str) and pipe.startswith("PIPE_"):  # asc.PipeID.PIPE_V
+        pipe = pipe[5:]
     if pipe == "S":
         raise SyncError("pipe_barrier(\"S\") faults the hardware", code="APK577",
                         notes=["the AscendC PipeBarrier docs: the scalar pipe's order is "

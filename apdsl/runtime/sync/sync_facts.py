@@ -60,12 +60,13 @@ class Touch:
 
 def region_key(t: Any) -> tuple[Any, int]:
     """The key of the region a view's storage lies in, and where the storage starts in it:
-    on-chip Ascend buffers are one address space each (a freed tile's bytes are the next
-    allocation's), GM is one region per storage."""
+    on-chip Ascend buffers are one address space each per core (a freed tile's bytes are the
+    next allocation's), GM is one region per storage, shared by the cores."""
     s = t.storage
     address = getattr(s, "address", None)
     if s.buffer != "gm" and isinstance(address, int):
-        return s.buffer, address
+        # (each core of a launch has its own on-chip buffers: its address space)
+        return (s.buffer, s.space) if s.space else s.buffer, address
     return s.id, 0  # the id, not the storage: a freed tensor must be freed
 
 

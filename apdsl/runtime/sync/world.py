@@ -1,0 +1,110 @@
+"""What the synchronisation checker (`apdsl.runtime.sync`) shares across the cores of a launch
+(`World`), its error type, and the messages of a race between cores and of an instruction on
+a pipe a core does not have."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import ApdslRuntimeError
+from .pipes import PIPES
+from .sync_facts import Record, Touch
+
+_N = len(PIPES)
+
+
+class SyncError(ApdslRuntimeError):
+    """A synchronisation error: a race, a deadlock, an invalid event (APK570-APK579; between
+    cores APK583-APK590)."""
+
+    default_code = "APK570"
+
+
+def op_at(a: Touch) -> str:
+    if a.location is None:
+        return a.op
+    return f"{a.op} (line {a.location[1]})"
+
+
+class World:
+    """What the cores of one launch share (SPEC 17): every pipe's instruction count, indexed
+    `core * 7 + pipe`, the accesses per storage region (GM is shared; each core's on-chip
+    buffers are regions of their own), the access counter, the pipes that have run, and
+    whether a race was reported.  A kernel on one core has a world of its own.  `names` say
+    how messages name each core (`apdsl.runtime.ascend.cores` sets them for a launch)."""
+
+    def __init__(self, cores: int = 1) -> None:
+        self.cores = cores
+        self.count = [0] * (_N * cores)
+        self.regions: dict[Any, tuple[list[Record], list[Record]]] = {}
+        self.accesses = 0
+        # the pipes that have run an instruction: a clock's entry for any other pipe is 0, so
+        # a wait's join leaves it alone
+        self.used: tuple[int, ...] = ()
+        self.failed = False
+        self.syncs: list[Any] = []
+        self.names: list[str] = ["the core"]
+        # (flag, mode) advice for ordering two cores (`cross_fix`), given by the launch
+        self.advice: Any = None
+
+    def grow(self, cores: int) -> None:
+        """Room for more cores (a launch that turned out to split each AI core into one AIC
+        and two AIVs): every clock, snapshot and count gets the new pipes' entries, at 0."""
+        extra = _N * (cores - self.cores)
+        if extra <= 0:
+            return
+        self.cores = cores
+        self.count.extend([0] * extra)
+        for s in self.syncs:
+            for row in s.clock:
+                row.extend([0] * extra)
+            for snap, _, _ in s.flags.values():
+                snap.extend([0] * extra)
+
+    def name(self, pipe: int) -> str:
+        """How a message names the core of global pipe index `pipe`."""
+        return self.names[pipe // _N] if pipe // _N < len(self.names) else f"core {pipe // _N}"
+
+
+
+def cross_race(sync: Any, kind: str, acc: Touch, e: Touch, t: Any,
+                both: np.ndarray) -> SyncError:
+    """A race between two cores of a launch (APK583): both lines, both cores, and the
+    cross-core flag that would order them."""
+    w = sync.world
+    p, q = PIPES[acc.pipe % _N], PIPES[e.pipe % _N]
+    me, other = w.name(acc.pipe), w.name(e.pipe)
+    verb = {True: "writes", False: "reads"}
+    lo, hi = int(both[0]) - acc.base, int(both[-1]) - acc.base
+    nbytes = int(both.size)
+    where = f"bytes {lo}-{hi}" if nbytes == hi - lo + 1 else \
+        f"{nbytes} bytes in {lo}-{hi}"
+    message = (f"data race between cores ({kind}): {acc.op} on {me} (pipe {p}) "
+               f"{verb[acc.write]} {t.name} @ {t.buffer} {where} while {op_at(e)} on "
+               f"{other} (pipe {q}) may still {'write' if e.write else 'read'} them")
+    notes = [f"{other} and {me} run concurrently: no cross-core flag or sync_all orders "
+             f"{op_at(e)} before {op_at(acc)}"]
+    fix = (w.advice(e.pipe // _N, acc.pipe // _N, q, op_at(e), op_at(acc))
+           if w.advice is not None else "order them with sync_all() between the two")
+    err = SyncError(message, code="APK583", notes=notes, help=fix, pipes=(q, p),
+                    cores=(other, me), tensor=t.name, bytes=(lo, hi))
+    return err.with_label(e.span, f"{'written' if e.write else 'read'} here on {other}, "
+                          f"pipe {q}")
+
+
+def no_pipe(sync: Any, op: str, p: int) -> SyncError:
+    """An instruction on a pipe this core does not have (an AIC's vector work, an AIV's
+    cube work): APK585."""
+    name = sync.world.name(sync.base)
+    have = ", ".join(PIPES[q] for q in sorted(sync.pipes or ()) if PIPES[q] != "S")
+    aic = name.startswith("AIC")
+    return SyncError(
+        f"{op} runs on pipe {PIPES[p]}, which {name} does not have (its pipes: {have})",
+        code="APK585", notes=["on Atlas A2 an AI core is one cube core (AIC: MTE1, MTE2, "
+                              "M, FIX; L1 and L0) and two vector cores (AIV: MTE2, MTE3, "
+                              "V; a UB each)"],
+        help=("put the vector work under `if ascend_is_aiv():`" if aic else
+              "put the cube work under `if ascend_is_aic():`"), pipe=PIPES[p])
+

@@ -1,5 +1,5 @@
-"""APK583-APK590: Ascend cores (SPEC 17): races between cores, the AIC/AIV split, cross-core
-flags, deadlocks between cores, the launch shape."""
+"""APK583-APK597: Ascend cores (SPEC 17): races between cores, the AIC/AIV split, cross-core
+flags, deadlocks between cores, the launch shape; TPipe/TQue/TBuf misuse; scalar access."""
 
 from __future__ import annotations
 
@@ -108,5 +108,85 @@ An Ascend kernel launches on n AI cores (AscendC's numBlocks, `kernel<<<n, ...>>
 
 A = ndarray((8,), f32, gm)
 C = k[70000](A)
+"""),
+    entry("APK591", "a TPosition without a queue buffer", """
+A queue lives in the memory of its position: VECIN and VECOUT in UB, A1 and B1 in L1, A2 in L0A,
+B2 in L0B, CO1 in L0C.  GM, C2 and CO2 have no queue buffer on Atlas A2 (Fixpipe writes CO1 to
+GM directly), and VECCALC is scratch space without a queue: use `asc.TBuf` for it.
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    q = asc.TQue(asc.TPosition.VECCALC, 1)
+    return A
+"""),
+    entry("APK592", "a queue or buffer without its memory", """
+`pipe.init_buffer(que, num, len)` gives a queue `num` buffers (at most 8 on Atlas A2, one
+event id each) of `len` bytes; `pipe.init_buffer(tbuf, len)` a TBuf its bytes.  A queue used
+before `init_buffer`, given twice, or given sizes that are not positive ints is an error.
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    x = q.alloc_tensor(f32)
+    return A
+"""),
+    entry("APK593", "alloc_tensor with every buffer in use", """
+`alloc_tensor` takes the queue's next free buffer; a buffer is free again after `free_tensor`.
+With every buffer allocated, enqueued or dequeued and not freed, there is none to give: free a
+tensor of the queue first (the consumer frees each tensor it dequeued), or give the queue more
+buffers (2 for double buffering).
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(q, 1, 32)
+    x = q.alloc_tensor(f32)
+    y = q.alloc_tensor(f32)
+    return A
+"""),
+    entry("APK594", "more tensors enqueued than the queue's depth", """
+A queue's depth is how many tensors it holds at once: `enque` of one more than the depth
+without a `deque` between is an error (the TQue docs: n enqueues in a row need depth n).
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(q, 2, 32)
+    x = q.alloc_tensor(f32)
+    y = q.alloc_tensor(f32)
+    dma_copy(x, A)
+    dma_copy(y, A)
+    q.enque(x)
+    q.enque(y)
+    return A
+"""),
+    entry("APK595", "a tensor not in the state the queue call needs", """
+`enque` takes a tensor the queue allocated and that is not enqueued yet; `free_tensor` one of
+the queue's tensors that is not still in the queue (deque it first); a tensor another queue
+allocated, or one already freed, is neither.
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(q, 1, 32)
+    x = q.alloc_tensor(f32)
+    dma_copy(x, A)
+    q.enque(x)
+    q.free_tensor(x)
+    return A
+"""),
+    entry("APK596", "deque of an empty queue", """
+`deque` hands the consumer the oldest enqueued tensor; on hardware it waits for the producer's
+EnQue event, so a deque with nothing enqueued waits forever: a deadlock.  The note names the
+tensor that was allocated and never enqueued.
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(q, 1, 32)
+    x = q.alloc_tensor(f32)
+    dma_copy(x, A)
+    y = q.deque(f32)
+    return A
+"""),
+    entry("APK597", "invalid scalar access", """
+`t.get_value(offset)` and `t.set_value(offset, value)` read and write one element on the scalar
+unit (pipe S), as AscendC's GetValue/SetValue: `offset` counts elements in the tensor's
+row-major order (or is a coordinate tuple) and must lie inside it; the value is a number.
+""", """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
+    x = A.get_value(8)
+    return A
 """),
 ]

@@ -212,6 +212,13 @@ class CallCompiler:
                 if type(a[i]) is Tensor:
                     origins.setdefault(a[i], made)
             interp.call_span = span
+            if getattr(fn, "located", False) or hasattr(getattr(fn, "__self__", None),
+                                                        "APK_ATTRS"):
+                # a runtime method that acts on the device (t.get_value, que.enque): it is
+                # located as instructions are (diagnostics, `lower`)
+                m = current()
+                m.location = location
+                m.span = span
             helper = dry and type(fn) is Function
             if helper:
                 interp.calls.append((fn.name, span))

@@ -1,8 +1,8 @@
 """The `.apk` names of Ascend cores (SPEC 17): the block index functions, the AIC/AIV split,
 cross-core flags and `sync_all`, with pyasc's names and parameters (`asc.get_block_idx()`,
-`asc.cross_core_set_flag(flag_id, mode_id, pipe)`), and the enums `asc.PipeID` and
-`asc.HardEvent`, whose members are the names the builtins take as strings.  The model is
-`apdsl.runtime.ascend.cores`."""
+`asc.cross_core_set_flag(flag_id, mode_id, pipe)`), `asc.TPipe`, `asc.TQue`, `asc.TBuf`, and
+the enums `asc.PipeID`, `asc.HardEvent` and `asc.TPosition`, whose members are the names the
+builtins take as strings.  The models are `apdsl.runtime.ascend.cores` and `.queues`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ SYNC: dict[str, Callable[..., Any]] = {
     "cross_core_set_flag": cores.cross_set, "cross_core_wait_flag": cores.cross_wait,
     "sync_all": cores.sync_all,
 }
-NAMES = (*QUERIES, *SYNC, "PipeID", "HardEvent")
+NAMES = (*QUERIES, *SYNC, "PipeID", "HardEvent", "TPosition", "TPipe", "TQue", "TBuf")
 
 
 def make(interp: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ TENSOR_ATTRS = frozenset({
     "slice", "squeeze_dim", "vector_select", "view",
     "buffer", "dtype", "name", "ndim", "offset", "shape", "size", "strides", "format",
     "coord", "origin_shape", "layout"})
+SCALAR_METHODS = frozenset({"get_value", "set_value"})
 HOST_ATTRS = frozenset({"shape", "dtype", "T", "astype", "sum", "reshape", "max", "min", "mean",
                         "size", "ndim", "transpose", "flatten", "tolist", "copy", "any", "all",
                         "argmax", "argmin", "ravel", "cumsum"})
@@ -156,7 +157,14 @@ def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
         raise ApdslNameError(f"attribute '{attr}' is not accessible", code="APK103",
                              help="names starting with '_' are private")
     if isinstance(value, Tensor):
-        allowed = TENSOR_ATTRS
+        if attr in SCALAR_METHODS:  # get_value/set_value: the scalar unit (pipe S)
+            from functools import partial
+
+            from ..runtime.ascend import scalar
+            bound = partial(getattr(scalar, attr), value)
+            bound.located = True  # type: ignore[attr-defined]  # (calls.py)
+            return bound
+        allowed = TENSOR_ATTRS | SCALAR_METHODS
     elif isinstance(value, np.ndarray):
         if attr in HOST_ATTRS:
             got = getattr(value, attr)
@@ -179,6 +187,8 @@ def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
         allowed = TILE_SIZE_ATTRS
     elif type(value).__module__ == "apdsl.runtime.ascend.vector.params":
         allowed = frozenset(type(value)._fields)  # pyasc's parameter objects: their fields
+    elif getattr(type(value), "APK_ATTRS", None) is not None:
+        allowed = type(value).APK_ATTRS  # a runtime object's public names (asc.TQue, ...)
     else:
         from . import methods
         bound = methods.method(value, attr, budget, show)

@@ -44,7 +44,7 @@ from .pipes import (
     split_event,
 )
 from .sync_facts import PLANS, Record, Touch, plan_of
-from .world import SyncError, World, cross_race, no_pipe, op_at
+from .world import SyncError, World, check_event, cross_race, no_pipe, op_at
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
@@ -291,9 +291,16 @@ class Sync:
     def join_all(self, snap: list[int]) -> None:
         """Every pipe of this core now knows what `snap` knew (a cross-core wait blocks every
         pipe on Atlas A2: the CrossCoreWaitFlag docs)."""
-        used = self.world.used
-        for row in self.clock:
-            for q in used:
+        for p in range(_N):
+            self.join(p, snap)
+
+    def join(self, pipe: int, snap: list[int]) -> None:
+        """This core's pipe `pipe` (a local index) now knows what `snap` knew (a queue's
+        deque, a buffer's alloc after its free)."""
+        row = self.clock[pipe]
+        n = len(snap)  # (a snapshot taken before the launch split its cores is shorter)
+        for q in self.world.used:
+            if q < n:
                 v = snap[q]
                 if v > row[q]:
                     row[q] = v
@@ -345,33 +352,6 @@ class Sync:
 
 # -- the builtins ------------------------------------------------------------------------------
 
-def _event(event: Any, i: Any, what: str) -> tuple[str, int]:
-    """Validate an event name and id: APK572, APK573."""
-    if type(event) is str and type(i) is int and i >= 0 and event in _EVENT_PIPES:
-        ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
-        if i < ids:  # the common case, decided without the messages' work
-            return event, i
-    if not isinstance(event, str) or event not in HARD_EVENTS:
-        text = event if isinstance(event, str) else repr(event)
-        from difflib import get_close_matches
-        close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \
-            else []
-        raise SyncError(f"{what}: unknown event {text!r}", code="APK572",
-                        notes=["events are AscendC's HardEvent names, SRC_DST: the source pipe "
-                               "sets the flag and the destination pipe waits for it"],
-                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
-                              else "for example \"MTE2_MTE1\", \"MTE1_M\", \"M_FIX\", "
-                              "\"FIX_M\", \"M_MTE1\", \"MTE1_MTE2\", \"MTE2_V\", \"V_MTE3\""),
-                        event=text)
-    ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
-    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < ids:
-        raise SyncError(f"{what}(\"{event}\", {i!r}): event id must be an int 0-{ids - 1} on "
-                        f"{current().targets.get('ascend', 'ascend-a2')}", code="APK573",
-                        help="ping-pong buffers use ids 0 and 1 (CATLASS: 0/1 for A, 2/3 for B)",
-                        event=event, id=i)
-    return event, int(i)
-
-
 def active() -> Sync | None:
     """The checker of the current machine: the kernel's, or one `apdsl.options(sync=True)`
     asks for outside kernels (made on first use)."""
@@ -408,7 +388,7 @@ def set_flag(event: str, id: int) -> None:  # noqa: A002 - AscendC's parameter n
             snap[s.base + src] = s.count[s.base + src]
             flags[key] = (snap, m.span, m.location)
             return
-    ev, i = _event(event, id, "set_flag")
+    ev, i = check_event(event, id, "set_flag")
     s = active()
     if s is not None:
         s.set_flag(ev, i, m.span, m.location)
@@ -436,7 +416,7 @@ def wait_flag(event: str, id: int) -> None:  # noqa: A002
                 if v > row[q]:
                     row[q] = v
             return
-    ev, i = _event(event, id, "wait_flag")
+    ev, i = check_event(event, id, "wait_flag")
     s = active()
     if s is not None:
         s.wait_flag(ev, i)

@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslRuntimeError
-from .pipes import PIPES
+from ...tensor.machine import current
+from .pipes import EVENT_IDS, HARD_EVENTS, PIPES
 from .sync_facts import Record, Touch
 
 _N = len(PIPES)
+_EVENTS = frozenset(HARD_EVENTS)
 
 
 class SyncError(ApdslRuntimeError):
@@ -108,3 +110,29 @@ def no_pipe(sync: Any, op: str, p: int) -> SyncError:
         help=("put the vector work under `if ascend_is_aiv():`" if aic else
               "put the cube work under `if ascend_is_aic():`"), pipe=PIPES[p])
 
+
+def check_event(event: Any, i: Any, what: str) -> tuple[str, int]:
+    """Validate an event name and id of set_flag/wait_flag: APK572, APK573."""
+    if type(event) is str and type(i) is int and i >= 0 and event in _EVENTS:
+        ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+        if i < ids:  # the common case, decided without the messages' work
+            return event, i
+    if not isinstance(event, str) or event not in HARD_EVENTS:
+        text = event if isinstance(event, str) else repr(event)
+        from difflib import get_close_matches
+        close = get_close_matches(text.upper(), HARD_EVENTS, n=3) if isinstance(event, str) \
+            else []
+        raise SyncError(f"{what}: unknown event {text!r}", code="APK572",
+                        notes=["events are AscendC's HardEvent names, SRC_DST: the source pipe "
+                               "sets the flag and the destination pipe waits for it"],
+                        help=(f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                              else "for example \"MTE2_MTE1\", \"MTE1_M\", \"M_FIX\", "
+                              "\"FIX_M\", \"M_MTE1\", \"MTE1_MTE2\", \"MTE2_V\", \"V_MTE3\""),
+                        event=text)
+    ids = EVENT_IDS.get(current().targets.get("ascend", "ascend-a2"), 8)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < ids:
+        raise SyncError(f"{what}(\"{event}\", {i!r}): event id must be an int 0-{ids - 1} on "
+                        f"{current().targets.get('ascend', 'ascend-a2')}", code="APK573",
+                        help="ping-pong buffers use ids 0 and 1 (CATLASS: 0/1 for A, 2/3 for B)",
+                        event=event, id=i)
+    return event, int(i)

@@ -1,0 +1,86 @@
+"""Scalar access (SPEC 17): `get_value`/`set_value` on GM tensors run on pipe S, as CATLASS's
+grouped matmuls read their problem lists; the race checker orders them with the S events.
+Oracle: NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from apdsl.errors import ApdslError
+from apdsl.semantics.program import Program
+
+# a problem list in GM says how long each group is; each group is copied through UB
+GROUPED = """\
+kernel grouped(P: i32[G] @ gm, A: f32[64] @ gm) -> f32[64] @ gm:
+    C = ndarray((64,), f32, gm)
+    u = ndarray((64,), f32, ub)
+    memset(u, 0)
+    set_flag("V_MTE3", 0)
+    wait_flag("V_MTE3", 0)
+    dma_copy(C, u)
+    set_flag("MTE3_MTE2", 0)
+    wait_flag("MTE3_MTE2", 0)
+    start = 0
+    for g in range(G):
+        n = P.get_value(g)
+        t = ndarray((n,), f32, ub)
+        dma_copy(t, A[start:start + n])
+        set_flag("MTE2_MTE3", 0)
+        wait_flag("MTE2_MTE3", 0)
+        dma_copy(C[start:start + n], t)
+        set_flag("MTE3_MTE2", 0)
+        wait_flag("MTE3_MTE2", 0)
+        start = start + n
+    set_flag("MTE3_S", 0)
+    wait_flag("MTE3_S", 0)
+    C.set_value(start - 1, -1.0)
+    return C
+"""
+
+
+def run(tmp_path, text, inputs):
+    (tmp_path / "k.apk").write_text(text)
+    return Program.from_path(str(tmp_path / "k.apk")).run(None, inputs)
+
+
+@pytest.mark.parametrize("sizes", [(8, 16, 24), (8,), (16, 8, 8, 32)])
+def test_a_problem_list_read_with_get_value_drives_the_copies(tmp_path, sizes):
+    p = np.array(sizes, np.int32)
+    a = np.random.default_rng(len(sizes)).standard_normal(64).astype(np.float32)
+    res = run(tmp_path, GROUPED.replace("G", str(len(sizes))), {"P": p, "A": a})
+    want = np.zeros(64, np.float32)
+    total = int(p.sum())
+    want[:total] = a[:total]
+    want[total - 1] = -1.0
+    np.testing.assert_array_equal(res.value.numpy(), want)
+
+
+def test_a_scalar_write_after_a_dma_needs_its_event(tmp_path):
+    text = GROUPED.replace("G", "2").replace('    set_flag("MTE3_S", 0)\n    wait_flag("MTE3_S", 0)\n', "")
+    with pytest.raises(ApdslError) as e:
+        run(tmp_path, text, {"P": np.array([8, 8], np.int32), "A": np.zeros(64, np.float32)})
+    err = e.value
+    assert err.code == "APK570" and "set_value on pipe S" in err.message
+    assert err.span.line == 21 and err.labels[0].span.line == 7  # the oldest racing write
+    assert 'wait_flag("MTE3_S", 0)' in err.help
+
+
+@pytest.mark.parametrize("call", ["A.get_value(64)", "A.get_value(1.5)", "A.set_value(0, A)",
+                                  "A.get_value((0, 1))"])
+def test_bad_scalar_accesses_are_located_errors(tmp_path, call):
+    text = f"kernel k(A: f32[64] @ gm) -> f32[64] @ gm:\n    x = {call}\n    return A\n"
+    with pytest.raises(ApdslError) as e:
+        run(tmp_path, text, {})
+    assert e.value.code == "APK597" and e.value.span.line == 2
+
+
+def test_lower_shows_scalar_accesses_on_pipe_s(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "k.apk").write_text(GROUPED.replace("G", "2"))
+    np.save(tmp_path / "p.npy", np.array([8, 8], np.int32))
+    r = subprocess.run([sys.executable, "-m", "apdsl", "lower", "k.apk", "-i", "P=p.npy"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "get_value(1)  [pipe S]" in r.stdout and "set_value(15, -1.0)  [pipe S]" in r.stdout

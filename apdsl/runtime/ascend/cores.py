@@ -38,11 +38,9 @@ which act on the core of the current machine (`apdsl.tensor.machine.current().co
 
 from __future__ import annotations
 
-import contextvars
-import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import ApdslError, Span, Warning_
 from ...tensor.machine import current
@@ -61,6 +59,9 @@ AIV_PIPES = frozenset(PIPE_INDEX[p] for p in ("S", "MTE2", "MTE3", "V"))
 _N = len(PIPES)
 _LAUNCHER = "launcher"  # whose turn it is when no core's is
 _STACK = 64 << 20  # bytes of stack per core thread (the interpreter recurses deeply)
+
+if TYPE_CHECKING:  # (threading loads when a launch first runs: checking a file needs none)
+    import threading
 
 
 class Hooks(Protocol):
@@ -146,6 +147,7 @@ class CoreLaunch:
         self.world.advice = self.advice
         self.cores: list[CoreState] = []
         self.mix: bool | None = None
+        import threading
         self._cond = threading.Condition()
         self._turn: Any = _LAUNCHER
         self.error: BaseException | None = None
@@ -276,6 +278,8 @@ class CoreLaunch:
         """Make it `st`'s turn (starting its thread the first time); the lock is held."""
         self._turn = st
         if not st.started and st.thread is None:
+            import contextvars
+            import threading
             ctx = contextvars.copy_context()
             t = threading.Thread(target=ctx.run, args=(self._thread, st), daemon=True,
                                  name=f"apdsl {st.short}")

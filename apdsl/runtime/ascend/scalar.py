@@ -56,8 +56,8 @@ def _access(op: str, view: Tensor, write: bool, shown: tuple[Any, ...]) -> None:
     m = current()
     s = m.sync
     if s is not None:
-        key, base, lo, hi, dense, layout, bits, _ = facts_of(view)
-        plan = ("S", _S, ((key, lo, hi, write, (layout, bits, base, dense),
+        key, base, lo, hi, dense, layout, bits, _, owner = facts_of(view)
+        plan = ("S", _S, ((key, lo, hi, write, (layout, bits, base, dense, owner),
                            "dst" if write else "src"),))
         s.access(op, None, {"dst" if write else "src": view}, m.span, m.location,
                  order=False, plan=plan)

@@ -44,7 +44,7 @@ from .pipes import (
     split_event,
 )
 from .sync_facts import PLANS, Record, Touch, plan_of
-from .world import SyncError, World, check_event, cross_race, no_pipe, op_at
+from .world import SyncError, World, check_event, cross_race, no_pipe, op_at, reuse
 
 _N = len(PIPES)
 _V = PIPE_INDEX["V"]
@@ -224,14 +224,15 @@ class Sync:
         nbytes = int(both.size)
         where = f"bytes {lo}-{hi}" if nbytes == hi - lo + 1 else \
             f"{nbytes} bytes in {lo}-{hi}"
+        as_old, reused = reuse(acc, e, t)
         message = (f"data race ({kind}): {acc.op} on pipe {p} {verb[acc.write]} {t.name} "
                    f"@ {t.buffer} {where} while {op_at(e)} on pipe {q} may still "
-                   f"{'write' if e.write else 'read'} them")
+                   f"{'write' if e.write else 'read'} them{as_old}")
         notes = [f"{op_at(e)} runs on pipe {q}, {op_at(acc)} on pipe {p}: the pipes run "
-                 "concurrently, and no event orders the two"]
+                 "concurrently, and no event orders the two"] + reused
         if p == q:  # both on V
             notes = [f"{op_at(e)} and {op_at(acc)} both run on pipe V, where instructions "
-                     "may overlap: no barrier orders the two"]
+                     "may overlap: no barrier orders the two"] + reused
             code = "APK571"
             fix = (f"put pipe_barrier(\"V\") between {op_at(e)} and {op_at(acc)}: dependent "
                    "vector instructions need a barrier")

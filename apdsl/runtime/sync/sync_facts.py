@@ -21,9 +21,10 @@ from .pipes import PIPE_INDEX, pipe_of
 # (`Static`), (op, name= given), span, location.
 Record = tuple[int, int, int, int, int, bool, "Static", tuple[str, Any], Any, Any]
 # What the exact byte set needs of a view: its layout (None: not static), element bits, the
-# region byte where its storage starts; and whether its byte range is dense.  The layout, not
-# the view: the checker must not keep freed storage alive.
-Static = tuple[Any, int, int, bool]
+# region byte where its storage starts; whether its byte range is dense; and its storage's
+# (id, name, line declared), so a race on bytes a new tensor reuses names both tensors.  The
+# layout, not the view: the checker must not keep freed storage alive.
+Static = tuple[Any, int, int, bool, Any]
 
 
 class Touch:
@@ -31,12 +32,12 @@ class Touch:
     path that compares exact bytes and writes the message)."""
 
     __slots__ = ("pipe", "seq", "write", "lo", "hi", "dense", "layout", "bits", "opname",
-                 "span", "location", "base", "n")
+                 "span", "location", "base", "n", "owner")
 
     def __init__(self, rec: Record) -> None:
         self.pipe, self.seq, self.lo, self.hi, self.n, self.write, static, self.opname, \
             self.span, self.location = rec
-        self.layout, self.bits, self.base, self.dense = static
+        self.layout, self.bits, self.base, self.dense, self.owner = static
 
     @property
     def op(self) -> str:
@@ -74,7 +75,7 @@ def region_key(t: Any) -> tuple[Any, int]:
 # first region byte, last region byte, dense, layout or None, element bits, buffer).  A loop's
 # tiles come back (apdsl.runtime.ascend.dma caches them), so most instructions find their operands
 # here and the checker does no layout work for them.
-_Facts = tuple[Any, int, int, int, bool, Any, int, str]
+_Facts = tuple[Any, int, int, int, bool, Any, int, str, Any]
 _facts: weakref.WeakKeyDictionary[Any, _Facts] = weakref.WeakKeyDictionary()
 
 
@@ -88,8 +89,10 @@ def facts_of(t: Any) -> _Facts:
     key, base = region_key(t)
     lo, hi, dense = _measure(t)
     static = t.dynamic is None and t.layout.static
+    st = t.storage
+    span = getattr(st, "span", None)
     out = (key, base, lo + base, hi + base, dense, t.layout if static else None, t.dtype.bits,
-           t.storage.buffer)
+           st.buffer, (st.id, st.name, span.line if span is not None else None))
     if t.dynamic is None and planned:
         try:
             _facts[t] = out
@@ -142,8 +145,8 @@ def plan_of(op: str, operands: dict[str, Any]) -> tuple[Any, ...]:
     except KeyError:
         pipe = _pipes[pkey] = pipe_of(op, operands)
     # (a written operand is `dst`; an instruction writing several names them dst0, dst1, ...)
-    entries = tuple((k, lo, hi, role.startswith("dst"), (layout, bits, base, dense), role)
-                    for role, (k, base, lo, hi, dense, layout, bits, _) in facts
+    entries = tuple((k, lo, hi, role.startswith("dst"), (layout, bits, base, dense, owner), role)
+                    for role, (k, base, lo, hi, dense, layout, bits, _, owner) in facts
                     if hi >= lo)
     plan = (pipe, PIPE_INDEX[pipe] if pipe is not None else -1, entries)
     views = operands.values()

@@ -24,6 +24,27 @@ class SyncError(ApdslRuntimeError):
     default_code = "APK570"
 
 
+def reuse(acc: Touch, e: Touch, t: Any) -> tuple[str, list[str]]:
+    """When the earlier access `e` was to another tensor whose freed bytes `t` (accessed by
+    `acc`) now reuses: the words naming it in the message, and a note on the reuse."""
+    if e.owner is None or acc.owner is None or e.owner[0] == acc.owner[0]:
+        return "", []
+    _, old, old_line = e.owner
+    _, _, new_line = acc.owner
+    doing = "write" if e.write else "read"
+    if old == t.name:  # the same declaration, allocated again by a later iteration
+        return (f" as the earlier {old}", [
+            f"{t.name} of this iteration reuses the bytes {old} had in an earlier iteration "
+            f"(freed when that iteration ended), while {op_at(e)} may still {doing} them as "
+            f"the earlier {old}: the two tensors' uses of the same bytes race"])
+    made = f" (declared at line {new_line})" if new_line else ""
+    was = f" (declared at line {old_line})" if old_line else ""
+    return (f" as {old}", [
+        f"{t.name}{made} reuses the bytes of {old}{was}, which was freed when its block ended, "
+        f"while {op_at(e)} may still {doing} {old} there: the two tensors' uses of the same "
+        "bytes race"])
+
+
 def op_at(a: Touch) -> str:
     if a.location is None:
         return a.op

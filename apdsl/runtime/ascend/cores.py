@@ -433,6 +433,13 @@ class CoreLaunch:
     def advice(self, a: int, b: int, pipe_a: str, where_a: str, where_b: str) -> str:
         """How to order core `a`'s access (on `pipe_a`, at `where_a`) before core `b`'s."""
         ca, cb = self.cores[a], self.cores[b]
+        pending = sorted(f for f, q in cb.counters.items() if q and f != "sync_all")
+        if pending:  # a flag was set for core b and it never waited for it
+            f = pending[0]
+            mode = 2 if {ca.kind, cb.kind} == {"aic", "aiv"} else 1 if ca.kind == cb.kind == \
+                "aiv" and ca.block == cb.block else 0
+            return (f"cross_core_wait_flag({f}, {mode}) on {cb.short} before {where_b}: flag "
+                    f"{f} was set for {cb.short}, but it does not wait for it there")
         free = next((i for i in range(CROSS_FLAGS) if i not in self.flag_ids), 0)
         if ca.kind == "aiv" and cb.kind == "aiv" and ca.block == cb.block:
             mode = 1

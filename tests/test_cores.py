@@ -324,3 +324,16 @@ def test_sync_all_orders_phases_as_a_brute_force_model_says(seed):
         assert e.code == "APK583", (e, text)
         raced = True
     assert raced == _races(plan), text
+
+
+def test_lower_names_the_core_of_each_instruction(tmp_path):
+    a, b = _ab()
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    r = run_cli(tmp_path, MIX, "lower", "-i", "A=a.npy", "-i", "B=b.npy")
+    assert r.returncode == 0, r.stderr
+    assert "dma_copy  [AIC 0, pipe FIX]" in r.stdout
+    assert "dma_copy  [AIV 0, pipe MTE2]" in r.stdout and "dma_copy  [AIV 1, pipe MTE3]" in r.stdout
+    # a kernel on one core says nothing of cores
+    r = run_cli(tmp_path, ROWS, "lower", "-i", "A=a.npy")
+    assert "[pipe MTE2]" in r.stdout and "core" not in r.stdout

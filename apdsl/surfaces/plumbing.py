@@ -323,7 +323,8 @@ def format_lowered(records: list[Any]) -> str:
         for obj in rec.to_json():
             label = f" {obj['name']}" if obj.get("name") else ""
             piece = f"  piece {obj['piece'][0] + 1}/{obj['piece'][1]}" if obj.get("piece") else ""
-            pipe = f"  [pipe {obj['pipe']}]" if obj.get("pipe") else ""
+            core = f"{obj['core']}, " if obj.get("core") else ""
+            pipe = f"  [{core}pipe {obj['pipe']}]" if obj.get("pipe") else ""
             hints = "".join(f"  {k}={v}" for k, v in obj.get("hints", {}).items())
             if obj.get("arguments"):  # the non-tensor operands, before the hints
                 from ..runtime.core.arguments import text

@@ -74,6 +74,9 @@ class Record:
                 obj["arguments"] = dict(self.arguments)
             if self.engine in PIPES:  # an Ascend instruction: the pipe that runs it
                 obj["pipe"] = self.engine
+                world = getattr(getattr(self.order, "sync", None), "world", None)
+                if world is not None and world.cores > 1:  # ... and the core, of several
+                    obj["core"] = world.name(self.order.sync.base)  # type: ignore[union-attr]
             if self.hints:  # engine=, dge_mode=, oob_mode=, priority= as the program gave them
                 obj["hints"] = dict(self.hints)
             if self.event is not None:

@@ -68,7 +68,7 @@ def _sync_lines(text):
     return found, drains
 
 
-LEAKY = kernel_only("ascend_matmul_leakyrelu.apk", M=128)
+LEAKY = kernel_only("ascend_matmul_leakyrelu.apk", M=256)  # 2 cores: 4 tiles each
 LEAKY_SYNC, LEAKY_DRAINS = _sync_lines(LEAKY)
 
 
@@ -78,7 +78,7 @@ def test_removing_any_one_flag_of_the_matmul_epilogue_is_reported(tmp_path, line
     removed = lines[line]
     lines[line] = removed[:len(removed) - len(removed.lstrip())] + "pass"
     rng = np.random.default_rng(0)
-    inputs = {"A": rng.standard_normal((128, 64)).astype(np.float16),
+    inputs = {"A": rng.standard_normal((256, 64)).astype(np.float16),
               "B": rng.standard_normal((64, 64)).astype(np.float16)}
     try:
         res = run(tmp_path, "\n".join(lines) + "\n", (2,), inputs)

@@ -335,5 +335,6 @@ def test_lower_names_the_core_of_each_instruction(tmp_path):
     assert "dma_copy  [AIC 0, pipe FIX]" in r.stdout
     assert "dma_copy  [AIV 0, pipe MTE2]" in r.stdout and "dma_copy  [AIV 1, pipe MTE3]" in r.stdout
     # a kernel on one core says nothing of cores
-    r = run_cli(tmp_path, ROWS, "lower", "-i", "A=a.npy")
+    np.save(tmp_path / "r.npy", np.zeros((4, 64), np.float32))
+    r = run_cli(tmp_path, ROWS, "lower", "-i", "A=r.npy")
     assert "[pipe MTE2]" in r.stdout and "core" not in r.stdout

@@ -337,4 +337,4 @@ def test_lower_names_the_core_of_each_instruction(tmp_path):
     # a kernel on one core says nothing of cores
     np.save(tmp_path / "r.npy", np.zeros((4, 64), np.float32))
     r = run_cli(tmp_path, ROWS, "lower", "-i", "A=r.npy")
-    assert "[pipe MTE2]" in r.stdout and "core" not in r.stdout
+    assert "[pipe MTE2]" in r.stdout and "[core" not in r.stdout and "[AI" not in r.stdout

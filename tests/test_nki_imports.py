@@ -96,7 +96,7 @@ def test_every_path_resolves_under_apdsl_run(tmp_path: Path) -> None:
     ("from nki.isa import sendrecv_typo", "APK144", "nisa.sendrecv_typo"),
     ("from nki.isa.constants import frob_mode", "APK144", "nki.isa.constants.frob_mode"),
     ("x = nl.float128", "APK144", "nl.float128"),
-    ("x = ncc.sbuf.mod_alloc(base_addr=0)", "APK923", "nki.compiler.sbuf"),
+    ("x = ncc.multi_buffer(2)", "APK923", "nki.compiler.multi_buffer"),
 ])
 def test_what_is_missing_is_a_located_diagnostic(tmp_path: Path, line: str, code: str,
                                                  names: str) -> None:
@@ -250,9 +250,9 @@ def test_a_folder_called_nki_on_the_path_is_not_a_real_nki(tmp_path: Path) -> No
         print(apdsl.nki.install())
         import nki.language as nl
         import nki.compiler as ncc
-        mod = ncc.sbuf.mod_alloc          # naming a legacy allocation control is fine
+        mod = ncc.multi_buffer            # naming a legacy scheduling control is fine
         print(nl.float32, repr(mod))
         '''))
     proc = _run(["-W", "error", "user.py"], tmp_path)
     assert proc.stdout.splitlines()[:2] == [
-        "True", "float32 <nki.compiler.sbuf.mod_alloc: not supported by apdsl>"], proc.stderr
+        "True", "float32 <nki.compiler.multi_buffer: not supported by apdsl>"], proc.stderr

@@ -31,6 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # it (record 3 is the call).  rand2 exists from trn3 on: it runs there (`TARGETS`).
 SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("dma_copy", "dma_copy(dst=T, src=X)", {"dst": "T"}),
+    ("tensor_scalar_reduce", "nisa.tensor_scalar_reduce(dst=T, data=x, op0=nl.multiply, "
+     "operand0=2.0, reduce_op=nl.add, reduce_res=R)", {"dst": "T", "reduce_res": "R"}),
+    ("tensor_scalar_cumulative", "nisa.tensor_scalar_cumulative(dst=T, src=x, "
+     "op0=nl.multiply, op1=nl.add, imm0=2.0)", {"dst": "T"}),
+    ("nonzero_with_count", "nisa.nonzero_with_count(dst=N, src=x)", {"dst": "N[0:1, :]"}),
+    ("exponential", "nisa.exponential(dst=T, src=x, reduce_res=R, "
+     "reduce_cmd=\"reset_reduce\")", {"dst": "T", "reduce_res": "R"}),
     ("tensor_copy", "tensor_copy(dst=T, src=x)", {"dst": "T"}),
     ("memset", "memset(dst=T, value=2.0)", {"dst": "T"}),
     ("iota", "iota(U, [[1, 16]], 0, 1)", {"dst": "U"}),
@@ -83,7 +90,7 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
      {"dst": "U[0:1, 0:1]"}),
 ]
 
-TARGETS = {"rand2": "trn3"}
+TARGETS = {"rand2": "trn3", "exponential": "trn3"}
 
 _PROGRAM = """\
 kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> f32[16, 16] @ sbuf:
@@ -100,6 +107,7 @@ kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> 
     W: f32[16, 16] @ sbuf
     P: f32[4, 16] @ psum
     Q: f32[16, 16] @ psum
+    N: i32[16, 17] @ sbuf
     {call}
 {reads}    return x
 """
@@ -126,7 +134,8 @@ def test_the_samples_cover_every_nki_instruction_of_the_table():
         assert set(written) == outputs(op), op
 
 
-_DTYPE = {"T": "f32", "R": "f32", "U": "u32", "B": "f32", "W": "f32", "P": "f32", "Q": "f32"}
+_DTYPE = {"T": "f32", "R": "f32", "U": "u32", "B": "f32", "W": "f32", "P": "f32", "Q": "f32",
+          "N": "i32"}
 
 
 OUTPUT_CASES = [(op, call, role, view) for op, call, written in SAMPLES

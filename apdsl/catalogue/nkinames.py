@@ -48,15 +48,16 @@ class Tile(nl.NKIObject):
     cols = None
 Tile(rows=64, depth=2)
 """),
-    entry("APK923", "legacy direct allocation not supported", """
-The legacy compiler API placed tiles by hand (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc`,
-`allocation_scope`, `multi_buffer`, `no_reorder`). apdsl allocates every tile where its
-`nl.ndarray(..., buffer=...)` says and does not model hand placement, so a kernel that uses
-it stops where it calls one, naming it (naming one without calling it is fine).
+    entry("APK923", "legacy compiler scheduling control not supported", """
+The legacy compiler API's scheduling controls (`ncc.allocation_scope`, `ncc.multi_buffer`,
+`ncc.no_reorder`) steer how the compiler allocates and orders, which apdsl does not model, so
+a kernel that uses one stops where it calls it, naming it (naming one without calling it is
+fine).  Its direct allocation (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc(func)`) does run:
+each tile is placed where it says.
 """, """
 # python
 import apdsl.nki.compiler as ncc
-ncc.sbuf.mod_alloc(base_addr=0)
+ncc.multi_buffer(2)
 """),
     entry("APK924", "accumulating Vector Engine instruction arguments", """
 `tensor_scalar_reduce`, `tensor_scalar_cumulative` and `exponential` reduce into the Vector

@@ -31,14 +31,13 @@ def allocate(host: Host, function: str, fn: Callable[..., Any], args: tuple, kwa
     (dimensions before `nl.par_dim`) a `BlockTensor`, and with a direct allocation
     (`buffer=ncc.sbuf.mod_alloc(...)`) placed where it says.  None for any other call."""
     from ..semantics.nl_legacy import ParDim
-    from .compiler import DirectAllocation
     bound = inspect.signature(fn).bind(*args, **kwargs).arguments
     shape, buffer = bound.get("shape"), bound.get("buffer")
     if not isinstance(shape, (tuple, list)):
         return None
     marks = [k for k, n in enumerate(shape) if isinstance(n, ParDim)]
     k = marks[0] if marks else 0
-    direct = buffer if isinstance(buffer, DirectAllocation) else None
+    direct = buffer if callable(getattr(buffer, "place", None)) else None  # ncc.*.alloc
     if k == 0 and direct is None:
         return None
     buf = direct.buffer if direct is not None else (buffer or "sbuf")

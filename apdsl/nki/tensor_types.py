@@ -37,7 +37,10 @@ class _TensorType(type):
     """`isinstance(t, tensor)` holds for a kernel's tensors."""
 
     def __instancecheck__(cls, value: Any) -> bool:
-        return isinstance(value, Tensor)
+        # a legacy instruction's result (pending) and an index-grid view are tensors too
+        from ..tensor.grid_view import IndexedTile
+        from .legacy_results import PendingTile
+        return isinstance(value, (Tensor, PendingTile, IndexedTile))
 
 
 class tensor(metaclass=_TensorType):  # noqa: N801 - NKI's own name for the type

@@ -43,7 +43,8 @@ INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad"
                 "tensor_reduce", "tensor_partition_reduce", "bn_stats", "bn_aggr", "max8",
                 "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
-                "register_move", "register_store")
+                "register_move", "register_store", "tensor_scalar_reduce",
+                "tensor_scalar_cumulative", "exponential", "nonzero_with_count")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)
@@ -52,7 +53,8 @@ DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
                "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                "tfloat32", "tf32", "f32", "f16", "bf16", "i32", "fp32", "fp16", "half", "float", "i8", "u8", "i16",
                "u16", "u32", "i64", "fp8_e4m3", "fp8_e5m2",
-               "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
+               "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4",
+               "bool_")
 BUFFERS = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b", "l0c",
            "ub")
 FORMATS = ("ND", "ND_ALIGN", "COLUMN_MAJOR", "NCHW", "NHWC", "HWCN", "NDHWC", "NCDHW", "NZ",

@@ -203,6 +203,13 @@ def exponential(dst: Tensor, src: Tensor, max_value: Any = 0.0,
     unless reduce_cmd is idle, each partition's sum of the exponentials accumulates in the
     Vector Engine's lanes (reset to 0, kept, or loaded from `reduce_init`), copied to
     `reduce_res`.  NeuronCore-v4 (trn3) only.
+
+    >>> with apdsl.target("trn3"):
+    ...     x = apdsl.from_numpy(np.log(np.array([[1.0, 2.0, 4.0]], np.float32)), "sbuf")
+    ...     d = apdsl.ndarray((1, 3), "float32", "sbuf")
+    ...     apdsl.exponential(d, x)
+    ...     print(d.numpy())
+    [[1. 2. 4.]]
     """
     label = instruction_label("exponential", name)
     cmd = vector_acc.reduce_cmd_arg(reduce_cmd, label)

@@ -36,7 +36,7 @@ LAYERS = [
     ("runtime", ("apdsl.runtime",)),
     ("semantics", ("apdsl.semantics",)),
     # the NKI Python frontend and the profiler run programs through the semantics
-    ("frontends", ("apdsl.nki", "apdsl.profile")),
+    ("frontends", ("apdsl.nki", "apdsl.asc", "apdsl.profile")),
     ("surfaces", ("apdsl.surfaces",)),
     ("facade", ("apdsl.__init__", "apdsl.__main__", "apdsl.formats")),
 ]

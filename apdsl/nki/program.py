@@ -34,7 +34,7 @@ class PyProgram:
         self.source = read_source(path)
         self.resolved = str(Path(path).resolve())
         try:
-            self.module = _import(path, self.source)
+            self.module = self._load(path)
         except ApdslError as e:
             raise self._shown(e) from None
 
@@ -42,11 +42,24 @@ class PyProgram:
     def from_path(cls, path: str) -> PyProgram:
         return cls(path)
 
+    # -- what a frontend's program changes (apdsl.asc's: its kernels, its launch) -------------
+    KERNEL = Kernel
+    KIND = "@nki.jit kernel"
+
+    def _load(self, path: str) -> Any:
+        from .install import install
+        install()
+        return import_file(path, self.source)
+
+    def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
+                raw: bool = False) -> Any:
+        return call(fn, args, {}, grid, dry=dry, raw=raw)
+
     # -- queries ------------------------------------------------------------------------------
     def _kernels(self) -> dict[str, Kernel]:
         name = self.module.__name__
         return {k: v for k, v in vars(self.module).items()
-                if isinstance(v, Kernel) and getattr(v.fn, "__module__", None) == name}
+                if isinstance(v, self.KERNEL) and getattr(v.fn, "__module__", None) == name}
 
     def kernels(self) -> list[Any]:
         return list(self._kernels().values())
@@ -60,7 +73,7 @@ class PyProgram:
         return [] if k is None else list(inspect.signature(k.fn).parameters)
 
     def select_kernel(self, name: str | None) -> str | None:
-        return pick_kernel(self.file, list(self._kernels()), name, "@nki.jit kernel")
+        return pick_kernel(self.file, list(self._kernels()), name, self.KIND)
 
     def buffers(self) -> set[str]:
         return {"sbuf"}  # an NKI file: only NKI targets apply
@@ -105,7 +118,7 @@ class PyProgram:
         with machine.active(), collect_warnings() as warnings, \
                 (tracing() if trace else nullcontext()) as tr:
             try:
-                value = _user(call, self._kernels()[name].fn, tuple(args), {}, grid, raw=True)
+                value = _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, raw=True)
             except ApdslError as e:
                 # the run's boundary: what rendering and `lower` need, on a new error value
                 raise self._shown(e, name).replace(sources=self._sources(), trace=tr) \
@@ -128,7 +141,7 @@ class PyProgram:
         errors: list[ApdslError] = []
         with current_machine().child(check=True).active(), collect_warnings() as warnings:
             try:
-                _user(call, self._kernels()[name].fn, tuple(args), {}, grid, dry=True)
+                _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, dry=True)
             except ApdslError as e:
                 errors.append(self._shown(e, name))
         return [*errors, *warnings]
@@ -193,14 +206,12 @@ def _user(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise from_exception(e) from None
 
 
-def _import(path: str, source: str) -> Any:
+def import_file(path: str, source: str) -> Any:
     """Run the file as module `<stem>` (its `__main__` block does not run).  It is compiled
     under the path as given, so frames, spans and `lower` name the file as the command line
     did."""
     import types
 
-    from .install import install
-    install()
     p = Path(path).resolve()
     folder = str(p.parent)
     if folder not in sys.path:

@@ -133,7 +133,11 @@ def check_target_family(program: Any, name: str | None) -> None:
 def open_program(file: str) -> Any:
     """An `.apk` program, or an NKI Python file (`.py`, SPEC section 12) run by apdsl.nki."""
     if file.endswith(".py"):
+        from ..asc.program import AscProgram, is_pyasc
         from ..nki.program import PyProgram
+        from ..semantics.program import read_source
+        if is_pyasc(read_source(file)):
+            return AscProgram.from_path(file)
         return PyProgram.from_path(file)
     from ..semantics.program import Program
     return Program.from_path(file)
@@ -310,6 +314,9 @@ def read_inputs(args: argparse.Namespace, program: Any, as_json: bool = False,
     for name, path in paths.items():
         try:
             inputs[name] = read_npy(path, header_only=header_only, regular_only=True)
+            if header_only and isinstance(inputs[name], tuple) and inputs[name][0] == ():
+                # a scalar (a pyasc kernel's length parameter) is read: check needs its value
+                inputs[name] = read_npy(path, regular_only=True)
         except ApdslError as e:
             raise finish([e], {}, path, as_json) from None
     return inputs

@@ -1,0 +1,62 @@
+"""`install()`: an unchanged `import asc` (and `asc.language`, `asc.lib.runtime`) resolves to
+apdsl when the real pyasc is absent.  A real `asc` is never shadowed: install() warns and
+leaves it in place."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from typing import Any
+
+
+class AscShadowWarning(UserWarning):
+    """The real pyasc (`asc`) is importable, so apdsl.asc did not take its name."""
+
+
+def _ours() -> Any:
+    return sys.modules[__name__.rpartition(".")[0]]
+
+
+def _modules() -> dict[str, Any]:
+    ours = _ours()
+    lang, lib = ours.language, ours.lib
+    return {"asc": ours, "asc.language": lang, "asc.language.basic": lang,
+            "asc.language.core": lang, "asc.language.fwk": lang, "asc.lib": lib,
+            "asc.lib.runtime": lib}
+
+
+def installed() -> bool:
+    """Does `import asc` give apdsl.asc now?"""
+    return sys.modules.get("asc") is _ours()
+
+
+def install() -> bool:
+    """Make `asc` and its submodules resolve to apdsl.asc; True when they do.  With a real
+    pyasc importable nothing changes: an AscShadowWarning says so and install() is False."""
+    if installed():
+        return True
+    real: Any = sys.modules.get("asc")
+    origin = getattr(real, "__file__", None) if real is not None else None
+    if real is None:
+        try:
+            spec = importlib.util.find_spec("asc")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            real, origin = spec, spec.origin or ", ".join(spec.submodule_search_locations or [])
+    if real is not None:
+        warnings.warn(AscShadowWarning(
+            f"a real pyasc (asc) is installed ({origin}); apdsl.asc does not shadow it. To "
+            "run on apdsl, import apdsl.asc as asc, or remove pyasc from this environment"),
+            stacklevel=2)
+        return False
+    sys.modules.update(_modules())
+    return True
+
+
+def uninstall() -> None:
+    """Undo install() (a real pyasc, which install() never replaces, is left alone)."""
+    if installed():
+        for name in _modules():
+            sys.modules.pop(name, None)

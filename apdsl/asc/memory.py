@@ -1,0 +1,155 @@
+"""pyasc's memory objects on apdsl tensors: `GlobalAddress` (a kernel parameter: global memory
+and an element offset into it, with address arithmetic), `GlobalTensor` (`set_global_buffer`)
+and `LocalTensor(dtype, TPosition.X, addr, tile_size)` on the on-chip buffer the position
+names.  As in AscendC, `t[k]` and `t[k:]` are the tensor from element k on (operator[]), not an
+element; each wraps a one-dimensional apdsl view that the instructions take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ApdslRuntimeError, ApdslTypeError
+from ..tensor.view import Tensor
+from . import dtypes
+from .placement import placement
+
+
+class GlobalAddress:
+    """A kernel's global-memory parameter: the flat GM tensor and an element offset;
+    `address + n` moves it n elements on."""
+
+    def __init__(self, tensor: Tensor, offset: int = 0) -> None:
+        self.tensor = tensor
+        self.offset = offset
+
+    @property
+    def dtype(self) -> dtypes.DataType:
+        return dtypes.of(self.tensor.dtype)
+
+    def __add__(self, n: Any) -> GlobalAddress:
+        if not isinstance(n, int) or isinstance(n, bool):
+            return NotImplemented
+        return GlobalAddress(self.tensor, self.offset + n)
+
+    __radd__ = __add__
+
+    def __sub__(self, n: Any) -> GlobalAddress:
+        if not isinstance(n, int) or isinstance(n, bool):
+            return NotImplemented
+        return GlobalAddress(self.tensor, self.offset - n)
+
+    def __repr__(self) -> str:
+        return f"<GlobalAddress {self.tensor.name}+{self.offset}>"
+
+
+def _from(t: Tensor, k: Any, kind: str) -> Tensor:
+    """`t[k]` / `t[k:]` of AscendC's operator[]: the view from element k on."""
+    if isinstance(k, slice):
+        if k.stop is not None or k.step is not None:
+            raise ApdslTypeError(
+                f"{kind}[start:stop:step]: a {kind} takes only [k] or [k:] (the tensor from "
+                "element k on), as pyasc does", code="APK663",
+                help=f"write {kind}[k:] and pass the element count to the instruction")
+        k = k.start or 0
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise ApdslTypeError(f"{kind}[{k!r}]: the offset is an element count (an int)",
+                             code="APK663")
+    n = t.shape[0]
+    if not 0 <= k <= n:
+        raise ApdslRuntimeError(
+            f"{kind}[{k}:] is outside the tensor: it holds {n} elements", code="APK663",
+            help="an offset is between 0 and the tensor's length")
+    return t[k:]
+
+
+class GlobalTensor:
+    """`asc.GlobalTensor()` then `set_global_buffer(address, length)`."""
+
+    def __init__(self, tensor: Tensor | None = None) -> None:
+        self._tensor = tensor
+
+    @property
+    def tensor(self) -> Tensor:
+        if self._tensor is None:
+            raise ApdslRuntimeError(
+                "this GlobalTensor has no global buffer yet", code="APK663",
+                help="call set_global_buffer(address, length) before using it")
+        return self._tensor
+
+    def set_global_buffer(self, buffer: GlobalAddress | None = None,
+                          buffer_size: int | None = None) -> None:
+        if not isinstance(buffer, GlobalAddress):
+            raise ApdslTypeError(
+                f"set_global_buffer takes a kernel's asc.GlobalAddress parameter (plus an "
+                f"offset), not {type(buffer).__name__}", code="APK663")
+        whole = buffer.tensor
+        n = whole.shape[0]
+        end = n if buffer_size is None else buffer.offset + buffer_size
+        if not 0 <= buffer.offset <= end <= n:
+            raise ApdslRuntimeError(
+                f"set_global_buffer({whole.name} + {buffer.offset}, {buffer_size}) reaches "
+                f"outside {whole.name}, which holds {n} elements", code="APK663",
+                help="the global buffer must lie inside the array passed to the kernel")
+        self._tensor = whole[buffer.offset:end]
+
+    @property
+    def dtype(self) -> dtypes.DataType:
+        return dtypes.of(self.tensor.dtype)
+
+    def get_size(self) -> int:
+        return self.tensor.shape[0]
+
+    def get_phy_addr(self, offset: int = 0) -> Any:
+        raise _no("GlobalTensor.get_phy_addr")
+
+    def __getitem__(self, k: Any) -> GlobalTensor:
+        return GlobalTensor(_from(self.tensor, k, "GlobalTensor"))
+
+    def __repr__(self) -> str:
+        return f"<GlobalTensor {self._tensor!r}>"
+
+
+class LocalTensor:
+    """`asc.LocalTensor(dtype, TPosition.X, addr, tile_size)`: tile_size elements at byte
+    address addr of the position's buffer.  apdsl gives each its own storage; the kernel call
+    (`Placement`) makes two LocalTensors at the same address the same storage and refuses a
+    partial overlap (APK664), which apdsl does not model."""
+
+    def __init__(self, dtype: Any = None, pos: Any = "VECIN", addr: int = 0,
+                 tile_size: int = 0, *, tensor: Tensor | None = None) -> None:
+        if tensor is not None:
+            self.tensor = tensor
+            return
+        self.tensor = placement().local(dtype, str(pos), addr, tile_size)
+
+    @property
+    def dtype(self) -> dtypes.DataType:
+        return dtypes.of(self.tensor.dtype)
+
+    def get_length(self) -> int:
+        return self.tensor.shape[0]
+
+    get_size = get_length
+
+    def __getitem__(self, k: Any) -> LocalTensor:
+        return LocalTensor(tensor=_from(self.tensor, k, "LocalTensor"))
+
+    def __repr__(self) -> str:
+        return f"<LocalTensor {self.tensor!r}>"
+
+
+def _no(name: str) -> Exception:
+    from .errors import missing
+    return missing(name)
+
+
+def unwrap(value: Any) -> Any:
+    """What an instruction takes: the apdsl view of a Global/LocalTensor, the name of an enum
+    member (as the table's builtins take), anything else as it is."""
+    if isinstance(value, (GlobalTensor, LocalTensor)):
+        return value.tensor
+    if isinstance(value, GlobalAddress):
+        return value.tensor[value.offset:]
+    if isinstance(value, (list, tuple)):
+        return type(value)(unwrap(v) for v in value)
+    return value

@@ -1,0 +1,97 @@
+"""The `asc` names a kernel uses, besides its memory objects: the instructions of the table
+(`asc.add`, `asc.data_copy`, ...: the builtins `.apk` programs use, resolved for the kernel
+call under way), the synchronisation builtins, pyasc's enums and parameter records, the block
+index of a one-core launch, `asc.range` and `asc.ConstExpr`; any other pyasc name is APK660
+at the user's line, naming it."""
+
+from __future__ import annotations
+
+import builtins as py
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ..nki.host import current
+from ..nki.locate import caller_span
+from .errors import missing
+from .memory import unwrap
+
+T = TypeVar("T")
+
+# pyasc names apdsl does not model yet, with why (the rest of pyasc's names get APK660 too)
+NOT_YET = {
+    "TPipe": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
+    "TQue": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
+    "TBuf": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
+    "TQueBind": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
+    "adv": "asc.adv (Matmul and its host tiling) is not in apdsl yet",
+    "get_sub_block_idx": "the AIC/AIV cores model is not in apdsl yet",
+    "ascend_is_aic": "the AIC/AIV cores model is not in apdsl yet",
+    "ascend_is_aiv": "the AIC/AIV cores model is not in apdsl yet",
+    "cross_core_set_flag": "the AIC/AIV cores model is not in apdsl yet",
+    "cross_core_wait_flag": "the AIC/AIV cores model is not in apdsl yet",
+    "sync_all": "the multi-core model is not in apdsl yet",
+}
+
+SYNC = ("set_flag", "wait_flag", "pipe_barrier")
+
+
+def instruction(name: str) -> Callable[..., Any]:
+    """`asc.NAME(...)`: the table's `asc.NAME` builtin for the call under way, its tensors
+    unwrapped from pyasc's Global/LocalTensor."""
+    key = name if name in SYNC else f"asc.{name}"
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        fn = current().builtins[key]
+        return fn(*unwrap(args), **{k: unwrap(v) for k, v in kwargs.items()})
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+def has_instruction(name: str) -> bool:
+    return name in SYNC or f"asc.{name}" in current().builtins
+
+
+def enum_or_record(name: str) -> Any:
+    from ..runtime.ascend.vector import params
+    if name in params.ENUMS:
+        return params.ENUMS[name]
+    value = getattr(params, name, None)
+    return value if isinstance(value, type) else None
+
+
+def lookup(name: str) -> Any:
+    """`asc.NAME` at the user's line, or APK660 there."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name not in NOT_YET:
+        value = enum_or_record(name)
+        if value is not None:
+            return value
+        if has_instruction(name):
+            return instruction(name)
+    raise missing(name, NOT_YET.get(name, "")).replace(span=caller_span(3))
+
+
+def get_block_idx() -> int:
+    """The core running the kernel: 0 (apdsl.asc launches on one core)."""
+    return 0
+
+
+def get_block_num() -> int:
+    """The cores of the launch: 1."""
+    return 1
+
+
+def range(*args: Any, **kwargs: Any) -> py.range:  # noqa: A001 - pyasc's name
+    """`asc.range(start, stop, step)`: a loop of the kernel (Python's range on apdsl)."""
+    kwargs.pop("unroll_factor", None)
+    kwargs.pop("parallel", None)
+    return py.range(*args, **kwargs)
+
+
+static_range = range
+
+
+class ConstExpr(Generic[T]):
+    """`x: asc.ConstExpr[int]`: a compile-time constant in pyasc; a Python value on apdsl."""

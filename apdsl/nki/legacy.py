@@ -148,7 +148,9 @@ class Legacy:
         its mask), a legacy form (no `dst`) returning its pending result."""
         span = caller_span(2)
         self.flush()
-        mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs else None
+        # (an Ascend `asc.` instruction's `mask` is its vector mask, not an NKI predicate)
+        mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs and \
+            not name.startswith("asc.") else None
         form = FORMS.get(name)
         if form is not None and not _current_form(name, fn, args, kwargs):
             return self.legacy_call(name, fn, args, kwargs, mask, span)

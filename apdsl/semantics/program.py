@@ -247,7 +247,15 @@ class Program:
                 interp.exec_module(self.module, namespace)
                 value = None
                 if name is not None:
-                    value = call_kernel(namespace[name], inputs, interp, namespace, grid)
+                    kernel = namespace.get(name)
+                    if not isinstance(kernel, Function):
+                        # the top level rebound the kernel's name (`for k in ...` over kernel k)
+                        raise ApdslTypeError(
+                            f"{name} is no longer a kernel when the top-level statements end: "
+                            f"they bound the name to a {type(kernel).__name__}",
+                            code="APK109", help=f"name the other value something other than "
+                            f"{name}")
+                    value = call_kernel(kernel, inputs, interp, namespace, grid)
             except ApdslError as e:
                 # the run's boundary: the sources to render it against and what executed
                 # before it (lower), on a new error value

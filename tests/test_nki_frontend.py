@@ -321,11 +321,25 @@ def test_launch_runs_once_per_program_id():
     np.testing.assert_array_equal(_ids(), [[0, 1, 0]])  # no grid: no grid dimensions
 
 
+@nki.jit
+def _grid_ids():
+    out = nl.ndarray((nl.num_programs(), 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    i, j = nl.program_id(0), nl.program_id(1)
+    nisa.memset(dst=t, value=10 * i + j)
+    k = i * nl.num_programs(1) + j
+    nisa.dma_copy(dst=out[k:k + 1, :], src=t)
+    return out
+
+
 def test_launch_grid_rules():
-    for bad in (0, 3, 8, (2, 2), 1.5):
+    for bad in (0, 3, 8, (2, 0), 1.5):
         with pytest.raises(apdsl.ApdslError) as info:
             _ids[bad]
         assert info.value.code == "APK141"
+    # two or more sizes: the legacy API's SPMD grid of programs, run one after another
+    np.testing.assert_array_equal(_grid_ids[2, 3](), [[10 * i + j] for i in range(2)
+                                                      for j in range(3)])
     with apdsl.target("trn1"):
         with pytest.raises(apdsl.ApdslError) as info:
             _ids[2]

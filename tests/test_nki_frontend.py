@@ -510,7 +510,7 @@ def test_worked_example_runs_under_the_plugin(tmp_path):
     for f in (ROOT / "examples" / "nki_python").glob("*.py"):
         shutil.copy(f, tmp_path)
     proc = _pytest(tmp_path)
-    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "6 passed" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_a_failing_kernel_test_reports_the_diagnostic_in_the_users_source(tmp_path):

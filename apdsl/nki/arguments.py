@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ApdslTypeError
+from ..semantics.host import Host
 from ..tensor.dtypes import no_nki_form
 from ..tensor.view import Tensor
 
@@ -31,7 +32,7 @@ def parameter_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[s
     return out
 
 
-def to_tensor(value: Any, param: str, host: Any) -> Any:
+def to_tensor(value: Any, param: str, host: Host) -> Any:
     """One argument as the kernel sees it: a NumPy array becomes an HBM tensor holding it
     (check mode: of its shape and dtype, unwritten: no input value is read); anything else
     (tensors, numbers, configs) passes as it is."""

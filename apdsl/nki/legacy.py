@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from ..errors import ApdslTypeError, Span, ViewError
 from ..runtime.table.operators import OPERATORS
+from ..semantics import host as hosts
 from ..tensor.grid_view import IndexedTile
 from ..tensor.index_grid import Limits, Predicate, is_empty
 from ..tensor.view import Tensor
@@ -35,16 +36,10 @@ from .legacy_results import PendingTile
 from .locate import assigned_name, caller_span
 
 
-class Host(Protocol):
-    """What the legacy API needs of the kernel call's host (`apdsl.nki.host.Host`): its mode,
-    its builtins, allocation, and issuing an instruction at the user's call."""
-
-    dry: bool
-    builtins: dict[str, Any]
-    call_span: Any
-
-    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
-                 span: Any = None) -> Tensor: ...
+class Host(hosts.Host, Protocol):
+    """What the legacy API needs of the kernel call's host (`apdsl.nki.host.Host`): a host's
+    services, and issuing an instruction at a given user's call (a pending result is issued
+    later than its line)."""
 
     def issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
               span: Span | None) -> Any: ...

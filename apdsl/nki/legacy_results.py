@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import Span
+from ..semantics.host import Host
 from ..tensor.index_grid import Limits, Predicate
 from ..tensor.view import Tensor
 
@@ -15,7 +16,7 @@ class Owner(Protocol):
     """What a pending result needs of the legacy state that made it (`legacy.Legacy`)."""
 
     pending: Any
-    host: Any
+    host: Host
 
     def narrow(self, t: Tensor, mask: Predicate | None, limits: Limits | None
                ) -> Tensor | None: ...

@@ -7,22 +7,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from math import prod
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ApdslTypeError
+from ..semantics.host import Host
 from ..tensor.blocks import BlockTensor
 from ..tensor.view import Tensor
 from .locate import assigned_name, caller_span
-
-
-class Host(Protocol):
-    """What a legacy shape needs of the kernel call's host (`apdsl.nki.host.Host`)."""
-
-    builtins: dict[str, Any]
-    call_span: Any
-
-    def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
-                 span: Any = None) -> Tensor: ...
 
 
 def allocate(host: Host, function: str, fn: Callable[..., Any], args: tuple, kwargs: dict

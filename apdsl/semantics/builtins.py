@@ -21,6 +21,7 @@ from ..tensor import targets
 from ..tensor.dtypes import ALIASES, DTYPES, DType
 from ..tensor.view import Tensor
 from . import limits
+from .host import Files, Host
 from .values import UNKNOWN, Module, Unknown
 
 INSTRUCTIONS = NAMES  # every instruction of the table (apdsl.runtime.table)
@@ -28,7 +29,7 @@ EVENTS = ("set_flag", "wait_flag", "pipe_barrier")  # Ascend synchronisation (SP
 TLA = ("make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like")
 
 
-def host_value(x: Any, interp: Any = None) -> Any:
+def host_value(x: Any, interp: Host | None = None) -> Any:
     """A host copy of a tensor's logical contents (NumPy array); host values pass through."""
     if isinstance(x, Tensor):
         if interp is not None and interp.dry and x.storage not in interp.known_values:
@@ -43,7 +44,7 @@ def host_value(x: Any, interp: Any = None) -> Any:
     raise ApdslTypeError(f"host() takes a tensor, not {type(x).__name__}", code="APK110")
 
 
-def _pair(x: Any, y: Any, interp: Any) -> tuple[Any, Any]:
+def _pair(x: Any, y: Any, interp: Host) -> tuple[Any, Any]:
     return host_value(x, interp), host_value(y, interp)
 
 
@@ -60,8 +61,9 @@ def direct_instructions(table: dict[str, Any]) -> dict[Any, Callable[..., Any]]:
     return out
 
 
-def make_builtins(interp: Any) -> dict[str, Any]:
-    """Builtins bound to one interpreter (host() and friends need its mode)."""
+def make_builtins(interp: Host) -> dict[str, Any]:
+    """Builtins bound to one host (host() and friends need its mode): the `.apk` interpreter,
+    a Python or pyasc kernel's call (`apdsl.semantics.host`)."""
 
     def host(t: Any) -> Any:
         return host_value(t, interp)
@@ -94,12 +96,6 @@ def make_builtins(interp: Any) -> dict[str, Any]:
             limits.walk_printed(value, interp.budget)
         interp.print(*values, sep=sep)
 
-    def load(path: str) -> Any:
-        return interp.load_npy(path)
-
-    def save(value: Any, path: str) -> None:
-        interp.save_npy(value, path)
-
     def cdiv(a: int, b: int) -> int:
         return -(-a // b)
 
@@ -125,13 +121,15 @@ def make_builtins(interp: Any) -> dict[str, Any]:
 
     table: dict[str, Any] = {
         "host": host, "allclose": allclose, "equal": equal, "ndarray": ndarray,
-        "print": print_, "load": load, "save": save, "cdiv": cdiv,
+        "print": print_, "cdiv": cdiv,
         "range": py.range, "affine_range": py.range, "sequential_range": py.range,
         "static_range": py.range, "len": py.len, "abs": py.abs,
         "bool": py.bool, "enumerate": py.enumerate, "zip": py.zip,
         "round": _round, "reversed": py.reversed,
         "set_target": _set_target, "zeros_like": _no_host_alloc,
     }
+    if isinstance(interp, Files):  # `.apk` only (APK_ONLY): Python code reads files with NumPy
+        table.update(_files(interp))
     table.update(_walking(interp.budget))
     table.update(_launch(interp))
     from .tile_size import TILE_SIZE, ds, dynamic_range
@@ -164,6 +162,18 @@ def make_builtins(interp: Any) -> dict[str, Any]:
     return table
 
 
+def _files(files: Files) -> dict[str, Callable[..., Any]]:
+    """`load(path)` and `save(value, path)`: `.npy` files relative to the program."""
+
+    def load(path: str) -> Any:
+        return files.load_npy(path)
+
+    def save(value: Any, path: str) -> None:
+        files.save_npy(value, path)
+
+    return {"load": load, "save": save}
+
+
 @cache
 def _implementation(name: str) -> Callable[..., Any]:
     """The table's implementation of instruction `name`, looked up once per process (the
@@ -175,7 +185,7 @@ LAUNCH = ("program_id", "num_programs", "program_ndim")
 SPACES = ("nl", "nisa", "asc")
 
 
-def _nki_overlay(interp: Any, table: dict[str, Any]) -> dict[str, Any]:
+def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     """NKI's own meaning of the names that clash with `.apk` builtins (or exist only in NKI),
     keyed `"nl.NAME"`: the high-level `nl` functions and the removed index API."""
     from . import nl_functions, nl_legacy, nl_operators
@@ -241,7 +251,7 @@ def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -
                          if close else None, name=f"{space}.{name}")
 
 
-def _launch(interp: Any) -> dict[str, Callable[..., int]]:
+def _launch(interp: Host) -> dict[str, Callable[..., int]]:
     """`nl.program_id(axis)`, `nl.num_programs(axes)`, `nl.program_ndim()`: they read the
     launch the program runs under (`interp.launch`; none: one program, no grid)."""
     from . import launch as ln
@@ -275,7 +285,7 @@ APK_ONLY = frozenset({"host", "allclose", "equal", "print", "load", "save", "cdi
                       "set_target", "zeros_like", "True", "False", "None"})
 
 
-def _events(interp: Any) -> dict[str, Any]:
+def _events(interp: Host) -> dict[str, Any]:
     """set_flag, wait_flag, pipe_barrier: located like instructions (their spans label races
     and leftover flags)."""
     from ..runtime import sync

@@ -32,6 +32,7 @@ from ..syntax import ast
 from ..tensor.machine import current
 from ..tensor.view import Tensor
 from .frames import Closure
+from .host import Compiler
 from .pyerrors import PY_ERRORS, python_error
 
 _FACTORIES: dict[str, Callable[..., Closure]] = {}  # source -> factory
@@ -85,7 +86,7 @@ def make_function(kind: str, body: list[str], namer: Namer) -> Closure:
     return factory(tuple(namer.values))
 
 
-def builtin_site(interp: Any, node: Any, args: list[Closure], kwargs: list[tuple[str, Closure]],
+def builtin_site(interp: Compiler, node: Any, args: list[Closure], kwargs: list[tuple[str, Closure]],
                  general: Closure, failed: Callable[[Any, BaseException], BaseException],
                  unrecorded: list[tuple[int, Any]], errors: tuple) -> Closure | None:
     """The specialised closure of call `node` (run mode, a bare builtin name called with plain
@@ -100,7 +101,7 @@ def builtin_site(interp: Any, node: Any, args: list[Closure], kwargs: list[tuple
     return site
 
 
-def _call_emitter(interp: Any, node: Any, args: list[Closure],
+def _call_emitter(interp: Compiler, node: Any, args: list[Closure],
                   kwargs: list[tuple[str, Closure]], general: Closure,
                   failed: Callable[[Any, BaseException], BaseException],
                   unrecorded: list[tuple[int, Any]], errors: tuple) -> Emitter | None:
@@ -232,7 +233,7 @@ def straight_block(pairs: list[tuple[Closure, Any]], located: Callable[..., Any]
     return make_function("block", body, namer)
 
 
-def value_emitter(interp: Any, node: Any, compiled: Closure, target: str,
+def value_emitter(interp: Compiler, node: Any, compiled: Closure, target: str,
                   store: Callable[[Any, Any], None]) -> Emitter | None:
     """The code of `target = <node>` for a value the code reads inline (`i = 1 - i`,
     `a1 = slab[0]`), else None; a tensor value goes through `store`, the general assignment's
@@ -275,13 +276,13 @@ class _Atoms:
     the int limit, a tuple and an index in range) and by its compiled closure otherwise; else
     its closure."""
 
-    def __init__(self, interp: Any, namer: Namer) -> None:
+    def __init__(self, interp: Compiler, namer: Namer) -> None:
         self.interp = interp
         self.value = namer.value
         self.temp = namer.temp
 
     @staticmethod
-    def inlines(interp: Any, node: Any) -> bool:
+    def inlines(interp: Compiler, node: Any) -> bool:
         """Whether `node` is computed inline (not only by its compiled closure)."""
         probe = _Atoms(interp, Namer())
         return probe._inline(node) is not None
@@ -469,7 +470,7 @@ def subscript(value: Any, key: Any, span: Any) -> Any:
         raise python_error(e, span) from None
 
 
-def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closure:
+def argument_tuple(interp: Compiler, nodes: list[Any], args: list[Closure]) -> Closure:
     """A closure giving the positional argument values of a call (a tuple, left to right),
     constants and local names read inline (a helper's call with a dozen names, `load_slab(A,
     B, m, n, ...)`, is one Python call)."""
@@ -480,7 +481,7 @@ def argument_tuple(interp: Any, nodes: list[Any], args: list[Closure]) -> Closur
                          namer)
 
 
-def _kind(interp: Any, name: str, fn: Any) -> tuple[str, Any]:
+def _kind(interp: Compiler, name: str, fn: Any) -> tuple[str, Any]:
     """What the builtin `fn` (named `name`) is, and the callable a site calls."""
     from .builtins import EVENTS, INSTRUCTIONS, TLA
     impl = interp.direct_instructions.get(fn)

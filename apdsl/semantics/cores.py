@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime.ascend import core_ops as cores
+from .host import Host
 
 QUERIES: dict[str, Callable[[], Any]] = {
     "get_block_idx": cores.block_idx, "get_block_num": cores.block_num,
@@ -24,7 +25,7 @@ SYNC: dict[str, Callable[..., Any]] = {
 NAMES = (*QUERIES, *SYNC, "PipeID", "HardEvent", "TPosition", "TPipe", "TQue", "TBuf")
 
 
-def make(interp: Any) -> dict[str, Any]:
+def make(interp: Host) -> dict[str, Any]:
     """The builtins, bound to interpreter `interp` (the synchronisation ones are located like
     instructions: their spans label deadlocks, and `lower` shows them)."""
     from ..runtime.core.trace import record_event

@@ -31,6 +31,7 @@ from ..errors import ApdslIOError, ApdslTypeError
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.machine import current
 from ..tensor.view import Tensor
+from .host import Host
 
 NAMES = ("broadcast_to", "shared_constant", "shared_identity_matrix", "device_print")
 MOVING_FMAX = 512  # nl.tile_size.gemm_moving_fmax: free elements of one nc_matmul moving tile
@@ -64,11 +65,11 @@ def _constant_array(constant: Any) -> np.ndarray:
     return np.asarray(constant)
 
 
-def _alloc(interp: Any, shape: Any, dtype: Any, buffer: str) -> Tensor:
+def _alloc(interp: Host, shape: Any, dtype: Any, buffer: str) -> Tensor:
     return interp.allocate(tuple(shape), dtype, buffer, "ND", "", span=interp.call_span)
 
 
-def shared_constant(interp: Any, constant: Any, dtype: Any = None) -> Tensor:
+def shared_constant(interp: Host, constant: Any, dtype: Any = None) -> Tensor:
     arr = _constant_array(constant)
     dt = to_dtype(arr.dtype if dtype is None else dtype)
     if arr.ndim == 0:
@@ -79,7 +80,7 @@ def shared_constant(interp: Any, constant: Any, dtype: Any = None) -> Tensor:
     return t
 
 
-def shared_identity_matrix(interp: Any, table: dict[str, Any], n: Any, dtype: Any = "uint8",
+def shared_identity_matrix(interp: Host, table: dict[str, Any], n: Any, dtype: Any = "uint8",
                            dst: Any = None) -> Tensor:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 128:
         raise _bad(f"nl.shared_identity_matrix: n must be an int from 1 to 128 (the rows "
@@ -90,7 +91,7 @@ def shared_identity_matrix(interp: Any, table: dict[str, Any], n: Any, dtype: An
     return out
 
 
-def device_print(interp: Any, print_prefix: Any, tensor: Any) -> None:
+def device_print(interp: Host, print_prefix: Any, tensor: Any) -> None:
     if type(tensor) is not Tensor:
         raise ApdslTypeError(f"nl.device_print: tensor must be a tensor, not "
                              f"{type(tensor).__name__}", code="APK152")
@@ -98,7 +99,7 @@ def device_print(interp: Any, print_prefix: Any, tensor: Any) -> None:
         interp.print(str(print_prefix), tensor.numpy())
 
 
-def broadcast_to(interp: Any, table: dict[str, Any], x: Any, shape: Any,
+def broadcast_to(interp: Host, table: dict[str, Any], x: Any, shape: Any,
                  dtype: Any = None) -> Tensor:
     x = _tile_arg(x, "broadcast_to", ("sbuf", "psum"))
     want = tuple(int(n) for n in shape)
@@ -125,7 +126,7 @@ def broadcast_to(interp: Any, table: dict[str, Any], x: Any, shape: Any,
     return out
 
 
-def _across_partitions(interp: Any, table: dict[str, Any], x: Tensor, parts: int,
+def _across_partitions(interp: Host, table: dict[str, Any], x: Tensor, parts: int,
                        dt: Any) -> Tensor:
     """x (one partition) on `parts` partitions: ones[1, parts].T @ x by nc_matmul, chunked."""
     if not x.dtype.is_float or not dt.is_float:
@@ -152,7 +153,7 @@ def _across_partitions(interp: Any, table: dict[str, Any], x: Tensor, parts: int
     return out
 
 
-def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The functions bound to one program (`interp` allocates, `table` issues)."""
     return {"broadcast_to": partial(broadcast_to, interp, table),
             "shared_constant": partial(shared_constant, interp),

@@ -23,6 +23,7 @@ from ..tensor import targets
 from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
+from .host import Host
 
 
 def _tile(x: Any, fn: str, role: str) -> Tensor:
@@ -61,7 +62,7 @@ def _dtype(value: Any, default: DType) -> DType:
     return default if value is None else to_dtype(value)
 
 
-def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The `nl` functions bound to one program: `interp` allocates (and names) tiles,
     `table` holds the program's instruction builtins they issue."""
 

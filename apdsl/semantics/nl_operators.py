@@ -33,6 +33,7 @@ from ..runtime.table.operators import OPERATORS, Operator, divide_refused
 from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
+from .host import Host
 
 
 class NlFunction(Operator):
@@ -106,7 +107,7 @@ def _tile_arg(x: Any, fn: str, role: str) -> Tensor:
     return x
 
 
-def make(interp: Any, table: dict[str, Any], copy: Callable[..., Any]
+def make(interp: Host, table: dict[str, Any], copy: Callable[..., Any]
          ) -> dict[str, NlFunction]:
     """Every operator of `OPERATORS` as an `NlFunction` issuing through the program's
     instruction builtins (`table`); `copy` is nl.copy's function."""

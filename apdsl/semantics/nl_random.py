@@ -32,6 +32,7 @@ from ..runtime.table.operators import OPERATORS
 from ..tensor import targets
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
+from .host import Host
 
 NAMES = ("random_seed", "rand", "dropout")
 # the top 24 of 32 random bits, scaled into [0, 1): every value exact in float32
@@ -49,7 +50,7 @@ def _on_chip_tile(x: Any, fn: str, role: str, help: str) -> Tensor:
     return x
 
 
-def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The random `nl` functions bound to one program (`interp` allocates tiles, `table`
     holds the instruction builtins they issue)."""
 

@@ -21,6 +21,7 @@ from ..errors import ApdslTypeError
 from ..runtime.table.operators import OPERATORS
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
+from .host import Host
 
 _OPS = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply",
         "all": "logical_and"}
@@ -52,7 +53,7 @@ def _shape(x: Tensor, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
     return shape if len(shape) >= 2 else shape + (1,)
 
 
-def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The reductions bound to one program (its allocator and instruction builtins)."""
 
     def alloc(shape: tuple, dtype: Any) -> Tensor:

@@ -22,9 +22,10 @@ from ..errors import ApdslTypeError, TargetError
 from ..tensor import targets
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
+from .host import Host
 
 
-def make(interp: Any, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """`nl.transpose` bound to one program: `interp` allocates the result tile, `table` holds
     the program's instruction builtins it issues."""
 

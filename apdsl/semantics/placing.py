@@ -12,9 +12,10 @@ from ..errors import TargetError
 from ..tensor import placement, targets
 from ..tensor.placement import ADDRESS
 from ..tensor.view import Tensor
+from .host import Host
 
 
-def allocate(interp: Any, shape: Any, dtype: Any, buffer: Any, fmt: Any, name: str,
+def allocate(interp: Host, shape: Any, dtype: Any, buffer: Any, fmt: Any, name: str,
              address: Any) -> Tensor:
     """A new tensor through the program's allocator (`interp.allocate`: names, launches),
     placed at `address` when one is given."""
@@ -36,7 +37,7 @@ def allocate(interp: Any, shape: Any, dtype: Any, buffer: Any, fmt: Any, name: s
     return placement.place(t, address)
 
 
-def make(interp: Any) -> dict[str, Callable[..., Any]]:
+def make(interp: Host) -> dict[str, Callable[..., Any]]:
     """`nl.ndarray` with the reference's parameters (its fourth positional is the name)."""
 
     def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", name: str = "",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,10 @@ from ..syntax.source_files import read_source
 from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
 from .limits import deep_stack
 from .values import Function
+
+if TYPE_CHECKING:
+    from ..tensor.machine import Machine
+    from .interpreter import Interpreter
 
 
 class UsageError(Exception):
@@ -59,10 +63,10 @@ def pick_kernel(file: str, names: list[str], name: str | None, what: str) -> str
 class RunResult:
     value: Any
     kernel: str | None
-    interpreter: Any
+    interpreter: Interpreter
     trace: Any = None
     warnings: list[ApdslError] = field(default_factory=list)
-    machine: Any = None  # the device the run used (its targets, for the profile)
+    machine: Machine | None = None  # the device the run used (its targets, for the profile)
 
 
 class Program:
@@ -153,7 +157,7 @@ class Program:
         return found & set(BUFFERS)
 
     # -- operations ---------------------------------------------------------------------------
-    def interpreter(self, *, dry: bool = False, out: Any = None) -> Any:
+    def interpreter(self, *, dry: bool = False, out: Any = None) -> Interpreter:
         from .interpreter import Interpreter
         interp = Interpreter(dry=dry, out=out, base_dir=self.base_dir)
         interp.sources[self.file] = self.source
@@ -183,7 +187,7 @@ class Program:
         with interp.machine.active(), deep_stack():
             return self._check(interp, selected, inputs, grid if meant else ())
 
-    def _check(self, interp: Any, selected: str | None,
+    def _check(self, interp: Interpreter, selected: str | None,
                inputs: dict[str, np.ndarray] | None,
                grid: tuple[int, ...] = ()) -> list[ApdslError]:
         from ..runtime.core.trace import collect_warnings
@@ -236,7 +240,7 @@ class Program:
         with interp.machine.active(), deep_stack():
             return self._run(interp, name, inputs, trace, grid)
 
-    def _run(self, interp: Any, name: str | None, inputs: dict[str, np.ndarray],
+    def _run(self, interp: Interpreter, name: str | None, inputs: dict[str, np.ndarray],
              trace: bool, grid: tuple[int, ...] = ()) -> RunResult:
         from contextlib import nullcontext
 
@@ -281,7 +285,7 @@ def _position(e: ApdslError) -> tuple:
     return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.column)
 
 
-def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
+def call_kernel(fn: Function, inputs: dict[str, np.ndarray], interp: Interpreter,
                 namespace: dict[str, Any], grid: tuple[int, ...] = ()) -> Any:
     """Bind a kernel's inputs (given or seeded), call it and check its result's type; with a
     launch `grid`, once per program id in id order, the programs sharing the inputs and their
@@ -298,7 +302,7 @@ def input_seed(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
-def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
+def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Interpreter,
                 namespace: dict[str, Any]) -> tuple[list[Any], dict[str, int]]:
     """Kernel arguments: given arrays cast to each parameter's dtype, or seeded data of the
     declared shape; named dims bound from the inputs and checked for consistency."""
@@ -355,7 +359,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Any,
     return args, dims
 
 
-def untyped_input(p: Any, arr: np.ndarray, interp: Any) -> Any:
+def untyped_input(p: Any, arr: np.ndarray, interp: Interpreter) -> Any:
     """An HBM tensor of the `-i` array's shape, dtype and values, for a parameter without a
     tensor type (check mode keeps the values, as for a typed parameter)."""
     from ..runtime.core.init import initialise
@@ -393,7 +397,7 @@ def _dim_mismatch(p: Any, d: Any, axis: int, shape: tuple, want: int,
                           span=d.span, input=p.name, help=why)
 
 
-def _dim_value(d: Any, frame: Any, interp: Any, p: Any) -> int:
+def _dim_value(d: Any, frame: Any, interp: Interpreter, p: Any) -> int:
     if isinstance(d, ast.Name) and d.id not in frame.vars and not isinstance(
             frame.glob.get(d.id), int):
         raise ApdslTypeError(

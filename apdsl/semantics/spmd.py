@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import ApdslError, ApdslTypeError, Span
 from ..syntax import ast
 from ..tensor import targets
+from .host import Launcher
 from .launch import Launch, SharedHbm, different_results, same_results
 from .values import Absorbing, Function
 
@@ -41,7 +42,7 @@ def check_grid(grid: Any, name: str) -> tuple[int, ...]:
     return (grid,)
 
 
-def run_programs(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],
+def run_programs(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],
                  bound: dict[str, Any] | None = None, span: Span | None = None) -> Any:
     """Call kernel `fn` once per program id of `grid` (once, without a grid), each program
     with the same arguments and sharing the launch's shared HBM tensors; the result checked
@@ -110,7 +111,7 @@ class _Hooks:
     """What the interpreter keeps per core besides the machine: saved when a core hands over
     to another (at a cross-core wait), restored when it resumes."""
 
-    def __init__(self, interp: Any) -> None:
+    def __init__(self, interp: Launcher) -> None:
         self.interp = interp
 
     def save(self) -> Any:
@@ -123,7 +124,7 @@ class _Hooks:
         i.calls[:] = calls
 
 
-def run_cores(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],
+def run_cores(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],
               bound: dict[str, Any] | None = None, span: Span | None = None) -> Any:
     """Run Ascend kernel `fn` on `grid[0]` AI cores (one without a grid), each core with its
     own on-chip buffers, pipes and flags, sharing GM (`apdsl.runtime.ascend.cores`); the cores
@@ -164,7 +165,7 @@ def run_cores(interp: Any, fn: Function, args: tuple, kwargs: dict, grid: tuple[
 class Launched:
     """`kernel[n]` in `.apk` code: the kernel on a launch grid, run when called."""
 
-    def __init__(self, fn: Function, grid: tuple[int, ...], interp: Any) -> None:
+    def __init__(self, fn: Function, grid: tuple[int, ...], interp: Launcher) -> None:
         self.fn, self.grid, self.interp = fn, grid, interp
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -190,7 +191,7 @@ class KernelLauncher:
         return launch(fn, grid, self)
 
 
-def launch(fn: Function, grid: Any, interp: Any) -> Launched:
+def launch(fn: Function, grid: Any, interp: Launcher) -> Launched:
     """`fn[grid]`: a kernel on `grid` logical cores (APK159 for a def that is no kernel)."""
     if not fn.is_kernel:
         raise ApdslTypeError(
@@ -214,7 +215,7 @@ def _grid(grid: Any, name: str) -> tuple[int, ...]:
     return check_grid(grid, name)  # (the error)
 
 
-def check_result(fn: Function, value: Any, interp: Any) -> None:
+def check_result(fn: Function, value: Any, interp: Launcher) -> None:
     """A kernel's result against its declared result type (APK133)."""
     spec = fn.returns
     # (a return annotation that is no tensor type, `-> nl.ndarray`, declares nothing to check)

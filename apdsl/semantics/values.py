@@ -7,7 +7,7 @@ program can never reach Python internals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +105,16 @@ class Module:
             raise AttributeError(f"{self.name} has no attribute {name!r}") from None
 
 
+class Caller(Protocol):
+    """The interpreter a function was defined in, which calls it and launches it (a mixin of
+    `semantics.interpreter.Interpreter`: `calls` and `spmd`)."""
+
+    def call_function(self, fn: Function, args: tuple, kwargs: dict,
+                      bound: dict[str, Any] | None = None) -> Any: ...
+
+    def launch_kernel(self, fn: Function, grid: Any) -> Any: ...
+
+
 @dataclass
 class Function:
     """A `def` helper or a `kernel`."""
@@ -117,7 +127,7 @@ class Function:
     is_kernel: bool = False
     returns: Any = None  # ast.TypeSpec of a kernel
     defaults: dict[str, Any] = field(default_factory=dict)
-    interpreter: Any = None
+    interpreter: Caller | None = None
     names: tuple[str, ...] = ()  # the parameters' names (made from `params`)
 
     def __post_init__(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import sys
 from dataclasses import dataclass  # Bindings: mutable state, not a value
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import records
 from ..errors import ApdslError, ApdslNameError, ApdslTypeError
@@ -36,6 +36,9 @@ from .plumbing import (
     load_program,
     report,
 )
+
+if TYPE_CHECKING:
+    from ..semantics.interpreter import Interpreter
 
 __all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
 
@@ -199,7 +202,7 @@ class Bindings:
         if key == self.name:
             self.values.append(value)
 
-    def step(self, module: ast.Module, interp: Any) -> Step:
+    def step(self, module: ast.Module, interp: Interpreter) -> Step:
         """The last view bound to NAME, titled by the source that made it."""
         shown = f"{self.kernel}.{self.name}"
         views = [v for v in self.values if isinstance(v, Tensor)]
@@ -237,7 +240,7 @@ class _Spanned:
 
 
 def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dict[str, Any],
-                  interp: Any, grid: tuple[int, ...] = ()) -> Bindings:
+                  interp: Interpreter, grid: tuple[int, ...] = ()) -> Bindings:
     """Run KERNEL to the end, its own frame (not its helpers') recording NAME's bindings."""
     from dataclasses import replace
 
@@ -305,7 +308,7 @@ def write_svg(pictures: list[Picture], path: str) -> None:
 
 # -- looking NAME up ------------------------------------------------------------------------------
 
-def lookup(namespace: dict[str, Any], name: str, interp: Any = None) -> Tensor:
+def lookup(namespace: dict[str, Any], name: str, interp: Interpreter | None = None) -> Tensor:
     """The tensor bound to `name` at the top level, or an error naming close matches."""
     if name not in namespace and interp is not None and name in interp.builtins:
         err = ApdslTypeError(f"'{name}' is a builtin, not a tensor view", code="APK110",
@@ -402,7 +405,7 @@ def _prefixes(expr: Any) -> list[Any]:
     return list(reversed(chain))
 
 
-def chain_steps(module: ast.Module, name: str, interp: Any,
+def chain_steps(module: ast.Module, name: str, interp: Interpreter,
                 namespace: dict[str, Any]) -> list[Step]:
     """Every view of the chain that made `name`, from its declaration to `name` itself."""
     from ..semantics.interpreter import Frame

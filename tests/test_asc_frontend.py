@@ -102,15 +102,16 @@ def test_same_address_is_the_same_storage_and_partial_overlap_is_refused():
 
 
 def test_names_apdsl_lacks_are_apk660_naming_them():
-    with pytest.raises(apdsl.ApdslError, match=r"asc\.TPipe") as e:
-        asc.TPipe  # noqa: B018
+    with pytest.raises(apdsl.ApdslError, match=r"asc\.TQueBind") as e:
+        asc.TQueBind  # noqa: B018
     assert e.value.code == "APK660" and isinstance(e.value, AttributeError)
     assert not hasattr(asc, "no_such_name")
 
 
-def test_more_than_one_core_is_apk661_at_the_launch():
+@pytest.mark.parametrize("cores", [0, -1, 65536, 2.0, "8"])
+def test_a_launch_on_no_number_of_cores_is_apk661_at_the_launch(cores):
     with pytest.raises(apdsl.ApdslError) as e:
-        _forms[8, None]
+        _forms[cores, None]
     assert e.value.code == "APK661" and e.value.span.file == __file__
 
 
@@ -168,10 +169,10 @@ def test_cli_reports_a_missing_wait_flag_at_both_lines(tmp_path, inputs):
 def test_cli_names_a_queue_apdsl_lacks_at_its_line(tmp_path, inputs):
     src = (tmp_path / "vadd.py").read_text()
     (tmp_path / "vadd.py").write_text(src.replace(
-        "x_ub = asc.LocalTensor(", "x_ub = asc.TQue(", 1))
+        "x_ub = asc.LocalTensor(", "x_ub = asc.TQueBind(", 1))
     proc = _cli(tmp_path, "run", "vadd.py", *inputs)
     assert proc.returncode == 1
-    assert "vadd.py:23:12: error[APK660]: apdsl.asc does not model asc.TQue" in proc.stderr
+    assert "vadd.py:23:12: error[APK660]: apdsl.asc does not model asc.TQueBind" in proc.stderr
 
 
 def test_user_exception_is_apk148_with_the_users_frames(tmp_path):
@@ -194,4 +195,4 @@ def test_example_runs_under_the_plugin(tmp_path):
         [sys.executable, "-m", "pytest", "-p", "apdsl.asc", "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path, capture_output=True, text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 0 and "6 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "12 passed" in proc.stdout, proc.stdout + proc.stderr

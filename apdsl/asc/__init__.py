@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import language, lib
+from . import language, lib, runtime
 from .dtypes import TYPES as _TYPES
 from .dtypes import DataType
 from .install import install, uninstall
@@ -25,6 +25,7 @@ from .kernel import JitKernel, jit
 from .memory import GlobalAddress, GlobalTensor, LocalTensor
 from .names import ConstExpr, get_block_idx, get_block_num, range, static_range
 from .plugin import pytest_configure, pytest_load_initial_conftests
+from .queues import TBuf, TPipe, TQue  # noqa: F401
 
 # `pytest -p apdsl.asc` also loads the surface that reports failed tests as diagnostics
 pytest_plugins = ["apdsl.surfaces.pytest_report"]
@@ -32,8 +33,8 @@ pytest_plugins = ["apdsl.surfaces.pytest_report"]
 globals().update(_TYPES)  # asc.float16, asc.half, ...
 
 __all__ = ["ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
-           "LocalTensor", "get_block_idx", "get_block_num", "install", "jit", "language",
-           "lib", "pytest_configure", "pytest_load_initial_conftests", "range",
+           "LocalTensor", "TBuf", "TPipe", "TQue", "get_block_idx", "get_block_num", "install", "jit", "language",
+           "lib", "pytest_configure", "runtime", "pytest_load_initial_conftests", "range",
            "static_range", "uninstall"]
 
 

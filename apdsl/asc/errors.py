@@ -3,7 +3,7 @@ line (the kernel call's `locate` points them at the innermost user frame)."""
 
 from __future__ import annotations
 
-from ..errors import ApdslNameError, ApdslRuntimeError, ApdslTypeError
+from ..errors import ApdslNameError, ApdslTypeError
 
 
 class AscNameError(ApdslNameError, AttributeError):
@@ -22,14 +22,15 @@ def missing(name: str, why: str = "") -> AscNameError:
         help="rewrite this part with the names apdsl has, or run the kernel on pyasc itself")
 
 
-def cores(n: int) -> ApdslRuntimeError:
-    """A launch on more than one core: the cores model is not in apdsl yet."""
-    return ApdslRuntimeError(
-        f"kernel[{n}, stream]: a launch on {n} cores is not available yet; apdsl.asc runs "
-        "a pyasc kernel on one AI core (the multi-core model, its block index and cross-core "
-        "flags, is not in apdsl yet)", code="APK661", cores=n,
-        help="launch on one core: kernel[1, stream](...) (get_block_idx() is 0, "
-             "get_block_num() is 1)")
+def cores(n: object, most: int) -> ApdslTypeError:
+    """`kernel[n, stream]` with n not a number of AI cores."""
+    shown = n if isinstance(n, int) else type(n).__name__
+    return ApdslTypeError(
+        f"kernel[{shown!r}, stream]: a pyasc kernel launches on 1 to {most} AI cores",
+        code="APK661", cores=str(n),
+        notes=["pyasc: kernel[numBlocks, stream](...), AscendC's kernel<<<numBlocks, ...>>>"],
+        help="launch with kernel[n, stream](...), n an int: the kernel runs once per core, "
+             "get_block_idx() telling each which it is")
 
 
 def bad_argument(param: str, value: object) -> ApdslTypeError:

@@ -1,4 +1,5 @@
-"""`install()`: an unchanged `import asc` (and `asc.language`, `asc.lib.runtime`) resolves to
+"""`install()`: an unchanged `import asc` (and `asc.language`, `asc.lib.runtime`,
+`asc.lib.host`, `asc.runtime.config`) resolves to
 apdsl when the real pyasc is absent.  A real `asc` is never shadowed: install() warns and
 leaves it in place."""
 
@@ -23,7 +24,8 @@ def _modules() -> dict[str, Any]:
     lang, lib = ours.language, ours.lib
     return {"asc": ours, "asc.language": lang, "asc.language.basic": lang,
             "asc.language.core": lang, "asc.language.fwk": lang, "asc.lib": lib,
-            "asc.lib.runtime": lib}
+            "asc.lib.runtime": lib, "asc.lib.host": lib.host, "asc.runtime": ours.runtime,
+            "asc.runtime.config": ours.runtime.config}
 
 
 def installed() -> bool:

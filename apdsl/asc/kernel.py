@@ -1,14 +1,14 @@
-"""`@asc.jit` kernels: `kernel[n_cores, stream](x, y, z, n)` runs the kernel on apdsl, its
-`asc.GlobalAddress` parameters being the caller's NumPy arrays (or CPU torch tensors), which
-get what the kernel wrote into global memory, as on the device.  The Ascend synchronisation
-checker is always on (SPEC 18)."""
+"""`@asc.jit` kernels: `kernel[n_cores, stream](x, y, z, n)` runs the kernel on apdsl's n_cores
+AI cores (`apdsl.runtime.ascend.cores`: each core its own buffers, pipes and flags; global
+memory shared), its `asc.GlobalAddress` parameters being the caller's NumPy arrays (or CPU
+torch tensors), which get what the kernel wrote into global memory, as on the device.  The
+Ascend synchronisation checker is always on, across the cores too (SPEC 18)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,13 +33,11 @@ class JitKernel:
 
     def __getitem__(self, launch: Any) -> Callable[..., Any]:
         cores = launch[0] if isinstance(launch, tuple) else launch
-        if not isinstance(cores, int) or isinstance(cores, bool) or cores < 1:
-            raise locate(ApdslTypeError(
-                f"kernel[{cores!r}, stream]: the number of cores is an int >= 1",
-                code="APK661"), caller_span(2))
-        if cores != 1:
-            raise locate(errors.cores(cores), caller_span(2))
-        return functools.partial(_launched, self.fn)
+        try:
+            checked = check_cores(cores)
+        except ApdslError as e:
+            raise locate(e, caller_span(2)) from None
+        return functools.partial(_launched, self.fn, checked)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if active() is not None:  # a jit function called from a kernel: a plain call
@@ -54,8 +52,18 @@ class JitKernel:
         return f"<asc kernel {self.fn.__name__}>"
 
 
-def _launched(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return call(fn, args, kwargs)
+def check_cores(cores: Any) -> int:
+    """The n_cores of `kernel[n_cores, stream]`: an int 1-65535 (AscendC's numBlocks), else
+    APK661."""
+    from ..runtime.ascend.cores import MAX_BLOCKS
+    if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= MAX_BLOCKS:
+        raise errors.cores(cores, MAX_BLOCKS)
+    return cores
+
+
+def _launched(fn: Callable[..., Any], cores: int, *args: Any, **kwargs: Any) -> Any:
+    kwargs.pop("always_compile", None)  # pyasc's compile option: no meaning on apdsl
+    return call(fn, args, kwargs, cores=cores)
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -94,21 +102,29 @@ def _global(param: str, value: Any, annotation: Any, host: Host) -> Any:
     return GlobalAddress(from_numpy(flat, "gm", name=param))
 
 
-@contextmanager
-def _running(host: Host) -> Iterator[None]:
-    from ..runtime.sync import checking
-    token = PLACEMENT.set(Placement(host))
-    try:
-        with host.machine.active(), hosting(host), checking():
-            yield
-    finally:
-        PLACEMENT.reset(token)
+def _run_cores(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
+               host: Host, cores: int) -> None:
+    """Run `fn` once per core of a launch on `cores` AI cores (each core its own machine,
+    LocalTensor placement, pipes and flags; the cores take turns at cross-core waits)."""
+    from ..runtime.ascend.cores import CoreLaunch, CoreState
+
+    def body(st: CoreState) -> None:
+        token = PLACEMENT.set(Placement(host))
+        try:
+            fn(*args, **kwargs)
+        except ApdslError as e:  # at the user's line in the kernel, before the core is named
+            raise locate(e) from None
+        finally:
+            PLACEMENT.reset(token)
+
+    with host.machine.active(), hosting(host):
+        CoreLaunch(cores, body).run()
 
 
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool = False,
-         raw: bool = False) -> Any:
-    """Run `fn` on one core with its arrays in global memory; write what it wrote back into
-    the caller's arrays (run mode).  `raw`: the GM tensors of the array parameters."""
+         raw: bool = False, cores: int = 1) -> Any:
+    """Run `fn` on `cores` AI cores with its arrays in global memory; write what it wrote back
+    into the caller's arrays (run mode).  `raw`: the GM tensors of the array parameters."""
     from ..tensor.machine import current as current_machine
     names = parameter_names(fn, args, kwargs)
     try:
@@ -121,8 +137,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool = False,
         converted = [_global(n, a, annotations.get(n), host) for a, n in zip(args, names)]
         kw = {k: _global(k, v, annotations.get(k), host) for k, v in kwargs.items()}
         try:
-            with _running(host):
-                fn(*converted, **kw)
+            _run_cores(fn, converted, kw, host, cores)
         finally:
             caller.warnings.extend(host.machine.warnings)
         pairs = [(a, c) for a, c in zip([*args, *kwargs.values()], [*converted, *kw.values()])

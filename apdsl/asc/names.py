@@ -1,8 +1,8 @@
 """The `asc` names a kernel uses, besides its memory objects: the instructions of the table
 (`asc.add`, `asc.data_copy`, ...: the builtins `.apk` programs use, resolved for the kernel
-call under way), the synchronisation builtins, pyasc's enums and parameter records, the block
-index of a one-core launch, `asc.range` and `asc.ConstExpr`; any other pyasc name is APK660
-at the user's line, naming it."""
+call under way), the synchronisation builtins, the cores' functions (block index, AIC/AIV,
+cross-core flags, sync_all), pyasc's enums and parameter records, `asc.range` and
+`asc.ConstExpr`; any other pyasc name is APK660 at the user's line, naming it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from ..nki.host import current
 from ..nki.locate import caller_span
+from ..runtime.ascend import core_ops
+from ..semantics import cores as cores_names
 from .errors import missing
 from .memory import unwrap
 
@@ -19,26 +21,21 @@ T = TypeVar("T")
 
 # pyasc names apdsl does not model yet, with why (the rest of pyasc's names get APK660 too)
 NOT_YET = {
-    "TPipe": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
-    "TQue": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
-    "TBuf": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
-    "TQueBind": "TPipe/TQue/TBuf (AscendC's queues) are not in apdsl yet",
+    "TQueBind": "a queue between two positions of your choosing; use asc.TQue",
+    "TBufPool": "buffer pools are not in apdsl yet; use TPipe.init_buffer",
     "adv": "asc.adv (Matmul and its host tiling) is not in apdsl yet",
-    "get_sub_block_idx": "the AIC/AIV cores model is not in apdsl yet",
-    "ascend_is_aic": "the AIC/AIV cores model is not in apdsl yet",
-    "ascend_is_aiv": "the AIC/AIV cores model is not in apdsl yet",
-    "cross_core_set_flag": "the AIC/AIV cores model is not in apdsl yet",
-    "cross_core_wait_flag": "the AIC/AIV cores model is not in apdsl yet",
-    "sync_all": "the multi-core model is not in apdsl yet",
 }
 
 SYNC = ("set_flag", "wait_flag", "pipe_barrier")
+# the cores' names (`asc.get_sub_block_idx()`, `asc.cross_core_set_flag(...)`, ...): the
+# builtins `.apk` kernels call, bare-named as in pyasc
+CORES = frozenset(cores_names.QUERIES) | frozenset(cores_names.SYNC)
 
 
 def instruction(name: str) -> Callable[..., Any]:
     """`asc.NAME(...)`: the table's `asc.NAME` builtin for the call under way, its tensors
     unwrapped from pyasc's Global/LocalTensor."""
-    key = name if name in SYNC else f"asc.{name}"
+    key = name if name in SYNC or name in CORES else f"asc.{name}"
 
     def run(*args: Any, **kwargs: Any) -> Any:
         fn = current().builtins[key]
@@ -49,7 +46,7 @@ def instruction(name: str) -> Callable[..., Any]:
 
 
 def has_instruction(name: str) -> bool:
-    return name in SYNC or f"asc.{name}" in current().builtins
+    return name in SYNC or name in CORES or f"asc.{name}" in current().builtins
 
 
 def enum_or_record(name: str) -> Any:
@@ -74,13 +71,14 @@ def lookup(name: str) -> Any:
 
 
 def get_block_idx() -> int:
-    """The core running the kernel: 0 (apdsl.asc launches on one core)."""
-    return 0
+    """The core running the kernel: its block (2 * block + sub-block on an AIV of a kernel
+    split into AIC and AIV parts, as AscendC's GetBlockIdx)."""
+    return core_ops.block_idx()
 
 
 def get_block_num() -> int:
-    """The cores of the launch: 1."""
-    return 1
+    """The AI cores of the launch (`kernel[n_cores, stream]`)."""
+    return core_ops.block_num()
 
 
 def range(*args: Any, **kwargs: Any) -> py.range:  # noqa: A001 - pyasc's name

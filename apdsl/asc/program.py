@@ -1,6 +1,6 @@
 """A pyasc file as the command line runs it (`apdsl run|check|lower|profile kernel.py`): the
-NKI frontend's `PyProgram` with pyasc's kernels (`@asc.jit`), launch (one core) and `asc`
-installed.  An int parameter takes a NumPy scalar file (`-i n=n.npy`, a 0-d array)."""
+NKI frontend's `PyProgram` with pyasc's kernels (`@asc.jit`), launch (`--grid N`: N AI cores,
+as `kernel[N, stream]`) and `asc` installed.  An int parameter takes a NumPy scalar file (`-i n=n.npy`, a 0-d array)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..nki.program import PyProgram
-from . import errors
-from .kernel import JitKernel, call
+from .kernel import JitKernel, call, check_cores
 
 
 class AscProgram(PyProgram):
@@ -27,13 +26,36 @@ class AscProgram(PyProgram):
     def buffers(self) -> set[str]:
         return {"ub"}  # a pyasc file: Ascend targets apply
 
+    def select_kernel(self, name: str | None) -> str | None:
+        """The kernel to run: `name`, else the file's only entry kernel (an `@asc.jit`
+        function no other `@asc.jit` function of the file calls: pyasc tutorials split a
+        kernel into jit helpers, copy_in, compute and copy_out)."""
+        from ..semantics.program import pick_kernel
+        kernels = self._kernels()
+        if name is not None:
+            return pick_kernel(self.file, list(kernels), name, self.KIND)
+        called = {n for k in kernels.values() for n in _names(k.fn.__code__)}
+        entries = [k for k in kernels if k not in called] or list(kernels)
+        return pick_kernel(self.file, entries, None, self.KIND)
+
+    def is_ascend(self, kernel: str | None = None) -> bool:
+        return True  # `--grid N` is N AI cores
+
     def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
                 raw: bool = False) -> Any:
-        if grid and grid[0] != 1:
-            raise errors.cores(grid[0])
+        cores = check_cores(grid[0]) if grid else 1
         params = list(inspect.signature(fn).parameters.values())
         given = tuple(_scalar(a, p) for a, p in zip(args, params))
-        return call(fn, given, {}, dry=dry, raw=raw)
+        return call(fn, given, {}, dry=dry, raw=raw, cores=cores)
+
+
+def _names(code: Any) -> set[str]:
+    """The global names a function's code (and the code nested in it) uses."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            out |= _names(c)
+    return out
 
 
 def _scalar(value: Any, param: inspect.Parameter) -> Any:

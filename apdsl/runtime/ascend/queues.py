@@ -79,6 +79,7 @@ class _Slot(Storage):
     capacity belong to the buffer, which `TPipe.init_buffer` allocated)."""
 
     __slots__ = ("at",)
+    queued = True  # freed by free_tensor, not by a block's end (APK408 says which)
 
     def __init__(self, like: Storage, at: int, name: str) -> None:
         self.at = at

@@ -73,7 +73,7 @@ def resolve(t: Any, op: str = "read", role: str = "src", *, group: int = TI_GROU
 def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     storage = t.storage
     if storage.freed:
-        _check_live(t, op, role)
+        check_live(t, op, role)
     plan = getattr(t, "memo", None)
     if plan is not None and current().options.plans:
         if type(plan) is RowsPlan:
@@ -116,13 +116,18 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
     return _ti_access(t, layout, op, role, group)
 
 
-def _check_live(t: Any, op: str, role: str) -> None:
+def check_live(t: Any, op: str, role: str) -> None:
     storage = t.storage
     if storage.freed and superseded(storage):  # an address= placement took its bytes
         raise _err("APK166", f"{op}: {role} {t.name} uses storage {storage.name}, "
                    f"{superseded(storage)}", tensor=storage.name,
                    help="use the tensor placed there, or place the two apart")
     if storage.freed:
+        if getattr(storage, "queued", False):  # a TQue buffer's tensor after free_tensor
+            raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which "
+                       "free_tensor gave back to its queue", tensor=storage.name,
+                       help="use a queue's tensor between alloc_tensor (or deque) and "
+                       "free_tensor only; alloc_tensor again for new data")
         raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which was "
                    "freed when the block that declared it ended",
                    help="declare the tensor in the enclosing block so it outlives its use",
@@ -415,7 +420,7 @@ def check_dynamic(t: Any, op: str, role: str, *, group: int = TI_GROUP) -> None:
     dyn = t.dynamic
     if dyn is None or not t.layout.static:
         return
-    _check_live(t, op, role)
+    check_live(t, op, role)
     index = dyn.index
     if isinstance(index, VirtualRegister) or not hasattr(index, "layout"):
         return

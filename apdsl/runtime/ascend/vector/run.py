@@ -23,6 +23,7 @@ from ....tensor.view import Tensor
 from ...core import execute as ex
 from ...core import trace
 from ...core.operands import check_operand, instruction_label, tensor_arg
+from ...core.resolve import check_live
 from ...table import TABLE
 from ..dma import check_alignment
 from . import repeat as rp
@@ -133,6 +134,7 @@ def checked(op: str, operands: dict[str, Any], name: str | None,
     label = instruction_label(op, name)
     tensors = {role: tensor_arg(t, label, role) for role, t in operands.items()}
     for role, t in tensors.items():
+        check_live(t, label, role)  # a queue's freed tensor (free_tensor) is APK408
         check_operand(entry, label, role, t)
         if aligned is None or role in aligned:
             check_alignment(t, label, role)

@@ -22,6 +22,7 @@ from ....tensor.machine import current
 from ...core import execute as ex
 from ...core import trace
 from ...core.operands import check_operand, instruction_label, tensor_arg
+from ...core.resolve import check_live
 from ...table import TABLE
 from ..dma import check_alignment
 from . import repeat as rp
@@ -52,6 +53,7 @@ def trans_data_to_5hd(dst_list: Any, src_list: Any, params: Any,
                        "[t[i * 16:(i + 1) * 16] for i in range(16)] for half data")
         views = [tensor_arg(t, label, f"{role}_list[{i}]") for i, t in enumerate(seq)]
         for t in views:
+            check_live(t, label, f"{role}_list")
             check_operand(entry, label, f"{role}_list", t)
             check_alignment(t, label, role)
         lists[role] = views

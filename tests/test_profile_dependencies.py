@@ -85,12 +85,16 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
      "shuffle_mask=[(i + 1) % 4 for i in range(32)])", {"dst": "T"}),
     ("local_gather", "nisa.local_gather(dst=T, src_buffer=x, index=on[:, 0:1], num_elem_per_idx=1)",
      {"dst": "T"}),
+    ("quantize_mx", "quantize_mx(dst=G, src=H, dst_scale=S)", {"dst": "G", "dst_scale": "S"}),
+    ("nc_matmul_mx", "nc_matmul_mx(dst=M, stationary=Z, moving=Z, stationary_scale=E, "
+     "moving_scale=E)", {"dst": "M"}),
     ("register_load", "register_load(register_alloc(0), ix[0:1, 0:1])", {}),
     ("register_store", "register_store(U[0:1, 0:1], register_alloc(7))",
      {"dst": "U[0:1, 0:1]"}),
 ]
 
-TARGETS = {"rand2": "trn3", "exponential": "trn3"}
+TARGETS = {"rand2": "trn3", "exponential": "trn3", "quantize_mx": "trn3",
+           "nc_matmul_mx": "trn3"}
 
 _PROGRAM = """\
 kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> f32[16, 16] @ sbuf:
@@ -108,6 +112,12 @@ kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> 
     P: f32[4, 16] @ psum
     Q: f32[16, 16] @ psum
     N: i32[16, 17] @ sbuf
+    H: bf16[32, 16] @ sbuf = 1.5
+    G: float8_e4m3fn_x4[32, 4] @ sbuf
+    S: u8[32, 4] @ sbuf = 0
+    Z: float8_e5m2_x4[32, 4] @ sbuf = 0
+    E: u8[4, 4] @ sbuf = 127
+    M: f32[4, 4] @ psum
     {call}
 {reads}    return x
 """
@@ -135,7 +145,7 @@ def test_the_samples_cover_every_nki_instruction_of_the_table():
 
 
 _DTYPE = {"T": "f32", "R": "f32", "U": "u32", "B": "f32", "W": "f32", "P": "f32", "Q": "f32",
-          "N": "i32"}
+          "N": "i32", "G": "float8_e4m3fn_x4", "S": "u8", "M": "f32"}
 
 
 OUTPUT_CASES = [(op, call, role, view) for op, call, written in SAMPLES

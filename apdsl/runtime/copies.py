@@ -24,6 +24,7 @@ from .core.operands import (
     int_arg,
     is_ti,
     operand_shapes,
+    refuse_packed_conversion,
     require_onchip,
     resolve_operands,
     step_count_pairs,
@@ -91,6 +92,7 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     if fam_d == "ascend":
         _ascend_dma_copy(dst, src, name, label)
         return
+    refuse_packed_conversion(label, dst, src)
     if defaults and planned:
         dmaplan.keep(dst, src, nki_dma(dst, src, name, label))
         return
@@ -131,6 +133,7 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown", dtype: Any = 
         _output_dtype(label, dtype, dst)
     require_onchip(src, label, "src")
     require_onchip(dst, label, "dst")
+    refuse_packed_conversion(label, dst, src)
     chosen = hints.tensor_copy_engine(label, engine, (("src", src), ("dst", dst)),
                                       is_ti(src) or is_ti(dst))
     check_start_partitions(label, (("src", src), ("dst", dst)))
@@ -175,7 +178,11 @@ def memset(dst: Tensor, value: Any, engine: Any = "unknown", name: str | None = 
         value = value.item()
     if not isinstance(value, (int, float, bool)):
         raise arg_error(label, f"value must be a number, got {value!r}")
-    v = ex.cast(np.asarray(value), dst.dtype)
+    if dst.dtype.kind == "x" and value == 0 and not np.signbit(value):
+        v = np.zeros((), dst.dtype.np)  # all bits zero: four zeros in every MX dtype
+    else:
+        refuse_packed_conversion(label, dst, None)
+        v = ex.cast(np.asarray(value), dst.dtype)
     chosen = "unknown"
     if targets.family(dst.buffer) == "nki":
         chosen = hints.compute_engine(label, engine, ("vector", "gpsimd"), (("dst", dst),),

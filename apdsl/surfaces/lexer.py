@@ -44,7 +44,8 @@ INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad"
                 "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
                 "register_move", "register_store", "tensor_scalar_reduce",
-                "tensor_scalar_cumulative", "exponential", "nonzero_with_count")
+                "tensor_scalar_cumulative", "exponential", "nonzero_with_count", "quantize_mx",
+                "nc_matmul_mx")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)

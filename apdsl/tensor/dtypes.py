@@ -155,6 +155,8 @@ def cast_array(values: object, to: DType) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype == to.np:
         return arr
+    if to.kind == "x":
+        raise packed_cast_error(to, arr.dtype)
     if arr.dtype == object:
         return _cast_objects(arr, to)
     if to.kind == "b":  # non-zero is True (NaN too is not a number: False, as NaN -> 0)
@@ -176,6 +178,17 @@ def cast_array(values: object, to: DType) -> np.ndarray:
         if to.kind not in "iu":
             return f32.astype(to.np)
         return _float_to_int(f32, to)
+
+
+def packed_cast_error(to: DType, source: object) -> ApdslTypeError:
+    """APK960 for numbers converted into a packed MX dtype: each of its elements holds four
+    values (their bits, stored as an unsigned integer), so the cast rule has no meaning for
+    it.  The bits themselves pass unchanged (an array of its storage dtype)."""
+    return ApdslTypeError(
+        f"cannot convert {source} values to {to}, a packed MX dtype (four values in each "
+        "element)", code="APK960", dtype=to.name,
+        help=f"quantize_mx writes MX data; to give the bits, pass a {to.np} array (or view a "
+             f"uint8 tensor as {to.name})")
 
 
 def int_bounds(to: DType) -> tuple[int, int]:

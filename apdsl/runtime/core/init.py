@@ -116,4 +116,7 @@ def _fill(t: Tensor, value: Any) -> None:
     from .execute import fill, prepare_write, resolve
     acc = resolve(t, "write", "view")
     prepare_write(acc, "write", "view")
+    if acc.dtype.kind == "x" and value == 0 and not np.signbit(value):
+        fill(acc, np.zeros((), acc.dtype.np))  # all bits zero: four zeros in any MX dtype
+        return
     fill(acc, cast_array(value, acc.dtype).reshape(()))

@@ -28,6 +28,28 @@ def arg_error(label: str, message: str, **kw: Any) -> ApdslRuntimeError:
     return ApdslRuntimeError(f"{label}: {message}", code="APK420", **kw)
 
 
+def refuse_packed_conversion(label: str, dst: Tensor, src: Tensor | None) -> None:
+    """APK960: a copy that would convert into or out of a packed MX dtype (float8_e4m3fn_x4,
+    float8_e5m2_x4, float4_e2m1fn_x4; `src` None: a memset's value).  Each element holds four
+    values, so the float32 cast rule has no meaning for it; only quantize_mx writes such data
+    from numbers and nc_matmul_mx reads it as numbers.  A same-dtype copy moves the bits."""
+    d = dst.dtype
+    s = None if src is None else src.dtype
+    if s is d or (d.kind != "x" and (s is None or s.kind != "x")):
+        return
+    packed = d if d.kind == "x" else s
+    role, other = ("dst", s) if packed is d else ("src", d)
+    what = "a memset value" if src is None else f"{other}"
+    raise TargetError(
+        f"{label}: {role} is {packed}, a packed MX dtype, and the copy would convert "
+        f"{'from' if packed is d else 'to'} {what}", code="APK960",
+        notes=[f"{packed} holds four values in each element; converting it element by element "
+               "through float32 would give a wrong answer"],
+        help="quantize_mx writes MX data from bfloat16/float16 and nc_matmul_mx reads it; to "
+             "move the bits, copy between tensors of the same dtype (view the other side with "
+             f".view({str(packed)!r}) or .view('uint8'))", dtype=str(packed), role=role)
+
+
 def tensor_arg(x: Any, label: str, role: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise arg_error(label, f"{role} must be a tensor, got {type(x).__name__}",

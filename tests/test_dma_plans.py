@@ -22,12 +22,22 @@ from apdsl.runtime.copies import dma_copy, memset
 from apdsl.runtime.core import trace
 from apdsl.runtime.core.resolve import resolve
 from apdsl.runtime.core.written import forget_all, forget_written
+from apdsl.runtime.plans import table
 from apdsl.runtime.plans.dmaplan import DmaPlan
+from apdsl.runtime.plans.table import kept
 from apdsl.tensor.view.cache import GATHERS_PER_VIEW, KIDS_PER_VIEW
 
 pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 
 P, F, T = 16, 8, 4
+
+
+
+@pytest.fixture(autouse=True)
+def _no_plans_kept_before():
+    """Each test starts with an empty plan table (it is keyed by value: another test's views
+    of equal value would share their plans)."""
+    table.PLANS.clear()
 
 
 def _tiles():
@@ -49,7 +59,7 @@ def test_the_tile_loop_keeps_its_views_and_plans_and_equals_numpy():
     for _ in range(3):
         _loop(D, S)
     assert D[0:P, :] is D[0:P, :] and S[:, 0:F] is S[:, 0:F]
-    assert type(D[0:P, :].pair) is DmaPlan
+    assert kept("dma_copy", D[0:P, :]) and all(type(p) is DmaPlan for p in kept("dma_copy", D[0:P, :]))
     np.testing.assert_array_equal(D.numpy(), _expected(s))
     # the storages written by other instructions: the plan copies what is there now
     memset(S[:, F:2 * F], 2.5)
@@ -80,7 +90,7 @@ def test_a_planned_pair_still_checks_the_source_is_written():
     memset(S[:, 0:F], 1.0)  # half written
     for _ in range(3):
         dma_copy(D, S[:, 0:F])
-    assert type(D.pair) is DmaPlan
+    assert kept("dma_copy", D) and all(type(p) is DmaPlan for p in kept("dma_copy", D))
     assert error_code(lambda: dma_copy(D, S[:, F:2 * F])) == "APK404"
     forget_written(resolve(S[:, 0:F], "test"))  # the planned source unwritten again
     assert error_code(lambda: dma_copy(D, S[:, 0:F])) == "APK404"
@@ -99,7 +109,7 @@ def test_hint_errors_are_raised_with_a_plan_in_place():
     _loop(D, S)
     _loop(D, S)
     d, t = D[0:P, :], S[:, 0:F]
-    assert type(d.pair) is DmaPlan
+    assert kept("dma_copy", d) and all(type(p) is DmaPlan for p in kept("dma_copy", d))
     assert error_code(lambda: dma_copy(d, t, dge_mode="bogus")) == "APK347"
     assert error_code(lambda: dma_copy(d, t, oob_mode="bogus")) == "APK347"
     assert error_code(lambda: dma_copy(d, t, engine="gpsimd")) == "APK348"
@@ -110,7 +120,7 @@ def test_hint_errors_are_raised_with_a_plan_in_place():
         assert error_code(lambda: dma_copy(d, t, dge_mode="hwdge")) == "APK348"  # no HWDGE
         dma_copy(d, t)
         dma_copy(d, t)  # another target: a plan of its own
-        assert d.pair.target == "trn1"
+        assert len(kept("dma_copy", d, "trn1")) == 1
     dma_copy(d, t, dge_mode="swdge", oob_mode="error")  # hints spelled out: the full path
     np.testing.assert_array_equal(D.numpy(), _expected(s))
 
@@ -134,7 +144,7 @@ def test_views_whose_layout_repeats():
     rep = A.ap([[0, 4], [1, F]], offset=F)  # row 1, four times (a broadcast source)
     for _ in range(3):
         dma_copy(D, rep)
-    assert type(D.pair) is DmaPlan
+    assert kept("dma_copy", D) and all(type(p) is DmaPlan for p in kept("dma_copy", D))
     np.testing.assert_array_equal(D.numpy(), np.broadcast_to(a[1], (4, F)))
     dma_copy(A[1:2, :], apdsl.from_numpy(np.full((1, F), 7.0, np.float32)))
     dma_copy(D, rep)
@@ -184,7 +194,8 @@ def test_a_planned_gather_reads_its_index_every_call():
     D = apdsl.ndarray((8, 16), "float32", "sbuf")
     for _ in range(3):
         dma_copy(D, A.vector_select(0, idx))
-    assert A.vector_select(0, idx) is A.vector_select(0, idx) and type(D.pair) is DmaPlan
+    assert A.vector_select(0, idx) is A.vector_select(0, idx)
+    assert kept("dma_copy", A.vector_select(0, idx)) == kept("dma_copy", D)
     np.testing.assert_array_equal(D.numpy(), a[rows])
     new = rng.integers(0, 64, 8)
     dma_copy(idx, apdsl.from_numpy(new.astype(np.int32).reshape(8, 1)))  # index rewritten
@@ -259,7 +270,7 @@ def test_plans_and_kept_children_keep_no_other_tensor_alive():
     memset(S, 1.0)
     dma_copy(D, S)
     dma_copy(D, S)
-    assert type(D.pair) is DmaPlan
+    assert kept("dma_copy", D) and all(type(p) is DmaPlan for p in kept("dma_copy", D))
     src = weakref.ref(S.storage)
     del S
     gc.collect()

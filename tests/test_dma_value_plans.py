@@ -18,6 +18,7 @@ import apdsl
 from apdsl.runtime.copies import dma_copy, memset
 from apdsl.runtime.core import trace
 from apdsl.runtime.plans.dmaplan import DmaPlan
+from apdsl.runtime.plans.table import kept
 from apdsl.semantics.program import Program
 from apdsl.tensor.dtypes import dtype as to_dtype
 from apdsl.tensor.layout import Layout
@@ -49,7 +50,8 @@ def _planned(A, B):
     for _ in range(3):
         for t in _round(A, B):
             t.storage.free()
-    assert type(A[:, 0:F].spair) is DmaPlan and type(B[0:P, :].pair) is DmaPlan
+    for view in (A[:, 0:F], B[0:P, :]):
+        assert kept("dma_copy", view) and all(type(p) is DmaPlan for p in kept("dma_copy", view))
 
 
 def _expected(a):
@@ -122,7 +124,8 @@ def test_a_source_of_another_dtype_and_the_same_size_is_converted():
             t = apdsl.ndarray((P, F), dtype, "sbuf")
             dma_copy(t, A[:, i * F:(i + 1) * F])
             dma_copy(Bi[i * P:(i + 1) * P, :], t)
-        assert type(Bi[0:P, :].pair) is DmaPlan
+        assert all(type(p) is DmaPlan for p in kept("dma_copy", Bi[0:P, :]))
+        assert kept("dma_copy", Bi[0:P, :])
     np.testing.assert_array_equal(Bi.numpy(), np.rint(_expected(a)).astype(np.int32))
 
 

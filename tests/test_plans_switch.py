@@ -56,7 +56,7 @@ def test_with_plans_off_nothing_is_kept_on_a_view():
         for _ in range(3):
             apdsl.dma_copy(d, x)
         for t in (h, s, d, x):
-            for slot in ("memo", "kids", "pair", "spair"):
+            for slot in ("memo", "kids", "key", "pair"):
                 assert getattr(t, slot, None) is None, slot
     np.testing.assert_array_equal(h.numpy(), s.numpy())
     apdsl.dma_copy(d, x)  # plans on again: kept
@@ -218,12 +218,12 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
     from apdsl.runtime.ascend import dma as ascend_dma
     from apdsl.runtime.ascend import mmad
     from apdsl.runtime.core import resolve
-    from apdsl.runtime.nki import matmul, tile_plans
-    from apdsl.runtime.plans import matmul_run
+    from apdsl.runtime.plans import matmul_run, table
     from apdsl.runtime.sync import sync_facts
     from apdsl.tensor.view import tiles
 
     planned = set(sync_facts.PLANS)
+    kept = set(table.PLANS)
     with apdsl.options(plans=False):
         views = list(_run_steps(32, 64, 48, 5).values())
         program = Program.from_path(str(ROOT / "examples" / "ascend_gemm.apk"))
@@ -237,15 +237,16 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
             apdsl.nc_matmul(p, a, b)
             apdsl.dma_copy(h, b)
         views += [a, b, p, h]
-    tables = [tile_plans._plans, matmul._plans, matmul._banks_checked, ascend_dma.COPY_PLANS,
+    tables = [ascend_dma.COPY_PLANS,
               ascend_dma._aligned, ascend_dma._regions, ascend_dma._whole, mmad.PLANS,
               sync_facts._facts, tiles._reaches]
     storages = [resolve._row_plans, matmul_run._works]
     for t in views:
-        for slot in ("memo", "kids", "pair", "spair"):
+        for slot in ("memo", "kids", "key", "pair"):
             assert getattr(t, slot, None) is None, slot
-        for table in tables:
-            assert t not in table
-        for table in storages:
-            assert t.storage not in table
+        for weak in tables:
+            assert t not in weak
+        for weak in storages:
+            assert t.storage not in weak
     assert set(sync_facts.PLANS) <= planned
+    assert set(table.PLANS) <= kept

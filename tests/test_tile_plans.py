@@ -21,7 +21,8 @@ import apdsl
 from apdsl.runtime.core import trace
 from apdsl.runtime.core.execute import forget_all, write_view
 from apdsl.runtime.instructions import nc_matmul, tensor_tensor
-from apdsl.runtime.nki import tile_plans
+from apdsl.runtime.plans import table
+from apdsl.runtime.plans.table import kept
 from apdsl.runtime.table.operators import OPERATORS
 from apdsl.tensor.dtypes import DTYPES, cast_array
 from apdsl.tensor.view import from_numpy, ndarray
@@ -54,6 +55,14 @@ INT_ORACLE = {
 }
 BITVEC = ("bitwise_and", "bitwise_or", "bitwise_xor")
 DTYPE_NAMES = ("float32", "bfloat16", "float16", "int32")
+
+
+
+@pytest.fixture(autouse=True)
+def _no_plans_kept_before():
+    """Each test starts with an empty plan table (it is keyed by value: another test's views
+    of equal value would share their plans)."""
+    table.PLANS.clear()
 
 
 def as_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -113,18 +122,17 @@ def test_a_planned_tensor_tensor_is_the_general_path_and_numpy(case):
     d = ndarray(shape, dt_d, b_d)
     x, y = ndarray(shape, dt1, b1), ndarray(shape, dt2, b2)
     op = OPERATORS[name]
-    for k in range(4):  # 0: general, d resolved; 1: general, plan made; 2, 3: the plan
+    for _ in range(4):  # 0: general, plan made; 1, 2, 3: the plan
         a, b = values(rng, shape, dt1), values(rng, shape, dt2)
         write_view(x, a)
         write_view(y, b)
         tensor_tensor(d, x, y, op)
-        fresh = ndarray(shape, dt_d, b_d)  # a view used once: never planned
+        fresh = ndarray(shape, dt_d, b_d)  # a view used once: a plan of an equal view, if any
         tensor_tensor(fresh, x, y, op)
         want = oracle(name, a, b, dt_d)
         same(d.numpy(), want)
         same(fresh.numpy(), want)
-        assert len(tile_plans.plans_of(d)) == (k >= 1)
-        assert not tile_plans.plans_of(fresh)
+        assert kept("tensor_tensor", d)
 
 
 def test_float32_strided_operands_take_the_direct_ufunc():
@@ -134,8 +142,8 @@ def test_float32_strided_operands_take_the_direct_ufunc():
     for _ in range(3):
         tensor_tensor(d, x, y, OPERATORS["subtract"])
         tensor_tensor(h, x, y, OPERATORS["subtract"])
-    (plan,) = tile_plans.plans_of(d).values()
-    (cast_plan,) = tile_plans.plans_of(h).values()
+    (plan,) = kept("tensor_tensor", d)
+    (cast_plan,) = kept("tensor_tensor", h)
     assert plan.ufunc is np.subtract and cast_plan.ufunc is None  # bf16 dst: the cast path
     np.testing.assert_array_equal(d.numpy(), a - a[::-1])
     np.testing.assert_array_equal(h.numpy().astype(F32), as_dtype(a - a[::-1], "bfloat16")
@@ -151,7 +159,7 @@ def planned(dtype: str = "float32", buffers: tuple[str, str, str] = ("sbuf",) * 
     op = OPERATORS[name]
     tensor_tensor(d, x, y, op)
     tensor_tensor(d, x, y, op)
-    assert len(tile_plans.plans_of(d)) == 1
+    assert kept("tensor_tensor", d)
     return d, x, y, op
 
 
@@ -240,18 +248,20 @@ def test_in_place_operands_on_the_planned_path():
     np.testing.assert_array_equal(x.numpy(), a + 4)
 
 
-def test_plans_are_bounded_per_view_and_die_with_it():
+def test_the_plan_table_is_bounded_and_keeps_no_view(monkeypatch):
+    monkeypatch.setattr(table, "LIMIT", 8)
     d = ndarray((4, 8), "float32", "sbuf")
     apdsl.memset(d, 0.0)
-    srcs = [from_numpy(np.full((4, 8), k, F32), "sbuf") for k in range(3 * tile_plans.PER_VIEW)]
+    srcs = [from_numpy(np.full((4, 8), k, F32), "sbuf") for k in range(3 * table.LIMIT)]
     for s in srcs:
         tensor_tensor(d, s, s, OPERATORS["add"])
-        assert len(tile_plans.plans_of(d)) <= tile_plans.PER_VIEW
+        assert len(table.PLANS) <= table.LIMIT
     np.testing.assert_array_equal(d.numpy(), np.full((4, 8), 2 * (len(srcs) - 1), F32))
     gone = weakref.ref(d)
+    storage = weakref.ref(d.storage)
     del d
     gc.collect()
-    assert gone() is None  # a plan never keeps its destination view alive
+    assert gone() is None and storage() is None  # a plan keeps no view, no storage
 
 
 # -- nc_matmul: the facts checked once per view, the PSUM state read without counting ---------
@@ -411,11 +421,10 @@ def _loop_tiles(k=8, m=4, n=8, value=1.0, dtype="bfloat16"):
 
 
 def test_a_matmul_loop_into_one_view_uses_its_plan_and_sums_like_numpy():
-    from apdsl.runtime.nki import matmul
     dst = ndarray((4, 8), "float32", "psum")
     for step in range(5):
         nc_matmul(dst, *_loop_tiles(value=float(step + 1)))
-        assert len(matmul._plans.get(dst, {})) == 1
+        assert kept("nc_matmul", dst)
         np.testing.assert_array_equal(dst.numpy(), np.full((4, 8), 16.0 * sum(
             range(1, step + 2)), F32))
     with trace.tracing() as tr:
@@ -425,7 +434,7 @@ def test_a_matmul_loop_into_one_view_uses_its_plan_and_sums_like_numpy():
         other = ndarray((4, 8), "float32", "psum")
         for _ in range(2):
             nc_matmul(other, *_loop_tiles())
-        assert not matmul._plans.get(other)  # trn1's start-partition rule: every call
+        assert not kept("nc_matmul", other, "trn1")  # trn1's start-partition rule: every call
 
 
 def test_the_planned_matmul_still_refuses_what_can_change():

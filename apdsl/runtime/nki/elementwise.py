@@ -19,7 +19,6 @@ import numpy as np
 from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
 from ...tensor.dtypes import int_bounds
-from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core.trace import instruction_label
 from ..table import semantics as sem
@@ -128,16 +127,17 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
     >>> c.numpy()[0]
     array([3., 3., 3., 3.], dtype=float32)
     """
-    key = (id(data1), id(data2), id(op), engine, name)
-    plan = tile_plans.find(dst, key)
-    if plan is not None:  # the same operands again: only the per-call checks (tile_plans)
-        if plan.ufunc is not None:
-            plan.run_direct()
+    views = {"dst": dst, "data1": data1, "data2": data2}
+    key = tile_plans.key("tensor_tensor", views, op, (engine, name))
+    plan = tile_plans.find(key, op)
+    p = None if plan is None else plan.prepared(views)
+    if p is not None:  # equal operands again: only the per-call checks (tile_plans)
+        if plan.ufunc is not None:  # type: ignore[union-attr]
+            plan.run_direct(p)  # type: ignore[union-attr]
         else:
-            _tensor_tensor(plan.prepared({"dst": dst, "data1": data1, "data2": data2}),
-                           plan.pins[2])
+            _tensor_tensor(p, plan.value)  # type: ignore[union-attr]
         return
-    planned = tile_plans.plannable(dst, data1, data2, hints=(engine, name))
+    raw = op
     label = instruction_label("tensor_tensor", name)
     op = operator_arg(op, label, "op", arity=2,
                       accepted="binary operators of the NKI math-operator table")
@@ -169,10 +169,8 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
                 engine=engine, check=check, choose=choose)
     if not p.executing:
         return
-    if planned:
-        tile_plans.keep(dst, key, lambda: tile_plans.Plan(
-            (data1, data2, op), current().targets["nki"], p, ("data1", "data2"),
-            ufunc=None if op.bitvec else op.ufunc))
+    if key is not None:
+        tile_plans.keep(key, raw, op, p, ("data1", "data2"), None if op.bitvec else op.ufunc)
     _tensor_tensor(p, op)
 
 

@@ -3,7 +3,6 @@ dtype, shape, tiling, accumulation and PSUM-bank rules."""
 
 from __future__ import annotations
 
-import weakref
 from math import prod
 from typing import Any
 
@@ -30,16 +29,11 @@ from ..core.operands import (
     tensor_arg,
 )
 from ..plans import matmul_run as run
+from ..plans import table
 from ..table import TABLE
 from ..table.spec import Call
 
 F32 = DTYPES["float32"]
-
-# The target a static PSUM view last passed the one-bank rule on: the rule depends only on the
-# view's layout and its storage's address (both fixed for the view's life) and the target, so
-# a matmul loop accumulating into one view checks it once.  Weakly keyed: dies with the view.
-_banks_checked: weakref.WeakKeyDictionary[Tensor, str] = weakref.WeakKeyDictionary()
-
 
 # -- nc_matmul --------------------------------------------------------------------------------
 
@@ -73,7 +67,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     key = _plan_key(dst, stationary, moving, (is_stationary_onezero, is_moving_onezero,
                                               is_transpose, accumulate, tile_position,
                                               tile_size, perf_mode, name))
-    plan = None if key is None else _find(dst, key)
+    plan = None if key is None else table.find(key)
     if plan is not None:  # the same kind of operands again: only the per-call work (`_Plan`)
         label, group = plan.label, ex.TI_GROUP_MATMUL  # static views, executing: resolved
         accs = [ex.resolve(stationary, label, "stationary", group=group),  # (freed, bounds)
@@ -125,20 +119,19 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     # partitions are what is limited)
     call = Call(tgt, {"dst": dst.dtype.name}, {"rows": rows, "cols": cols, "transpose": transpose})
     check_limits(TABLE["nc_matmul"], label, call, {"K": ss[0], "M": mm, "N": n})
-    banks_known = current().options.plans and _banks_checked.get(dst) == tgt.name
-    if tgt.name in ("trn1", "trn2") and not banks_known:
+    bank_key = ("psum bank", tgt.name, table.key_of(dst))  # (a view's bytes cannot move)
+    if tgt.name in ("trn1", "trn2") and (bank_key[2] is None or table.find(bank_key) is None):
         if accs is not None:
             _check_psum_bank(accs[2], tgt, label)
         elif dst.dynamic is None and dst.layout.static:
             _check_psum_bank(ex.resolve(dst, label, "dst"), tgt, label)
-        if dst.dynamic is None and dst.layout.static and current().options.plans:
-            _banks_checked[dst] = tgt.name  # the view's bytes cannot move: once per target
+        if bank_key[2] is not None:
+            table.keep(bank_key, True)
     trace.record("nc_matmul", name, {"dst": dst, "stationary": stationary, "moving": moving})
     if accs is None:
         return
     if planned:
-        _keep(dst, key, _Plan((stationary.layout, moving.layout), tgt, label, k, mm, n,
-                              transpose, double))
+        table.keep(key, _Plan(tgt, label, k, mm, n, transpose, double))
     run.execute(accs, label, tgt, k, mm, n, transpose=transpose, double=double,
                 is_transpose=bool(is_transpose), accumulate=accumulate)
 
@@ -330,27 +323,21 @@ def _check_psum_bank(d: ex.Access, tgt: targets.Target, label: str) -> None:
 
 # -- plans: a matmul loop's repeated checks done once ------------------------------------------
 #
-# A tile loop calls nc_matmul into one PSUM view again and again, with operand tiles that are
-# new each time but alike: the same (shared) layout value, dtype and buffer.  Every rule
-# checked above depends only on those, the flags, the (fixed) dst view and the target -- except
-# trn1's start-partition rule, which also reads the storage's shape (no plan on trn1).  So a
-# plan per dst view and (operand layouts by identity, held by the plan; dtypes; buffers;
-# flags) keeps the checked shapes; each call still resolves the operands (freed storage,
-# bounds), init-checks the inputs and decides the accumulation from the PSUM state.  Used only
-# while executing with nothing tracing (a trace records every call) on the plan's target.
+# A tile loop calls nc_matmul into PSUM views again and again, with operand tiles that are new
+# each time but alike.  Every rule checked above depends only on the three views' values (their
+# keys in the plan table: layout, dtype, storage buffer, shape, size and address), the flags and
+# the target -- trn1's start-partition rule included, but trn1 is not planned.  So a plan kept
+# under those (`runtime.plans.table`) keeps the checked shapes; each call still resolves the
+# operands (freed storage, bounds), init-checks the inputs and decides the accumulation from
+# the PSUM state.  Used only while executing with nothing tracing (a trace records every call).
 
 class _Plan:
-    __slots__ = ("pins", "tgt", "label", "k", "m", "n", "transpose", "double")
+    __slots__ = ("tgt", "label", "k", "m", "n", "transpose", "double")
 
-    def __init__(self, pins: tuple, tgt: targets.Target, label: str, k: int, m: int, n: int,
+    def __init__(self, tgt: targets.Target, label: str, k: int, m: int, n: int,
                  transpose: bool, double: bool) -> None:
-        self.pins = pins  # the operand layouts the key names by id
         self.tgt, self.label, self.k, self.m, self.n = tgt, label, k, m, n
         self.transpose, self.double = transpose, double
-
-
-_PLANS_PER_VIEW = 8
-_plans: weakref.WeakKeyDictionary[Tensor, dict[tuple, _Plan]] = weakref.WeakKeyDictionary()
 
 
 def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
@@ -359,43 +346,24 @@ def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
     off)."""
     if not current().options.plans:
         return None
+    keys = []
     for t in (dst, st, mv):
-        if not isinstance(t, Tensor) or t.dynamic is not None:
+        if not isinstance(t, Tensor):
             return None
+        k = table.key_of(t)
+        if k is None:
+            return None
+        keys.append(k)
     s1z, m1z, tr, acc, pos, size, perf, name = flags
     if type(s1z) is not bool or type(m1z) is not bool or type(tr) is not bool or not (
             acc is None or type(acc) is bool) or type(pos) is not tuple or pos != () or \
             type(size) is not tuple or size != () or not (
             perf is None or type(perf) is str) or not (name is None or type(name) is str):
         return None
-    return (id(st.layout), st.dtype.name, st.storage.buffer, id(mv.layout), mv.dtype.name,
-            mv.storage.buffer, *flags)
-
-
-def _find(dst: Tensor, key: tuple) -> _Plan | None:
-    table = _plans.get(dst)
-    plan = None if table is None else table.get(key)
-    if plan is None:
-        return None
-    m = current()
-    if m.trace is not None or m.check or m.targets["nki"] != plan.tgt.name:
-        return None
-    return plan
+    return ("nc_matmul", current().targets["nki"], *keys, *flags)
 
 
 def _plannable(dst: Tensor) -> bool:
-    """Asked before the checks: executing, nothing tracing, not trn1, static dst."""
+    """Asked before the checks: executing, nothing tracing, not trn1."""
     m = current()
-    return m.trace is None and not m.check and m.targets["nki"] != "trn1" and \
-        dst.layout.static
-
-
-def _keep(dst: Tensor, key: tuple, plan: _Plan) -> None:
-    if not (plan.pins[0].static and plan.pins[1].static):
-        return  # registers decide a shape: checked every call
-    table = _plans.get(dst)
-    if table is None:
-        table = _plans[dst] = {}
-    elif len(table) >= _PLANS_PER_VIEW:
-        del table[next(iter(table))]
-    table[key] = plan
+    return m.trace is None and not m.check and m.targets["nki"] != "trn1"

@@ -1,185 +1,122 @@
-"""Plans for a compute instruction called again on the same operands (a tile loop's body).
+"""Plans for a compute instruction called again on operands of equal value (a tile loop's
+body), kept in the plan table (`apdsl.runtime.plans.table`).
 
 Every rule `compute.prepare` checks depends only on values that cannot change between two
-calls with the same arguments: a view is immutable (storage, dtype, layout, runtime index), an
-operator is a value, a hint keyword is a string, so buffers, dtypes, the operator and engine
-rules, the start partitions, shapes, bounds and the on-chip entry limit give the same answer
-again on the same target.  A `Plan` remembers that answer (the label, entry, engine and the
-resolved accesses) for one destination view and one tuple of (the other operand views, the
-operator and hint values).  It is keyed by the views' and operator's identity; it holds the
-operator, and the views weakly: a view's death ends the plan (`keep`), so an id cannot be
-reused while the plan lives, and a plan never keeps a tile the program dropped allocated.
+calls with equal arguments: a view's key (layout, dtype, storage buffer, shape, size and
+address), an operator (a value), a hint keyword (a string), so buffers, dtypes, the operator
+and engine rules, the start partitions, shapes, bounds and the on-chip entry limit give the
+same answer again on the same target.  A `Plan` remembers that answer (the label, entry and
+engine) with each operand's leaf pattern, and holds no view or storage: a call by a plan makes
+its operands' accesses from the patterns (`table.access`), so a tile declared in a loop (a new
+view of new storage each round) takes the plan its first round made.
 
-A plan is used only where the general path would do nothing more: executing (not check
-mode), nothing tracing (a trace gets its full record every call), on the target it was made
-for.  What can change between calls is still checked every call, by the same functions the
-general path calls: a storage freed since (the general path then runs and raises APK408), the
-init check of every source (`init_check` is read each time), the PSUM accumulation state, the
-destination's duplicate check and its written marks.
-
-Plans live beside their destination view, weakly keyed (they die with it; a plan never holds
-the destination view itself, or the entry would keep itself alive), at most `PER_VIEW` per
-view, and are made only for a destination that was resolved before, so a loop that makes a
-fresh destination view per call pays nothing for them.
+What can change between calls is still checked every call, by the same functions the general
+path calls: a storage freed since (the general path then runs and raises APK408), the init
+check of every source (`init_check` is read each time), the PSUM accumulation state, the
+destination's duplicate check and its written marks.  Plans are used only executing, with
+nothing tracing, on the target they were made for (it is in the key).
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ...tensor.machine import current
-from ...tensor.view import Tensor
 from ..core import psum
-from ..core.access import Access, Strided
 from ..core.written import check_init, check_unique, mark_written
+from ..plans import table
 from ..table.spec import Instruction
 from .compute import Prepared
 
-PER_VIEW = 8  # plans kept per destination view (a view used with many operand sets: the newest)
 
-_plans: weakref.WeakKeyDictionary[Any, dict[tuple, Plan]] = weakref.WeakKeyDictionary()
+def key(op: str, views: dict[str, Any], operator: Any,
+        hints: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The plan key of a call of `op` on these operand views (dst first), its operator
+    argument (by identity: the plan holds it and `find` checks it) and hint values, or None
+    when no plan may stand for it (a view with a runtime index or a register; a hint that is
+    not a string)."""
+    for h in hints:
+        if h is not None and type(h) is not str:
+            return None
+    out: list[Any] = [op, current().targets["nki"]]
+    for t in views.values():
+        try:
+            k = table.key_of(t)
+        except AttributeError:  # not a view: the general path reports it
+            return None
+        if k is None:
+            return None
+        out.append(k)
+    return (*out, id(operator), *hints)
+
+
+def find(key: tuple[Any, ...] | None, operator: Any) -> Plan | None:
+    """The plan kept under `key` for this very operator, when it may be used now."""
+    plan = None if key is None else table.find(key)
+    return plan if plan is not None and plan.operator is operator else None
 
 
 class Plan:
-    """One checked instruction instance: `accs` by role (dst first), the roles read, and for
-    a float32 ufunc between strided views of one shape the arrays it works on."""
+    """One checked instruction: the operator argument it was made for and the operator it
+    stands for, its label, entry and engine, each operand's leaf pattern by
+    role (dst first), the roles it reads, and for a float32 ufunc between strided views of
+    one leaf shape, the ufunc it runs straight between the storages."""
 
-    __slots__ = ("pins", "target", "label", "entry", "engine", "accs", "reads", "ufunc",
-                 "arrays", "out")
+    __slots__ = ("operator", "value", "label", "entry", "engine", "leaves", "reads", "ufunc")
 
-    def __init__(self, pins: tuple, target: str, p: Prepared, reads: tuple[str, ...],
-                 ufunc: Any = None) -> None:
-        # the operand views (not dst) and values the key names by identity; `keep` makes the
-        # views weak references
-        self.pins = pins
-        self.target = target
+    def __init__(self, operator: Any, value: Any, p: Prepared, leaves: dict[str, table.Leaf],
+                 reads: tuple[str, ...], ufunc: Any) -> None:
+        self.operator = operator  # the argument the key names by id (kept alive: never reused)
+        self.value = value  # the operator the argument stands for, checked
         self.label = p.label
         self.entry: Instruction = p.entry
         self.engine = p.engine
-        self.accs: dict[str, Access] = p.accs  # type: ignore[assignment]
-        self.reads = tuple((role, self.accs[role]) for role in reads)
-        self.ufunc = None
-        self.arrays: tuple[np.ndarray, ...] = ()
-        self.out: np.ndarray | None = None
-        if ufunc is not None:
-            self._direct(ufunc)
+        self.leaves = leaves
+        self.reads = reads
+        shapes = {f[2] for f in leaves.values()}
+        direct = ufunc is not None and len(shapes) == 1 and all(
+            t.dtype.name == "float32" for t in p.tensors.values())
+        self.ufunc = ufunc if direct else None
 
-    def _direct(self, ufunc: Any) -> None:
-        """`dst = ufunc(*reads)` straight between the storages when every operand is a float32
-        strided view of one shape (float32 math on float32 data: no cast, no temporaries)."""
-        d = self.accs["dst"]
-        if type(d) is not Strided or d.dtype.name != "float32":
-            return
-        out = d.array()
-        arrays = []
-        for _, a in self.reads:
-            if type(a) is not Strided or a.dtype.name != "float32" or \
-                    a.array().shape != out.shape:
-                return
-            arrays.append(a.array())
-        self.ufunc, self.arrays, self.out = ufunc, tuple(arrays), out
+    def prepared(self, tensors: dict[str, Any]) -> Prepared | None:
+        """What `compute.prepare` would return for these operands, their accesses made from
+        the plan's patterns; None when a storage was freed (the general path reports it)."""
+        accs = {}
+        for role, f in self.leaves.items():
+            acc = table.access(tensors[role], f)
+            if acc is None:
+                return None
+            accs[role] = acc
+        return Prepared(self.label, self.entry, tensors, accs, self.engine)
 
-    def live(self) -> bool:
-        """False when a storage was freed since (the general path raises APK408)."""
-        for acc in self.accs.values():
-            if acc.storage.freed:
-                return False
-        return True
-
-    def prepared(self, tensors: dict[str, Any]) -> Prepared:
-        """What `compute.prepare` would return for these operands (their plan's accesses)."""
-        return Prepared(self.label, self.entry, tensors, self.accs, self.engine)
-
-    def run_direct(self) -> None:
+    def run_direct(self, p: Prepared) -> None:
         """The float32 ufunc straight into dst, with every per-call check of the general path
         (`Prepared.ufunc_into_dst`): sources init-checked and noted read in PSUM, dst
         duplicate-checked before and marked written after."""
-        label = self.label
-        for role, a in self.reads:
+        label, accs = self.label, p.accs
+        arrays = []
+        for role in self.reads:
+            a = accs[role]  # type: ignore[index]
             check_init(a, label, role)
             if a.storage.buffer == "psum":
                 psum.note_read(a)
-        d = self.accs["dst"]
+            arrays.append(a.array())  # type: ignore[attr-defined]
+        d = accs["dst"]  # type: ignore[index]
         check_unique(d, label, "dst")
         with np.errstate(all="ignore"):
-            self.ufunc(*self.arrays, out=self.out)  # NumPy buffers overlapping operands itself
+            self.ufunc(*arrays, out=d.array())  # NumPy buffers overlapping operands itself
         mark_written(d)
 
 
-def find(dst: Any, key: tuple) -> Plan | None:
-    """The plan for `dst` and `key` when one exists and may be used now (see the module
-    docstring); None otherwise."""
-    table = _plans.get(dst)
-    if table is None:
-        return None
-    try:
-        plan = table.get(key)
-    except TypeError:  # an unhashable argument: never planned
-        return None
-    if plan is None:
-        return None
-    m = current()
-    if m.trace is not None or m.check or m.targets["nki"] != plan.target or \
-            not m.options.plans or not plan.live():
-        return None
-    return plan
-
-
-def plannable(dst: Any, *views: Any, hints: tuple = ()) -> bool:
-    """Whether a plan may be made for `dst` and the other operand `views` (None: absent) by
-    this call, asked before it resolves anything: executing, nothing tracing, every view
-    static (no runtime index, no register), the `plans` option on, `dst` resolved before (a view reused, not made
-    afresh) and every hint value a string or None."""
-    m = current()
-    if m.trace is not None or m.check or not m.options.plans or not isinstance(dst, Tensor) \
-            or getattr(dst, "memo", None) is None:
-        return False
-    for h in hints:
-        if h is not None and type(h) is not str:
-            return False
-    for t in (dst, *views):
-        if t is None:
-            continue
-        if not isinstance(t, Tensor) or t.dynamic is not None or not t.layout.static:
-            return False
-    return True
-
-
-def keep(dst: Any, key: tuple, make: Callable[[], Plan]) -> None:
-    """Store the plan `make()` for `dst` and `key` (the oldest dropped past `PER_VIEW`); the
-    caller asked `plannable` first, so the key's values are hashable.
-
-    The plan holds its operand views weakly: when the program lets go of one (a PSUM tile
-    rebound by the next iteration of a loop), the plan goes with it, so it never keeps the
-    view's storage -- and its SBUF or PSUM bytes -- allocated after the program dropped it
-    (the key names the view by id, so no plan may outlive it either)."""
-    table = _plans.get(dst)
-    if table is None:
-        table = _plans[dst] = {}
-    elif len(table) >= PER_VIEW:
-        del table[next(iter(table))]
-    plan = make()
-    drop = _dropper(weakref.ref(dst), key)
-    plan.pins = tuple(weakref.ref(v, drop) if isinstance(v, Tensor) else v for v in plan.pins)
-    table[key] = plan
-
-
-def _dropper(dst: weakref.ref, key: tuple) -> Callable[[Any], None]:
-    """The callback ending plan `key` of the view `dst` refers to (it references neither the
-    plan nor its table, so dropping the plan frees its accesses at once, not at the next
-    cycle collection)."""
-    def drop(_: Any) -> None:
-        d = dst()
-        table = None if d is None else _plans.get(d)
-        if table is not None:
-            table.pop(key, None)
-    return drop
-
-
-def plans_of(dst: Any) -> dict[tuple, Plan]:
-    """The plans kept for `dst` (for tests)."""
-    return dict(_plans.get(dst, {}))
+def keep(key: tuple[Any, ...], operator: Any, value: Any, p: Prepared, reads: tuple[str, ...],
+         ufunc: Any = None) -> None:
+    """Keep the plan of the checked call `p` under `key` (every operand one strided array)."""
+    leaves = {}
+    for role, acc in p.accs.items():  # type: ignore[union-attr]
+        f = table.leaf(acc)
+        if f is None:
+            return
+        leaves[role] = f
+    table.keep(key, Plan(operator, value, p, leaves, reads, ufunc))

@@ -56,9 +56,10 @@ class Tensor(TensorCore):
     # immutable, so the memo never goes stale, and it dies with the view.  Not part of the
     # view's value (unset until an instruction first uses the view).
     # `kids`: the children indexing and vector_select made, by key (`apdsl.tensor.view.cache`);
-    # `pair`, `spair`: the runtime's dma_copy plans with this view as destination, as source
-    # (`runtime.plans.dmaplan`).
-    __slots__ = ("memo", "kids", "pair", "spair")
+    # `key`: the view's value as the plan table keys it (`runtime.plans.table.key_of`), made
+    # once; `pair`: the Ascend copy and mmad plans with this view first
+    # (`runtime.plans.ascend_plans`).
+    __slots__ = ("memo", "kids", "key", "pair")
 
     def is_indirect(self) -> bool:
         """True when the view carries a runtime index (`select` with a tensor or register,
@@ -435,7 +436,7 @@ class Tensor(TensorCore):
 
 # -- construction ------------------------------------------------------------------------------
 
-_SLOTS = (Tensor.memo.__set__, Tensor.pair.__set__, Tensor.spair.__set__)  # type: ignore
+_SLOTS = (Tensor.memo.__set__, Tensor.key.__set__, Tensor.pair.__set__)  # type: ignore
 
 
 def new_view(storage: Storage, dtype: DType, layout: Layout) -> Tensor:

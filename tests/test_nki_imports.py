@@ -96,6 +96,8 @@ def test_every_path_resolves_under_apdsl_run(tmp_path: Path) -> None:
     ("from nki.isa import sendrecv_typo", "APK144", "nisa.sendrecv_typo"),
     ("from nki.isa.constants import frob_mode", "APK144", "nki.isa.constants.frob_mode"),
     ("x = nl.float128", "APK144", "nl.float128"),
+    ("x = nki.frobnicate", "APK144", "nki.frobnicate"),
+    ("from nki import frobnicate", "APK144", "nki.frobnicate"),
     ("x = ncc.multi_buffer(2)", "APK923", "nki.compiler.multi_buffer"),
 ])
 def test_what_is_missing_is_a_located_diagnostic(tmp_path: Path, line: str, code: str,
@@ -106,8 +108,16 @@ def test_what_is_missing_is_a_located_diagnostic(tmp_path: Path, line: str, code
     proc = _run(["-m", "apdsl", "run", "k.py"], tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert f"error[{code}]" in proc.stderr and names in proc.stderr, proc.stderr
-    assert "k.py:5" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "k.py:5" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_missing_nki_names_stay_attribute_errors() -> None:
+    """`hasattr`/`getattr(nki, name, default)` keep working on the diagnostic, and
+    `nki.cpu_simulate` is the simulator call (the NKI CPU simulator's name)."""
+    import apdsl.nki as nki
+    assert not hasattr(nki, "frobnicate")
+    assert getattr(nki, "frobnicate", 7) == 7
+    assert nki.cpu_simulate is nki.simulate
 
 
 def test_a_missing_module_is_still_an_import_error_for_code_that_falls_back(

@@ -21,10 +21,34 @@ from .kernel import benchmark as profile
 from .plugin import pytest_configure, pytest_load_initial_conftests
 from .tensor_types import tensor
 
+cpu_simulate = simulate  # the NKI CPU simulator's name for the same call (`nki.cpu_simulate`)
+
 # `pytest -p apdsl.nki` also loads the surface that reports failed tests as diagnostics
 pytest_plugins = ["apdsl.surfaces.pytest_report"]
 
-__all__ = ["Kernel", "baremetal", "benchmark", "collectives", "compiler", "dtype", "install",
+__all__ = ["Kernel", "baremetal", "benchmark", "collectives", "compiler", "cpu_simulate",
+           "dtype", "install",
            "isa", "jit", "language", "profile", "pytest_configure",
            "pytest_load_initial_conftests", "simulate", "simulate_kernel", "tensor", "trace",
            "typing", "uninstall"]
+
+
+def __getattr__(name: str) -> object:
+    """A name `nki` lacks: a located diagnostic naming it at the user's line (still an
+    AttributeError, so `hasattr` and `getattr(nki, name, default)` keep working)."""
+    if name.startswith(("__", "pytest_")) or _submodule(name):
+        raise AttributeError(name)  # pytest's hook look-ups; an apdsl.nki module not loaded
+    from difflib import get_close_matches
+
+    from .namespace import missing
+    close = get_close_matches(name, __all__, n=3)
+    raise missing(f"apdsl.nki has no nki.{name}", code="APK144", name=name,
+                  notes=[f"nki offers: {', '.join(sorted(__all__))}"],
+                  help=f"did you mean {', '.join(f'nki.{c}' for c in close)}?"
+                  if close else None)
+
+
+def _submodule(name: str) -> bool:
+    from pathlib import Path
+    here = Path(__file__).parent
+    return (here / f"{name}.py").exists() or (here / name / "__init__.py").exists()

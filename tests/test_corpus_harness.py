@@ -1,0 +1,257 @@
+"""`apdsl corpus` on a repository whose tests hand kernels to a test orchestrator (as
+nki-library's do) instead of calling them, and whose harness imports modules the checkout
+leaves out: a repository made here, with kernels and a harness written for this test.  The
+orchestrator's own `execute` needs hardware (it raises); the corpus runs the kernel on apdsl
+with the test's inputs and compares with the test's golden output by the harness's "max"
+criterion."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from apdsl.surfaces.corpus.harness import within
+from apdsl.surfaces.corpus.standins import StandInFinder, neuron_dtypes
+
+KERNELS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def double_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), 2.0))
+    return out
+
+
+@nki.jit
+def negate_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), -1.0))
+    return out
+
+
+@nki.jit
+def square_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, nl.multiply(t, t))
+    return out
+
+
+@nki.jit
+def cores_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(x), float(nl.num_programs(0))))
+    return out
+'''
+
+# the harness: its orchestrator runs on hardware only, and it imports a module the public
+# checkout leaves out and the Neuron SDK's dtype helpers
+ORCHESTRATOR = '''
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .hardware_private import HostLock   # not in the checkout
+
+
+class Orchestrator:
+    def execute(self, kernel_args):
+        HostLock()   # needs a Trainium host
+        raise RuntimeError("no hardware")
+
+
+@dataclass
+class CompilerArgs:
+    logical_nc_config: int = 1
+
+
+@dataclass
+class Lazy:
+    output_ndarray: dict
+    lazy_golden_generator: Callable = None
+
+    @property
+    def golden(self):
+        return None if self.lazy_golden_generator is None else self.lazy_golden_generator()
+
+
+@dataclass
+class WithValidator:
+    validator: Any
+    output_ndarray: Any
+
+
+@dataclass
+class Validation:
+    golden_output: Any
+    relative_accuracy: float = 1e-5
+    absolute_accuracy: float = 1e-8
+
+
+@dataclass
+class KernelArgs:
+    kernel_func: Callable
+    compiler_input: CompilerArgs
+    kernel_input: dict
+    validation_args: Validation = None
+'''
+
+CONFTEST = '''
+import pytest
+
+from hx.utils.orchestrator import Orchestrator
+
+
+@pytest.fixture
+def test_manager():
+    return Orchestrator()
+'''
+
+TESTS = '''
+import neuron_dtypes as dt
+import numpy as np
+import pytest
+
+from hx.utils.orchestrator import (CompilerArgs, KernelArgs, Lazy, Validation,
+                                   WithValidator)
+from pkg.kern import cores_kernel, double_kernel, negate_kernel, square_kernel
+
+SEEN = []
+
+
+def _args(kernel, x, golden, cores=1, rtol=1e-5):
+    return KernelArgs(kernel, CompilerArgs(cores), {"x.must_alias_input": x},
+                      Validation(golden, rtol, 1e-6))
+
+
+@pytest.mark.parametrize("rows", [8, 16, 32])
+def test_double(test_manager, rows):
+    x = dt.static_cast(np.linspace(-1, 1, rows * 4).reshape(rows, 4), np.float32)
+    SEEN.append(rows)
+    assert SEEN == [8], "the first test of the sweep measures the kernel"
+    test_manager.execute(_args(double_kernel, x, Lazy({"out": x}, lambda: {"out": 2 * x})))
+
+
+def test_negate_wrong_reference(test_manager):
+    x = np.ones((4, 4), np.float32)
+    test_manager.execute(_args(negate_kernel, x, Lazy({"out": x}, lambda: {"out": x})))
+
+
+class Positive:
+    def __init__(self, logfile):
+        self.logfile = logfile
+
+    def validate(self, out):
+        return bool((out >= 0).all())
+
+
+def test_square_by_validator(test_manager):
+    x = np.linspace(-3, 3, 32, dtype=np.float32).reshape(8, 4)
+    test_manager.execute(_args(square_kernel, x, {"out": WithValidator(Positive, x)}))
+
+
+def test_cores(test_manager):
+    x = np.zeros((4, 4), np.float32)
+    test_manager.execute(_args(cores_kernel, x, Lazy({"out": x}, lambda: {"out": x + 2}),
+                               cores=2))
+'''
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("harness_repo")
+    files = {"pkg/__init__.py": "", "pkg/kern.py": KERNELS, "hx/__init__.py": "",
+             "hx/utils/__init__.py": "", "hx/utils/orchestrator.py": ORCHESTRATOR,
+             "hx/conftest.py": CONFTEST, "hx/test_kern.py": TESTS}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def measured(repo: Path) -> dict[str, dict]:
+    out = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(repo), "--json",
+                          "--timeout", "300"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    return {k["kernel"].split("::")[-1]: k for k in doc["kernels"]}
+
+
+def test_kernels_run_on_the_tests_inputs_and_match_their_golden(measured: dict) -> None:
+    assert measured["double_kernel"]["status"] == "matches", measured["double_kernel"]
+    assert measured["square_kernel"]["status"] == "matches", measured["square_kernel"]
+    # two logical cores, as the test's compiler arguments ask
+    assert measured["cores_kernel"]["status"] == "matches", measured["cores_kernel"]
+
+
+def test_a_result_the_golden_disagrees_with_is_a_mismatch(measured: dict) -> None:
+    v = measured["negate_kernel"]
+    assert v["status"] == "mismatch", v
+    assert "comparison" in v["detail"], v
+
+
+def test_the_checkout_is_left_as_it_was(repo: Path, measured: dict) -> None:
+    made = sorted(str(p.relative_to(repo)) for p in repo.rglob("*")
+                  if "__pycache__" not in p.parts)
+    assert made == sorted(["pkg", "pkg/__init__.py", "pkg/kern.py", "hx", "hx/__init__.py",
+                           "hx/utils", "hx/utils/__init__.py", "hx/utils/orchestrator.py",
+                           "hx/conftest.py", "hx/test_kern.py"])
+
+
+def test_within_is_the_max_criterion() -> None:
+    golden = np.array([100.0, 1.0, -3.0], np.float32)
+    # 0.5 off on an element of magnitude 1: inside rtol 1e-2 of the largest magnitude (100)
+    assert within(golden + np.array([0, 0.5, 0], np.float32), golden, 1e-2, 0.0)
+    assert not within(golden + np.array([0, 1.5, 0], np.float32), golden, 1e-2, 0.0)
+    assert not within(golden[:2], golden, 1.0, 1.0)  # shapes differ
+    inf = np.array([np.inf, 1.0], np.float32)
+    assert within(inf, inf, 0.0, 0.0)
+    assert not within(np.array([np.nan, 1.0], np.float32), np.array([0.0, 1.0]), 1.0, 1.0)
+
+
+def test_absent_repository_modules_import_and_refuse_use(tmp_path: Path) -> None:
+    (tmp_path / "rp").mkdir()
+    (tmp_path / "rp" / "__init__.py").write_text("")
+    finder = StandInFinder(str(tmp_path))
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.append(finder)
+    try:
+        import importlib
+        mod = importlib.import_module("rp.private.deeper")
+        made = mod.Thing
+        assert issubclass(made, object) and made is mod.Thing
+        with pytest.raises(RuntimeError, match="rp.private.deeper.Thing is not in the checkout"):
+            made()
+        # a module outside the checkout is not stood in for
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("json.no_such_module")
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n == "rp" or n.startswith("rp.")]:
+            del sys.modules[name]
+    assert finder.used == ["rp.private", "rp.private.deeper"]
+
+
+def test_neuron_dtypes_stand_in_against_numpy() -> None:
+    import ml_dtypes
+    dt = neuron_dtypes()
+    x = np.array([1.0, 1.00390625, 1.01171875, -2.5, 3e38], np.float32)
+    got = dt.static_cast(x, dt.bfloat16)
+    assert got.dtype == ml_dtypes.bfloat16
+    # round to nearest even, as ml_dtypes' own conversion
+    np.testing.assert_array_equal(got.astype(np.float32),
+                                  x.astype(ml_dtypes.bfloat16).astype(np.float32))
+    assert dt.is_float_type(np.float16) and dt.is_float_type(dt.bfloat16)
+    assert not dt.is_float_type(np.int32)
+    assert dt.sizeinbytes(dt.bfloat16) == 2 and dt.sizeinbytes(np.float32) == 4
+    assert dt.finfo(dt.bfloat16).dtype == ml_dtypes.bfloat16

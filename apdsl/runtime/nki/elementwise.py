@@ -169,9 +169,9 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: Any,
                 engine=engine, check=check, choose=choose)
     if not p.executing:
         return
-    if key is not None:
-        tile_plans.keep(key, raw, op, p, ("data1", "data2"), None if op.bitvec else op.ufunc)
     _tensor_tensor(p, op)
+    if key is not None:  # (after the call: its duplicate-write check passed)
+        tile_plans.keep(key, raw, op, p, ("data1", "data2"), None if op.bitvec else op.ufunc)
 
 
 def _tensor_tensor(p: Prepared, op: Operator) -> None:

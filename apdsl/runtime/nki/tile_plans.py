@@ -24,8 +24,6 @@ from typing import Any
 import numpy as np
 
 from ...tensor.machine import current
-from ..core import psum
-from ..core.written import check_init, check_unique, mark_written
 from ..plans import table
 from ..table.spec import Instruction
 from .compute import Prepared
@@ -92,22 +90,17 @@ class Plan:
         return Prepared(self.label, self.entry, tensors, accs, self.engine)
 
     def run_direct(self, p: Prepared) -> None:
-        """The float32 ufunc straight into dst, with every per-call check of the general path
-        (`Prepared.ufunc_into_dst`): sources init-checked and noted read in PSUM, dst
-        duplicate-checked before and marked written after."""
-        label, accs = self.label, p.accs
-        arrays = []
-        for role in self.reads:
-            a = accs[role]  # type: ignore[index]
-            check_init(a, label, role)
-            if a.storage.buffer == "psum":
-                psum.note_read(a)
-            arrays.append(a.array())  # type: ignore[attr-defined]
+        """The float32 ufunc straight into dst, with the per-call checks of the general path
+        (`Prepared.ufunc_into_dst`) made by the plans' executor (`table.execute`)."""
+        accs = p.accs
+        reads = [(role, accs[role]) for role in self.reads]  # type: ignore[index]
         d = accs["dst"]  # type: ignore[index]
-        check_unique(d, label, "dst")
-        with np.errstate(all="ignore"):
-            self.ufunc(*arrays, out=d.array())  # NumPy buffers overlapping operands itself
-        mark_written(d)
+
+        def move() -> None:
+            with np.errstate(all="ignore"):  # (NumPy buffers overlapping operands itself)
+                self.ufunc(*[a.array() for _, a in reads], out=d.array())  # type: ignore
+
+        table.execute(self.label, reads, d, move)
 
 
 def keep(key: tuple[Any, ...], operator: Any, value: Any, p: Prepared, reads: tuple[str, ...],

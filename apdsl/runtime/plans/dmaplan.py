@@ -27,11 +27,10 @@ from typing import Any
 import numpy as np
 
 from ...tensor.machine import current
-from ..core.access import Access, Strided, oom
+from ..core.access import Access, Strided
 from ..core.move import cast, copy, plain_pair
 from ..core.resolve import resolve, warn_static
 from ..core.trace import instruction_label
-from ..core.written import check_init, check_unique, mark_written
 from . import table
 
 
@@ -108,21 +107,16 @@ def _plain(f: tuple[Any, ...], dst: Any, src: Any, name: Any) -> bool:
         sacc = table.access(src, f[1])
     if dacc is None or sacc is None:
         return False  # another kind of memo: the full path
-    if not ss.all_written and current().options.init_check:
-        check_init(sacc, _label(name), "src")
-    if dacc.dtype.bits < ds.unit_bits:
-        check_unique(dacc, _label(name), "dst")  # refines the written state before moving
-    try:
-        d, s = dacc.array(), sacc.array()
+
+    def move() -> None:
+        d, s = dacc.array(), sacc.array()  # type: ignore[union-attr]
         if f[2] is not None:
             d = np.reshape(d, f[2], copy=False)
         if f[3] is not None:
             s = np.reshape(s, f[3], copy=False)
-        np.copyto(d, cast(s, dacc.dtype) if f[4] else s)
-        if not ds.all_written:  # (NKI DMA: no PSUM operand, nothing else to note)
-            mark_written(dacc)
-    except MemoryError as e:
-        raise oom(_label(name), "dst", ds, e) from None
+        np.copyto(d, cast(s, dacc.dtype) if f[4] else s)  # type: ignore[union-attr]
+
+    table.execute(_label(name), (("src", sacc),), dacc, move)
     return True
 
 

@@ -26,10 +26,13 @@ found.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...tensor.machine import current
-from ..core.access import Access, Strided
+from ..core import psum
+from ..core.access import Access, Strided, oom
+from ..core.written import check_init, check_unique, mark_written
 
 LIMIT = 4096  # plans kept; past it the oldest goes (a loop over ever new shapes stays bounded)
 KEYS = 4096  # distinct view values interned; past it the table starts over
@@ -139,3 +142,27 @@ def access(t: Any, f: Leaf) -> Strided | None:
     acc = Strided(t.name, st, t.dtype, f[0], t.layout, f[1], f[2], f[3])
     object.__setattr__(t, "memo", acc)
     return acc
+
+
+# -- the executor: what a planned call checks every time, the same for every instruction -------
+
+def execute(label: str, reads: Iterable[tuple[str, Access]], dst: Access,
+            move: Callable[[], None]) -> None:
+    """Run a planned call: what its general path checks on every call, in the same order,
+    around `move` (the data itself): the init check of each access read (it reads the current
+    written state and the `init_check` option) with its PSUM read noted; the written-state
+    refinement of a destination narrower than its storage's unit (no duplicate check: a plan
+    is kept only after its call wrote dst, so its pattern was found injective, and a pattern
+    does not change); then
+    dst marked written, its PSUM state with it.  Out of memory while moving is APK430 at dst."""
+    for role, a in reads:
+        check_init(a, label, role)
+        if a.storage.buffer == "psum":
+            psum.note_read(a)
+    try:
+        if dst.dtype.bits < dst.storage.unit_bits:
+            check_unique(dst, label, "dst")  # refines the written state before moving
+        move()
+    except MemoryError as e:
+        raise oom(label, "dst", dst.storage, e) from None
+    mark_written(dst)

@@ -18,6 +18,7 @@ from ..nki.arguments import parameter_names
 from ..nki.host import Host, active, hosting
 from ..nki.kernel import locate
 from ..nki.locate import caller_span
+from ..nki.observe import observer
 from . import errors
 from .memory import GlobalAddress
 from .placement import PLACEMENT, Placement
@@ -124,7 +125,24 @@ def _run_cores(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool = False,
          raw: bool = False, cores: int = 1) -> Any:
     """Run `fn` on `cores` AI cores with its arrays in global memory; write what it wrote back
-    into the caller's arrays (run mode).  `raw`: the GM tensors of the array parameters."""
+    into the caller's arrays (run mode).  `raw`: the GM tensors of the array parameters.  An
+    observer (`apdsl.nki.observe.observing`: `apdsl corpus`) hears of the call, its end and
+    its failure."""
+    watcher = observer()
+    if watcher is None:
+        return _call(fn, args, kwargs, dry, raw, cores)
+    watcher.started(fn)
+    try:
+        result = _call(fn, args, kwargs, dry, raw, cores)
+    except BaseException as e:
+        watcher.failed(fn, e)
+        raise
+    watcher.finished(fn, result)
+    return result
+
+
+def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool, raw: bool,
+          cores: int) -> Any:
     from ..tensor.machine import current as current_machine
     names = parameter_names(fn, args, kwargs)
     try:

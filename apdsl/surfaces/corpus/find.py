@@ -1,11 +1,14 @@
-"""Finding a repository's NKI kernel entry points and what drives them, from the syntax of
-its Python files alone (nothing is imported here: a file that fails to import still has its
-kernels counted).
+"""Finding a repository's NKI and pyasc kernel entry points and what drives them, from the
+syntax of its Python files alone (nothing is imported here: a file that fails to import still
+has its kernels counted).
 
-An entry point is a function decorated `@nki.jit`, `@nki_jit`, `@nki.baremetal` (with or
+An NKI entry point is a function decorated `@nki.jit`, `@nki_jit`, `@nki.baremetal` (with or
 without arguments; `nki` may be `neuronxcc.nki` imported as `nki`) or a bare `@jit` /
 `@baremetal` imported from `nki` or `neuronxcc.nki`, at any nesting (kernels a test defines
-inside a test function count).  Drivers, tried in this order for each entry point:
+inside a test function count).  A pyasc entry point is a function decorated `@asc.jit` (or
+`@jit` imported from `asc`) in a file that imports `asc`, that no other `@asc.jit` function
+of the file calls (pyasc kernels call jit helpers such as copy_in and compute, which are part
+of the kernel, not kernels of their own).  Drivers, tried in this order for each entry point:
 
 - `pytest`: the repository's tests (`test_*.py`, `*_test.py`) that name the kernel and import
   its module (or are its file), narrowed to the test functions that name it (directly or
@@ -21,6 +24,7 @@ import ast
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ...records import record
 
@@ -136,32 +140,72 @@ def _kernel_decorator(dec: ast.AST, nki: dict[str, str]) -> bool:
     return last in ("jit", "baremetal") and head in nki
 
 
+def imported_asc(tree: ast.Module) -> set[str]:
+    """The local names a file binds to pyasc's `asc` module (`import asc`, `import apdsl.asc
+    as asc`, `from apdsl import asc`), and `jit` when imported from it."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "asc" or a.name.startswith("asc."):
+                    out.add(a.asname or "asc")
+                elif a.name == "apdsl.asc" and a.asname:
+                    out.add(a.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module == "apdsl":
+                out.update(a.asname or a.name for a in node.names if a.name == "asc")
+            elif node.module in ("asc", "apdsl.asc", "asc.language"):
+                out.update(a.asname or a.name for a in node.names if a.name == "jit")
+    return out
+
+
+def _asc_decorator(dec: ast.AST, names: set[str]) -> bool:
+    name = dotted(dec)
+    head, _, last = name.rpartition(".")
+    return (last == "jit" and head in names) or (not head and name == "jit" and "jit" in names)
+
+
+def _walk(body: list[ast.stmt], prefix: str, is_kernel: Any
+          ) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of every function `is_kernel` accepts, at any nesting."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            qual = prefix + node.name
+            if any(is_kernel(d) for d in node.decorator_list):
+                yield qual, node
+            yield from _walk(node.body, qual + ".<locals>.", is_kernel)
+        elif isinstance(node, ast.ClassDef):
+            yield from _walk(node.body, prefix + node.name + ".", is_kernel)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for part in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, part, None) or []
+                if part == "handlers":
+                    for h in inner:
+                        yield from _walk(h.body, prefix, is_kernel)
+                else:
+                    yield from _walk(inner, prefix, is_kernel)
+
+
 def kernels(src: Source) -> Iterator[tuple[str, int]]:
     """(qualified name, line) of every kernel function the file defines."""
+    asc = imported_asc(src.tree)
+    if asc:
+        found = list(_walk(src.tree.body, "", lambda d: _asc_decorator(d, asc)))
+        called = {n.func.id for _, fn in found for n in ast.walk(fn)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        for qual, node in found:
+            if node.name not in called:
+                yield qual, node.lineno
+        return
     nki = imported_nki(src.tree)
     if not nki and "nki_jit" not in src.names:
         return
-
-    def walk(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, int]]:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                qual = prefix + node.name
-                if any(_kernel_decorator(d, nki) for d in node.decorator_list):
-                    yield qual, node.lineno
-                yield from walk(node.body, qual + ".<locals>.")
-            elif isinstance(node, ast.ClassDef):
-                yield from walk(node.body, prefix + node.name + ".")
-            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-                for part in ("body", "orelse", "finalbody", "handlers"):
-                    inner = getattr(node, part, None) or []
-                    if part == "handlers":
-                        for h in inner:
-                            yield from walk(h.body, prefix)
-                    else:
-                        yield from walk(inner, prefix)
-    yield from walk(src.tree.body, "")
+    for qual, node in _walk(src.tree.body, "", lambda d: _kernel_decorator(d, nki)):
+        yield qual, node.lineno
 
 
 def api_of(src: Source) -> str:
+    if imported_asc(src.tree):
+        return "pyasc"
     apis = set(imported_nki(src.tree).values())
     return "legacy" if apis == {"legacy"} else "nki"

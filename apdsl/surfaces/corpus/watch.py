@@ -104,9 +104,26 @@ ASSERT_COMPARISONS = ("assert_allclose", "assert_array_equal", "assert_array_alm
                       "assert_array_almost_equal_nulp")
 
 
+TORCH_BOOL = ("allclose", "equal")
+TORCH_ASSERT = ("assert_close", "assert_allclose")
+
+
+def _torch() -> Any:
+    """torch, when the environment has it (the repository's code may compare with it)."""
+    import importlib.util
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        import torch
+    except Exception:  # noqa: BLE001 - a broken torch install compares nothing
+        return None
+    return torch
+
+
 @contextmanager
 def comparisons_watched(watch: Watch) -> Iterator[None]:
-    """NumPy's comparison functions report their outcome to `watch` inside the block."""
+    """NumPy's comparison functions (and torch's, where torch is installed) report their
+    outcome to `watch` inside the block."""
     import numpy as np
     import numpy.testing as npt
     saved: list[tuple[Any, str, Any]] = []
@@ -143,6 +160,14 @@ def comparisons_watched(watch: Watch) -> Iterator[None]:
         if hasattr(npt, name):
             saved.append((npt, name, getattr(npt, name)))
             setattr(npt, name, asserting(getattr(npt, name)))
+    torch = _torch()
+    if torch is not None:  # pyasc's tutorials compare with torch.allclose
+        for owner, names, wrap in ((torch, TORCH_BOOL, boolean),
+                                   (torch.testing, TORCH_ASSERT, asserting)):
+            for name in names:
+                if hasattr(owner, name):
+                    saved.append((owner, name, getattr(owner, name)))
+                    setattr(owner, name, wrap(getattr(owner, name)))
     try:
         yield
     finally:

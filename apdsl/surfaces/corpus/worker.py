@@ -1,7 +1,7 @@
 """One kernel measured in its own process: `python -m apdsl.surfaces.corpus.worker JOB OUT`.
 JOB is a JSON file naming the repository root, the kernel (file, qualified name) and its
 drivers (see `find`); OUT receives the verdict as JSON.  The repository's code runs unchanged,
-with `nki` (and `neuronxcc.nki`) installed as apdsl; what it prints is discarded."""
+with `nki` (and `neuronxcc.nki`) and `asc` installed as apdsl; what it prints is discarded."""
 
 from __future__ import annotations
 
@@ -162,6 +162,7 @@ def run_signature(watch: Watch, driver: dict[str, Any], qualname: str
 
 
 def measure(job: dict[str, Any]) -> Verdict:
+    from ...asc import install as install_asc
     from ...nki import install
     from ...nki.observe import observing
     root = job["root"]
@@ -170,6 +171,7 @@ def measure(job: dict[str, Any]) -> Verdict:
             sys.path.append(extra)
     install()
     install_stand_ins(root)
+    install_asc()  # pyasc kernels: `import asc` is apdsl.asc (a real pyasc is left alone)
     failures: list[Verdict] = []
     notes: list[str] = []
     for driver in job["drivers"]:

@@ -261,6 +261,8 @@ def test_queue_misuse_is_an_error_at_the_users_line(body, code, line, words):
     assert err.code == code and words in err.message, err
     assert err.span.file.endswith("_asc_queue_kernel_src.py") and err.span.line == line
     assert " q" in err.message or "q[0]" in err.message  # the queue by the user's name
+    if code == "APK596":  # the note names the line of the tensor never enqueued
+        assert "the tensor alloc_tensor gave at line 8 was never enqueued" in err.notes
 
 
 def test_more_enques_than_the_depth_is_an_error():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..nki.locate import assigned_name
+from ..nki.locate import assigned_name, caller_span
 from ..runtime.ascend import queues as model
 from .memory import LocalTensor, unwrap
 
@@ -36,9 +36,20 @@ class TQue:
         if isinstance(dtype, LocalTensor):
             dtype, tensor = None, dtype
         if tensor is not None:
-            tensor.tensor = self.model.alloc_tensor(tensor.tensor.dtype.name)
+            tensor.tensor = self._allocated(self.model.alloc_tensor(tensor.tensor.dtype.name))
             return None
-        return _local(self.model.alloc_tensor(_dtype(dtype) or "float16", shape))
+        return _local(self._allocated(self.model.alloc_tensor(_dtype(dtype) or "float16",
+                                                              shape)))
+
+    def _allocated(self, t: Any) -> Any:
+        """`t`, its buffer's allocation recorded at the user's line (the queue's notes name
+        it: a Python kernel sets no statement location between instructions)."""
+        span = caller_span(3)
+        if span is not None:
+            for i, held in enumerate(self.model.tensor):
+                if held is t:
+                    self.model.allocated[i] = (span.file, span.line)
+        return t
 
     def enque(self, tensor: Any) -> None:
         self.model.enque(unwrap(tensor))

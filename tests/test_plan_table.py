@@ -14,6 +14,7 @@ from apdsl.runtime.nki.matmul import nc_matmul
 from apdsl.runtime.plans import table
 from apdsl.runtime.table.operators import OPERATORS
 
+pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
 F32 = np.float32
 
 

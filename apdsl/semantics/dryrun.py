@@ -17,6 +17,7 @@ from typing import Any
 from ..runtime.table import TABLE, outputs
 from ..tensor import targets
 from ..tensor.view import Tensor
+from .host import Host
 
 # The instructions that write their `dst` operand whole, through `dst` itself (the table says
 # which).  On Ascend,
@@ -98,7 +99,7 @@ def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
     return reg if isinstance(reg, VirtualRegister) else None
 
 
-def run_dry(program: Any, op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def run_dry(program: Host, op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Check mode's call of instruction `op`: it validates and lowers its operands, moves no
     data, and makes the checks executing it would make on its destination.  Every output
     operand (`written`) loses its known value first: a later `host()` of it is unknown.  `program` (an

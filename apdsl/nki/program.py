@@ -29,9 +29,11 @@ class _Sources:
 
 
 class PyProgram:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, source: str | None = None) -> None:
+        """The kernel file at `path`; `source` is its text when it is not the file's (an
+        editor's unsaved buffer, checked by `apdsl lsp`)."""
         self.file = path
-        self.source = read_source(path)
+        self.source = read_source(path) if source is None else source
         self.resolved = str(Path(path).resolve())
         try:
             self.module = self._load(path)

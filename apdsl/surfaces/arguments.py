@@ -266,6 +266,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "repl": ("interactive session", program_options),
     "explain": ("explain an error code", _explain),
     "corpus": ("run every NKI kernel of a repository unchanged; table and counts", _corpus),
+    "lsp": ("language server for editors (LSP over stdio; pip install 'apdsl[lsp]')",
+            lambda p: None),
 }
 
 

@@ -250,9 +250,19 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs)
 
 
+def cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        from .editor.server import main as serve
+    except ImportError as e:  # the optional extra is not installed
+        print(f"apdsl lsp needs pygls ({e.name or e} is missing): pip install 'apdsl[lsp]'",
+              file=sys.stderr)
+        return 1
+    return serve()
+
+
 COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "profile": cmd_profile,
             "show": cmd_show,
-            "repl": cmd_repl, "explain": cmd_explain, "corpus": cmd_corpus}
+            "repl": cmd_repl, "explain": cmd_explain, "corpus": cmd_corpus, "lsp": cmd_lsp}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -130,17 +130,22 @@ def check_target_family(program: Any, name: str | None) -> None:
                     "targets: " + ", ".join(t for t, v in TARGETS.items() if v.family == other))
 
 
-def open_program(file: str) -> Any:
-    """An `.apk` program, or an NKI Python file (`.py`, SPEC section 12) run by apdsl.nki."""
+def open_program(file: str, source: str | None = None) -> Any:
+    """An `.apk` program, or an NKI (or pyasc) Python file (`.py`, SPEC sections 12 and 18)
+    run by apdsl.nki (apdsl.asc).  `source`: the file's text when it is not what the file
+    holds (an editor's unsaved buffer); imports and `load` still resolve from its folder."""
     if file.endswith(".py"):
         from ..asc.program import AscProgram, is_pyasc
         from ..nki.program import PyProgram
         from ..semantics.program import read_source
-        if is_pyasc(read_source(file)):
-            return AscProgram.from_path(file)
-        return PyProgram.from_path(file)
+        text = read_source(file) if source is None else source
+        if is_pyasc(text):
+            return AscProgram(file, text)
+        return PyProgram(file, text)
     from ..semantics.program import Program
-    return Program.from_path(file)
+    if source is None:
+        return Program.from_path(file)
+    return Program(source, file, os.path.dirname(file) or ".")
 
 
 def load_program(file: str, target: str | None = None) -> Any:
@@ -207,16 +212,24 @@ def diagnose(errors: list[ApdslError], sources: dict[str, str], file: str,
     errors = headed(errors, file)
     if as_json:
         import json
-
-        from .diagnostics import to_json
-        for e in errors:
-            obj = to_json(e)
-            if obj.get("file") is None:
-                obj["file"] = file
+        for obj in json_objects(errors, file):
             print(json.dumps(obj))
     else:
         report(errors, sources)
     return 1 if any(e.severity == "error" for e in errors) else 0
+
+
+def json_objects(errors: list[ApdslError], file: str) -> list[dict[str, Any]]:
+    """The diagnostics as `check --json` prints them (SPEC section 7), one object each; an
+    error without a span is headed by `file` (the editor's language server sends the same)."""
+    from .diagnostics import to_json
+    out = []
+    for e in headed(errors, file):
+        obj = to_json(e)
+        if obj.get("file") is None:
+            obj["file"] = file
+        out.append(obj)
+    return out
 
 
 def parse_inputs(pairs: list[str]) -> dict[str, str]:

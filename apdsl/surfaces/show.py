@@ -40,7 +40,8 @@ from .plumbing import (
 if TYPE_CHECKING:
     from ..semantics.interpreter import Interpreter
 
-__all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text"]
+__all__ = ["command", "Step", "chain_steps", "pictures_text", "write_svg", "source_text",
+           "named_view"]
 
 COMMAND_LINE = "<command line>"
 
@@ -103,6 +104,25 @@ def _command(args: Any) -> int:
         except Exception as e:  # noqa: BLE001
             raise internal_error(e) from None
     return _emit(pictures, args, interp.sources)
+
+
+def named_view(program: Any, kernel: str | None, name: str,
+               inputs: dict[str, Any] | None = None, grid: tuple[int, ...] = ()) -> Step:
+    """The view `apdsl show FILE [KERNEL.]NAME` draws, titled by the source that made it (the
+    editor's hover asks the same question): an `ApdslError` when NAME is not a view there."""
+    if program.file.endswith(".py"):
+        from ..nki.show import bound_view
+        return Step(f"{kernel}.{name}" if kernel else name,
+                    bound_view(program, kernel, name, inputs or {}, grid))
+    from ..runtime.core.trace import collect_warnings
+    interp = program.interpreter(out=io.StringIO())
+    namespace: dict[str, Any] = {}
+    with interp.machine.active(), collect_warnings():
+        interp.exec_module(program.module, namespace)
+        if kernel:
+            return _run_watching(namespace, kernel, name, inputs or {}, interp,
+                                 grid).step(program.module, interp)
+        return Step(_title(program.module, name), lookup(namespace, name, interp))
 
 
 def _emit(pictures: list[Picture], args: Any, sources: dict[str, str]) -> int:

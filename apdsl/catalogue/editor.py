@@ -1,0 +1,51 @@
+"""The language server and the notebook (APK980-APK989): what `apdsl lsp` and `%%apk` tell
+about a check itself, as opposed to what the program holds."""
+
+from . import entry
+
+ENTRIES = [
+    entry("APK980", "a check in the editor was stopped", """
+`apdsl lsp` checks each file in a process of its own, as you type; a check that runs past the
+editor's wall-clock limit (`apdsl.timeLimit`, 30 seconds unless set) is stopped, so that a
+program whose loops run long before a budget ends them never holds the editor up. The
+diagnostics shown are then not up to date: this warning at the top of the file says so. The
+step and time budgets (`apdsl.maxSteps`, `apdsl.maxTime`, as `apdsl check --max-steps` and
+`--max-time`) end such a program with its own diagnostic (APK801, APK804) at the loop; give the
+editor smaller ones, or a longer `apdsl.timeLimit`, and `apdsl check FILE` in a terminal shows
+where the steps go.
+""", """
+# python
+# (the editor's check of an endless loop whose budgets are set high; limit 1 second)
+import asyncio
+from apdsl.surfaces.editor.jobs import Budgets, run_job
+asyncio.run(run_job({"op": "check", "file": "endless.apk", "source": "while True:\\n    pass\\n"},
+                    Budgets(max_steps=10**12, max_time=10**6, time_limit=1)))
+"""),
+    entry("APK981", "a kernel the editor cannot check on its own", """
+`apdsl check FILE` needs to know which kernel to check when a file has several, and a kernel
+whose parameters declare no shapes (a Python kernel's parameters, an untyped `.apk` one) needs
+`-i` inputs to be checked. The editor has neither: it checks each kernel that runs without
+inputs and puts this note (information, not an error) at each one it cannot. Check that kernel
+from the command line with its inputs (`apdsl check FILE KERNEL -i NAME=FILE.npy`), give its
+parameters defaults, or write it in `.apk` with typed parameters (`x: f32[128, 64] @ hbm`) so
+it checks as you type.
+""", """
+# python
+# (the editor's check of a Python kernel with a parameter: its shape comes from -i)
+from apdsl.surfaces.editor.worker import checked
+raise checked("copy.py", "import nki\\n@nki.jit\\ndef copy(x):\\n    return x\\n")[0]
+"""),
+    entry("APK982", "a check in the editor ended without an answer", """
+The process that checks a file for the editor ended without giving its diagnostics. A Python
+kernel file can end the process itself when it is imported (`os._exit`, a signal, a crash in
+an extension module it loads); otherwise it is a bug in apdsl. The message gives the last line
+the process wrote; `apdsl check FILE` in a terminal shows the whole story.
+""", """
+# python
+# (the editor's check of a kernel file that ends the process when imported)
+import asyncio
+from apdsl.surfaces.editor.jobs import Budgets, run_job
+source = "import os\\nos._exit(3)\\n"
+asyncio.run(run_job({"op": "check", "file": "ends.py", "source": source}, Budgets()))
+"""),
+]

@@ -33,7 +33,7 @@ it checks as you type.
 # python
 # (the editor's check of a Python kernel with a parameter: its shape comes from -i)
 from apdsl.surfaces.editor.worker import checked
-raise checked("copy.py", "import nki\\n@nki.jit\\ndef copy(x):\\n    return x\\n")[0]
+raise checked("apk981_kernel.py", "import nki\\n@nki.jit\\ndef scale(x):\\n    return x\\n")[0]
 """),
     entry("APK982", "a check in the editor ended without an answer", """
 The process that checks a file for the editor ended without giving its diagnostics. A Python

@@ -337,3 +337,66 @@ def test_cli_grid_runs_the_entry_kernel_on_n_cores(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "apdsl", "run", str(EXAMPLE), "--grid", "0",
                           *args], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode == 2 and "--grid" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- scalar access and names apdsl lacks on pyasc's objects ---------------------------------------
+SCALARS = '''
+@asc.jit
+def scalars(z: asc.GlobalAddress, n: int):
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, n)
+    u = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 0, n)
+    first = zg.get_value(1)
+    zg.set_value(0, first * 10)
+    asc.set_flag(asc.HardEvent.S_MTE2, 0)
+    asc.wait_flag(asc.HardEvent.S_MTE2, 0)
+    asc.data_copy(u, zg, n)
+    asc.set_flag(asc.HardEvent.MTE2_V, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+    asc.adds(u, u, 1.0, n)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(zg, u, n)
+'''
+
+
+def _scalars(tmp_path, source):
+    path = tmp_path / "scalars_kernel.py"
+    path.write_text("import asc\n" + source)
+    spec = importlib.util.spec_from_file_location("asc_scalars_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    asc.install()
+    spec.loader.exec_module(module)
+    return module.scalars
+
+
+def test_get_value_and_set_value_run_on_the_scalar_pipe(tmp_path):
+    z = np.arange(N, dtype=np.float32)
+    _scalars(tmp_path, SCALARS)[1, None](z, N)
+    want = np.arange(N, dtype=np.float32) + 1
+    want[0] = 10 * 1 + 1
+    np.testing.assert_array_equal(z, want)
+
+
+def test_a_dma_reading_what_set_value_wrote_without_the_event_races(tmp_path):
+    mutant = SCALARS.replace("    asc.wait_flag(asc.HardEvent.S_MTE2, 0)\n", "")
+    with pytest.raises(apdsl.ApdslError) as e:
+        _scalars(tmp_path, mutant)[1, None](np.zeros(N, np.float32), N)
+    err = e.value
+    assert err.code == "APK570" and err.span.line == 11  # the data_copy, after `import asc`
+    assert "set_value (line 9)" in err.message and "pipe S" in err.message
+
+
+def test_a_method_apdsl_lacks_is_apk660_naming_it():
+    @asc.jit
+    def k(x: asc.GlobalAddress, n: int):
+        pipe = asc.TPipe()
+        buf = asc.TBuf(asc.TPosition.VECCALC)
+        pipe.init_buffer(buf, 256)
+        t = buf.alloc_tensor(asc.float32)   # a TBuf's alloc/free: the whole buffer, no queue
+        buf.free_tensor(t)
+        t.print(8)
+
+    with pytest.raises(apdsl.ApdslError, match=r"asc\.LocalTensor\.print") as e:
+        k[1, None](np.zeros(N, np.float32), N)
+    assert e.value.code == "APK660" and e.value.span.line == _line(k, "t.print(8)")

@@ -102,8 +102,19 @@ class GlobalTensor:
     def get_phy_addr(self, offset: int = 0) -> Any:
         raise _no("GlobalTensor.get_phy_addr")
 
+    def get_value(self, offset: Any) -> Any:
+        """Element `offset`, read by the scalar unit (pipe S)."""
+        return _scalar("get_value", self.tensor, offset)
+
+    def set_value(self, offset: Any, value: Any) -> None:
+        """Write element `offset` with the scalar unit (pipe S)."""
+        _scalar("set_value", self.tensor, offset, value)
+
     def __getitem__(self, k: Any) -> GlobalTensor:
         return GlobalTensor(_from(self.tensor, k, "GlobalTensor"))
+
+    def __getattr__(self, name: str) -> Any:
+        raise _absent("GlobalTensor", name)
 
     def __repr__(self) -> str:
         return f"<GlobalTensor {self._tensor!r}>"
@@ -131,8 +142,24 @@ class LocalTensor:
 
     get_size = get_length
 
+    def get_value(self, index: Any) -> Any:
+        """Element `index`, read by the scalar unit (pipe S)."""
+        return _scalar("get_value", self.tensor, index)
+
+    def set_value(self, index: Any, value: Any) -> None:
+        """Write element `index` with the scalar unit (pipe S)."""
+        _scalar("set_value", self.tensor, index, value)
+
+    def reinterpret_cast(self, dtype: Any) -> LocalTensor:
+        """The same bytes as another dtype (the length rescaled)."""
+        from ..tensor.dtypes import dtype as to_dtype
+        return LocalTensor(tensor=self.tensor.view(to_dtype(getattr(dtype, "name", dtype))))
+
     def __getitem__(self, k: Any) -> LocalTensor:
         return LocalTensor(tensor=_from(self.tensor, k, "LocalTensor"))
+
+    def __getattr__(self, name: str) -> Any:
+        raise _absent("LocalTensor", name)
 
     def __repr__(self) -> str:
         return f"<LocalTensor {self.tensor!r}>"
@@ -141,6 +168,28 @@ class LocalTensor:
 def _no(name: str) -> Exception:
     from .errors import missing
     return missing(name)
+
+
+def _absent(owner: str, name: str) -> Exception:
+    """`obj.NAME` of a pyasc object apdsl lacks: APK660 at the user's line (still an
+    AttributeError, so `hasattr` and the private names Python looks up keep working)."""
+    if name.startswith("_"):
+        return AttributeError(name)
+    from ..nki.locate import caller_span
+    from .errors import missing
+    return missing(f"{owner}.{name}").replace(span=caller_span(3))
+
+
+def _scalar(op: str, t: Tensor, *args: Any) -> Any:
+    """`get_value`/`set_value` on the scalar unit, at the user's line (the race checker and
+    `lower` locate the access there)."""
+    from ..nki.locate import caller_span
+    from ..runtime.ascend import scalar
+    from ..runtime.core import trace
+    span = caller_span(3)
+    if span is not None:
+        trace.set_location(span.file, span.line, span)
+    return getattr(scalar, op)(t, *args)
 
 
 def unwrap(value: Any) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..nki.locate import assigned_name, caller_span
 from ..runtime.ascend import queues as model
+from .errors import missing
 from .memory import LocalTensor, unwrap
 
 
@@ -85,6 +86,9 @@ class TQue:
     def __repr__(self) -> str:
         return f"<TQue {self.model.name} {self.model.position}>"
 
+    def __getattr__(self, name: str) -> Any:
+        raise _absent("TQue", name)
+
 
 class TBuf:
     """`asc.TBuf(pos)`: a buffer without a queue (scratch space; no synchronisation)."""
@@ -98,6 +102,16 @@ class TBuf:
 
     def get_with_offset(self, size: Any, buf_offset: Any, dtype: Any = None) -> LocalTensor:
         return _local(self.model.get_with_offset(size, buf_offset, _dtype(dtype) or "float16"))
+
+    def alloc_tensor(self, dtype: Any = None) -> LocalTensor:
+        """pyasc's TBuf is a TQueBind without a queue: alloc_tensor is the whole buffer."""
+        return self.get(dtype)
+
+    def free_tensor(self, tensor: Any) -> None:
+        """A TBuf's buffer stays its own: nothing to give back, no event (no queue)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise _absent("TBuf", name)
 
     def __repr__(self) -> str:
         return f"<TBuf {self.model.name} {self.model.position}>"
@@ -124,3 +138,13 @@ class TPipe:
         """AscendC's Destroy: the buffers end with the kernel on apdsl."""
 
     reset = destroy
+
+    def __getattr__(self, name: str) -> Any:
+        raise _absent("TPipe", name)
+
+
+def _absent(owner: str, name: str) -> Exception:
+    """`obj.NAME` of a pyasc object apdsl lacks: APK660 at the user's line."""
+    if name.startswith("_"):
+        return AttributeError(name)
+    return missing(f"{owner}.{name}").replace(span=caller_span(3))

@@ -34,9 +34,17 @@ class AscProgram(PyProgram):
         kernels = self._kernels()
         if name is not None:
             return pick_kernel(self.file, list(kernels), name, self.KIND)
+        return pick_kernel(self.file, self._entries(), None, self.KIND)
+
+    def _entries(self) -> list[str]:
+        kernels = self._kernels()
         called = {n for k in kernels.values() for n in _names(k.fn.__code__)}
-        entries = [k for k in kernels if k not in called] or list(kernels)
-        return pick_kernel(self.file, entries, None, self.KIND)
+        return [k for k in kernels if k not in called] or list(kernels)
+
+    def kernels(self) -> list[Any]:
+        """The file's entry kernels (what `check` counts)."""
+        kernels = self._kernels()
+        return [kernels[k] for k in self._entries()]
 
     def is_ascend(self, kernel: str | None = None) -> bool:
         return True  # `--grid N` is N AI cores

@@ -17,6 +17,14 @@ Source tags (paths in aws-neuron/aws-neuron-sdk unless noted):
   CBOT       hicann/catlass docs/en/1_Practice/evaluation/bottleneck_analysis_and_optimization.md
   TBE        Huawei TBE guide, "compute units" (cube: a 16x16x16 fp16 product per execution)
   COPYAPI    AscendC Copy API (a vector repeat reads 256 contiguous bytes)
+  MMTUT      nki/tutorials/matrix_multiplication.rst at 61e24fff (2025-11): the four steps of the
+             matmul tutorial on trn1, [4096, 8192] @ [8192, 8192] bf16: 51.80, 42.96, 22.07,
+             6.97 ms.  Their DMA traffic (5.44, 4.43, 2.28, 0.74 GB) runs at 103-106 GB/s in all
+             four, whatever the run length (256 B to 4 KiB): a shared ceiling, not a per-run cost
+  CMMOPT     hicann/catlass docs/en/1_Practice/11_matmul_optimization.md (TileShape case 1)
+
+A figure "fitted to" published measurements names them; `bench/bench_calibration.py` compares the
+model with every one of them (SPEC section 14's calibration table).
 """
 
 from __future__ import annotations
@@ -56,8 +64,11 @@ _RUN_ASCEND = ("CMM: GM reads/writes whose row stride is not 512-byte aligned lo
 
 
 def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
-         gpsimd_ghz: float, dma_gbps: float, arch: str, fixed_src: str) -> dict[str, Figure]:
+         gpsimd_ghz: float, dma_gbps: float, arch: str, fixed_src: str,
+         hbm_gbps: float) -> dict[str, Figure]:
     later = name != "trn1"
+    later_note = "; assumption: the same on later NeuronCores" if later else ""
+    as_trn2 = "; assumption: as trn2" if name == "trn3" else ""
     return {
         "tensor_clock": _f(tensor_ghz, "GHz", f"{arch} engine table"),
         "vector_clock": _f(vector_ghz, "GHz", f"{arch} engine table"),
@@ -88,6 +99,36 @@ def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
                                   + ("" if name == "trn2" else "; assumption: as trn2"))}
            if later else {}),
         "dma_min_run": _f(512, "bytes", _RUN_NKI),
+        # the bandwidth every DMA of the NeuronCore shares (queues and engines alike): what its
+        # transfers together reach, below the engines' sum (DMAINTRO 272/368/528 GB/s)
+        "hbm_bandwidth": _f(hbm_gbps, "GB/s", _HBM[name]),
+        # a run longer than this is cut into several descriptors, spread over the engines (a
+        # contiguous HBM -> HBM copy uses all 16 engines, as a copy of the same bytes in rows)
+        "dma_max_descriptor": _f(65536, "bytes", "assumption: a descriptor moves at most 64 KiB "
+                                 "(DMABW: 4 KiB packets saturate an engine; no public maximum)"),
+        # small and dependent instructions (ARCH1 VectorE cost model; PERF Opt #5a): 100 cycles
+        # when the free size is well under 128, another 100 when the instruction waits for the
+        # output of the one before it on its engine.  The two add: a chain of dependent [P, 1]
+        # ScalarE instructions then costs 64 + 100 + 100 = 264 cycles, the 264 cycles (189 ns)
+        # PERF measured on NeuronCore-v2
+        "small_cycles": _f(100, "cycles", "ARCH1 VectorE cost model (N << 128: add ~100 "
+                           "cycles); PERF Opt #5a" + later_note),
+        "small_free_size": _f(64, "elements", "assumption: 'N << 128' (ARCH1) read as N < 64"),
+        "dependent_cycles": _f(100, "cycles", "ARCH1 VectorE cost model (each instruction "
+                               "depending on the previous one's output: add ~100 cycles); "
+                               "with small_cycles it gives PERF's measured 264 ScalarE cycles "
+                               "(189 ns) of a dependent [P, 1] chain" + later_note),
+        # Vector engine performance modes (ARCH2 "Vector Engine"): on NeuronCore-v3 a bf16/fp16
+        # tensor_copy or tensor_scalar SBUF -> SBUF, innermost dimension contiguous, runs 4x the
+        # v2 rate; 2x when not contiguous or one side is PSUM; tensor_tensor with both inputs in
+        # SBUF and every tile bf16/fp16 2x
+        **({"vector_mode_copy": _f(4, "x", f"{_MODES}: tensor_copy/tensor_scalar, bf16/fp16, "
+                                   "SBUF -> SBUF, innermost dimension contiguous" + as_trn2),
+            "vector_mode_other": _f(2, "x", f"{_MODES}: the same not contiguous or with PSUM"
+                                    + as_trn2),
+            "vector_mode_tensor_tensor": _f(2, "x", f"{_MODES}: tensor_tensor, both inputs "
+                                            "in SBUF, every tile bf16/fp16" + as_trn2)}
+           if later else {}),
         "dma_queues": _f(4, "queues", "assumption: 4 DMA queues in flight (DMAINTRO: 16 queue ids "
                          "per engine, round-robin; how many a kernel uses is the compiler's)"),
         "register_cycles": _f(64, "cycles", "assumption: a register load costs MIN_II on the "
@@ -95,16 +136,30 @@ def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
     }
 
 
+# The DMA bandwidth one NeuronCore's transfers share.  trn1: fitted to MMTUT, whose three
+# DMA-bound steps move 5.44, 4.43 and 2.28 GB in 51.80, 42.96 and 22.07 ms (104.9, 103.1,
+# 103.4 GB/s) and whose last step 0.74 GB in 6.97 ms (105.9 GB/s): 105 GB/s, 38.6% of the 272 GB/s
+# the 16 engines reach together (DMAINTRO).  Later targets: the same fraction of their engines'
+# aggregate (no published kernel-level figure).
+_HBM = {
+    "trn1": "fitted to MMTUT (the four matmul tutorial steps on trn1 move their bytes at "
+            "103-106 GB/s): 105 GB/s, 38.6% of the engines' 272 GB/s (DMAINTRO)",
+    "trn2": "assumption: trn1's fitted 38.6% (MMTUT) of the engines' 368 GB/s (DMAINTRO)",
+    "trn3": "assumption: trn1's fitted 38.6% (MMTUT) of the engines' 528 GB/s (DMAINTRO)",
+}
+
+_MODES = "ARCH2 Vector Engine performance modes (speed-up over the NeuronCore-v2 rate)"
+
 _TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
 
 _ASCEND_CLOCK = ("assumption: 1.8 GHz (no official clock; CBOT's 11.06 TOPS vector peak = "
                  "48 AIV x 128 fp16 x 1.8 GHz)")
 
 TABLE: dict[str, dict[str, Figure]] = {
-    "trn1": _nki("trn1", 2.8, 1.12, 1.4, 1.4, 17, "ARCH1", _TRN_FIXED),
-    "trn2": _nki("trn2", 2.4, 0.96, 1.2, 1.2, 23, "ARCH2", _TRN_FIXED),
+    "trn1": _nki("trn1", 2.8, 1.12, 1.4, 1.4, 17, "ARCH1", _TRN_FIXED, 105),
+    "trn2": _nki("trn2", 2.4, 0.96, 1.2, 1.2, 23, "ARCH2", _TRN_FIXED, 142),
     "trn3": _nki("trn3", 2.4, 1.2, 1.2, 1.2, 33, "ARCH3",
-                 _TRN_FIXED + "; assumption: the same on trn3"),
+                 _TRN_FIXED + "; assumption: the same on trn3", 204),
     "ascend-a2": {
         "clock": _f(1.8, "GHz", _ASCEND_CLOCK),
         "issue_cycles": _f(16, "cycles", "assumption: 16 cycles to issue any pipe instruction "
@@ -125,6 +180,10 @@ TABLE: dict[str, dict[str, Figure]] = {
                                "fractal); no public number"),
         "cube_int4_factor": _f(4, "x", "assumption: twice the int8 rate (no public number)"),
         "dma_min_run": _f(512, "bytes", _RUN_ASCEND),
+        # GM bandwidth of the chip, shared by every core's MTE2, MTE3 and FIX transfers (CBOT:
+        # MTE2 and MTE3 share it; its worked examples take ~1.8 TB/s)
+        "gm_bandwidth": _f(1800, "GB/s", "CBOT (chip GM bandwidth ~1.8 TB/s, shared by MTE2 "
+                           "and MTE3 of every core)"),
     },
 }
 

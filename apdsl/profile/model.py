@@ -4,7 +4,15 @@ lowered access pattern) -> where it runs and how long it takes, from `apdsl.prof
 Simple and monotone on purpose (SPEC section 14): time = fixed + bytes or work / throughput.
 DMA: a descriptor per contiguous run (the union of both sides' run boundaries on NKI, the GM
 side's on Ascend, where MTE2 and FIX reformat on chip), each run costing at least the 512-byte
-floor, spread over the DMA engines the SBUF side's partitions use.
+floor, spread over the DMA engines the SBUF side's partitions use (a run over 64 KiB is cut, so a
+contiguous HBM -> HBM copy spreads over every engine).  What the schedule adds: the bandwidth all
+transfers share (HBM on NKI, the chip's GM on Ascend: `Cost.shared_bytes`) and the overhead of an
+instruction that waits for the output of the one before it on its engine (`Cost.dependent_ns`).
+
+Compute engines: the free size of dst or the summed free sizes of the inputs, whichever is
+larger, a cycle an element (ARCH1); a `[P, 1]` operand (activation's scale and bias, the scalar
+operand of tensor_scalar) is read once per partition and costs nothing; the trn2 Vector
+performance modes; never under MIN_II, plus ~100 cycles for a small free size.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from math import ceil, gcd, prod
 from typing import Any
 
 from ..records import record
+from ..runtime.table import outputs
 from ..tensor import dtypes
 from ..tensor.lowering import AccessPattern
 from .costs import Figure, table
@@ -38,6 +47,9 @@ class Cost:
     run_bytes: int = 0
     dma_engines: int = 0
     fixed_ns: float = 0.0
+    shared_bytes: int = 0       # bytes through the bandwidth every transfer shares (HBM, GM)
+    dependent_ns: float = 0.0   # added when it waits for the previous instruction's output
+    flops: float = 0.0          # matmul work (2 K M N), for the FLOP rate the report gives
 
 
 def as_int(x: Any) -> int:
@@ -132,6 +144,9 @@ class Model:
         n = max(elements(ap) for ap in aps)
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
         desc = _descriptors(aps, n)
+        biggest = self.v("dma_max_descriptor")
+        if nbytes / desc > biggest:  # long runs are cut into descriptors the engines share
+            desc = ceil(nbytes / biggest)
         run = max(1, nbytes // desc)
         sbuf = [partitions(ap) for ap in aps if _onchip(ap)]
         per = int(self.v("dma_partitions_per_engine"))
@@ -139,30 +154,58 @@ class Model:
         engines = min(total, ceil(max(sbuf) / per)) if sbuf else total
         engines = max(1, min(engines, desc))
         per_run = max(run, self.v("dma_min_run")) / self.v("dma_engine_bandwidth")  # B / GB/s = ns
+        # HBM traffic: each HBM side reads or writes the bytes once
+        hbm = sum(1 for ap in aps if ap.buffer not in ("sbuf", "psum")) * nbytes
         return Cost("DMA", fixed + ceil(desc / engines) * per_run, nbytes, desc, run, engines,
-                    fixed)
+                    fixed, shared_bytes=hbm)
 
     def _nki_compute(self, op: str, piece: dict[str, AccessPattern], engine: str) -> Cost:
+        clock = self.v(f"{engine.lower()}_clock") if engine != "Sync" else self.v("scalar_clock")
         if engine == "Sync":
-            return Cost(engine, self.v("register_cycles") / self.v("scalar_clock"))
+            return Cost(engine, self.v("register_cycles") / clock)
         if cost_class(op) == "matmul" and "moving" in piece:
             mv = piece["moving"]
             n = elements(mv) // max(1, partitions(mv))
             factor = self.v("matmul_fp32_factor") if mv.dtype == "float32" else 1.0
             cycles = max(float(n), self.v("matmul_min_cycles")) * factor
-            return Cost(engine, cycles / self.v("tensor_clock"))
+            st = piece.get("stationary")
+            flops = 2.0 * elements(st) * n if st is not None else 0.0
+            return Cost(engine, cycles / clock, flops=flops)
+        written = outputs(op) or frozenset(("dst",))
         dst = piece.get("dst") or next(iter(piece.values()))
         free = elements(dst) // max(1, partitions(dst))
-        inputs = max(1, sum(1 for r in piece if r != "dst"))
+        # each input streams its free size through the engine (ARCH1: N cycles for one input,
+        # 2N for two); a [P, 1] operand is one value per partition, read once: free
+        ins = [ap for role, ap in piece.items() if role not in written]
+        streamed = sum(f for f in (elements(ap) // max(1, partitions(ap)) for ap in ins) if f > 1)
+        size = max(free, streamed)
         strided = any(_onchip(ap) and len(ap.pattern) > 1 and
                       abs(as_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
-        cycles = inputs * free / self.v("compute_elements_per_cycle")
+        rate = self.v("compute_elements_per_cycle") * self._mode(op, piece, engine, ins)
+        cycles = size / rate
         if strided:
             cycles *= self.v("strided_factor")
         cycles = max(cycles, self.v("compute_min_cycles"))
-        clock = self.v(f"{engine.lower()}_clock") if engine != "Tensor" else \
-            self.v("tensor_clock")
-        return Cost(engine, cycles / clock)
+        if max(free, max((elements(ap) // max(1, partitions(ap)) for ap in ins), default=0)) \
+                < self.v("small_free_size"):
+            cycles += self.v("small_cycles")
+        return Cost(engine, cycles / clock, dependent_ns=self.v("dependent_cycles") / clock)
+
+    def _mode(self, op: str, piece: dict[str, AccessPattern], engine: str,
+              ins: list[AccessPattern]) -> float:
+        """The Vector engine's performance mode speed-up (ARCH2): 1 when none applies."""
+        if engine != "Vector" or "vector_mode_copy" not in self.f:
+            return 1.0
+        aps = list(piece.values())
+        if not all(ap.dtype in ("bfloat16", "float16") for ap in aps):
+            return 1.0
+        in_sbuf = all(ap.buffer == "sbuf" for ap in aps)
+        contiguous = all(len(ap.pattern) < 2 or as_int(ap.pattern[-1][0]) == 1 for ap in aps)
+        if op in ("tensor_copy", "tensor_scalar"):
+            return self.v("vector_mode_copy" if in_sbuf and contiguous else "vector_mode_other")
+        if op == "tensor_tensor" and all(ap.buffer == "sbuf" for ap in ins):
+            return self.v("vector_mode_tensor_tensor")
+        return 1.0
 
     # -- Ascend -----------------------------------------------------------------------------
     def _ascend(self, op: str, piece: dict[str, AccessPattern], pipe: str) -> Cost:
@@ -177,7 +220,7 @@ class Model:
             rate = self.v("cube_fp16_macs") * {
                 "int8": self.v("cube_int8_factor"), "int4": self.v("cube_int4_factor"),
                 "float32": self.v("cube_fp32_factor")}.get(a.dtype, 1.0)
-            return Cost(pipe, (issue + macs / rate) / clock)
+            return Cost(pipe, (issue + macs / rate) / clock, flops=2.0 * macs)
         aps = list(piece.values())
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
         if cost != "dma":
@@ -191,7 +234,8 @@ class Model:
             desc = _descriptors([side], elements(side))
             run = max(1, elements(side) * _bits(side) // 8 // desc)
             cycles = desc * max(run, self.v("dma_min_run")) / self.v("gm_bytes_per_cycle")
-            return Cost(pipe, (issue + cycles) / clock, nbytes, desc, run, 1, issue / clock)
+            return Cost(pipe, (issue + cycles) / clock, nbytes, desc, run, 1, issue / clock,
+                        shared_bytes=elements(side) * _bits(side) // 8)
         rate = {"MTE1": "mte1_bytes_per_cycle", "FIX": "l0c_l1_bytes_per_cycle"}.get(
             pipe, "vector_bytes_per_cycle")
         return Cost(pipe, (issue + nbytes / self.v(rate)) / clock, nbytes, 1, nbytes, 1,
@@ -204,3 +248,4 @@ def cost_class(op: str) -> str:
     from ..runtime.table import TABLE
     entry = TABLE.get(op)
     return "vector" if entry is None else entry.cost
+

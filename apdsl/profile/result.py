@@ -125,6 +125,50 @@ class ProfileResult:
             e["short"] = e["run_bytes"] < SHORT_RUN
         return out
 
+    def rates(self) -> dict[str, Any]:
+        """Achieved FLOP/s and bytes/s over the whole run, against the target's peaks (MFU: the
+        matmul work over the peak of the cores the run used; MBU: the bytes through HBM or GM over
+        the peak bandwidth).  Estimates, as everything else here."""
+        from .costs import table
+        f = table(self.target)
+        flops = sum(s.cost.flops for s in self.slots)
+        moved = sum(s.cost.shared_bytes for s in self.slots)
+        secs = self.total_ns * 1e-9
+        if "tensor_clock" in f:  # NKI: one NeuronCore; the bf16 rate of a 128 x 128 array
+            peak_flops = 2 * 128 * 128 * f["tensor_clock"].value * 1e9
+            peak_bytes = f["dma_engines"].value * f["dma_engine_bandwidth"].value * 1e9
+            bytes_peak_of = "the DMA engines' aggregate"
+        else:  # Ascend: every cube core the launch used
+            cores = len({t.split(": ")[0] for t in self.busy_ns if ": " in t
+                         and t.endswith(": M") and self.busy_ns[t] > 0}) or 1
+            peak_flops = 2 * f["cube_fp16_macs"].value * f["clock"].value * 1e9 * cores
+            peak_bytes = f["gm_bandwidth"].value * 1e9
+            bytes_peak_of = "the chip's GM"
+        flop_rate = flops / secs if secs else 0.0
+        byte_rate = moved / secs if secs else 0.0
+        return {"flops": flops, "flop_per_s": flop_rate, "peak_flop_per_s": peak_flops,
+                "mfu": flop_rate / peak_flops if peak_flops else 0.0,
+                "bytes": moved, "bytes_per_s": byte_rate, "peak_bytes_per_s": peak_bytes,
+                "mbu": byte_rate / peak_bytes if peak_bytes else 0.0,
+                "bytes_peak_of": bytes_peak_of}
+
+    def instructions(self) -> list[dict[str, Any]]:
+        """Every scheduled hardware instruction, in program order: op, name, source line, track,
+        start and end (ns), and for a DMA its bytes and descriptors."""
+        out = []
+        for s in self.slots:
+            e: dict[str, Any] = {"op": s.op, "name": s.name, "where": _where(s),
+                                 "track": s.track, "start_ns": s.start, "end_ns": s.end}
+            if s.piece[1] > 1:
+                e["piece"] = list(s.piece)
+            if s.cost.descriptors:
+                e["bytes"] = s.cost.bytes
+                e["descriptors"] = s.cost.descriptors
+            if s.cost.flops:
+                e["flops"] = s.cost.flops
+            out.append(e)
+        return out
+
     def path_summary(self) -> dict[str, Any]:
         """The critical path: its instructions, and per track the time it adds to the path
         (the part of each instruction after the previous one on the path ended: they sum to
@@ -157,6 +201,8 @@ class ProfileResult:
             "critical_path": self.path_summary(),
             "top": self.top(),
             "dmas": self.dmas(),
+            "rates": self.rates(),
+            "scheduled": self.instructions(),
             "notes": self.notes,
             "cost_model": as_json(self.target),
         }
@@ -168,6 +214,14 @@ class ProfileResult:
         lines.append("estimated busy time per engine:")
         for t, b in self.busy_ns.items():
             lines.append(f"  {t:<8} {_us(b):>14}  {100 * self.utilisation(t):5.1f}%")
+        r = self.rates()
+        lines.append("")
+        lines.append(f"estimated rates: {r['flop_per_s'] / 1e12:.2f} TFLOP/s of matmul "
+                     f"({100 * r['mfu']:.1f}% of the {r['peak_flop_per_s'] / 1e12:.1f} TFLOP/s "
+                     f"peak, MFU), {r['bytes_per_s'] / 1e9:.1f} GB/s through "
+                     f"{'HBM' if 'DMA' in r['bytes_peak_of'] else 'GM'} "
+                     f"({100 * r['mbu']:.1f}% of {r['bytes_peak_of']} "
+                     f"{r['peak_bytes_per_s'] / 1e9:.0f} GB/s, MBU)")
         p = self.path_summary()
         lines.append("")
         lines.append(f"estimated critical path: {p['instructions']} instructions, "

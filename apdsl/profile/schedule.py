@@ -108,6 +108,13 @@ class Scheduler:
         self.queues = [f"DMA q{i}" for i in range(nq)]
         ne = int(model.f["dma_engines"].value) if "dma_engines" in model.f else 0
         self.dma_engines: list[list[tuple[float, float, int]]] = [[] for _ in range(ne)]
+        # the bandwidth every transfer shares (NKI: HBM; Ascend: the chip's GM, all cores), in
+        # bytes/ns, and when it is taken: a transfer of b shared bytes holds it b / rate ns
+        # somewhere between its start and its end, so no stretch of time carries more bytes
+        # than the rate allows, and a transfer alone is not slowed
+        key = "hbm_bandwidth" if "hbm_bandwidth" in model.f else "gm_bandwidth"
+        self.shared_rate = model.f[key].value if key in model.f else 0.0
+        self.shared = Timeline()
         # storage key -> ([(footprint, end, slot)] writes, [...] reads)
         self.accesses: dict[Any, tuple[list, list]] = {}
         self._costs: dict[tuple, Cost] = {}
@@ -202,6 +209,8 @@ class Scheduler:
                 if free_at > start:
                     start, pred = free_at, last
                 end = start + cost.ns
+                if cost.shared_bytes and self.shared_rate:
+                    end = self._share(start, end, cost.shared_bytes)
                 rows = self.table.rows
                 n = len(rows)
                 self.free[track] = latest = (end, n)
@@ -269,6 +278,8 @@ class Scheduler:
             if free_at > ready:
                 ready, pred = free_at, last
             end = ready + cost.ns
+            if cost.shared_bytes and self.shared_rate:
+                end = self._share(ready, end, cost.shared_bytes)
             index = len(rows)
             free[track] = (end, index)
             if end > self.last_end[0]:
@@ -288,6 +299,9 @@ class Scheduler:
         index = len(self.table.rows)
         ready, pred = 0.0, -1
         touched = []
+        # the instruction its engine ran last: reading its output costs the dependent overhead
+        previous = self.free.get(cost.engine, _IDLE)[1] if cost.dependent_ns else -2
+        dependent = False
         for role, ap in piece.items():
             key = keys.get(role, (ap.tensor, ap.buffer))
             fp = self._footprints.get(id(ap))
@@ -297,8 +311,11 @@ class Scheduler:
             writes, reads = self.accesses.setdefault(key, ([], []))
             for other in (writes, reads) if write else (writes,):
                 for ofp, end, slot in other:
-                    if end > ready and _overlap(fp, ofp):
-                        ready, pred = end, slot
+                    if _overlap(fp, ofp):
+                        if end > ready:
+                            ready, pred = end, slot
+                        if slot == previous and not write:
+                            dependent = True
             touched.append((writes, reads, fp, write))
         if self.serial_order and self.last_end[0] > ready:
             ready, pred = self.last_end
@@ -309,21 +326,26 @@ class Scheduler:
         if free_at > ready:
             ready, pred = free_at, last
         start = ready
-        end = start + cost.ns
+        end = start + cost.ns + (cost.dependent_ns if dependent else 0.0)
         if cost.engine == "DMA" and self.dma_engines:
             # the transfer waits for the DMA engines it spreads over (shared by the queues);
-            # an engine idle between earlier-issued transfers takes it in the gap
+            # an engine idle between earlier-issued transfers takes it in the gap.  An engine
+            # runs one transfer at a time (ARCH1), so it is held until the transfer ends, later
+            # than its own rate allows when the shared bandwidth holds it back
             k = max(1, min(cost.dma_engines, len(self.dma_engines)))
-            t0, chosen, waited = self._engines(start + cost.fixed_ns, cost.ns - cost.fixed_ns, k)
+            t0, chosen, waited, end = self._transfer(start + cost.fixed_ns,
+                                                     cost.ns - cost.fixed_ns, k,
+                                                     cost.shared_bytes)
             if waited >= 0:
                 # its engines were busy with an earlier transfer: it starts its fixed latency
                 # (setup, semaphore to start: DMABW) so that the latency ends as they come
                 # free, under that transfer, and its queue is not shown busy while it waits
                 pred = waited
                 start = t0 - cost.fixed_ns
-            end = t0 + cost.ns - cost.fixed_ns
             for e in chosen:
                 insort(self.dma_engines[e], (t0, end, index))
+        elif cost.shared_bytes and self.shared_rate:
+            end = self._share(start + cost.fixed_ns, end, cost.shared_bytes)
         self.free[track] = (end, index)
         if end > self.last_end[0]:
             self.last_end = (end, index)
@@ -336,6 +358,34 @@ class Scheduler:
                 reads.append((fp, end, index))
         self.table.rows.append((index, rec_index, i, n, op, name, location, track, start, end,
                                 ref[1], ref[0], pred))
+
+    def _transfer(self, t: float, dur: float, k: int, nbytes: int
+                  ) -> tuple[float, list[int], int, float]:
+        """When a DMA's transfer of `dur` ns on `k` engines, moving `nbytes` through the shared
+        bandwidth, starts (>= t), on which engines, the transfer it waited for, and when it
+        ends: its engines are held from start to end, the shared bandwidth for its bytes'
+        share somewhere in between."""
+        need = nbytes / self.shared_rate if nbytes and self.shared_rate else 0.0
+        held = dur
+        for _ in range(8):  # (the engines' gap and the bandwidth's agree within a few rounds)
+            t0, chosen, waited = self._engines(t, held, k)
+            at = self.shared.peek(t0, need) if need else t0
+            end = max(t0 + dur, at + need)
+            if end - t0 <= held + 1e-9:
+                break
+            held = end - t0
+        if need:
+            at = self.shared.take(t0, need)
+            end = max(end, at + need)
+        return t0, chosen, waited, end
+
+    def _share(self, start: float, end: float, nbytes: int) -> float:
+        """The end of a transfer moving `nbytes` through the shared bandwidth, which would end
+        at `end` on its own engines or pipe, having started at `start`: it holds the shared
+        bandwidth for nbytes / rate ns at the first time from `start` it is free that long."""
+        need = nbytes / self.shared_rate
+        at = self.shared.take(start, need)
+        return max(end, at + need)
 
     @property
     def slots(self) -> list[Slot]:
@@ -353,6 +403,50 @@ def core_prefix(world: Any, base: int) -> str:
     if getattr(world, "cores", 1) <= 1:
         return ""
     return f"{world.name(base)}: "
+
+
+class Timeline:
+    """When a shared resource is held: disjoint busy intervals, sorted, neighbours merged (a
+    saturated stretch is one interval, so finding a gap stays cheap however many transfers
+    held it)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def _find(self, t: float, need: float) -> tuple[float, int]:
+        """The earliest time >= t the resource is free for `need` ns, and the index of the
+        first interval after it."""
+        starts, ends = self.starts, self.ends
+        i = bisect_left(ends, t)  # the first interval ending at or after t
+        while i < len(starts) and starts[i] < t + need:
+            t = max(t, ends[i])
+            i += 1
+        return t, i
+
+    def peek(self, t: float, need: float) -> float:
+        """When `take(t, need)` would hold the resource (nothing held)."""
+        return self._find(t, need)[0]
+
+    def take(self, t: float, need: float) -> float:
+        """Hold the resource for `need` ns at the earliest time >= t it is free that long;
+        return that time."""
+        starts, ends = self.starts, self.ends
+        t, i = self._find(t, need)
+        # [t, t + need] lies between interval i - 1 (ending <= t) and interval i
+        merge_left = i > 0 and ends[i - 1] >= t - 1e-9
+        merge_right = i < len(starts) and starts[i] <= t + need + 1e-9
+        if merge_left and merge_right:
+            ends[i - 1] = ends[i]
+            del starts[i], ends[i]
+        elif merge_left:
+            ends[i - 1] = t + need
+        elif merge_right:
+            starts[i] = t
+        else:
+            starts.insert(i, t)
+            ends.insert(i, t + need)
+        return t
 
 
 _IDLE = (0.0, -1)  # a track that has run nothing yet: free from 0, after no slot

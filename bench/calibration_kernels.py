@@ -1,0 +1,167 @@
+"""The NKI kernels of SPEC section 14's calibration table, written for apdsl.
+
+Each follows the algorithm of the kernel whose time was published -- the loops, tile shapes and
+transfers of the matrix-multiplication tutorial's four steps (aws-neuron-sdk
+nki/tutorials/matrix_multiplication.rst, the revision with the 51.80 / 42.96 / 22.07 / 6.97 ms
+table), the DMA overview's first example and the performance guide's chain of small dependent
+ScalarE instructions -- in the current `nki.isa` spelling (`dst=` everywhere).
+`bench/bench_calibration.py` profiles them.  Every kernel takes `lhsT` [K, M] and `rhs` [K, N]
+(or its one input) and returns its result, so each also runs (and is checked against NumPy) at
+small sizes in tests/test_calibration.py.
+"""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+TM, TK, TN = 128, 128, 512  # a matmul tile: stationary 128 x 128, moving 128 x 512
+
+
+@nki.jit
+def tiled(lhsT, rhs):
+    """Step 0: every 128 x 128 x 512 product loads both of its tiles."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // TM):
+        for n in nl.affine_range(N // TN):
+            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a, src=lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+                nisa.dma_copy(dst=b, src=rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+            res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], src=res)
+    return out
+
+
+@nki.jit
+def hoisted(lhsT, rhs):
+    """Step 1: a row of lhsT tiles loaded once per m, a column of rhs tiles once per (m, n)."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    KT = K // TK
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    # the rhs column is double-buffered (two of 64 KiB a partition), as the compiler does
+    bs = [nl.ndarray((TK, KT, TN), dtype=rhs.dtype, buffer=nl.sbuf) for _ in range(2)]
+    for m in nl.affine_range(M // TM):
+        a = nl.ndarray((TK, KT, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(KT):
+            nisa.dma_copy(dst=a[:, k, :], src=lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+        for n in nl.affine_range(N // TN):
+            b = bs[n % 2]
+            for k in nl.affine_range(KT):
+                nisa.dma_copy(dst=b[:, k, :], src=rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(KT):
+                nisa.nc_matmul(dst=acc, stationary=a[:, k, :], moving=b[:, k, :])
+            res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], src=res)
+    return out
+
+
+@nki.jit
+def blocked(lhsT, rhs):
+    """Step 2: blocks of 2 x 2 tiles in M and N, each block's tiles loaded once."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    KT, BM, BN = K // TK, 2, 2
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    # the blocks take 160 KiB of a partition's 192 (rhs 128, lhsT 32): one buffer each, reused
+    b = nl.ndarray((TK, BN, KT, TN), dtype=rhs.dtype, buffer=nl.sbuf)
+    a = nl.ndarray((TK, BM, KT, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+    for m in nl.affine_range(M // (TM * BM)):
+        for bm in nl.affine_range(BM):
+            for k in nl.affine_range(KT):
+                col = (m * BM + bm) * TM
+                nisa.dma_copy(dst=a[:, bm, k, :], src=lhsT[k * TK:(k + 1) * TK, col:col + TM])
+        for n in nl.affine_range(N // (TN * BN)):
+            for bn in nl.affine_range(BN):
+                for k in nl.affine_range(KT):
+                    col = (n * BN + bn) * TN
+                    nisa.dma_copy(dst=b[:, bn, k, :], src=rhs[k * TK:(k + 1) * TK, col:col + TN])
+            for bm in nl.affine_range(BM):
+                for bn in nl.affine_range(BN):
+                    acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+                    for k in nl.affine_range(KT):
+                        nisa.nc_matmul(dst=acc, stationary=a[:, bm, k, :], moving=b[:, bn, k, :])
+                    res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
+                    nisa.tensor_copy(dst=res, src=acc)
+                    row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
+                    nisa.dma_copy(dst=out[row:row + TM, col:col + TN], src=res)
+    return out
+
+
+@nki.jit
+def optimised(lhsT, rhs):
+    """Step 3: blocks of 16 x 2 x 8 tiles (M, N, K); each block's products accumulate in PSUM
+    and then into an SBUF result that stays for the whole K; results leave through one packed
+    [128, 1024] store per row of tiles."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    BM, BN, BK = 16, 2, 8
+    NM, NN, NK = M // (TM * BM), N // (TN * BN), K // (TK * BK)
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for n in nl.affine_range(NN):
+        acc = nl.ndarray((TM, NM * BM * BN, TN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        for k in nl.sequential_range(NK):
+            b = nl.ndarray((TK, BK, TN * BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for bk in nl.affine_range(BK):
+                row = (k * BK + bk) * TK
+                nisa.dma_copy(dst=b[:, bk, :], src=rhs[row:row + TK, n * TN * BN:(n + 1) * TN * BN])
+            for m in nl.affine_range(NM):
+                a = nl.ndarray((TK, BK, TM * BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                for bk in nl.affine_range(BK):
+                    row = (k * BK + bk) * TK
+                    nisa.dma_copy(dst=a[:, bk, :],
+                                  src=lhsT[row:row + TK, m * TM * BM:(m + 1) * TM * BM])
+                for bn in nl.affine_range(BN):
+                    for bm in nl.affine_range(BM):
+                        part = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+                        for bk in nl.affine_range(BK):
+                            nisa.nc_matmul(dst=part, stationary=a[:, bk, bm * TM:(bm + 1) * TM],
+                                           moving=b[:, bk, bn * TN:(bn + 1) * TN])
+                        t = (m * BM + bm) * BN + bn
+                        nisa.tensor_tensor(dst=acc[:, t, :], data1=acc[:, t, :], data2=part,
+                                           op=nl.add)
+        for m in nl.affine_range(NM):
+            for bm in nl.affine_range(BM):
+                packed = nl.ndarray((TM, TN * BN), dtype=out.dtype, buffer=nl.sbuf)
+                for bn in nl.affine_range(BN):
+                    nisa.tensor_copy(dst=packed[:, bn * TN:(bn + 1) * TN],
+                                     src=acc[:, (m * BM + bm) * BN + bn, :])
+                row = (m * BM + bm) * TM
+                nisa.dma_copy(dst=out[row:row + TM, n * TN * BN:(n + 1) * TN * BN], src=packed)
+    return out
+
+
+@nki.jit
+def dma_example(a):
+    """The DMA overview's example 1: one [4, 4096] bf16 HBM -> SBUF transfer (one DMA engine:
+    four partitions), then back."""
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def scalar_chain(x):
+    """The performance guide's small dependent instructions: a chain of activations (identity
+    with scale and bias, as `tensor_scalar` multiply-add) on one element per partition, each
+    reading the one before's output."""
+    t = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    u = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    for _ in nl.sequential_range(32):
+        nisa.activation(dst=u, op=nl.copy, data=t, scale=0.5, bias=None)
+        nisa.activation(dst=t, op=nl.copy, data=u, scale=2.0, bias=None)
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out

@@ -3,8 +3,11 @@ chrome://tracing open): one thread per engine, DMA queue or pipe, named by metad
 one complete ("X") event per instruction, named by its op and source line, with its operands'
 access patterns as arguments.  An Ascend kernel's events are flow arrows: from the last
 instruction the set's pipe issued before `set_flag` to the first one the wait's pipe issues
-after `wait_flag` (the happens-before edges the schedule follows).  Times are microseconds, as
-the format wants."""
+after `wait_flag` (the happens-before edges the schedule follows); an NKI kernel's data
+dependencies are flow arrows from each instruction to the ones that read its output.  A flow
+event binds to the slice that encloses its time on its thread (Perfetto's model), so each end
+of an arrow lies strictly inside its slice: the start just before its source ends, the finish
+just after its destination starts.  Times are microseconds, as the format wants."""
 
 from __future__ import annotations
 
@@ -57,13 +60,14 @@ def events(p: ProfileResult) -> dict[str, Any]:
                     "ts": s.start / 1000, "dur": (s.end - s.start) / 1000,
                     "pid": pid[s.track], "tid": tid[s.track], "args": args})
     out.extend(_flows(p, tid, pid))
+    out.extend(_data_flows(p, tid, pid, len(out)))
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "otherData": {"estimate": True, "target": p.target, "total_ns": p.total_ns}}
 
 
 def _flows(p: ProfileResult, tid: dict[str, int], pid: dict[str, int]) -> list[dict[str, Any]]:
-    """Flow events ("s" at the source slot's end, "f" at the destination slot's start), one
-    per wait_flag that is followed by an instruction on its pipe."""
+    """Flow events (`_arrow`), one per wait_flag that is followed by an instruction on its
+    pipe."""
     trace = getattr(p, "_trace", None)
     rows = trace.rows if trace is not None else ()
     by_record: dict[int, list[Any]] = {}
@@ -88,11 +92,35 @@ def _flows(p: ProfileResult, tid: dict[str, int], pid: dict[str, int]) -> list[d
             continue
         first = min(slots, key=lambda s: s.start)
         for src, name in waiting.pop(first.track, ()):
-            n = len(out) // 2
-            out.append({"ph": "s", "id": n, "name": name, "cat": "event",
-                        "pid": pid[src.track], "tid": tid[src.track], "ts": src.end / 1000})
-            out.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "event",
-                        "pid": pid[first.track], "tid": tid[first.track],
-                        "ts": first.start / 1000})
+            out.extend(_arrow(len(out) // 2, name, "event", src, first, tid, pid))
         last[first.track] = max(slots, key=lambda s: s.end)
     return out
+
+
+def _data_flows(p: ProfileResult, tid: dict[str, int], pid: dict[str, int], first_id: int
+                ) -> list[dict[str, Any]]:
+    """An NKI kernel's data dependencies: an arrow from each instruction to every later one
+    that reads what it wrote."""
+    out: list[dict[str, Any]] = []
+    slots = p.slots
+    for i, producers in sorted(p.producers.items()):
+        for j in producers:
+            out.extend(_arrow(first_id + len(out) // 2, "data", "dependency", slots[j],
+                              slots[i], tid, pid))
+    return out
+
+
+# how far inside its slice an arrow's end lies (us): 1 ns, or half a shorter slice
+_INSIDE_US = 0.001
+
+
+def _arrow(n: int, name: str, cat: str, src: Any, dst: Any, tid: dict[str, int],
+           pid: dict[str, int]) -> list[dict[str, Any]]:
+    """A flow arrow from slot `src` to slot `dst`: its start just before src ends, its finish
+    just after dst starts, each strictly inside its slice."""
+    a = src.end / 1000 - min(_INSIDE_US, (src.end - src.start) / 2000)
+    b = dst.start / 1000 + min(_INSIDE_US, (dst.end - dst.start) / 2000)
+    return [{"ph": "s", "id": n, "name": name, "cat": cat, "pid": pid[src.track],
+             "tid": tid[src.track], "ts": a},
+            {"ph": "f", "bp": "e", "id": n, "name": name, "cat": cat, "pid": pid[dst.track],
+             "tid": tid[dst.track], "ts": b}]

@@ -43,8 +43,11 @@ class ProfileResult:
         self.kernel = kernel
         self.notes = list(notes or [])
         busy: dict[str, float] = {t: 0.0 for t in tracks}
+        # NKI: slot index -> the slots whose output it reads (drawn as flow arrows)
+        self.producers: dict[int, tuple[int, ...]] = {}
         if isinstance(slots, SlotTable):  # the schedule's rows: slots made when read
             self._table, self._slots = slots, None
+            self.producers = slots.producers
             rows = slots.rows
             # (a row: index, record, i, n, op, name, location, track, start, end, ...)
             self.total_ns = max((r[9] for r in rows), default=0.0)

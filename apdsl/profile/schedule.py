@@ -302,6 +302,7 @@ class Scheduler:
         # the instruction its engine ran last: reading its output costs the dependent overhead
         previous = self.free.get(cost.engine, _IDLE)[1] if cost.dependent_ns else -2
         dependent = False
+        producers: list[int] = []  # the slots whose output it reads (the trace's flow arrows)
         for role, ap in piece.items():
             key = keys.get(role, (ap.tensor, ap.buffer))
             fp = self._footprints.get(id(ap))
@@ -314,8 +315,9 @@ class Scheduler:
                     if _overlap(fp, ofp):
                         if end > ready:
                             ready, pred = end, slot
-                        if slot == previous and not write:
-                            dependent = True
+                        if not write:
+                            producers.append(slot)
+                            dependent = dependent or slot == previous
             touched.append((writes, reads, fp, write))
         if self.serial_order and self.last_end[0] > ready:
             ready, pred = self.last_end
@@ -356,6 +358,8 @@ class Scheduler:
                 writes.append((fp, end, index))
             else:
                 reads.append((fp, end, index))
+        if producers:
+            self.table.producers[index] = tuple(sorted(set(producers)))
         self.table.rows.append((index, rec_index, i, n, op, name, location, track, start, end,
                                 ref[1], ref[0], pred))
 
@@ -478,6 +482,8 @@ class SlotTable:
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.objects: list[Any] = []  # each a `Cost` or a piece's operands, by index (`ref`)
+        # NKI: slot -> the slots that wrote what it reads (its data dependencies)
+        self.producers: dict[int, tuple[int, ...]] = {}
         self._refs: dict[int, int] = {}  # id -> index (the list keeps each object alive)
         self._made: list[Slot] = []
         self._some: dict[int, Slot] = {}  # slots read one by one before `slots()`

@@ -1,0 +1,307 @@
+"""The calibrated cost model (SPEC section 14): what each part of it does, that no estimate
+exceeds a physical limit, and the calibration rows that are quick enough for the suite.
+
+The oracles: the documented figures themselves (the cost table's peaks and rates), the
+kernels' results against NumPy, and relations that hold whatever the numbers (a free [P, 1]
+operand costs nothing; a contiguous copy is not slower than the same bytes in rows)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import apdsl
+from apdsl.profile import costs
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_calibration  # noqa: E402
+
+
+def _profile(source: str, target: str = "trn2", **inputs):
+    with apdsl.target(target):
+        return apdsl.profile(source, inputs=inputs or None)
+
+
+def _one(source: str, op: str, target: str = "trn2"):
+    (slot,) = [s for s in _profile(source, target).slots if s.op == op]
+    return slot.end - slot.start
+
+
+# -- the parts of the model -------------------------------------------------------------------
+
+ACT = """\
+kernel k(X: f32[128, 512] @ hbm) -> f32[128, 512] @ hbm:
+    x: f32[128, 512] @ sbuf
+    s: f32[128, 1] @ sbuf
+    y: f32[128, 512] @ sbuf
+    dma_copy(dst=x, src=X)
+    dma_copy(dst=s, src=X[:, 0:1])
+    {call}
+    out = ndarray((128, 512), f32, hbm)
+    dma_copy(dst=out, src=y)
+    return out
+"""
+
+
+def test_a_p1_scale_or_operand_is_free():
+    """ScalarE reads scale and bias for free; tensor_scalar's [P, 1] operand is one value a
+    partition (ARCH1): neither is charged the free size of dst."""
+    plain = _one(ACT.format(call="nisa.activation(dst=y, op=nl.exp, data=x, scale=2.0)"),
+                 "activation")
+    scaled = _one(ACT.format(call="nisa.activation(dst=y, op=nl.exp, data=x, scale=s, bias=s)"),
+                  "activation")
+    assert scaled == pytest.approx(plain)
+    imm = _one(ACT.format(call="nisa.tensor_scalar(dst=y, data=x, op0=nl.add, operand0=1.0)"),
+               "tensor_scalar")
+    col = _one(ACT.format(call="nisa.tensor_scalar(dst=y, data=x, op0=nl.add, operand0=s)"),
+               "tensor_scalar")
+    assert col == pytest.approx(imm)
+    two = _one(ACT.format(call="nisa.tensor_tensor(dst=y, data1=x, data2=x, op=nl.add)"),
+               "tensor_tensor")
+    assert two == pytest.approx(2 * imm)  # two streamed inputs: 2N (ARCH1)
+
+
+COPY = """\
+kernel k(X: f32[2048, 128] @ hbm) -> f32[2048, 128] @ hbm:
+    out = ndarray((2048, 128), f32, hbm)
+    dma_copy(dst=out{dst}, src=X{src})
+    return out
+"""
+
+
+def test_a_contiguous_hbm_copy_is_not_slower_than_the_same_bytes_in_rows():
+    """One contiguous 1 MiB run is cut into descriptors the 16 engines share; the same bytes as
+    2,048 rows of 512 B take the same engines.  (It was 16x slower: one descriptor, one
+    engine.)"""
+    whole = _one(COPY.format(dst="", src=""), "dma_copy")
+    rows = _one(COPY.format(dst="[:, 0:128]", src="[:, 0:128]"), "dma_copy")
+    strided = _one(COPY.format(dst="[:, 0:64]", src="[:, 0:64]"), "dma_copy")
+    assert whole <= rows * 1.01
+    assert strided > whole / 2  # half the bytes in 256 B rows: not cheaper per byte
+
+
+MODES = """\
+kernel k(X: {dt}[128, 1024] @ hbm) -> {dt}[128, 512] @ hbm:
+    x: {dt}[128, 1024] @ sbuf
+    y: {dt}[128, 512] @ sbuf
+    dma_copy(dst=x, src=X)
+    tensor_copy(dst=y, src=x[:, {cols}], engine="vector")
+    out = ndarray((128, 512), {dt}, hbm)
+    dma_copy(dst=out, src=y)
+    return out
+"""
+
+
+def test_the_vector_engine_performance_modes():
+    """ARCH2: on trn2 a bf16 SBUF -> SBUF tensor_copy, innermost dimension contiguous, runs 4x
+    the v2 rate, 2x when not contiguous; fp32 and trn1 have no mode."""
+    def t(dt, cols="0:512", target="trn2"):
+        return _one(MODES.format(dt=dt, cols=cols), "tensor_copy", target)
+    fp32, bf16 = t("f32"), t("bf16")
+    assert fp32 == pytest.approx(4 * bf16)
+    assert t("bf16", "0:1024:2") == pytest.approx(fp32 / 2)
+    assert t("bf16", target="trn1") == pytest.approx(t("f32", target="trn1"))
+
+
+CHAIN = """\
+kernel k(X: f32[128, 8] @ hbm) -> f32[128, 8] @ hbm:
+    t: f32[128, 8] @ sbuf
+    dma_copy(dst=t, src=X)
+{body}
+    out = ndarray((128, 8), f32, hbm)
+    dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def _ii(body: str) -> float:
+    acts = [s for s in _profile(CHAIN.format(body=body), "trn1").slots
+            if s.op == "activation"]
+    return (acts[-1].start - acts[1].start) / (len(acts) - 2)  # from the second: steady
+
+
+def test_small_and_dependent_instructions_pay_their_overheads():
+    """ARCH1/PERF: ~100 cycles for a tiny free size, ~100 more when each instruction reads the
+    output of the one before it: 64 + 100 + 100 = 264 ScalarE cycles, the guide's 189 ns."""
+    f = costs.table("trn1")
+    cycle = 1 / f["scalar_clock"].value
+    chain = "\n".join("    nisa.activation(dst=t[:, 0:1], op=nl.exp, data=t[:, 0:1])"
+                      for _ in range(16))
+    assert _ii(chain) == pytest.approx(264 * cycle)
+    # each reads a column the one before it did not write: no dependent overhead
+    independent = "\n".join(f"    nisa.activation(dst=t[:, {(i % 4) + 4}:{(i % 4) + 5}], "
+                            f"op=nl.exp, data=t[:, {i % 4}:{i % 4 + 1}])" for i in range(16))
+    assert _ii(independent) == pytest.approx(164 * cycle)
+
+
+# -- no estimate exceeds a peak ---------------------------------------------------------------
+
+_HEAD = """\
+kernel k(X: bf16[1024, 1024] @ hbm) -> bf16[1024, 1024] @ hbm:
+    OUT = ndarray((1024, 1024), bf16, hbm)
+    a: bf16[128, 1024] @ sbuf
+    b: bf16[128, 1024] @ sbuf
+    P: f32[128, 512] @ psum
+    dma_copy(dst=a, src=X[0:128, :])
+    dma_copy(dst=b, src=X[128:256, :])
+    memset(dst=P, value=0.0)
+"""
+
+
+@st.composite
+def _step(draw) -> str:
+    kind = draw(st.sampled_from(["load", "load", "store", "hbm", "mm", "mm", "evict", "vec"]))
+    t = draw(st.sampled_from("ab"))
+    w = draw(st.sampled_from([1, 64, 512, 1024]))
+    r = draw(st.sampled_from([0, 128, 512, 896]))
+    p = draw(st.sampled_from([4, 32, 128]))
+    if kind == "load":
+        return f"dma_copy(dst={t}[0:{p}, 0:{w}], src=X[{r}:{r + p}, 0:{w}])"
+    if kind == "store":
+        return f"dma_copy(dst=OUT[{r}:{r + p}, 0:{w}], src={t}[0:{p}, 0:{w}])"
+    if kind == "hbm":
+        n = draw(st.sampled_from([1, 16, 128]))
+        return f"dma_copy(dst=OUT[{r}:{r + n}, :], src=X[{r}:{r + n}, :])"
+    if kind == "mm":
+        n = draw(st.sampled_from([64, 512]))
+        return (f"nc_matmul(dst=P[:, 0:{n}], stationary=a[:, 0:128], moving=b[:, 0:{n}], "
+                "accumulate=False)")
+    if kind == "evict":
+        return f"tensor_copy(dst={t}[:, 0:512], src=P)"
+    return f"nisa.tensor_tensor(dst={t}[:, 0:{w}], data1=a[:, 0:{w}], data2=b[:, 0:{w}], op=nl.add)"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["trn1", "trn2", "trn3"]), st.lists(_step(), min_size=1, max_size=12))
+def test_no_estimate_exceeds_a_peak(target, steps):
+    source = _HEAD + "".join(f"    {s}\n" for s in steps) + "    return OUT\n"
+    p = _profile(source, target)
+    f = costs.table(target)
+    engine_rate = f["dma_engine_bandwidth"].value  # bytes/ns
+    matmul_peak = 2 * 128 * 128 * f["tensor_clock"].value  # FLOP/ns, bf16
+    shared = f["hbm_bandwidth"].value
+    ends = []
+    for s in p.slots:
+        dur = s.end - s.start
+        if s.cost.descriptors:  # a DMA: its engines' rate at most, after its fixed latency
+            assert s.cost.bytes <= s.cost.dma_engines * engine_rate * (dur - s.cost.fixed_ns) \
+                * (1 + 1e-9) + 1e-6, (source, s)
+            ends.append((s.end, s.cost.shared_bytes))
+        if s.cost.flops:
+            assert s.cost.flops <= matmul_peak * dur * (1 + 1e-9), (source, s)
+    # the shared HBM bandwidth: the transfers done by any time moved at most what it carries
+    done = 0.0
+    for end, nbytes in sorted(ends):
+        done += nbytes
+        assert done <= shared * end * (1 + 1e-9) + 1e-6, (source, end)
+    r = p.rates()
+    assert 0 <= r["mfu"] <= 1 and 0 <= r["mbu"] <= 1
+
+
+# -- what the report shows -------------------------------------------------------------------
+
+DEPS = """\
+kernel k(X: f32[128, 512] @ hbm) -> f32[128, 512] @ hbm:
+    x: f32[128, 512] @ sbuf
+    y: f32[128, 512] @ sbuf
+    dma_copy(dst=x, src=X)
+    nisa.activation(dst=y, op=nl.exp, data=x)
+    out = ndarray((128, 512), f32, hbm)
+    dma_copy(dst=out, src=y)
+    return out
+"""
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+def test_the_trace_draws_data_dependencies_inside_their_slices(tmp_path):
+    """NKI data dependencies are flow arrows; each end lies strictly inside its slice, where
+    Perfetto binds it (a start at a slice's very end binds to nothing)."""
+    src = tmp_path / "k.apk"
+    src.write_text(DEPS)
+    out = tmp_path / "t.json"
+    r = _cli("profile", str(src), "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(out.read_text())["traceEvents"]
+    slices = [e for e in ev if e["ph"] == "X"]
+    flows: dict[int, list] = {}
+    for e in ev:
+        if e["ph"] in ("s", "f"):
+            flows.setdefault(e["id"], []).append(e)
+    assert len(flows) == 2  # load -> activation -> store
+    for pair in flows.values():
+        s, f = sorted(pair, key=lambda e: e["ph"] == "f")
+        src_slice, = [x for x in slices if x["tid"] == s["tid"] and
+                      x["ts"] < s["ts"] < x["ts"] + x["dur"]]
+        dst_slice, = [x for x in slices if x["tid"] == f["tid"] and
+                      x["ts"] < f["ts"] < x["ts"] + x["dur"]]
+        assert src_slice["ts"] + src_slice["dur"] <= dst_slice["ts"] + 1e-9
+    names = [x["name"].split()[0] for x in sorted(slices, key=lambda x: x["ts"])]
+    assert names == ["dma_copy", "activation", "dma_copy"]
+
+
+def test_json_lists_every_instruction_and_the_rates(tmp_path):
+    src = tmp_path / "k.apk"
+    src.write_text(DEPS)
+    r = _cli("profile", str(src), "--json", "--target", "trn1")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(i["op"], i["track"]) for i in doc["scheduled"]] == [
+        ("dma_copy", "DMA q0"), ("activation", "Scalar"), ("dma_copy", "DMA q1")]
+    assert all(i["end_ns"] > i["start_ns"] >= 0 for i in doc["scheduled"])
+    assert doc["scheduled"][0]["bytes"] == 128 * 512 * 4
+    rates = doc["rates"]
+    assert rates["bytes"] == 2 * 128 * 512 * 4 and rates["flops"] == 0
+    assert rates["mbu"] == pytest.approx(rates["bytes"] / (doc["total_ns"] * 1e-9) / 272e9)
+    text = _cli("profile", str(src), "--target", "trn1").stdout
+    assert "MFU" in text and "MBU" in text and "% of the DMA engines' aggregate 272 GB/s" in text
+
+
+# -- calibration (SPEC 14) -------------------------------------------------------------------
+
+def test_the_quick_calibration_rows_are_in_band():
+    """The DMA overview's example and the performance guide's chain (the matmul and CATLASS rows
+    take minutes: `python bench/bench_calibration.py`)."""
+    assert 0.8 <= bench_calibration._dma() / 1.416e-6 <= 1.25
+    assert 0.8 <= bench_calibration._chain() / 189e-9 <= 1.25
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "hoisted", "blocked", "optimised"])
+def test_the_calibration_kernels_compute_the_matmul(kernel):
+    """The benchmark's kernels are real: at a small size each runs and matches NumPy."""
+    rng = np.random.default_rng(3)
+    k, m, n = (1024, 2048, 1024) if kernel == "optimised" else (256, 256, 1024)
+    a = rng.standard_normal((k, m)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
+    p = bench_calibration.profile_nki(kernel, {"lhsT": a, "rhs": b}, "trn1", dry=False)
+    assert p.total_ns > 0
+    from apdsl.nki.program import PyProgram
+    with apdsl.target("trn1"):
+        got = PyProgram(str(ROOT / "bench" / "calibration_kernels.py")).run(
+            kernel, {"lhsT": a, "rhs": b}).value.numpy().astype(np.float32)
+    want = a.astype(np.float32).T @ b.astype(np.float32)
+    assert np.abs(got - want).max() <= 0.01 * np.abs(want).max()
+
+
+def test_a_dma_bound_matmul_moves_its_bytes_at_the_shared_bandwidth():
+    """The tiled step is DMA-bound: its HBM traffic over its time is the fitted bandwidth."""
+    z = bench_calibration._placeholder
+    p = bench_calibration.profile_nki(
+        "tiled", {"lhsT": z((2048, 256), ml_dtypes.bfloat16),
+                  "rhs": z((2048, 2048), ml_dtypes.bfloat16)}, "trn1", dry=True)
+    rate = p.rates()["bytes_per_s"] / 1e9
+    assert 0.9 * 105 <= rate <= 105 * (1 + 1e-9)

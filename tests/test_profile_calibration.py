@@ -305,3 +305,35 @@ def test_a_dma_bound_matmul_moves_its_bytes_at_the_shared_bandwidth():
                   "rhs": z((2048, 2048), ml_dtypes.bfloat16)}, "trn1", dry=True)
     rate = p.rates()["bytes_per_s"] / 1e9
     assert 0.9 * 105 <= rate <= 105 * (1 + 1e-9)
+
+
+GM_LOADS = """\
+kernel loads(A: f16[20, 128, 1024] @ gm) -> f16[20, 128, 1024] @ gm:
+    C = ndarray((20, 128, 1024), f16, gm)
+    if asc.ascend_is_aic():
+        b = asc.get_block_idx()
+        t = ndarray((128, 1024), f16, l1)
+        dma_copy(t, A[b, :, :])
+        asc.set_flag("MTE2_MTE1", 0)
+        asc.wait_flag("MTE2_MTE1", 0)
+    return C
+"""
+
+
+def test_ascend_cores_share_the_chip_gm_bandwidth(tmp_path):
+    """Each core's MTE2 alone moves at its own rate; twenty at once share the chip's GM
+    (CBOT: ~1.8 TB/s), never more."""
+    src = tmp_path / "gm.apk"
+    src.write_text(GM_LOADS)
+    f = costs.table("ascend-a2")
+    rates = {}
+    for grid in (1, 20):
+        r = _cli("profile", str(src), "--grid", str(grid), "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        rates[grid] = doc["rates"]["bytes_per_s"]
+        assert doc["rates"]["bytes"] == grid * 128 * 1024 * 2
+    one_core = f["gm_bytes_per_cycle"].value * f["clock"].value * 1e9
+    assert rates[1] <= one_core * (1 + 1e-9)
+    assert rates[20] <= f["gm_bandwidth"].value * 1e9 * (1 + 1e-9)
+    assert rates[20] > 0.95 * f["gm_bandwidth"].value * 1e9  # 20 x 230 GB/s would be more

@@ -150,6 +150,13 @@ _HBM = {
 
 _MODES = "ARCH2 Vector Engine performance modes (speed-up over the NeuronCore-v2 rate)"
 
+# The instructions ARCH2 names for each Vector performance mode (the figure that gives its
+# speed-up): tensor_copy and tensor_scalar (4x SBUF -> SBUF contiguous, else 2x), tensor_tensor
+# (2x, both inputs in SBUF).  Data beside the figures, so that the model names no instruction.
+VECTOR_MODES: dict[str, str] = {"tensor_copy": "vector_mode_copy",
+                                "tensor_scalar": "vector_mode_copy",
+                                "tensor_tensor": "vector_mode_tensor_tensor"}
+
 _TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
 
 _ASCEND_CLOCK = ("assumption: 1.8 GHz (no official clock; CBOT's 11.06 TOPS vector peak = "

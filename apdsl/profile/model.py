@@ -24,7 +24,7 @@ from ..records import record
 from ..runtime.table import outputs
 from ..tensor import dtypes
 from ..tensor.lowering import AccessPattern
-from .costs import Figure, table
+from .costs import VECTOR_MODES, Figure, table
 
 # The engine or pipe of an instruction comes from the instruction table, through its trace
 # record (`Record.engine`: the default of its entry, or the engine= hint).  Register
@@ -199,12 +199,14 @@ class Model:
         aps = list(piece.values())
         if not all(ap.dtype in ("bfloat16", "float16") for ap in aps):
             return 1.0
-        in_sbuf = all(ap.buffer == "sbuf" for ap in aps)
-        contiguous = all(len(ap.pattern) < 2 or as_int(ap.pattern[-1][0]) == 1 for ap in aps)
-        if op in ("tensor_copy", "tensor_scalar"):
-            return self.v("vector_mode_copy" if in_sbuf and contiguous else "vector_mode_other")
-        if op == "tensor_tensor" and all(ap.buffer == "sbuf" for ap in ins):
-            return self.v("vector_mode_tensor_tensor")
+        mode = VECTOR_MODES.get(op)
+        if mode == "vector_mode_copy":
+            in_sbuf = all(ap.buffer == "sbuf" for ap in aps)
+            contiguous = all(len(ap.pattern) < 2 or as_int(ap.pattern[-1][0]) == 1
+                             for ap in aps)
+            return self.v(mode if in_sbuf and contiguous else "vector_mode_other")
+        if mode is not None and all(ap.buffer == "sbuf" for ap in ins):
+            return self.v(mode)
         return 1.0
 
     # -- Ascend -----------------------------------------------------------------------------

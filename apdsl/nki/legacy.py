@@ -326,6 +326,11 @@ class Legacy:
             raise ApdslTypeError(f"cannot assign a {type(value).__name__} to a tile: assign a "
                                  "tile or a number", code="APK946")
 
+    def arithmetic(self, op: str, left: Any, right: Any) -> Any:
+        """`left OP right` on tiles: the `nl` function `op` (`a + b` is `nl.add(a, b)`), with
+        its checks, its instruction and its new tile."""
+        return self.host.builtins[f"nl.{op}"](left, right)
+
     def _target(self, dst: Any, mask: Predicate | None, limits: Limits | None) -> Any:
         if isinstance(dst, IndexedTile):
             return dst.resolve(limits)

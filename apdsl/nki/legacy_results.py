@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from ..errors import Span
 from ..semantics.host import Host
+from ..tensor import tile_writes
 from ..tensor.index_grid import Limits, Predicate
 from ..tensor.view import Tensor
 
@@ -87,6 +88,10 @@ class PendingTile:
     def __repr__(self) -> str:
         state = "pending" if self._tile is None else "computed"
         return f"<{self.op} result {self.shape} {self.dtype} @ {self.buffer}, {state}>"
+
+
+for _name, _method in tile_writes.operator_methods().items():  # the legacy API's `a + b`
+    setattr(PendingTile, _name, _method)
 
 
 def computed(value: Any) -> Any:

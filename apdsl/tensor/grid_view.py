@@ -247,3 +247,7 @@ def grid_view(t: Any, key: Any, limits: Limits | None = None) -> Any:
     if gather is not None:  # rows by the tile's values, scaled by the row size
         return t.ap(pattern, offset=offset, vector_offset=gather, indirect_dim=0)
     return t.ap(pattern, offset=offset)
+
+
+for _name, _method in tile_writes.operator_methods().items():  # the legacy API's `a + b`
+    setattr(IndexedTile, _name, _method)

@@ -1,9 +1,11 @@
-"""What `t[key] = value` and `t += value` mean for a tensor.
+"""What `t[key] = value`, `t += value` and `a + b` mean for tensors.
 
 In the model a view moves no data, so neither means anything by itself.  The legacy NKI API
 (`neuronxcc.nki`) writes tiles that way (`qk[i, j] = nisa.nc_matmul(...)`, `acc += nl.matmul(
 ...)`), and the frontend that runs such a kernel lends a `TileWriter` for the length of the
-kernel call (`lending`): outside one, both are a located error.
+kernel call (`lending`): outside one, each is a located error.  The legacy API also overloads
+Python's arithmetic operators on tiles (`c = a + b` is `nl.add(a, b)`, as its getting-started
+guide says of `+`, `-`, `*`, `/`); `arithmetic` gives them that meaning.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ class TileWriter(Protocol):
 
     def augmented(self, target: Any, op: str, value: Any) -> Any:
         """`target OP= value` (op: add, subtract, multiply, divide); returns target."""
+
+    def arithmetic(self, op: str, left: Any, right: Any) -> Any:
+        """`left OP right` with a tile on at least one side: the `nl` function `op`'s new
+        tile."""
 
 
 _WRITER: ContextVar[TileWriter | None] = ContextVar("apdsl_tile_writer", default=None)
@@ -54,3 +60,40 @@ def assign(target: Any, key: Any, value: Any) -> None:
 
 def augmented(target: Any, op: str, value: Any) -> Any:
     return _writer("an augmented assignment").augmented(target, op, value)
+
+
+def arithmetic(op: str, left: Any, right: Any) -> Any:
+    writer = _WRITER.get()
+    if writer is None:
+        raise ApdslTypeError(f"an arithmetic operator on a tensor ({op}) computes nothing by "
+                             "itself: outside a legacy NKI kernel, issue an instruction",
+                             code="APK946",
+                             help=f"compute with nisa.tensor_tensor(dst=..., op=nl.{op}) or "
+                                  "nisa.tensor_scalar")
+    return writer.arithmetic(op, left, right)
+
+
+# Python's operator methods -> the `nl` function each means on tiles (the reflected form swaps
+# the operands: `2.0 * t` is `nl.multiply(2.0, t)`)
+OPERATOR_FUNCTIONS = {"add": "add", "sub": "subtract", "mul": "multiply",
+                      "truediv": "divide", "pow": "power", "and": "bitwise_and",
+                      "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "left_shift",
+                      "rshift": "right_shift"}
+
+
+def operator_methods() -> dict[str, Any]:
+    """`__add__`, `__radd__`, ... and `__neg__` for a tile class body (the same for tensors,
+    index-grid views and the legacy API's pending results)."""
+    methods: dict[str, Any] = {"__array_ufunc__": None}  # NumPy scalars defer to these
+
+    def forward(fn: str) -> Any:
+        return lambda self, other: arithmetic(fn, self, other)
+
+    def reflected(fn: str) -> Any:
+        return lambda self, other: arithmetic(fn, other, self)
+
+    for py, fn in OPERATOR_FUNCTIONS.items():
+        methods[f"__{py}__"] = forward(fn)
+        methods[f"__r{py}__"] = reflected(fn)
+    methods["__neg__"] = lambda self: arithmetic("multiply", self, -1.0)
+    return methods

@@ -511,3 +511,7 @@ def from_numpy(array: Any, buffer: str = "hbm", dtype: Any = None, *, name: str 
     t = ndarray(arr.shape, dt, buffer, name=name)
     current().device.write_view(t, arr)
     return t
+
+
+for _name, _method in tile_writes.operator_methods().items():  # the legacy API's `a + b`
+    setattr(Tensor, _name, _method)

@@ -255,3 +255,96 @@ def test_neuron_dtypes_stand_in_against_numpy() -> None:
     assert not dt.is_float_type(np.int32)
     assert dt.sizeinbytes(dt.bfloat16) == 2 and dt.sizeinbytes(np.float32) == 4
     assert dt.finfo(dt.bfloat16).dtype == ml_dtypes.bfloat16
+
+
+TORCH_DRIVEN = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def {name}(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), {factor}))
+    return out
+
+
+if __name__ == "__main__":
+    import numpy as np
+    import torch
+    x = np.linspace(-1, 1, 512, dtype=np.float32).reshape(128, 4)
+    print(torch.allclose(torch.from_numpy({name}(x)), torch.from_numpy(2 * x)))
+'''
+
+
+GOES_ON = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def once_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), 1.0))
+    return out
+
+
+if __name__ == "__main__":
+    import numpy as np
+    x = np.ones((128, 4), np.float32)
+    print(np.allclose(once_kernel(x), x + 1))
+    while True:   # a benchmark that outlasts the limit
+        pass
+'''
+
+
+def _corpus(root: Path, timeout: int) -> dict[str, dict]:
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(root), "--json",
+                           "--timeout", str(timeout)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    return {k["kernel"].split("::")[-1]: k for k in json.loads(done.stdout)["kernels"]}
+
+
+def test_torch_comparisons_decide_as_numpys_do(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    # the reference says twice: right for twice_kernel, wrong for thrice_kernel
+    (tmp_path / "tk2.py").write_text(TORCH_DRIVEN.format(name="twice_kernel", factor="2.0"))
+    (tmp_path / "tk3.py").write_text(TORCH_DRIVEN.format(name="thrice_kernel", factor="3.0"))
+    got = _corpus(tmp_path, 300)
+    assert got["twice_kernel"]["status"] == "matches", got
+    assert got["thrice_kernel"]["status"] == "mismatch", got
+
+
+def test_a_driver_going_on_past_the_limit_keeps_the_kernels_verdict(tmp_path: Path) -> None:
+    (tmp_path / "on.py").write_text(GOES_ON)
+    # the limit leaves the kernel time to run on a loaded machine; the loop never ends
+    v = _corpus(tmp_path, 90)["once_kernel"]
+    assert v["status"] == "matches", v
+    assert "went on past the limit (no end within 90 s)" in v["detail"], v
+
+
+EXPECTED_FALSE = '''
+import numpy as np
+
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def noise_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), 1.0))
+    return out
+
+
+def test_not_all_zero():
+    out = noise_kernel(np.ones((8, 8), np.float32))
+    assert not np.allclose(out, np.zeros((8, 8)))   # used as meant: expected to differ
+'''
+
+
+def test_a_passing_tests_false_comparison_is_no_mismatch(tmp_path: Path) -> None:
+    (tmp_path / "test_noise.py").write_text(EXPECTED_FALSE)
+    v = _corpus(tmp_path, 300)["noise_kernel"]
+    assert v["status"] == "matches", v

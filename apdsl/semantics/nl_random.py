@@ -68,9 +68,11 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
                      "dtype=nl.int32, buffer=nl.sbuf))")
         table["set_rng_seed"](src_seeds=seed)
 
-    def rand(shape: Any, dtype: Any, buffer: Any = None, name: str = "") -> Tensor:
+    def rand(shape: Any, dtype: Any = "float32", buffer: Any = None, name: str = ""
+             ) -> Tensor:
         """`nl.rand(shape, dtype, buffer=sbuf, name='')`: a new tile of values uniform in
-        [0, 1) (rng, then two tensor_scalar: the top 24 bits times 2**-24)."""
+        [0, 1) (rng, then two tensor_scalar: the top 24 bits times 2**-24).  `dtype` is
+        float32 when not given, as in the legacy reference (`rand(shape, dtype=np.float32)`)."""
         dt = to_dtype(dtype)
         if dt.kind != "f":
             raise ApdslTypeError(

@@ -58,16 +58,34 @@ def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            verdict = Verdict("timeout", "", "", f"no end within {timeout:g} s")
+            verdict = _interim(out, timeout)
         else:
             verdict = _read(out, proc.returncode, err)
     return Measured(entry.label(root), entry.api, verdict, time.monotonic() - start)
 
 
+def _interim(path: str, timeout: float) -> Verdict:
+    """A run stopped at the time limit: how the kernel had done by then (the worker keeps it
+    after each event), or a timeout when it had not ended yet."""
+    late = f"no end within {timeout:g} s"
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f)
+        found.pop("interim", None)
+        v = Verdict(**found)
+    except (OSError, ValueError, TypeError):
+        return Verdict("timeout", "", "", late)
+    return Verdict(v.status, v.code, v.where,
+                   f"{v.detail}; the driver went on past the limit ({late})", v.driver)
+
+
 def _read(path: str, status: int, err: bytes) -> Verdict:
     try:
         with open(path, encoding="utf-8") as f:
-            return Verdict(**json.load(f))
+            found = json.load(f)
+        if found.pop("interim", False):  # the worker died after the kernel's run
+            found["detail"] += f"; then the worker died (exit {status})"
+        return Verdict(**found)
     except (OSError, ValueError, TypeError):
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return Verdict("crash", f"exit {status}", "", f"the worker died: {tail[0][:200]}")

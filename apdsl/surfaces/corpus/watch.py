@@ -6,7 +6,9 @@ record, `verdict_of` says what the run came to (see `verdict` for the vocabulary
 from __future__ import annotations
 
 import functools
+import linecache
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,12 +34,19 @@ class Watch:
     """The record of one driver's run.  A KernelObserver for the target kernel (its source
     file and qualified name)."""
 
-    def __init__(self, file: str, qualname: str, root: str) -> None:
+    def __init__(self, file: str, qualname: str, root: str,
+                 noted: Callable[[Watch], None] | None = None) -> None:
         self.file = os.path.realpath(file)
         self.qualname = qualname
         self.root = root
         self.events: list[Event] = []
         self._comparing = 0
+        self._noted = noted  # told of each event (the worker keeps an interim verdict)
+
+    def _add(self, event: Event) -> None:
+        self.events.append(event)
+        if self._noted is not None:
+            self._noted(self)
 
     def _target(self, fn: Callable[..., Any]) -> bool:
         code = getattr(fn, "__code__", None)
@@ -46,28 +55,33 @@ class Watch:
 
     def started(self, fn: Callable[..., Any]) -> None:
         if self._target(fn):
-            self.events.append(Event("start"))
+            self._add(Event("start"))
 
     def finished(self, fn: Callable[..., Any], result: Any) -> None:
         if self._target(fn):
-            self.events.append(Event("end"))
+            self._add(Event("end"))
 
     def failed(self, fn: Callable[..., Any], error: BaseException) -> None:
         if self._target(fn):
-            self.events.append(Event("fail", ok=False, error=error))
+            self._add(Event("fail", ok=False, error=error))
 
     def test_ended(self, name: str, error: BaseException | None) -> None:
-        self.events.append(Event("test", ok=error is None, name=name, error=error))
+        self._add(Event("test", ok=error is None, name=name, error=error))
 
     @property
     def reached(self) -> bool:
         return any(e.kind == "start" for e in self.events)
 
-    def compared(self, ok: bool) -> None:
+    def compared(self, ok: bool, boolean: bool = False) -> None:
+        """A comparison after the kernel returned: `boolean` when it returned its outcome
+        (`np.allclose`) rather than raising (`assert_allclose`)."""
         from ...nki.host import active
         if active() is not None or not self._ended_in_segment():
             return
-        self.events.append(Event("compare", ok=ok, where=_caller(self.root)))
+        where = _caller(self.root)
+        # `assertFalse(np.allclose(out, zeros))`: a comparison meant to come out False
+        expected_false = boolean and _negated(self.root, where)
+        self._add(Event("compare", ok=ok != expected_false, where=where))
 
     def _ended_in_segment(self) -> bool:
         for e in reversed(self.events):
@@ -85,6 +99,18 @@ class Watch:
             yield self._comparing == 1
         finally:
             self._comparing -= 1
+
+
+_NEGATED = re.compile(r"assertFalse\s*\(|\bassert\s+not\b")
+
+
+def _negated(root: str, where: str) -> bool:
+    """Is the repository's line `where` (file:line) asserting that a comparison is False?"""
+    path, _, line = where.rpartition(":")
+    if not path or not line.isdigit():
+        return False
+    text = linecache.getline(os.path.join(root, path), int(line))
+    return bool(_NEGATED.search(text))
 
 
 def _caller(root: str) -> str:
@@ -134,7 +160,7 @@ def comparisons_watched(watch: Watch) -> Iterator[None]:
             with watch.comparing() as outer:
                 result = f(*a, **k)
                 if outer:
-                    watch.compared(bool(result))
+                    watch.compared(bool(result), boolean=True)
             return result
         return wrapper
 

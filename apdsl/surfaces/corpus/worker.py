@@ -13,6 +13,7 @@ import json
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .harness import OrchestratorAdapter
@@ -161,7 +162,21 @@ def run_signature(watch: Watch, driver: dict[str, Any], qualname: str
     return None, True
 
 
-def measure(job: dict[str, Any]) -> Verdict:
+def _interim(path: str | None, label: str) -> Callable[[Watch], None] | None:
+    """What the run has come to so far, kept in `path` after each event: a driver that goes
+    on past the time limit (a benchmark after the check) still says how the kernel did."""
+    if path is None:
+        return None
+
+    def note(watch: Watch) -> None:
+        verdict = verdict_of(watch, label)
+        if verdict is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({**verdict.as_json(), "interim": True}, f)
+    return note
+
+
+def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
     from ...asc import install as install_asc
     from ...nki import install
     from ...nki.observe import observing
@@ -176,7 +191,7 @@ def measure(job: dict[str, Any]) -> Verdict:
     notes: list[str] = []
     for driver in job["drivers"]:
         label = f"{driver['kind']}:{os.path.relpath(driver['file'], root)}"
-        watch = Watch(job["file"], job["qualname"], root)
+        watch = Watch(job["file"], job["qualname"], root, _interim(interim, label))
         with observing(watch), comparisons_watched(watch):
             found = True
             if driver["kind"] == "pytest":
@@ -207,7 +222,7 @@ def main(argv: list[str]) -> int:
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
     try:
-        verdict = measure(job)
+        verdict = measure(job, out_path)
     except BaseException as e:  # noqa: BLE001 - the worker always writes a verdict
         verdict = classify(e, job["root"])
     with open(out_path, "w", encoding="utf-8") as f:

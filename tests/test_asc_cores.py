@@ -400,3 +400,48 @@ def test_a_method_apdsl_lacks_is_apk660_naming_it():
     with pytest.raises(apdsl.ApdslError, match=r"asc\.LocalTensor\.print") as e:
         k[1, None](np.zeros(N, np.float32), N)
     assert e.value.code == "APK660" and e.value.span.line == _line(k, "t.print(8)")
+
+
+def _calc_kernel(barrier: bool):
+    """A temporary buffer from a VECCALC queue, as the AscendC API docs allocate one: z = x * 2 + 1
+    through it, with or without the pipe barrier between the two dependent vector steps."""
+    @asc.jit
+    def k(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x + asc.get_block_idx() * n, n)
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z + asc.get_block_idx() * n, n)
+        pipe = asc.TPipe()
+        calc = asc.TQue(asc.TPosition.VECCALC, 1)
+        pipe.init_buffer(calc, 1, n * 4)
+        u = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 0, n)
+        asc.data_copy(u, xg, n)
+        asc.set_flag(asc.HardEvent.MTE2_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        tmp = calc.alloc_tensor(asc.float32)
+        asc.muls(tmp, u, 2.0, n)
+        calc.enque(tmp)
+        tmp = calc.deque(asc.float32)
+        if barrier:
+            asc.pipe_barrier(asc.PipeID.PIPE_V)
+        asc.adds(u, tmp, 1.0, n)  # the dependent step: the barrier orders it, not the queue
+        calc.free_tensor(tmp)
+        asc.set_flag(asc.HardEvent.V_MTE3, 0)
+        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        asc.data_copy(zg, u, n)
+    return k
+
+
+def test_a_veccalc_queue_holds_temporary_buffers():
+    x = np.arange(2 * N, dtype=np.float32)
+    z = np.zeros_like(x)
+    _calc_kernel(barrier=True)[2, None](x, z, N)
+    np.testing.assert_array_equal(z, x * np.float32(2) + np.float32(1))
+
+
+def test_a_veccalc_queue_orders_nothing_between_vector_steps():
+    # enque/deque from V to V is no barrier: the dependent V step without one still races
+    k = _calc_kernel(barrier=False)
+    with pytest.raises(apdsl.ApdslError) as e:
+        k[1, None](np.zeros(N, np.float32), np.zeros(N, np.float32), N)
+    assert e.value.code == "APK571" and "asc.adds on pipe V" in e.value.message

@@ -112,9 +112,10 @@ C = k[70000](A)
     entry("APK591", "a TPosition without a queue buffer", """
 A queue lives in the memory of its position: VECIN and VECOUT in UB, A1 and B1 in L1, A2 in L0A,
 B2 in L0B, CO1 in L0C.  GM, C2 and CO2 have no queue buffer on Atlas A2 (Fixpipe writes CO1 to
-GM directly), and VECCALC is scratch space without a queue: use `asc.TBuf` for it.
+GM directly).  A VECCALC queue (temporary buffers, as the AscendC API docs allocate them) runs
+from the vector pipe to itself and orders nothing; `asc.TBuf` is the queue-less scratch buffer.
 """, """kernel k(A: f32[8] @ gm) -> f32[8] @ gm:
-    q = asc.TQue(asc.TPosition.VECCALC, 1)
+    q = asc.TQue(asc.TPosition.GM, 1)
     return A
 """),
     entry("APK592", "a queue or buffer without its memory", """

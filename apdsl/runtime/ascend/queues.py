@@ -29,7 +29,10 @@ hardware.  Misuse is an error at the call (APK591-APK596): `alloc_tensor` with e
 use, `enque` of more tensors than the queue's depth without a `deque` between, `deque` of an
 empty queue, `enque`/`free_tensor` of a tensor that is not the queue's or not in the state the
 call needs, a queue without `init_buffer`.  `TBuf` is a plain buffer (`get`,
-`get_with_offset`): no synchronisation, as AscendC's VECCALC scratch space.
+`get_with_offset`): no synchronisation, as AscendC's VECCALC scratch space.  A VECCALC `TQue`
+(the AscendC API docs allocate temporary buffers with `TQue<TPosition::VECCALC, 1>`) is a queue
+from V to V: its bookkeeping and misuse errors are a queue's, but it orders nothing, since both
+ends are the vector pipe, where two dependent accesses still need `pipe_barrier("V")`.
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ from ...tensor.storage import Storage
 from ...tensor.view import Tensor, ndarray, new_view
 from ..sync.pipes import PIPE_INDEX
 
-# position -> (memory, producer pipe, consumer pipe); VECCALC has no queue (TBuf)
-POSITIONS: dict[str, tuple[str, str | None, str | None]] = {
-    "VECIN": ("ub", "MTE2", "V"), "VECOUT": ("ub", "V", "MTE3"), "VECCALC": ("ub", None, None),
+# position -> (memory, producer pipe, consumer pipe); a VECCALC queue runs from V to V
+POSITIONS: dict[str, tuple[str, str, str]] = {
+    "VECIN": ("ub", "MTE2", "V"), "VECOUT": ("ub", "V", "MTE3"), "VECCALC": ("ub", "V", "V"),
     "A1": ("l1", "MTE2", "MTE1"), "B1": ("l1", "MTE2", "MTE1"), "C1": ("l1", "MTE2", "MTE1"),
     "A2": ("l0a", "MTE1", "M"), "B2": ("l0b", "MTE1", "M"), "CO1": ("l0c", "M", "FIX"),
 }
@@ -145,9 +148,6 @@ class TQue:
 
     def __init__(self, position: Any = "VECIN", depth: Any = 1) -> None:
         pos = position_name(position, "TQue")
-        if POSITIONS[pos][1] is None:
-            raise _err(f"TQue({pos}): VECCALC has no queue: it is scratch space", "APK591",
-                       help="use asc.TBuf(asc.TPosition.VECCALC) for temporary buffers")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise _err(f"TQue: depth {depth!r} is not an int >= 0", "APK592")
         self.position = pos
@@ -181,7 +181,13 @@ class TQue:
     # -- the pipes ------------------------------------------------------------------------
     def _pipes(self) -> tuple[int, int]:
         _, src, dst = POSITIONS[self.position]
-        return PIPE_INDEX[src], PIPE_INDEX[dst]  # type: ignore[index]
+        return PIPE_INDEX[src], PIPE_INDEX[dst]
+
+    def _sync(self) -> Any:
+        """The race checker, when the queue orders pipes: a queue from a pipe to itself (V to
+        V, VECCALC) orders nothing, since only `pipe_barrier("V")` orders two V accesses."""
+        _, src, dst = POSITIONS[self.position]
+        return current().sync if src != dst else None
 
     def _which(self, t: Any, what: str) -> int:
         if isinstance(t, Tensor):
@@ -213,7 +219,7 @@ class TQue:
         i = free[0]
         self.next = (i + 1) % bufs.num
         t = bufs.slot(i, dtype, f"{self.name}[{i}]", shape, format)
-        sync = current().sync
+        sync = self._sync()
         snap = self.free_snap[i]
         if sync is not None and snap is not None:
             sync.join(self._pipes()[0], snap)
@@ -233,7 +239,7 @@ class TQue:
                        f"tensor{'s' if len(self.enqueued) != 1 else ''}, its depth", "APK594",
                        help=f"deque before enqueuing again, or make the queue deeper "
                        f"(TQue(position, {len(self.enqueued) + 1}))")
-        sync = current().sync
+        sync = self._sync()
         snap = sync.snapshot(self._pipes()[0]) if sync is not None else None
         self.state[i] = "queued"
         self.enqueued.append((i, snap))
@@ -253,7 +259,7 @@ class TQue:
                        help="enque the tensor on the producer's side (after the copy that "
                        "fills it) before the consumer deques it")
         i, snap = self.enqueued.popleft()
-        sync = current().sync
+        sync = self._sync()
         if sync is not None and snap is not None:
             sync.join(self._pipes()[1], snap)
         self.state[i] = "dequeued"
@@ -271,7 +277,7 @@ class TQue:
         if self.state[i] == "queued":
             raise _err(f"{self.name}.free_tensor: the tensor is still in the queue", "APK595",
                        help="deque it first")
-        sync = current().sync
+        sync = self._sync()
         self.free_snap[i] = sync.snapshot(self._pipes()[1]) if sync is not None else None
         held = self.tensor[i]
         assert held is not None

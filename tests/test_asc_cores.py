@@ -30,6 +30,13 @@ def _line(fn, text):
     return first + next(i for i, s in enumerate(lines) if text in s)
 
 
+def _core_part(addr, n):
+    """This core's n elements of a GM array: a GlobalTensor at addr + block index * n."""
+    g = asc.GlobalTensor()
+    g.set_global_buffer(addr + asc.get_block_idx() * n, n)
+    return g
+
+
 def _store(g, u, n):
     asc.set_flag(asc.HardEvent.V_MTE3, 0)
     asc.wait_flag(asc.HardEvent.V_MTE3, 0)
@@ -38,8 +45,7 @@ def _store(g, u, n):
 
 @asc.jit
 def _ids(z: asc.GlobalAddress, n: int):
-    g = asc.GlobalTensor()
-    g.set_global_buffer(z + asc.get_block_idx() * n, n)
+    g = _core_part(z, n)
     u = asc.LocalTensor(asc.float32, asc.TPosition.VECOUT, 0, n)
     asc.duplicate(u, float(asc.get_block_idx() + 100 * asc.get_block_num()), n)
     _store(g, u, n)
@@ -278,10 +284,8 @@ def test_more_enques_than_the_depth_is_an_error():
 def test_a_tbuf_is_scratch_space_of_any_dtype():
     @asc.jit
     def k(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
-        xg = asc.GlobalTensor()
-        xg.set_global_buffer(x + asc.get_block_idx() * n, n)
-        zg = asc.GlobalTensor()
-        zg.set_global_buffer(z + asc.get_block_idx() * n, n)
+        xg = _core_part(x, n)
+        zg = _core_part(z, n)
         pipe = asc.TPipe()
         buf = asc.TBuf(asc.TPosition.VECCALC)
         pipe.init_buffer(buf, n * 4)
@@ -407,10 +411,8 @@ def _calc_kernel(barrier: bool):
     through it, with or without the pipe barrier between the two dependent vector steps."""
     @asc.jit
     def k(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
-        xg = asc.GlobalTensor()
-        xg.set_global_buffer(x + asc.get_block_idx() * n, n)
-        zg = asc.GlobalTensor()
-        zg.set_global_buffer(z + asc.get_block_idx() * n, n)
+        xg = _core_part(x, n)
+        zg = _core_part(z, n)
         pipe = asc.TPipe()
         calc = asc.TQue(asc.TPosition.VECCALC, 1)
         pipe.init_buffer(calc, 1, n * 4)

@@ -12,8 +12,8 @@ or from such a name, or the register itself); an error that runtime index values
 (APK402, APK403, a local_gather index outside its partition APK491, and a repeated runtime
 index on a line that indexes at run time); a register
 read before it holds a value (APK410: check mode cannot tell it from one register_load set);
-an error that the written state of memory decides, which `check` does not track by design:
-reading unwritten memory (APK404) and the PSUM accumulation state of `nc_matmul`
+an error that the contents' written state decides, which `check` does not track by design:
+unwritten data reaching an observable point (APK404, APK412) and the PSUM accumulation state of `nc_matmul`
 (APK330-APK332); and the values an instruction reads (`nc_matmul(is_transpose=True)` needs a
 0/1 selection matrix, APK336).
 """
@@ -31,7 +31,7 @@ from apdsl.semantics.program import Program, UsageError
 from apdsl.syntax import ast
 
 DATA_CODES = frozenset({"APK402", "APK403", "APK410",
-                        "APK404", "APK330", "APK331", "APK332", "APK463",
+                        "APK404", "APK412", "APK330", "APK331", "APK332", "APK463",
                         "APK377",  # nc_match_replace8: a value the data do not hold
                         "APK491",  # local_gather: an index outside its partition
                         "APK358",  # exact integer result past dst: the values decide

@@ -198,7 +198,7 @@ def test_check_reports_independent_errors_only():
 
 
 def test_check_moves_no_data():
-    p = Program("t: f32[128, 64] @ sbuf\nu: f32[128, 64] @ sbuf\ndma_copy(u, t)\n", "t.apk")
+    p = Program("t: f32[128, 64] @ sbuf\nu: f32[128, 64] @ hbm\ndma_copy(u, t)\n", "t.apk")
     assert p.check() == []  # reading t unwritten is a run-time error only
     with pytest.raises(ApdslError) as e:
         p.run()

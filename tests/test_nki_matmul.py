@@ -406,9 +406,7 @@ class _Model:
             self.other_after[j] = self.mm[j]
         return None
 
-    def read(self, cols):
-        if not all(self.written[j] for j in cols):
-            return "APK404"
+    def read(self, cols):  # into SBUF: unwritten elements propagate, no error (SPEC 4)
         for j in cols:
             self.last[j] = "other"
         return None

@@ -95,13 +95,13 @@ kernel k() -> f32[{p}, {f}] @ sbuf:
 
 def test_empty_like_allocates_unwritten_memory():
     src = """
-kernel k(a: f32[8, 4] @ hbm) -> f32[8, 4] @ sbuf:
+kernel k(a: f32[8, 4] @ hbm) -> bf16[8, 4] @ sbuf:
     t = nl.load(a)
     e = nl.empty_like(t, dtype=nl.bfloat16)
     assert e.shape == (8, 4) and e.dtype == nl.bfloat16 and e.buffer == "sbuf"
     return nl.copy(e)
 """
-    with raises_code("APK404"):  # reading memory nothing wrote
+    with raises_code("APK412"):  # the result is a copy of memory nothing wrote
         run(src, {"a": np.ones((8, 4), np.float32)})
 
 

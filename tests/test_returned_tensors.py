@@ -133,12 +133,12 @@ kernel k() -> f32[4, 8] @ hbm:
 
 
 def test_returning_an_unwritten_tensor_is_an_error_not_a_summary(tmp_path):
-    """`run` prints a few of the result's values; a result nothing wrote has none to print, and
-    reading it is the init-check error (exit 1), as `-o` and `t.numpy()` already say."""
+    """`run` prints a few of the result's values; a result nothing wrote has none to print: the
+    kernel's result was never written (APK180, exit 1, at its return)."""
     path = tmp_path / "k.apk"
     path.write_text("kernel k(a: f32[4, 8] @ hbm):\n    r: f32[4, 8] @ hbm\n    return r\n")
     r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(path)], capture_output=True,
                        text=True, env={**os.environ, "NO_COLOR": "1"})
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "error[APK404]" in r.stderr and "Traceback" not in r.stderr
-    assert r.stdout == ""
+    assert "k.apk:3:5: error[APK180]: the kernel's result `r` was never written" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""

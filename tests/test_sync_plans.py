@@ -38,7 +38,7 @@ kernel k(A: f16[16, 16] @ gm) -> f16[16, 16] @ gm:
         dma_copy(a0, a1)
         set_flag("MTE1_MTE2", 0)
     wait_flag("MTE1_MTE2", 0)
-    return C
+    return A
 """
 LINES = LOOP.splitlines()
 LOAD = LINES.index("        dma_copy(a1, A)") + 1

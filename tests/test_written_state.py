@@ -68,7 +68,7 @@ def test_the_error_names_the_first_partly_written_element_and_the_allocation(tmp
         "tensor_copy(o, t)\n"
         "tensor_copy(o, u)\n")
     from apdsl.semantics.program import Program
-    with raises_code("APK404") as err:
+    with apdsl.options(init_check="strict"), raises_code("APK404") as err:
         Program.from_path(str(path)).run()
     e = err.value
     assert e.facts["tensor"] == "u"
@@ -259,9 +259,11 @@ def test_cli_half_written_result_is_refused_and_whole_one_written(tmp_path):
     h = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
     np.save(tmp_path / "h.npy", h)
     r = run(HALVES.format(second=""))
-    assert r.returncode == 1 and "error[APK404]" in r.stderr and "Traceback" not in r.stderr
-    assert "reads r[0, 0] (storage element 0) when only 2 of its 4 bytes were written" \
-        in r.stderr
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "h.apk:4:5: error[APK180]: the kernel's result `r` is only partly written" \
+        in r.stderr  # at the return, each element half written
+    assert "32 of its 32 elements were never written, the first at r[0, 0]" in r.stderr
+    assert "only when all its bytes are" in r.stderr
     assert "2 |     r: f32[4, 8] @ hbm" in r.stderr and "allocated here" in r.stderr
     assert not (tmp_path / "out.npy").exists()
     r = run(HALVES.format(second="    dma_copy(r.ap([[16, 4], [2, 8]], offset=1, dtype=bf16), "

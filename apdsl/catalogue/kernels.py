@@ -6,11 +6,14 @@ from . import entry
 
 ENTRIES = [
     entry("APK180", "the kernel's result was never written", """
-A Python kernel returned a tensor that nothing wrote, or wrote only in part: a store is missing (the
-result was computed into a tile and never copied out with `nisa.dma_copy`/`nl.store`), or it
-writes another tensor. The diagnostic points at the kernel's `return` and at the allocation
-of the result, and says how many elements were never written. `--no-init-check` (or
-`apdsl.options(init_check=False)`) reads unwritten memory as 0 instead.
+A kernel (`.apk` or Python) returned a tensor that nothing wrote, or wrote only in part: a
+store is missing (the result was computed into a tile and never copied out with
+`dma_copy`/`nl.store`), or it writes another tensor. The diagnostic points at the kernel's
+`return` and at the allocation of the result, and says how many elements were never written.
+`run` and `check` say the same: check mode follows which elements each instruction's
+destination covers, without data. A result holding data computed from unwritten memory is
+APK412. `--no-init-check` (or `apdsl.options(init_check=False)`) reads unwritten memory as 0
+instead.
 """, """
 # python
 import apdsl.nki as nki

@@ -41,19 +41,45 @@ out: f32[128, 256] @ hbm
 dma_copy(out, A.ap([[512, 128], [1, 256]], 0, scalar_offset=idx, indirect_dim=0))
 """),
     entry("APK404", "read of memory nothing wrote", """
-Memory starts unwritten, as on hardware, where it holds whatever the last kernel left. An
-instruction (or `host(t)` / `t.numpy()`) that reads an element no instruction wrote is almost
-always a bug: a missing load, a tile loop that misses the tail, fractal padding never zeroed.
-The error names the tensor, the first unwritten element (its coordinate in the view and its
-storage offset) and where the tensor was allocated. Written state is kept per byte (per nibble
-for int4, two elements a byte): an element counts as written only when all of its bytes are, so
-writing one byte of each float32 through a `uint8` view, or one bfloat16 half of it, leaves it
+Memory starts unwritten, as on hardware, where it holds whatever the last kernel left. Reading
+it is not itself the defect: an instruction computing on tile lanes nothing loaded leaves its
+own results there unwritten too (unwritten data propagates, see APK412), and a kernel that then
+stores only the lanes it loaded is correct. It is an error where it reaches an observable
+point: a store to HBM/GM (a missing load, a tile loop that misses the tail), a host read
+(`host(t)`, `t.numpy()`, `-o`), an index, register or predicate, a scan's carry chain, or
+`mmad --strict-padding` reading fractal padding never zeroed. With `--strict-init`
+(`apdsl.options(init_check="strict")`) every read of it is the error, where it is read. The
+error names the tensor, the first unwritten element (its coordinate in the view and its storage
+offset) and where the tensor was allocated. Written state is kept per byte (per nibble for int4,
+two elements a byte): an element counts as written only when all of its bytes are, so writing
+one byte of each float32 through a `uint8` view, or one bfloat16 half of it, leaves it
 unwritten, and the message says how many of its bytes were written. `--no-init-check` or
 `apdsl.options(init_check=False)` turns the check off; unwritten memory then reads as 0.
 """, """
 t: f32[128, 64] @ sbuf
 o: f32[128, 64] @ hbm
 dma_copy(o, t)
+"""),
+    entry("APK412", "data computed from unwritten memory reaches an observable point", """
+Unwritten memory propagates as MemorySanitizer's uninitialised bits do: an instruction's output
+element is unwritten when an input element it depends on is (element-wise by element, a
+reduction or matmul by any element it sums, a copy or transpose element for element; the
+instruction table says which for each instruction). That is how hardware behaves: it computes
+on whatever the bytes hold. It becomes an error where such data reaches something the kernel
+produces or decides by: a store to HBM/GM, the kernel's result, a host read, an index, register
+or predicate, a scan's carry chain. The message names the element read there and where its
+garbage came from: the tensor and element nothing wrote, where it was allocated, and the
+instruction that first read it. Load the missing data, or store only the lanes you loaded (the
+masked-tail pattern). `--strict-init` reports the first read instead; `--no-init-check` reads
+unwritten memory as 0.
+""", """
+A: f32[100, 64] @ hbm = 1.0
+x: f32[128, 64] @ sbuf
+dma_copy(dst=x[0:100, :], src=A)
+y: f32[128, 64] @ sbuf
+nisa.activation(dst=y, op=nl.exp, data=x)
+out: f32[128, 64] @ hbm
+dma_copy(dst=out, src=y)
 """),
     entry("APK405", "destination writes an element twice", """
 A destination view must touch each storage element at most once: a stride-0 (broadcast)

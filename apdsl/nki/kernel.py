@@ -205,8 +205,8 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
             result = value
             outputs.extend(host.outputs)
         results.check_on_chip(result, fn)
-        if not dry:  # (a dry run writes nothing: there is nothing to check)
-            results.check_written(result, fn)
+        results.check_written(result, fn)  # (check mode keeps written state for it too)
+        if not dry:
             caller.warnings.extend(results.unreturned(result, outputs, fn))
         if not dry and converted is not None:
             _write_back([*args, *kwargs.values()], [*converted, *kw.values()])

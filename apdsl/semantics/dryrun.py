@@ -69,6 +69,32 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 
 
+def note_written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """Check mode's written state, for a kernel's result (APK180 at its return, as `run`
+    says it): the `dst` a table entry writes whole, when static, is marked written as `run`
+    marks it; any other output the call writes counts as written whole (check mode cannot
+    tell which of its elements, and an error it cannot be sure of is not reported)."""
+    from ..runtime.core import execute as ex
+    from ..runtime.core.trace import instruction_label
+    from ..runtime.core.written import note_written_view, note_written_whole
+    sig = _signature(fn)
+    try:
+        bound = sig.bind(*args, **kwargs).arguments if sig is not None else None
+    except TypeError:
+        bound = None
+    roles = _output_roles(op)
+    for role, t in (bound or {}).items():
+        if role not in roles or type(t) is not Tensor:
+            continue
+        exact = role == "dst" and op in WRITERS and targets.family(t.buffer) == "nki" and \
+            t.dynamic is None and t.layout.static
+        if exact:
+            label = instruction_label(op, bound.get("name"))  # type: ignore[union-attr]
+            note_written_view(ex.resolve(t, label, role))
+        else:
+            note_written_whole(t.storage)
+
+
 def _output_roles(op: str) -> frozenset[str]:
     return outputs(op) or frozenset()
 
@@ -110,6 +136,7 @@ def run_dry(program: Host, op: str, fn: Callable[..., Any], args: tuple, kwargs:
         program.known_values.discard(t.storage)
     result = fn(*args, **kwargs)
     check_destination(op, fn, args, kwargs)
+    note_written(op, fn, args, kwargs)
     reg = loaded_register(op, args, kwargs)
     if reg is not None:
         program.loaded_registers[id(reg)] = reg

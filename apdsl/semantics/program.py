@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ApdslError, ApdslTypeError, LimitError
+from ..errors import ApdslError, ApdslTypeError, LimitError, Span
+from ..runtime.core.results import check_written
 from ..syntax import ast
 from ..syntax.source_files import read_source
 from .kernels import is_kernel, missing_inputs, missing_message, tensor_type
@@ -87,6 +88,22 @@ class Program:
         """`kernel` statements and `def`s decorated with `@nki.jit` (or another NKI kernel
         decorator), in source order."""
         return [s for s in self.module.body if is_kernel(s)]
+
+    def _return_span(self, name: str) -> Span | None:
+        """Where kernel `name` gives its result: its one `return VALUE`, else its header."""
+        for k in self.kernels():
+            if k.name == name:
+                returns = [n for n in _walk(k.body, skip=(ast.FunctionDef, ast.Kernel))
+                           if isinstance(n, ast.Return) and n.value is not None]
+                return returns[0].span if len(returns) == 1 else k.name_span
+        return None
+
+    def check_result(self, value: Any, name: str) -> None:
+        """The kernel's result was written whole (APK180) and holds no data computed from
+        unwritten memory (APK412), said at its `return`: the same check in `run` and `check`
+        (whose written state follows the instructions' destinations) and for Python kernels
+        (`apdsl.nki`)."""
+        check_written(value, name, lambda: self._return_span(name))
 
     def require_inputs(self, name: str, inputs: Any) -> None:
         """A usage error when kernel `name` has parameters only `-i` can give (no tensor type,
@@ -205,9 +222,10 @@ class Program:
                     if not isinstance(fn, Function) or missing_inputs(
                             k, (inputs or {}) if k.name == selected else {}):
                         continue
-                    try:
-                        call_kernel(fn, (inputs or {}) if k.name == selected else {}, interp,
-                                    namespace, grid)
+                    try:  # (the result is not kept: the next kernel has the device)
+                        self.check_result(call_kernel(
+                            fn, (inputs or {}) if k.name == selected else {}, interp,
+                            namespace, grid), k.name)
                     except Reported:
                         pass
                     except LimitError:
@@ -260,6 +278,7 @@ class Program:
                             code="APK109", help=f"name the other value something other than "
                             f"{name}")
                     value = call_kernel(kernel, inputs, interp, namespace, grid)
+                    self.check_result(value, name)
             except ApdslError as e:
                 # the run's boundary: the sources to render it against and what executed
                 # before it (lower), on a new error value
@@ -268,8 +287,9 @@ class Program:
         return RunResult(value, name, interp, tr, list(warnings), interp.machine)
 
 
-def _walk(node: Any) -> Any:
-    """Every syntax node under `node` (itself included)."""
+def _walk(node: Any, skip: tuple[type, ...] = ()) -> Any:
+    """Every syntax node under `node` (itself included), not looking inside nodes of the
+    `skip` classes (nested definitions)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -277,7 +297,8 @@ def _walk(node: Any) -> Any:
             stack.extend(n)
         elif isinstance(n, ast.Node):
             yield n
-            stack.extend(getattr(n, f) for f in n._fields)
+            if not isinstance(n, skip):
+                stack.extend(getattr(n, f) for f in n._fields)
 
 
 def _position(e: ApdslError) -> tuple:
@@ -306,7 +327,7 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Interpreter
                 namespace: dict[str, Any]) -> tuple[list[Any], dict[str, int]]:
     """Kernel arguments: given arrays cast to each parameter's dtype, or seeded data of the
     declared shape; named dims bound from the inputs and checked for consistency."""
-    from ..runtime.core.init import initialise, seeded
+    from ..runtime.core.init import initialise, note_written, seeded
     from ..tensor.dtypes import dtype as to_dtype
     from .interpreter import Frame
     dims: dict[str, int] = {}
@@ -355,6 +376,8 @@ def bind_inputs(fn: Function, inputs: dict[str, np.ndarray], interp: Interpreter
             initialise(t, "array", data, known=True)
             if interp.dry:
                 interp.known_values.add(t.storage)
+        else:  # check mode: seeded data of unknown values, written as in `run`
+            note_written(t)
         args.append(t)
     return args, dims
 

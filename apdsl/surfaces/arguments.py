@@ -46,7 +46,9 @@ def program_options(sp: argparse.ArgumentParser) -> None:
     init.add_argument("--no-init-check", action="store_true",
                       help="read unwritten memory as 0 instead of failing")
     init.add_argument("--strict-init", action="store_true",
-                      help="reading unwritten memory is an error where it is read")
+                      help="reading unwritten memory is an error where it is read (by "
+                      "default data computed from it is an error where it reaches a store, a "
+                      "result or a host read)")
     sp.add_argument("--strict-padding", action="store_true",
                     help="mmad reads K in whole fractals, as hardware does")
     sp.add_argument("--sync", choices=("on", "off"),

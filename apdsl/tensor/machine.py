@@ -68,7 +68,9 @@ class Options:
     """The options of SPEC section 9 (`apdsl.options(...)`)."""
 
     # Reading memory that nothing wrote is an error (as on hardware it reads garbage).
-    init_check: bool | str = True  # "strict": --strict-init (today the same as True)
+    # True: unwritten data propagates and is an error where it reaches an observable point
+    # (SPEC 4); "strict" (--strict-init): the first read of it is the error; False: reads 0.
+    init_check: bool | str = True
     # mmad reads K in whole fractals, as hardware does, so unwritten K padding is reported.
     strict_padding: bool = False
     # Bytes of live storage plus its written-state bookkeeping, every buffer included
@@ -168,7 +170,8 @@ class Machine:
     device: Device | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
-                 "span", "warnings", "warned", "sync", "engine_state", "core", "space")
+                 "span", "warnings", "warned", "sync", "engine_state", "core", "space",
+                 "taint")
 
     def __init__(self, *, targets: dict[str, str] | None = None, options: Options | None = None,
                  memory: Memory | None = None, check: bool = False, trace: Any = None) -> None:
@@ -189,6 +192,8 @@ class Machine:
         # Scalar Engine's reduce_regs: `apdsl.runtime.nki.reduce_regs`; the PRNGs:
         # `apdsl.runtime.nki.rng_state`).  A child starts with none: a device of its own.
         self.engine_state: dict[str, Any] = {}
+        # The unwritten reads of the instruction under way (`apdsl.runtime.core.unwritten`).
+        self.taint: Any = None
         # The Ascend core this machine simulates inside a launch on several cores (the
         # `apdsl.runtime.ascend.cores` state of that core; None outside one), and the address space
         # of its on-chip buffers: each core of a launch has its own L1, L0 and UB, GM is

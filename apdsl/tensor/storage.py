@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from math import prod
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class Storage:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "c0", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
-                 "unit_bits", "_reserved", "_memory", "space", "__weakref__")
+                 "unit_bits", "_reserved", "_memory", "space", "taint", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
@@ -58,6 +59,8 @@ class Storage:
         self.all_written = False
         self.freed = False
         self.unit_bits = bits  # written state is exact per unit of this many bits
+        # where unwritten units' data came from (`apdsl.runtime.core.unwritten.Taint`)
+        self.taint: Any = None
         machine = current()
         # the address space of on-chip storage: its core's, in a launch on several cores
         self.space = machine.space
@@ -145,6 +148,7 @@ class Storage:
             self._unreserve()
             self._data = None
             self._mask = None
+            self.taint = None
 
     def __del__(self) -> None:
         # (cheaper than a weakref.finalize per allocation; a storage freed by its block has
@@ -235,6 +239,7 @@ class Storage:
     def note_written_all(self) -> None:
         self.all_written = True
         self._mask = None
+        self.taint = None
         # uniform state is exact at any unit: go back to the cheapest
         self.unit_bits = self.dtype.bits
 

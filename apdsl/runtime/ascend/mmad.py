@@ -310,8 +310,13 @@ _F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.flo
 def _load(acc: ex.Access, label: str, role: str, work: type) -> np.ndarray:
     """An operand's logical matrix in the working dtype, gathered from its fractal storage in
     one strided cast-and-copy (init-checked)."""
-    if current().options.init_check and not acc.storage.all_written:
-        return ex.read(acc, label, role).astype(work)
+    m = current()
+    if m.options.init_check and not acc.storage.all_written:
+        # with strict_padding the whole fractals' K is read, and padding nothing wrote is
+        # reported where it is read (SPEC 4: the tail bug); otherwise unwritten data
+        # propagates into dst like any instruction's
+        ex.check_init(acc, label, role, observed=m.options.strict_padding)
+        return acc.read().astype(work)
     if type(acc) is not ex.Strided:
         return acc.read().astype(work)
     out = np.empty(acc.shape, work)

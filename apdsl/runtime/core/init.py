@@ -77,7 +77,8 @@ def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
     if kind == "random" and args and not isinstance(args[0], (int, np.integer)):
         raise ApdslTypeError("random(seed) takes an int seed", code="APK113")
     if dry and kind in ("zeros", "ones", "arange", "random"):
-        return  # check mode moves no data; past the seed, these initialisers cannot fail
+        note_written(t)  # check mode moves no data (it cannot fail past the seed)
+        return
     if kind in ("value", "zeros", "ones"):
         value = {"zeros": 0.0, "ones": 1.0}.get(kind, args[0] if args else None)
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
@@ -86,6 +87,8 @@ def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
                                  f"{type(value).__name__}", code="APK113")
         if not dry:
             _fill(t, value)
+        else:
+            note_written(t)
         return
     if kind == "arange":
         data: Any = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
@@ -106,16 +109,30 @@ def initialise(t: Tensor, kind: str, *args: Any, known: bool = False) -> None:
     else:
         raise ApdslTypeError(f"unknown initialiser {kind}", code="APK113")
     if dry:
+        note_written(t)
         return
     write_view(t, np.asarray(data))
+
+
+def note_written(t: Tensor) -> None:
+    """Check mode: `t`'s elements count as written, as the data `run` writes into it (a
+    kernel's result may be an input)."""
+    from .execute import resolve
+    from .written import note_written_view, note_written_whole
+    if t.dynamic is None and t.layout.static:
+        note_written_view(resolve(t, "write", "view"))
+    else:
+        note_written_whole(t.storage)
 
 
 def _fill(t: Tensor, value: Any) -> None:
     """Write one number to every element, cast once and exactly (a Python int may exceed
     every NumPy integer), without making an array of the tensor's size."""
+    from . import unwritten
     from .execute import fill, prepare_write, resolve
     acc = resolve(t, "write", "view")
     prepare_write(acc, "write", "view")
+    unwritten.begin()  # an initialiser depends on no instruction's reads
     if acc.dtype.kind == "x" and value == 0 and not np.signbit(value):
         fill(acc, np.zeros((), acc.dtype.np))  # all bits zero: four zeros in any MX dtype
         return

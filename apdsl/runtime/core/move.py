@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError
 from ...tensor.dtypes import DType, cast_array
-from . import psum
+from . import psum, unwritten
 from .access import Access, Rows, Strided, oom
 from .resolve import resolve
 from .written import check_init, check_unique, mark_written
@@ -210,9 +210,10 @@ def _gather_copy(dst: Strided, src: Rows) -> None:
 
 def read_view(t: Any, *, op: str = "read", role: str = "view") -> np.ndarray:
     """The logical contents of view `t` as a new array (shape `t.shape`, dtype `t.dtype.np`).
-    Reading unwritten memory is APK404 unless init checking is off."""
+    Reading unwritten memory is APK404 (APK412 for data computed from it) unless init
+    checking is off: a host read is an observable point."""
     acc = resolve(t, op, role)
-    check_init(acc, op, role)
+    check_init(acc, op, role, observed=True)
     return acc.read()  # a host read: PSUM accumulation state is left alone
 
 
@@ -227,4 +228,5 @@ def write_view(t: Any, values: Any, *, op: str = "write", role: str = "view") ->
                    help="the value must have as many elements as the view",
                    shape=tuple(arr.shape), view_shape=acc.shape)
     prepare_write(acc, op, role)
+    unwritten.begin()  # a host write depends on no instruction's reads
     store(acc, arr)

@@ -4,8 +4,9 @@
 the previous values when the block ends, so the one call serves both as a setter and as
 `with apdsl.options(init_check=False): ...`.
 
-Options: `init_check` (default True; "strict", as `--strict-init`, reports an unwritten read
-where it is read: today's rule, the same as True), `strict_padding` (default False; read by the Ascend
+Options: `init_check` (default True: unwritten data propagates through instructions and is an
+error where it reaches an observable point, SPEC 4; "strict", as `--strict-init`, reports an
+unwritten read where it is read; False reads it as 0), `strict_padding` (default False; read by the Ascend
 `mmad`), `max_memory` (bytes of live storage and its written-state bookkeeping, SPEC section
 15; default half of the machine's physical memory), `max_steps` (the step budget of SPEC
 section 15, default 100,000,000; read when an interpreter starts a program), `max_time`

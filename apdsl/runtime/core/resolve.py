@@ -237,7 +237,7 @@ def _resolve_registers(t: Any, layout: Layout, op: str, role: str) -> Layout:
 def _index_values(index: Any, op: str, what: str) -> np.ndarray:
     """The integer values of an index tensor (init-checked) as intp, logical shape."""
     acc = resolve(index, op, what)
-    check_init(acc, op, what)
+    check_init(acc, op, what, observed=True)  # an index: an observable point
     if acc.storage.buffer == "psum":
         psum.note_read(acc)
     if type(acc) is Strided:

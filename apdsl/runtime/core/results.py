@@ -1,9 +1,11 @@
-"""A Python kernel's result, checked as the kernel returns (`apdsl.nki`): each returned
-tensor was written whole.  A forgotten store returns memory nothing wrote; it is said of the
-result, at the kernel's `return`, rather than left to whatever reads the result later
-(printing it, `-o`), which would report a read of an unwritten element with no line of the
-kernel.  The check follows the machine's `init_check` option, as every read does.  (`.apk`
-kernels report the read: their `check` has no written state to agree with this.)"""
+"""A kernel's result, checked as the kernel returns (`.apk` and Python kernels alike, in `run`
+and in `check`): each returned tensor was written whole, and holds no data computed from
+unwritten memory (SPEC 4: a kernel's returned tensor is an observable point).  A forgotten
+store returns memory nothing wrote; it is said of the result, at the kernel's `return`, rather
+than left to whatever reads the result later (printing it, `-o`), which would report a read of
+an unwritten element with no line of the kernel.  The check follows the machine's `init_check`
+option, as every read does.  In check mode the written state is what the instructions'
+destinations say (`apdsl.semantics.dryrun.note_written`): no data, the same answer."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ import numpy as np
 from ...errors import ApdslRuntimeError, Span
 from ...tensor.machine import current
 from ...tensor.view import Tensor
-from .access import fmt_coord
+from .access import fmt_coord, units_of
 from .resolve import resolve
-from .written import has_written
+from .written import has_written, unwritten_error
 
 
 def tensors_of(value: Any) -> Iterator[Tensor]:
@@ -39,10 +41,17 @@ def check_written(value: Any, kernel: str, where: Callable[[], Span | None]) -> 
         if storage.all_written or storage.freed:
             continue
         ok: Any = False
-        if has_written(storage):
-            ok = resolve(t, f"kernel {kernel}", "result").written()
+        if has_written(storage) or storage.taint is not None:
+            acc = resolve(t, f"kernel {kernel}", "result")
+            ok = acc.written()
             if ok is True:
                 continue
+            if storage.taint is not None:  # data computed from unwritten memory
+                bad = ~np.asarray(ok, bool)
+                if storage.taint.ids[np.reshape(units_of(acc.dtype, storage, acc.offsets()),
+                                                acc.shape + (-1,))[bad]].any():
+                    raise unwritten_error(acc, f"kernel {kernel}", "result", ok).replace(
+                        span=where())
         name = f"`{t.name}`" if t.name else "tensor"
         if ok is False:
             what = "was never written"

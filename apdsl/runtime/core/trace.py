@@ -282,6 +282,8 @@ def record_kept(m: Any, plan: tuple[Any, ...] | None, op: str, name: str | None,
     without looking it up (Ascend operands are never NKI on-chip: no entry limit to check)."""
     s = m.sync
     if s is not None and plan is not None and m.trace is None:
+        if m.taint is not None:  # (as `record`)
+            m.taint = None
         s.access(op, name, operands, m.span, m.location, False, plan)
     else:
         record(op, name, operands)
@@ -299,6 +301,8 @@ def record(op: str, name: str | None, operands: dict[str, Any], *,
     NKI engine or Ascend pipe that runs it (from the instruction table); `hints`: the NKI hint
     keywords the program gave (`apdsl.runtime.nki.hints.given`), shown by `apdsl lower`."""
     m = current()
+    if m.taint is not None:  # an instruction starts: the unwritten reads of the one before end
+        m.taint = None
     sync = m.sync
     order = None
     if (sync is not None or m.options.sync) and operands and \

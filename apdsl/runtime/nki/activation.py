@@ -36,7 +36,9 @@ from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
 from ...tensor.machine import current
 from ...tensor.view import Tensor
+from ..core import unwritten
 from ..core.operands import is_ti
+from ..core.written import leave_unwritten
 from ..table.operators import operator_arg
 from . import reduce_run as rr
 from .reduce_regs import regs
@@ -161,6 +163,8 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
     pre = rows * s + b
     ok = fn.inside(pre)
     if not ok.all():
+        ok = unwritten.defined(ok)
+    if not ok.all():
         p, f = (int(c) for c in np.argwhere(~ok)[0])
         raise ApdslRuntimeError(
             f"{call.label}: {fn!r} gets data * scale + bias = {float(pre[p, f])!r} at partition "
@@ -170,21 +174,38 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
             help="keep the input inside the range (add a small epsilon, or clamp it first)",
             partition=p, element=f)
     out = np.asarray(fn.fn(pre), np.float32)
+    _reduce_and_write(call, cmd, out, reduce_res)
+
+
+def _reduce_and_write(call: Any, cmd: str, out: np.ndarray, reduce_res: Tensor | None) -> None:
+    """The reduce_regs step of an activation (SPEC 11) and its writes: `out` to dst, the
+    registers' sums to `reduce_res` when given."""
+    parts = out.shape[0]
     r = regs()
     lanes = slice(0, parts)
     values, known = r.values[lanes].copy(), r.set[lanes].copy()
+    # lanes whose sum holds unwritten data (SPEC 4): this instruction's rows, and earlier ones
+    rows_bad = unwritten.poisoned((parts, 1))
+    bad, origin = r.unwritten[lanes].copy(), r.origin
     if cmd in ("reset", "reset_reduce"):
         values[:], known[:] = 0, True
+        bad[:] = False
     strict = current().options.init_check
     if cmd in ("reduce", "reset_reduce"):
         if strict and not known.all():
             raise _unset_lanes(call.label, "reduce_cmd=reduce accumulates into", known)
         values = values + out.sum(axis=1, dtype=np.float32)
         known[:] = True
+        if rows_bad is not None:
+            bad |= rows_bad.reshape(-1)
+            origin = unwritten.pending().origin  # type: ignore[union-attr]
     outputs = {"dst": out}
     if reduce_res is not None:
         if strict and not known.all():
             raise _unset_lanes(call.label, "reduce_res reads", known)
         outputs["reduce_res"] = values.reshape(parts, 1)
     call.write(outputs)
-    r.values[lanes], r.set[lanes] = values, known
+    if reduce_res is not None and bad.any():
+        leave_unwritten(call.accs["reduce_res"], bad, origin)
+    r.values[lanes], r.set[lanes], r.unwritten[lanes] = values, known, bad
+    r.origin = origin if r.unwritten.any() else None

@@ -26,7 +26,7 @@ from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
 from ...tensor.view import Tensor
 from ..core import execute as ex
-from ..core import psum, trace
+from ..core import psum, trace, unwritten
 from ..core.operands import (
     check_operand,
     check_start_partitions,
@@ -98,8 +98,10 @@ class Prepared:
         before = acc.written()
         current = acc.read()  # no init check: the elements kept are not read by the engine
         ex.store(acc, np.where(where, np.asarray(values).reshape(acc.shape), current))
-        if before is not True:
-            ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where)
+        if before is not True or unwritten.pending() is not None:
+            # the kept elements keep their state; the written ones depend on the inputs
+            was = True if before is True else np.asarray(before, bool).reshape(acc.shape)
+            ex.set_written(acc, np.logical_or(was, where), wrote=where)
 
     def dtype(self, role: str) -> str:
         return self.tensors[role].dtype.name
@@ -210,6 +212,8 @@ def run_elementwise(op: str, dst: Any, inputs: dict[str, Any], *, engine: Any = 
     if domain is not None:
         for role, v in values.items():
             ok = domain.inside(v)
+            if not ok.all():
+                ok = unwritten.defined(ok)
             if not ok.all():
                 acc = p.accs[role]  # type: ignore[index]
                 raise outside_domain(p.label, p.entry.name, domain.says, role,

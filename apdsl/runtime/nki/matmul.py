@@ -15,7 +15,7 @@ from ...tensor.layout import pattern_bounds
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core import execute as ex
-from ..core import trace
+from ..core import trace, unwritten
 from ..core.limits import check_limits
 from ..core.operands import (
     arg_error,
@@ -70,6 +70,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     plan = None if key is None else table.find(key)
     if plan is not None:  # the same kind of operands again: only the per-call work (`_Plan`)
         label, group = plan.label, ex.TI_GROUP_MATMUL  # static views, executing: resolved
+        unwritten.begin()  # (a plan records nothing: the instruction starts here)
         accs = [ex.resolve(stationary, label, "stationary", group=group),  # (freed, bounds)
                 ex.resolve(moving, label, "moving", group=group),
                 ex.resolve(dst, label, "dst", group=group)]

@@ -10,6 +10,8 @@ init checking is on (with it off an unset register reads as 0).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...tensor.machine import current
@@ -19,13 +21,16 @@ LANES = 128
 
 
 class ReduceRegs:
-    """The register values (float32, as the activation arithmetic) and which lanes are set."""
+    """The register values (float32, as the activation arithmetic), which lanes are set, and
+    which hold a sum of unwritten data (SPEC 4: it propagates; `origin` says where from)."""
 
-    __slots__ = ("values", "set")
+    __slots__ = ("values", "set", "unwritten", "origin")
 
     def __init__(self) -> None:
         self.values = np.zeros(LANES, np.float32)
         self.set = np.zeros(LANES, bool)
+        self.unwritten = np.zeros(LANES, bool)
+        self.origin: Any = None
 
 
 def regs() -> ReduceRegs:

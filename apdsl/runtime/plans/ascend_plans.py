@@ -256,8 +256,8 @@ def run_fast(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None) -> bool
         if bits < dst_st.unit_bits:
             check_unique(dacc, _label(name), "dst")
         np.copyto(d, s)
-        if not dst_st.all_written:
-            mark_written(dacc)
+        if not dst_st.all_written or m.taint is not None:
+            mark_written(dacc)  # (the source's unwritten elements stay unwritten in dst)
         if tails is not None:
             ex.store(tails, np.zeros(tails.size, tails.dtype.np))
     except MemoryError as e:

@@ -32,6 +32,7 @@ from typing import Any
 from ...tensor.machine import current
 from ..core import psum
 from ..core.access import Access, Strided, oom
+from ..core.unwritten import begin
 from ..core.written import check_init, check_unique, mark_written
 
 LIMIT = 4096  # plans kept; past it the oldest goes (a loop over ever new shapes stays bounded)
@@ -154,7 +155,10 @@ def execute(label: str, reads: Iterable[tuple[str, Access]], dst: Access,
     refinement of a destination narrower than its storage's unit (no duplicate check: a plan
     is kept only after its call wrote dst, so its pattern was found injective, and a pattern
     does not change); then
-    dst marked written, its PSUM state with it.  Out of memory while moving is APK430 at dst."""
+    dst marked written, its PSUM state with it, and left unwritten where it depends on
+    unwritten data it read (`apdsl.runtime.core.unwritten`: a planned call records nothing, so
+    the instruction starts here).  Out of memory while moving is APK430 at dst."""
+    begin()
     for role, a in reads:
         check_init(a, label, role)
         if a.storage.buffer == "psum":

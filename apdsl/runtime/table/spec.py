@@ -100,6 +100,37 @@ class Routes:
 COST_CLASSES = ("dma", "matmul", "register", "vector")
 
 
+# How an instruction's outputs depend on its inputs, for unwritten data (SPEC 4: it propagates
+# as MemorySanitizer's uninitialised bits do; `apdsl.runtime.core.unwritten` reads these):
+# "element": an output element depends on the input element at its place (same element count:
+#     the same row-major position; a [P, 1] column: its partition; fewer outputs a partition than
+#     inputs: every input of its partition, a reduction);
+# "partition": every input element of the output's partition (a free-axis reduction);
+# "cross": every input element of the output's free position (a reduction across partitions);
+# "transpose": the input element at the exchanged place (partitions <-> free elements);
+# "matmul": every input element it sums (`Depends.contract`);
+# "whole": any input element (what is not known more precisely; never too little).
+DEPENDENCY_KINDS = ("element", "partition", "cross", "transpose", "matmul", "whole")
+
+
+@record
+class Depends:
+    """An entry's dependency class (`DEPENDENCY_KINDS`).  `observed`: the inputs whose values
+    are an observable point (a predicate, an index, a bound, a seed, a scan's carry chain):
+    unwritten data there is an error where it is read.  `contract` (matmul): per input role,
+    (the axis it sums over, the axis of dst its other axis becomes), both of the operand and
+    dst seen as 2-d (first axis, the rest)."""
+
+    kind: str = "whole"
+    observed: tuple[str, ...] = ()
+    contract: Mapping[str, tuple[int, int]] = MappingProxyType({})
+
+
+ELEMENT = Depends("element")
+PARTITION = Depends("partition")
+WHOLE = Depends("whole")
+
+
 @record
 class Instruction:
     name: str
@@ -116,6 +147,7 @@ class Instruction:
     summary: str = ""
     cost: str = "vector"  # its cost class (COST_CLASSES) for the profile
     routes: Routes | None = None  # on Ascend, the pipe by where the data goes
+    depends: Depends = WHOLE  # how its outputs depend on its inputs (unwritten data)
 
     def operand(self, role: str) -> Operand:
         return next(o for o in self.operands if o.role == role)

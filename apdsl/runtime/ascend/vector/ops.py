@@ -22,6 +22,7 @@ import numpy as np
 
 from ....errors import ApdslRuntimeError
 from ...core import execute as ex
+from ...core import unwritten
 from ...table import TABLE
 from ...table import semantics_vector as arith
 from . import run
@@ -65,7 +66,7 @@ def _domain(inst: run.Instance, op: str, role: str, values: np.ndarray) -> None:
         return
     text, test = dom
     ok = test(values)
-    if ok.all():
+    if ok.all() or unwritten.defined(ok).all():
         return
     i = int(np.argmin(ok.ravel()))
     t = inst.tensors[role]

@@ -21,7 +21,7 @@ from ....errors import ApdslRuntimeError
 from ....tensor.machine import current
 from ....tensor.view import Tensor
 from ...core import execute as ex
-from ...core import trace
+from ...core import trace, unwritten
 from ...core.operands import check_operand, instruction_label, tensor_arg
 from ...core.resolve import check_live
 from ...table import TABLE
@@ -75,6 +75,8 @@ class Instance:
         if values.dtype.kind in "iu" and dtype in INT_RANGES and values.dtype != acc.dtype.np:
             lo, hi = INT_RANGES[dtype]
             bad = (values < lo) | (values > hi)
+            if bad.any():
+                bad &= ~unwritten.defined(np.zeros(bad.shape, bool))
             if bad.any():
                 i = int(np.argmax(bad.ravel()))
                 raise ApdslRuntimeError(

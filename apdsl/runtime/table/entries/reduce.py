@@ -5,7 +5,16 @@ sections 3.4-3.7, 3.17-3.21, 3.24)."""
 from __future__ import annotations
 
 from .. import semantics_reduce as sem
-from ..spec import NKI_ONCHIP, TRN3_DTYPES, VECTOR_DTYPES, Instruction, Operand
+from ..spec import (
+    ELEMENT,
+    NKI_ONCHIP,
+    PARTITION,
+    TRN3_DTYPES,
+    VECTOR_DTYPES,
+    Depends,
+    Instruction,
+    Operand,
+)
 
 ANY = VECTOR_DTYPES + TRN3_DTYPES
 INDEX_DTYPES = ("uint16", "uint32")
@@ -35,86 +44,98 @@ ENTRIES: tuple[Instruction, ...] = (
         (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
          _on_chip("bias"), _on_chip("reduce_res", True)),
         {"nki": ("scalar",)}, None, writes_dst=True,
-        summary="dst = op(data * scale + bias); reduce_regs (+)= its free-axis sum"),
+        summary="dst = op(data * scale + bias); reduce_regs (+)= its free-axis sum",
+        depends=ELEMENT),
     Instruction(
         "activation_reduce", "nki.activation",
         (_on_chip("dst", True), _on_chip("data"), _on_chip("scale", False, ("float32",)),
          _on_chip("bias"), _on_chip("reduce_res", True)),
         {"nki": ("scalar",)}, None, writes_dst=True,
-        summary="activation with reduce_cmd=reset_reduce: reduce_res = free-axis sum"),
+        summary="activation with reduce_cmd=reset_reduce: reduce_res = free-axis sum",
+        depends=ELEMENT),
     Instruction(
         "tensor_reduce", "nki.reduce", (_on_chip("dst", True), _on_chip("data")),
         {"nki": ("vector",)}, sem.reduce_free, writes_dst=True,
-        summary="reduce the trailing free axes with op (float32; bit-vector ops on bits)"),
+        summary="reduce the trailing free axes with op (float32; bit-vector ops on bits)",
+        depends=PARTITION),
     Instruction(
         "tensor_partition_reduce", "nki.reduce",
         (Operand("dst", True, {"nki": ("sbuf",)}, ANY), Operand("data", False, {"nki": ("sbuf",)},
                                                                ANY)),
         {"nki": ("gpsimd",)}, sem.reduce_partitions, writes_dst=True,
-        summary="reduce across partitions into one (GpSimd)"),
+        summary="reduce across partitions into one (GpSimd)", depends=Depends("cross")),
     Instruction(
         "bn_stats", "nki.reduce", (_on_chip("dst", True), _on_chip("data")), {"nki": ("vector",)},
         sem.bn_stats, limits={"data_elements": 512}, writes_dst=True,
-        summary="[count, mean, var*count] of the even, then the odd elements a partition"),
+        summary="[count, mean, var*count] of the even, then the odd elements a partition",
+        depends=PARTITION),
     Instruction(
         "bn_aggr", "nki.reduce", (_on_chip("dst", True), _on_chip("data")), {"nki": ("vector",)},
         sem.bn_aggr, writes_dst=True,
-        summary="mean and variance a partition from bn_stats triples"),
+        summary="mean and variance a partition from bn_stats triples", depends=PARTITION),
     Instruction(
         "max8", "nki.reduce", (_on_chip("dst", True), _on_chip("src")), {"nki": ("vector",)},
         sem.max8, limits={"src_elements": (8, 16384)}, writes_dst=True,
-        summary="the 8 largest values a partition, descending"),
+        summary="the 8 largest values a partition, descending", depends=PARTITION),
     Instruction(
         "nc_find_index8", "nki.reduce",
         (_on_chip("dst", True, INDEX_DTYPES), _on_chip("data"), _on_chip("vals")),
         {"nki": ("vector",)}, sem.find_index8, limits={"data_elements": (8, 16384)},
-        writes_dst=True, summary="index of the first occurrence of each of 8 values"),
+        writes_dst=True, summary="index of the first occurrence of each of 8 values",
+        depends=PARTITION),
     Instruction(
         "nc_match_replace8", "nki.reduce",
         (_on_chip("dst", True), _on_chip("data"), _on_chip("vals"),
          _on_chip("dst_idx", True, POSITION_DTYPES)),
         {"nki": ("vector",)}, sem.match_replace8, limits={"data_elements": (8, 16384)},
-        writes_dst=True, summary="first occurrence of each of 8 values replaced by imm"),
+        writes_dst=True, summary="first occurrence of each of 8 values replaced by imm",
+        depends=PARTITION),
     Instruction(
         "dropout", "nki.rng_ops", (_on_chip("dst", True), _on_chip("data"), _on_chip("prob")),
         {"nki": ("vector",)}, sem.dropout, writes_dst=True,
-        summary="each element 0 with probability prob (seeded NumPy generator)"),
+        summary="each element 0 with probability prob (seeded NumPy generator)", depends=ELEMENT),
     Instruction(
         "rng", "nki.rng_ops", (_on_chip("dst", True, RNG_DTYPES),), {"nki": ("vector", "gpsimd")},
-        None, writes_dst=True, summary="32 random bits an element, truncated to dst"),
+        None, writes_dst=True, summary="32 random bits an element, truncated to dst",
+        depends=ELEMENT),
     Instruction(
         "rand2", "nki.rng_ops",
         (_on_chip("dst", True, RAND2_DTYPES), _on_chip("min", False, ("float32",)),
          _on_chip("max", False, ("float32",))),
         {"nki": ("vector",)}, None, writes_dst=True,
-        summary="uniform random values in [min, max] (trn3)"),
+        summary="uniform random values in [min, max] (trn3)", depends=ELEMENT),
     Instruction(
         "set_rng_seed", "nki.rng_ops",
         (_on_chip("src_seeds", False, ("int32", "uint32", "float32")),), {"nki": ("vector",)},
-        None, summary="seed the Vector Engine's generator"),
+        None, summary="seed the Vector Engine's generator",
+        depends=Depends("whole", observed=("src_seeds",))),
     Instruction(
         "tensor_scalar_reduce", "nki.vector_reduce",
         (_on_chip("dst", True), _on_chip("data"), _on_chip("operand0", False, ("float32",)),
          _on_chip("reduce_init", False, ("float32",)), _on_chip("reduce_res", True)),
         {"nki": ("vector",)}, None, writes_dst=True,
-        summary="dst = data op0 operand0; reduce_op of each partition into the accumulators"),
+        summary="dst = data op0 operand0; reduce_op of each partition into the accumulators",
+        depends=ELEMENT),
     Instruction(
         "tensor_scalar_cumulative", "nki.vector_reduce",
         (_on_chip("dst", True, CUMULATIVE_DTYPES), _on_chip("src", False, CUMULATIVE_DTYPES),
          _on_chip("imm0", False, ("float32",)), _on_chip("imm1", False, ("float32",))),
         {"nki": ("vector",)}, None, writes_dst=True,
-        summary="reg = op1(op0(src[i], imm0), reg); dst[i] = reg along each partition"),
+        summary="reg = op1(op0(src[i], imm0), reg); dst[i] = reg along each partition",
+        depends=Depends("element", observed=("src", "imm0", "imm1"))),
     Instruction(
         "exponential", "nki.vector_reduce",
         (_on_chip("dst", True, EXP_DST), _on_chip("src", False, EXP_SRC),
          _on_chip("max_value", False, ("float32",)),
          _on_chip("reduce_init", False, ("float32",)), _on_chip("reduce_res", True, ACC_RES)),
         {"nki": ("vector",)}, None, writes_dst=True, limits={"targets": ("trn3",)},
-        summary="dst = exp(src - max_value); the sum of each partition into the accumulators"),
+        summary="dst = exp(src - max_value); the sum of each partition into the accumulators",
+        depends=ELEMENT),
     Instruction(
         "nonzero_with_count", "nki.nonzero",
         (Operand("dst", True, {"nki": ("sbuf",)}, ("int32",)),
          Operand("src", False, {"nki": ("sbuf",)}, ("float32", "int32"))),
         {"nki": ("gpsimd",)}, None, writes_dst=False, limits={"targets": ("trn2", "trn3")},
-        summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)"),
+        summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)",
+        depends=Depends("whole", observed=("src",))),
 )

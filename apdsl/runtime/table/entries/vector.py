@@ -10,7 +10,7 @@ dtypes its AscendC page lists for Atlas A2, and has a cost class the profile rea
 from __future__ import annotations
 
 from .. import semantics_vector as arith
-from ..spec import PATH_PIPES, Instruction, Operand
+from ..spec import ELEMENT, PATH_PIPES, WHOLE, Depends, Instruction, Operand
 
 ARITH = ("int16", "float16", "int32", "float32")   # Add, Sub, Mul, Max, Min, Adds, ... (A2)
 HALF_FLOAT = ("float16", "float32")                 # Div, Exp, Ln, Abs, Sqrt, ... (A2)
@@ -43,20 +43,22 @@ def _binary(name: str, fn: object, dtypes: tuple[str, ...], summary: str,
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src0", False, dtypes),
                         _ub("src1", False, dtypes)),
-                       VECTOR, fn, limits={"bits": bits}, summary=summary)
+                       VECTOR, fn, limits={"bits": bits}, summary=summary,
+                       depends=ELEMENT)
 
 
 def _scalar(name: str, fn: object, dtypes: tuple[str, ...], summary: str) -> Instruction:
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src", False, dtypes)),
-                       VECTOR, fn, summary=summary)
+                       VECTOR, fn, summary=summary, depends=ELEMENT)
 
 
 def _unary(name: str, fn: object, dtypes: tuple[str, ...], summary: str,
            bits: bool = False) -> Instruction:
     return Instruction(f"asc.{name}", MODULE,
                        (_ub("dst", True, dtypes), _ub("src", False, dtypes)),
-                       VECTOR, fn, limits={"bits": bits}, summary=summary)
+                       VECTOR, fn, limits={"bits": bits}, summary=summary,
+                       depends=ELEMENT)
 
 
 ENTRIES: tuple[Instruction, ...] = (
@@ -88,30 +90,32 @@ ENTRIES: tuple[Instruction, ...] = (
     Instruction("asc.axpy", MODULE,
                 (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT)), VECTOR,
                 arith.axpy,
-                summary="dst = src * scalar + dst (Axpy)"),
+                summary="dst = src * scalar + dst (Axpy)", depends=ELEMENT),
     Instruction("asc.mul_add_dst", MODULE,
                 (_ub("dst", True, HALF_FLOAT), _ub("src0", False, HALF_FLOAT),
                  _ub("src1", False, HALF_FLOAT)), VECTOR,
                 arith.mul_add_dst,
-                summary="dst = src0 * src1 + dst (MulAddDst)"),
+                summary="dst = src0 * src1 + dst (MulAddDst)", depends=ELEMENT),
     Instruction("asc.duplicate", "ascend.vector.ops_more", (_ub("dst", True, DUPLICATE),), VECTOR,
-                None, summary="dst = scalar (Duplicate)"),
+                None, summary="dst = scalar (Duplicate)", depends=ELEMENT),
     Instruction("asc.cast", "ascend.vector.ops_more", (_ub("dst", True, CAST), _ub("src", False, CAST)),
                 VECTOR, None,
-                summary="dst = src converted, rounded as round_mode says (Cast)"),
+                summary="dst = src converted, rounded as round_mode says (Cast)", depends=ELEMENT),
     Instruction("asc.brcb", "ascend.vector.ops_more",
                 (_ub("dst", True, DUPLICATE), _ub("src0", False, DUPLICATE)), VECTOR, None,
-                summary="each of 8 src elements a repeat fills one 32-byte block (Brcb)"),
+                summary="each of 8 src elements a repeat fills one 32-byte block (Brcb)",
+                depends=WHOLE),
     Instruction("asc.compare", "ascend.vector.ops_more",
                 (_ub("dst", True, ("int8", "uint8")), _ub("src0", False, COMPARE),
                  _ub("src1", False, COMPARE)), VECTOR, None,
-                summary="dst bit i = cmp_mode(src0[i], src1[i]) (Compare)"),
+                summary="dst bit i = cmp_mode(src0[i], src1[i]) (Compare)", depends=WHOLE),
     Instruction("asc.select", "ascend.vector.ops_more",
                 (_ub("dst", True, HALF_FLOAT), _ub("src0", False, HALF_FLOAT),
                  _ub("src1", False, HALF_FLOAT),
                  _ub("sel_mask", False, ("uint8", "uint16", "uint32", "uint64"))),
                 VECTOR, None,
-                summary="dst = src0 where sel_mask's bit is set, else src1 (Select)"),
+                summary="dst = src0 where sel_mask's bit is set, else src1 (Select)",
+                depends=Depends("element", observed=("sel_mask",))),
     *(Instruction(f"asc.{kind}_{what}", "ascend.vector.reduce",
                   (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT),
                    *((_ub("shared_tmp_buffer", False, HALF_FLOAT),) if kind == "reduce"
@@ -121,21 +125,22 @@ ENTRIES: tuple[Instruction, ...] = (
       for kind in ("whole_reduce", "block_reduce", "reduce") for what in ("max", "min", "sum")),
     Instruction("asc.pair_reduce_sum", "ascend.vector.reduce",
                 (_ub("dst", True, HALF_FLOAT), _ub("src", False, HALF_FLOAT)), VECTOR, None,
-                summary="sum of each pair of adjacent elements (ReducePairElem)"),
+                summary="sum of each pair of adjacent elements (ReducePairElem)", depends=WHOLE),
     Instruction("asc.trans_data_to_5hd", "ascend.vector.transpose",
                 (_ub("dst_list", True, TRANSPOSE), _ub("src_list", False, TRANSPOSE)), VECTOR,
                 None,
                 summary="16 x 16 transposes of 32-byte blocks, NCHW -> NC1HWC0 "
-                "(TransDataTo5HD)"),
+                "(TransDataTo5HD)", depends=WHOLE),
     Instruction("asc.data_copy", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
                 {"ascend": ("MTE2", "MTE3")}, None, cost="dma", routes=PATH_PIPES,
-                summary="copy whole 32-byte blocks GM -> UB (MTE2) or UB -> GM (MTE3)"),
+                summary="copy whole 32-byte blocks GM -> UB (MTE2) or UB -> GM (MTE3)",
+                depends=ELEMENT),
     Instruction("asc.data_copy_pad", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
                 {"ascend": ("MTE2", "MTE3")}, None, cost="dma", routes=PATH_PIPES,
                 summary="copy bursts of any byte length between GM and UB, padding each UB "
-                "burst to 32 bytes"),
+                "burst to 32 bytes", depends=ELEMENT),
 )

@@ -159,9 +159,10 @@ def test_launch_grid_errors_are_located(launch, where):
     assert where in err.value.message
     line = src.count("\n")
     assert (err.value.span.line, err.value.span.column) == (line, 5)
-    # check mode reports it too, at the same place
+    # check mode reports it too, at the same place (and that `who`, checked as a launch of one
+    # program, returns a result only its row 0 is written of: APK180 at its return, as `run`)
     errors = Program(src, "launch.apk").check()
-    assert [(e.code, e.span.line) for e in errors] == [("APK141", line)]
+    assert [(e.code, e.span.line) for e in errors] == [("APK180", 18), ("APK141", line)]
 
 
 def test_trn1_launches_on_one_core():

@@ -69,6 +69,12 @@ def check_destination(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict
     ex.prepare_write(ex.resolve(dst, label, "dst"), label, "dst")
 
 
+# Check mode keeps exact written state only for storages up to this many units (a mask of a
+# byte a unit; check of a program over huge HBM tensors must stay as cheap as it was): a larger
+# one written by any instruction counts as written whole.
+EXACT_UNITS = 1 << 24
+
+
 def note_written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     """Check mode's written state, for a kernel's result (APK180 at its return, as `run`
     says it): the `dst` a table entry writes whole, when static, is marked written as `run`
@@ -87,7 +93,7 @@ def note_written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
         if role not in roles or type(t) is not Tensor:
             continue
         exact = role == "dst" and op in WRITERS and targets.family(t.buffer) == "nki" and \
-            t.dynamic is None and t.layout.static
+            t.dynamic is None and t.layout.static and t.storage.units_total <= EXACT_UNITS
         if exact:
             label = instruction_label(op, bound.get("name"))  # type: ignore[union-attr]
             note_written_view(ex.resolve(t, label, role))

@@ -119,8 +119,8 @@ def note_written(t: Tensor) -> None:
     kernel's result may be an input)."""
     from .execute import resolve
     from .written import note_written_view, note_written_whole
-    if t.dynamic is None and t.layout.static:
-        note_written_view(resolve(t, "write", "view"))
+    if t.dynamic is None and t.layout.static and t.storage.units_total <= 1 << 24:
+        note_written_view(resolve(t, "write", "view"))  # (larger: whole, as dryrun does)
     else:
         note_written_whole(t.storage)
 

@@ -15,7 +15,6 @@ from apdsl.semantics.program import Program
 # program order on MTE2 and the event order everything (kept plans from the second trip).
 SAME_PIPE = """\
 kernel k(A: f16[16, 16] @ gm) -> f16[16, 16] @ gm:
-    C = ndarray((16, 16), f16, gm)
     a1 = ndarray((16, 16), f16, l1, "NZ")
     a0 = ndarray((16, 16), f16, l0a, "ZZ")
     set_flag("MTE1_MTE2", 0)
@@ -29,7 +28,7 @@ kernel k(A: f16[16, 16] @ gm) -> f16[16, 16] @ gm:
         dma_copy(a0, a1)
         set_flag("MTE1_MTE2", 0)
     wait_flag("MTE1_MTE2", 0)
-    return C
+    return A  # the copies are the subject: no result is computed
 """
 
 

@@ -51,7 +51,7 @@ _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn"
                 "int4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                 "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
 _BUFFER_NAMES = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b",
-                 "l0c", "ub")
+                 "l0c", "ub", "bt")
 
 # The composition root: the tensor layer reads and writes views through the device interface
 # it defines (apdsl.tensor.machine.Device); the runtime installs its NumPy device (cheaply).

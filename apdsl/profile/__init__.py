@@ -32,7 +32,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
         if len(row) != EVENT_ROW:
             aps = next(iter(parts[row[PART]][0].values()), None)
             if aps:
-                if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub"):
+                if aps[0].buffer in ("gm", "l1", "l0a", "l0b", "l0c", "ub", "bt"):
                     family = "ascend"
                 break
     # (a Python file that launched no kernel ran on no machine of its own: the current one's)

@@ -58,7 +58,10 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     >>> dst.numpy()[:, 1]
     array([4., 5., 6., 7.], dtype=float32)
     """
-    planned = current().options.plans  # (off: the general path only, the plans' oracle)
+    m = current()
+    # (off: the general path only, the plans' oracle; under set_atomic_add a GM write reads
+    # GM, which no plan does)
+    planned = m.options.plans and "ascend.atomic" not in m.engine_state
     kept = getattr(dst, "pair", None) if planned else None
     if type(kept) is Kept and run_kept(kept, dst, src, name):  # an Ascend pair copied before
         return
@@ -107,9 +110,11 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
 def _ascend_dma_copy(dst: Tensor, src: Tensor, name: str | None, label: str) -> None:
     """The Ascend DMA: the path rule, then `apdsl.runtime.ascend.dma.dma_copy` (alignment, TLA
     valid extents, the row-major copy and the GM -> fractal row-tail zero-fill)."""
+    from .ascend import atomic
     from .ascend import dma as ascend
     ascend.ascend_copy_rules(dst, src, label)
-    ascend.dma_copy(dst, src, name, label)
+    if not atomic.atomic_copy(dst, src, name, label):  # (set_atomic_add: GM writes add)
+        ascend.dma_copy(dst, src, name, label)
 
 
 # -- tensor_copy ------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def run_programs(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid
     return value
 
 
-ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub"})
+ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub", "bt"})
 
 
 def is_ascend(fn: Function, args: tuple) -> bool:

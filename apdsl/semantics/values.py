@@ -195,7 +195,9 @@ def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
         return value
     elif isinstance(value, TileSize):
         allowed = TILE_SIZE_ATTRS
-    elif type(value).__module__ == "apdsl.runtime.ascend.vector.params":
+    elif type(value).__module__ in ("apdsl.runtime.ascend.vector.params",
+                                    "apdsl.runtime.ascend.cube_params") \
+            and hasattr(type(value), "_fields"):
         allowed = frozenset(type(value)._fields)  # pyasc's parameter objects: their fields
     elif getattr(type(value), "APK_ATTRS", None) is not None:
         allowed = type(value).APK_ATTRS  # a runtime object's public names (asc.TQue, ...)

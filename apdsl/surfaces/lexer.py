@@ -57,7 +57,7 @@ DTYPE_NAMES = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
                "float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4",
                "bool_")
 BUFFERS = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a", "l0b", "l0c",
-           "ub")
+           "ub", "bt")
 FORMATS = ("ND", "ND_ALIGN", "COLUMN_MAJOR", "NCHW", "NHWC", "HWCN", "NDHWC", "NCDHW", "NZ",
            "FRACTAL_NZ", "zN", "ZZ", "zZ", "ZN", "nZ", "NC1HWC0", "FRACTAL_Z", "NDC1HWC0",
            "FRACTAL_Z_3D")

@@ -27,7 +27,7 @@ FRACTAL_ROWS = 16  # the "16" side of every fractal (M0, N0 of the cube unit)
 FRACTAL_BYTES = 32  # C0 spans 32 bytes whatever the dtype
 
 NKI_BUFFERS = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm")
-ASCEND_BUFFERS = ("gm", "l1", "l0a", "l0b", "l0c", "ub")
+ASCEND_BUFFERS = ("gm", "l1", "l0a", "l0b", "l0c", "ub", "bt")
 ALL_BUFFERS = NKI_BUFFERS + ASCEND_BUFFERS
 
 Modes = tuple[tuple[int, int], ...]

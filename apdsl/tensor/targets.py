@@ -14,7 +14,7 @@ MiB = 1024 * KiB
 
 NKI_ONCHIP = ("sbuf", "psum")
 NKI_HBM = ("hbm", "private_hbm", "shared_hbm")
-ASCEND = ("gm", "l1", "l0a", "l0b", "l0c", "ub")
+ASCEND = ("gm", "l1", "l0a", "l0b", "l0c", "ub", "bt")
 BUFFERS = NKI_ONCHIP + NKI_HBM + ASCEND
 
 
@@ -77,7 +77,7 @@ TARGETS: dict[str, Target] = {
     "trn3": _nki("trn3", 256, 4096, True),
     "ascend-a2": Target("ascend-a2", "ascend", partitions=1, capacity={
         "gm": None, "l1": 512 * KiB, "l0a": 64 * KiB, "l0b": 64 * KiB, "l0c": 128 * KiB,
-        "ub": 192 * KiB}),
+        "ub": 192 * KiB, "bt": 1 * KiB}),  # bt: the bias table (CATLASS AtlasA2::BIAS_SIZE)
 }
 
 def get_target(name: str) -> Target:

@@ -49,7 +49,7 @@ from ..plans import ascend_plans as plans
 
 MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 L0 = ("l0a", "l0b", "l0c")
-ALIGNED = ("l1", "ub") + L0
+ALIGNED = ("l1", "ub", "bt") + L0
 ALIGN_BYTES = 32
 # Load2D (GM -> L0A/L0B) and LoadData (L1 -> L0A/L0B) move whole fractals; Fixpipe converts.
 LOAD_PATHS = frozenset({("gm", "l0a"), ("gm", "l0b"), ("l1", "l0a"), ("l1", "l0b")})
@@ -60,7 +60,11 @@ FRACTAL_ROWS = formats.FRACTAL_ROWS
 
 ASCEND_PATHS = frozenset({("gm", "l1"), ("gm", "ub"), ("gm", "l0a"), ("gm", "l0b"),
                           ("l1", "l0a"), ("l1", "l0b"), ("l0c", "gm"), ("l0c", "l1"),
-                          ("ub", "gm"), ("ub", "ub")})
+                          ("ub", "gm"), ("ub", "ub"), ("l1", "bt")})
+# L1 -> BT (DataCopy to the bias table, Atlas A2): half, int32 or float32 in, int32 or float32
+# out; the only MTE copy that converts (half -> float32 on the way)
+BIAS_DTYPES = (("float16", "float32"), ("float32", "float32"), ("int32", "int32"))
+BT_ALIGN_BYTES = 64
 
 
 def _err(code: str, message: str, **kw: Any) -> FormatError:
@@ -116,6 +120,12 @@ def _check_alignment(t: Tensor, label: str, role: str) -> None:
                        offset=off, fractal=frac)
         return
     bits = off * t.dtype.bits
+    if t.buffer == "bt" and bits % (BT_ALIGN_BYTES * 8):
+        raise _err("APK519", f"{label}: {role} {t.name} starts at byte {bits // 8} of the bias "
+                   "table; BT operands start 64-byte aligned",
+                   notes=[f"view shape {shape_text(t.shape)}"],
+                   help="start the view on a multiple of 64 bytes (16 float32)",
+                   offset=off, bytes=bits // 8)
     if bits % (ALIGN_BYTES * 8):
         raise _err("APK524", f"{label}: {role} {t.name} starts at byte {bits // 8} of its "
                    f"{t.buffer.upper()} storage; {t.buffer.upper()} operands start 32-byte "
@@ -204,6 +214,14 @@ def check_dtypes(dst: Tensor, src: Tensor, label: str, path: tuple[str, str]) ->
     """APK540 / APK541: only Fixpipe (L0C -> GM, L0C -> L1) converts, and only the pairs that
     need no quantisation parameters."""
     pair = (src.dtype.name, dst.dtype.name)
+    if path == ("l1", "bt"):
+        if pair not in BIAS_DTYPES:
+            raise _err("APK519", f"{label}: the L1 -> BT copy does not convert {pair[0]} to "
+                       f"{pair[1]}", notes=["DataCopy L1 -> BiasTable on Atlas A2: float16 -> "
+                                            "float32, float32 -> float32, int32 -> int32"],
+                       help="declare the bias table tensor float32 (int32 for int8 inputs)",
+                       src=pair[0], dst=pair[1])
+        return
     if path in FIXPIPE_PATHS:
         if pair not in FIXPIPE_DTYPES:
             allowed = ", ".join(f"{a} -> {b}" for a, b in FIXPIPE_DTYPES)
@@ -400,7 +418,8 @@ def ascend_copy_rules(dst: Tensor, src: Tensor, label: str = "dma_copy") -> None
             f"{label}: no DMA path from {src.buffer.upper()} to {dst.buffer.upper()} on Ascend",
             code="APK308",
             notes=["paths: GM->L1, GM->UB, GM->L0A, GM->L0B (Load2D), L1->L0A, L1->L0B "
-                   "(LoadData), L0C->GM, L0C->L1 (Fixpipe), UB->GM, UB->UB"],
+                   "(LoadData), L1->BT (the bias table), L0C->GM, L0C->L1 (Fixpipe), UB->GM, "
+                   "UB->UB"],
             help=(f"from {src.buffer.upper()} a copy can go to "
                   f"{', '.join(b.upper() for b in allowed)}" if allowed
                   else f"nothing is copied out of {src.buffer.upper()} by DMA"),

@@ -18,9 +18,17 @@ from ...tensor.tla import region, valid_shape
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
-from ..core.operands import arg_error, instruction_label, resolve_operands, tensor_arg
+from ..core.operands import (
+    arg_error,
+    check_operand,
+    instruction_label,
+    resolve_operands,
+    tensor_arg,
+)
 from ..core.written import mark_written
 from ..plans import ascend_plans as plans
+from ..table import TABLE
+from . import unitflag
 from .dma import check_alignment, shape_text
 
 # Operand roles with their buffer and format, and the accumulator of each input dtype.
@@ -34,7 +42,7 @@ def _err(code: str, message: str, **kw: Any) -> FormatError:
 
 
 def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
-         name: str | None = None) -> None:
+         name: str | None = None, bias: Tensor | None = None, unit_flag: int = 0) -> None:
     """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
     `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 and int4
     in int32.
@@ -61,6 +69,9 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
                 tensor_arg(t, label, role)
             raise arg_error(label, f"accumulate must be True or False, got {accumulate!r}")
         accumulate = bool(accumulate)
+    if bias is not None or unit_flag != 0:
+        _mmad_cube(dst, a, b, accumulate, name, bias, unit_flag)
+        return
     m = current()
     strict = m.options.strict_padding
     # (`plans.lookup`, inlined: every planned mmad's step; none with the `plans` option off)
@@ -150,6 +161,57 @@ def mmad_plan(dst: Any, a: Any, b: Any, label: str, strict: bool) -> Plan:
 
 def _other(view: Tensor, t: Tensor) -> Tensor | None:
     return None if view is t else view
+
+
+def _mmad_cube(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool, name: str | None,
+               bias: Tensor | None, unit_flag: Any) -> None:
+    """mmad with the bias table (`bias`: dst = a @ b + bias, a row of N float32 / int32 in BT,
+    MmadParams' cmatrixSource) or under the unit flag (`unit_flag` 2/3, `unitflag`): the
+    rules of mmad, then these; no plan."""
+    label = instruction_label("mmad", name)
+    uf = unitflag.flag_arg(label, unit_flag)
+    plan = mmad_plan(dst, a, b, label, current().options.strict_padding)
+    bv = None
+    if bias is not None:
+        bv = _bias_view(label, bias, dst, plan.n, accumulate)
+    m, n, kr = plan.m, plan.n, plan.kr
+    if m == 0 or n == 0:
+        return
+    dv = dst if plan.dv is None else plan.dv
+    pairs = [("dst", dv)] + ([("a", plan.av), ("b", plan.bv)] if kr else []) \
+        + ([("bias", bv)] if bv is not None else [])
+    accs = resolve_operands(label, ex.TI_GROUP, *pairs)
+    unitflag.before_write(label, dv, uf)
+    trace.record("mmad", name, {role: t for role, t in pairs})
+    unitflag.after_write(dv, uf, label)
+    if accs is None:
+        return
+    work = np.float32 if a.dtype.kind == "f" else np.float64
+    if kr:
+        out = product(_load(accs[1], label, "a", work), _load(accs[2], label, "b", work))
+    else:
+        out = np.zeros((m, n), work)
+    if bv is not None:
+        out = out + ex.read(accs[-1], label, "bias").astype(work).reshape(1, n)
+    _finish(accs[0], out, accumulate, label, dst.dtype.np)
+
+
+def _bias_view(label: str, bias: Any, dst: Tensor, n: int, accumulate: bool) -> Tensor:
+    t = tensor_arg(bias, label, "bias")
+    check_operand(TABLE["mmad"], label, "bias", t)
+    if t.dtype != dst.dtype or t.ndim != 1 or t.shape[0] < n:
+        raise _err("APK518", f"{label}: bias {t.name} is {t.dtype} {shape_text(t.shape)}; "
+                   f"the bias table holds a row of at least N = {n} {dst.dtype} (the "
+                   "accumulator's dtype)", notes=["mmad with bias: dst[m, n] = (a @ b)[m, n] "
+                                                  "+ bias[n]"],
+                   help=f"copy the bias L1 -> BT into an ndarray(({n},), {dst.dtype}, bt)")
+    if accumulate:
+        raise _err("APK518", f"{label}: bias= and accumulate=True; the bias table starts an "
+                   "accumulation (it replaces L0C's old value), it does not add to one",
+                   help="give the bias to the first mmad of the accumulation (accumulate="
+                   "False) and accumulate the others without it")
+    check_alignment(t, label, "bias")
+    return t[0:n]
 
 
 def run(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,

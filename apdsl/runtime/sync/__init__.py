@@ -52,6 +52,8 @@ _V = PIPE_INDEX["V"]
 _EVENT_PIPES = {e: tuple(PIPE_INDEX[p] for p in split_event(e)) for e in HARD_EVENTS}
 _EVENT_SRC = {e: s for e, (s, _) in _EVENT_PIPES.items()}
 _EVENT_DST = {e: d for e, (_, d) in _EVENT_PIPES.items()}
+_ATOMIC_PIPES = frozenset({PIPE_INDEX["MTE3"], PIPE_INDEX["FIX"]})
+_ATOMIC = "ascend.atomic"  # the machine's engine_state key (`apdsl.runtime.ascend.atomic`)
 
 
 @record
@@ -89,6 +91,8 @@ class Sync:
         self.session = False  # made by apdsl.options(sync=True), not by a kernel or pipes()
         # the pipes this core has (None: all; an AIC or AIV of a split AI core: its own)
         self.pipes: frozenset[int] | None = None
+        # the unit flags of this core's L0C blocks (`apdsl.runtime.ascend.unitflag`)
+        self.units: dict[tuple[int, int], tuple[int, Any, Any]] = {}
 
     @property
     def failed(self) -> bool:
@@ -132,8 +136,13 @@ class Sync:
         opname = (op, name)
         regions = self.regions
         new = []
+        # a write to GM by MTE3 or FIX under set_atomic_add is atomic (2): two atomic writes
+        # of the same bytes do not race (`apdsl.runtime.ascend.atomic`)
+        atomic = p in _ATOMIC_PIPES and _ATOMIC in current().engine_state
         for rkey, lo, hi, write, static, role in plan[2]:
             n += 1
+            if atomic and write and operands[role].buffer == "gm":
+                write = 2
             rec = (P, seq, lo, hi, n, write, static, opname, span, location)
             lists = regions.get(rkey)
             if lists is None:
@@ -205,7 +214,8 @@ class Sync:
         lo, hi = acc.lo, acc.hi
         for rec in earlier:
             q = rec[0]
-            if q == p and same or rec[1] <= clk[q] or rec[3] < lo or hi < rec[2]:
+            if q == p and same or rec[1] <= clk[q] or rec[3] < lo or hi < rec[2] \
+                    or acc.write == 2 and rec[5] == 2:  # two atomic adds commute
                 continue
             e = Touch(rec)
             both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)

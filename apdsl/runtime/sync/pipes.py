@@ -33,7 +33,7 @@ HARD_EVENTS = (
 # Event ids a target accepts (SetFlag docs, "data range": 0-7 on Atlas A2).
 EVENT_IDS = {"ascend-a2": 8}
 
-ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub"})
+ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub", "bt"})
 
 
 def split_event(event: str) -> tuple[str, str]:

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import semantics
-from .entries import compute, movement, mx, reduce, vector
+from .entries import compute, cube, movement, mx, reduce, vector
 from .spec import (
     ASCEND_ALL,
     ASCEND_COPY_PIPES,
@@ -88,9 +88,11 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
     Instruction(
         "mmad", "ascend.mmad",
         (Operand("dst", True, {"ascend": ("l0c",)}), Operand("a", False, {"ascend": ("l0a",)}),
-         Operand("b", False, {"ascend": ("l0b",)})),
+         Operand("b", False, {"ascend": ("l0b",)}),
+         Operand("bias", False, {"ascend": ("bt",)}, ("float32", "int32"))),
         {"ascend": ("M",)}, semantics.mmad, cost="matmul",
-        summary="dst (+)= a @ b on the cube unit",
+        summary="dst (+)= a @ b on the cube unit; with bias= (the bias table), dst = a @ b + "
+        "bias",
         depends=Depends("matmul", contract=MappingProxyType({"a": (1, 0), "b": (0, 1)}))),
     Instruction(
         "register_alloc", "nki.register_ops", (), {}, None, cost="register",
@@ -107,7 +109,8 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         {"nki": ("vector",)}, semantics.reciprocal, writes_dst=True,
         limits={"domain": Domain(semantics.nonzero, "data != 0")},
         summary="dst = 1 / data, in float32, cast to dst", depends=ELEMENT),
-) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + mx.ENTRIES + vector.ENTRIES}
+) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + mx.ENTRIES + vector.ENTRIES
+   + cube.ENTRIES}
 
 NAMES = tuple(TABLE)
 # the instructions that are Python names: `apdsl.X`, `apdsl.runtime.instructions`, the `.apk`

@@ -30,7 +30,7 @@ TRN3_DTYPES = ("float8_e4m3fn",)
 ASCEND_COPY_PIPES = {("gm", "l1"): "MTE2", ("gm", "ub"): "MTE2", ("gm", "l0a"): "MTE2",
                      ("gm", "l0b"): "MTE2", ("l1", "l0a"): "MTE1", ("l1", "l0b"): "MTE1",
                      ("l0c", "gm"): "FIX", ("l0c", "l1"): "FIX", ("ub", "gm"): "MTE3",
-                     ("ub", "ub"): "V"}
+                     ("ub", "ub"): "V", ("l1", "bt"): "MTE1"}
 # memset on Ascend: Duplicate (vector pipe) on UB, InitConstValue on L1/L0A/L0B, which runs on
 # MTE1 (its CCE intrinsics set_l1_2d/set_l0a_2d/set_l0b_2d list PIPE_MTE1).
 ASCEND_MEMSET_PIPES = {"ub": "V", "l1": "MTE1", "l0a": "MTE1", "l0b": "MTE1"}
@@ -170,5 +170,5 @@ def nki_ascend(nki: tuple[str, ...], ascend: tuple[str, ...]) -> dict[str, tuple
     return {"nki": nki, "ascend": ascend}
 
 
-ASCEND_ALL = ("gm", "l1", "l0a", "l0b", "l0c", "ub")
+ASCEND_ALL = ("gm", "l1", "l0a", "l0b", "l0c", "ub", "bt")
 

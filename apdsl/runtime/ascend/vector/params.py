@@ -14,6 +14,7 @@ from typing import Any
 
 from ....records import record
 from ...sync.pipes import HARD_EVENTS
+from ..cube_params import CUBE_ENUMS, CUBE_PARAMS
 
 
 def _members(cls_name: str, names: tuple[str, ...]) -> type[StrEnum]:
@@ -37,7 +38,7 @@ PipeID = StrEnum("PipeID", [("PIPE_S", "S"), ("PIPE_V", "V"), ("PIPE_M", "M"),  
 
 ENUMS: dict[str, type[StrEnum]] = {
     "RoundMode": RoundMode, "CMPMODE": CMPMODE, "SelMode": SelMode, "TPosition": TPosition,
-    "ReduceOrder": ReduceOrder, "HardEvent": HardEvent, "PipeID": PipeID}
+    "ReduceOrder": ReduceOrder, "HardEvent": HardEvent, "PipeID": PipeID, **CUBE_ENUMS}
 
 
 @record
@@ -139,4 +140,5 @@ PARAMS: dict[str, type] = {
     "BinaryRepeatParams": BinaryRepeatParams, "UnaryRepeatParams": UnaryRepeatParams,
     "BrcbRepeatParams": BrcbRepeatParams, "DataCopyParams": DataCopyParams,
     "DataCopyExtParams": DataCopyExtParams, "DataCopyPadExtParams": DataCopyPadExtParams,
-    "DataCopyPadParams": DataCopyPadParams, "TransDataTo5HDParams": TransDataTo5HDParams}
+    "DataCopyPadParams": DataCopyPadParams, "TransDataTo5HDParams": TransDataTo5HDParams,
+    **CUBE_PARAMS}

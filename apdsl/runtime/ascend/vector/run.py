@@ -25,6 +25,7 @@ from ...core import trace, unwritten
 from ...core.operands import check_operand, instruction_label, tensor_arg
 from ...core.resolve import check_live
 from ...table import TABLE
+from ..atomic import combine
 from ..dma import check_alignment
 from . import repeat as rp
 
@@ -72,6 +73,8 @@ class Instance:
         acc = self._acc(role)
         dtype = self.dtype(role)
         values = np.asarray(values)
+        if self.tensors[role].buffer == "gm":  # under set_atomic_add a GM write adds
+            values = combine(acc, values, self.label, self.tensors[role])
         if values.dtype.kind in "iu" and dtype in INT_RANGES and values.dtype != acc.dtype.np:
             lo, hi = INT_RANGES[dtype]
             bad = (values < lo) | (values > hi)

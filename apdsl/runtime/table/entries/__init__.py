@@ -2,5 +2,6 @@
 
 Each module declares `ENTRIES`, a tuple of `apdsl.runtime.table.spec.Instruction`: `compute`
 (element-wise arithmetic and selection), `reduce` (activations, reductions, statistics, random
-numbers) and `movement` (transposes, gathers, shuffles, registers).
+numbers), `movement` (transposes, gathers, shuffles, registers), `vector` (the AscendC vector
+unit on UB) and `cube` (Fixpipe, LoadData 3D and atomic add on the Ascend cube path).
 """

@@ -134,9 +134,9 @@ ENTRIES: tuple[Instruction, ...] = (
     Instruction("asc.data_copy", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
-                {"ascend": ("MTE2", "MTE3")}, None, cost="dma", routes=PATH_PIPES,
-                summary="copy whole 32-byte blocks GM -> UB (MTE2) or UB -> GM (MTE3)",
-                depends=ELEMENT),
+                {"ascend": ("MTE2", "MTE3", "V")}, None, cost="dma", routes=PATH_PIPES,
+                summary="copy whole 32-byte blocks GM -> UB (MTE2), UB -> GM (MTE3) or UB -> "
+                "UB (V)", depends=ELEMENT),
     Instruction("asc.data_copy_pad", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),

@@ -38,7 +38,9 @@ DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK364",  # a shift amount read from a tile
                         "APK382",  # reduce_regs state, which check mode does not track
                         "APK554",  # asc. integer result out of range: the values decide
-                        "APK555"})  # asc. input outside ln/sqrt/...'s domain: the values
+                        "APK555",  # asc. input outside ln/sqrt/...'s domain: the values
+                        "APK527",  # atomic integer add out of range: the values decide
+                        "APK528"})  # a Fixpipe parameter read from L1: the values decide
 # errors whose message says the data decided them
 DATA_MESSAGES = (("APK336", "selection matrix"), ("APK380", "in the tiles' values"))
 RUNTIME_INDEX = frozenset({"vector_select", "select", "indirect", "vector_offset",

@@ -1,5 +1,6 @@
 """Catalogue entries: the rest of the Ascend cube path -- Fixpipe with ReLU and quantisation,
-the unit flag, atomic add, LoadData 3D (img2col) and the bias table (APK511-APK519)."""
+the unit flag, atomic add, LoadData 3D (img2col) and the bias table (APK511-APK519,
+APK527-APK528)."""
 
 from __future__ import annotations
 
@@ -180,5 +181,55 @@ kernel k(X: f16[32] @ gm):
     set_flag("MTE2_MTE1", 0)
     wait_flag("MTE2_MTE1", 0)
     dma_copy(t, x)
+"""),
+    entry("APK527", "atomic integer add out of the dtype's range",
+          """
+Under `asc.set_atomic_add` an integer write to GM adds to what GM holds; the AscendC page does
+not say whether a sum past the dtype's range wraps or saturates, so apdsl stops rather than
+guess.  Keep the sums in range, or accumulate in a wider dtype (int32).
+""",
+          """
+kernel k(X: i16[16] @ gm) -> i16[16] @ gm:
+    Y = ndarray((16,), i16, gm)
+    y = ndarray((16,), i16, ub)
+    asc.duplicate(y, 30000, 16)
+    set_flag("V_MTE3", 0)
+    wait_flag("V_MTE3", 0)
+    asc.data_copy(Y, y, 16)
+    asc.set_atomic_add(i16)
+    asc.data_copy(Y, y, 16)                      # 30000 + 30000 leaves int16
+    asc.set_atomic_none()
+    return Y
+"""),
+    entry("APK528", "Fixpipe parameter read from L1 that apdsl cannot apply",
+          """
+The per-column quantisation parameters of VDEQF16, VREQ8 and VQF322B8_PRE are read from
+`cbuf_workspace` (L1) when the Fixpipe runs, so their fields are checked then: a mode control
+bit or offset apdsl does not model (see APK514), or an 8-bit result's sign bit that disagrees
+with the destination's dtype, stops the run at the Fixpipe.
+""",
+          """
+kernel k(A: i8[16, 32] @ gm, B: i8[32, 16] @ gm, Q: i64[16] @ gm) -> i8[16, 16] @ gm:
+    C = ndarray((16, 16), i8, gm)
+    a1 = ndarray((16, 32), i8, l1, "NZ")
+    b1 = ndarray((32, 16), i8, l1, "NZ")
+    q1 = ndarray((16,), i64, l1)
+    a0 = ndarray((16, 32), i8, l0a, "ZZ")
+    b0 = ndarray((32, 16), i8, l0b, "ZN")
+    c0 = ndarray((16, 16), i32, l0c, "NZ")
+    dma_copy(a1, A)
+    dma_copy(b1, B)
+    dma_copy(q1, Q)                              # seeded values: their bit 46 is not all set
+    set_flag("MTE2_MTE1", 0)
+    wait_flag("MTE2_MTE1", 0)
+    dma_copy(a0, a1)
+    dma_copy(b0, b1)
+    set_flag("MTE1_M", 0)
+    wait_flag("MTE1_M", 0)
+    mmad(c0, a0, b0)
+    set_flag("M_FIX", 0)
+    wait_flag("M_FIX", 0)
+    asc.fixpipe(C, c0, q1, asc.FixpipeParamsV220(16, 16, 16, 16, asc.QuantModes.VREQ8))
+    return C
 """),
 ]

@@ -57,19 +57,26 @@ def state() -> str | None:
     return current().engine_state.get(KEY)
 
 
-def combine(acc: ex.Access, values: np.ndarray, label: str, dst: Any) -> np.ndarray:
-    """What a write of `values` through `acc` (a GM destination) stores: under atomic add, the
-    sum with what GM holds; otherwise `values`."""
+def check_dtype(label: str, dst: Any) -> None:
+    """APK515 for a write to GM under atomic add of another dtype than the one set (checked
+    before anything runs, in check mode too)."""
     on = current().engine_state.get(KEY)
-    if on is None or dst.buffer != "gm":
-        return values
-    if dst.dtype.name != on:
+    if on is not None and dst.buffer == "gm" and dst.dtype.name != on:
         raise ApdslRuntimeError(f"{label}: atomic add is on for {on}, but dst {dst.name} is "
                                 f"{dst.dtype}", code="APK515",
                                 notes=["SetAtomicAdd<T> adds data of dtype T; the page does "
                                        "not say what another dtype's write does"],
                                 help=f"asc.set_atomic_add({dst.dtype}) before this write, or "
                                 "asc.set_atomic_none()")
+
+
+def combine(acc: ex.Access, values: np.ndarray, label: str, dst: Any) -> np.ndarray:
+    """What a write of `values` through `acc` (a GM destination) stores: under atomic add, the
+    sum with what GM holds; otherwise `values`."""
+    on = current().engine_state.get(KEY)
+    if on is None or dst.buffer != "gm":
+        return values
+    check_dtype(label, dst)
     old = ex.read(acc, label, "dst").reshape(np.shape(values))
     if dst.dtype.kind == "f":
         return old.astype(np.float32) + np.asarray(values, dtype=np.float32)
@@ -77,7 +84,7 @@ def combine(acc: ex.Access, values: np.ndarray, label: str, dst: Any) -> np.ndar
     info = np.iinfo(dst.dtype.np)
     if ((total < info.min) | (total > info.max)).any():
         raise ApdslRuntimeError(f"{label}: an atomic add leaves {dst.dtype}'s range",
-                                code="APK515", notes=["the AscendC page does not say whether "
+                                code="APK527", notes=["the AscendC page does not say whether "
                                                       "atomic integer adds wrap or saturate"],
                                 help="keep the sums in range, or accumulate in a wider dtype")
     return total
@@ -93,6 +100,7 @@ def atomic_copy(dst: Any, src: Any, name: str | None, label: str) -> bool:
     from ..core import trace
     from ..core.operands import resolve_operands
     from .dma import copy_plan
+    check_dtype(label, dst)
     plan = copy_plan(dst, src, label)
     if plan.empty:
         return True

@@ -83,6 +83,11 @@ def fixpipe(dst: Any, src: Any, *args: Any, params: Any = None, config: Any = No
         raise _err("APK511", label, f"relu_en is {relu!r}; it must be True or False")
     uf = unitflag.flag_arg(label, params.unit_flag)
     work = _workspace(label, mode, cbuf_workspace, n)
+    scale = np.float32(1)
+    if mode in sc.SCALED and work is None:  # one parameter, a program value: checked now
+        scale = _scale(label, mode, np.asarray(params.deq_scalar).astype(np.int64),
+                       d.dtype.name, "APK514", "APK512")
+    atomic.check_dtype(label, d)
     if m == 0 or n == 0:
         return
     dv, sv = region(d, (m, n), op=label, role="dst"), region(s, (m, n), op=label, role="src")
@@ -95,12 +100,9 @@ def fixpipe(dst: Any, src: Any, *args: Any, params: Any = None, config: Any = No
     if accs is None:
         return
     values = ex.read(accs[0], label, "src").reshape(m, n)
-    if mode in sc.SCALED:
-        raw = ex.read(accs[2], label, "cbuf_workspace").reshape(n) if work is not None \
-            else np.asarray(params.deq_scalar, dtype=np.uint64)
-        scale = _scale(label, mode, raw, d.dtype.name)
-    else:
-        scale = np.float32(1)
+    if work is not None:  # one parameter a column, read from L1: the data decide (APK528)
+        scale = _scale(label, mode, ex.read(accs[2], label, "cbuf_workspace").reshape(n),
+                       d.dtype.name, "APK528", "APK528")
     out = sc.quantise(values, mode, scale, relu, d.dtype.name)
     dacc = accs[1]
     out = atomic.combine(dacc, out, label, d)
@@ -200,25 +202,30 @@ def _workspace(label: str, mode: str, work: Any, n: int) -> Tensor | None:
     return w[0:n]
 
 
-def _scale(label: str, mode: str, raw: np.ndarray, dst: str) -> np.ndarray:
+def _scale(label: str, mode: str, raw: np.ndarray, dst: str, unmodelled: str,
+           sign: str) -> np.ndarray:
+    """The M1 multipliers of quantisation parameters `raw`, after the rules on their other
+    fields (`unmodelled`, `sign`: the codes, APK514/APK512 for deq_scalar, APK528 for
+    parameters read from memory)."""
     f = sc.quant_fields(raw)
+    where = "" if unmodelled == "APK514" else " (read from cbuf_workspace)"
     if mode in ("REQ8", "VREQ8", "DEQF16", "VDEQF16") and f["mcb"].any():
-        raise _err("APK514", label, "the quantisation parameter sets the mode control bit "
-                   "(bit 36: shift the int32 right by N first)",
+        raise _err(unmodelled, label, "the quantisation parameter sets the mode control bit "
+                   f"(bit 36: shift the int32 right by N first){where}",
                    notes=["the AscendC page gives N's range as [1, 16] (b'0000 is 1) while its "
                           "sample shifts by the field's value: apdsl does not guess"],
                    help="leave bit 36 zero and scale by M1 alone")
     if mode not in ("DEQF16", "VDEQF16") and f["offset"].any():
-        raise _err("APK514", label, "the quantisation parameter has a nonzero offset "
-                   "(bits 37-45)", notes=["the AscendC page does not say whether the 9-bit "
+        raise _err(unmodelled, label, "the quantisation parameter has a nonzero offset "
+                   f"(bits 37-45){where}", notes=["the AscendC page does not say whether the 9-bit "
                                           "offset is signed: apdsl does not guess"],
                    help="leave the offset zero and add it with a vector instruction")
     if dst in ("int8", "uint8"):
         want = 1 if dst == "int8" else 0
         bad = f["sign"] != want
         if bad.any():
-            raise _err("APK512", label, f"the quantisation parameter's sign bit (bit 46) is "
-                       f"{1 - want}, but dst is {dst}", notes=["bit 46 set: an int8 result; "
+            raise _err(sign, label, f"the quantisation parameter's sign bit (bit 46) is "
+                       f"{1 - want}{where}, but dst is {dst}", notes=["bit 46 set: an int8 result; "
                                                                "clear: uint8"],
                        help=f"{'set' if want else 'clear'} bit 46 (| 1 << 46), or declare dst "
                        f"as {'uint8' if want else 'int8'}")

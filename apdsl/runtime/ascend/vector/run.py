@@ -25,7 +25,7 @@ from ...core import trace, unwritten
 from ...core.operands import check_operand, instruction_label, tensor_arg
 from ...core.resolve import check_live
 from ...table import TABLE
-from ..atomic import combine
+from ..atomic import check_dtype, combine
 from ..dma import check_alignment
 from . import repeat as rp
 
@@ -163,6 +163,8 @@ def finish(op: str, name: str | None, label: str, tensors: dict[str, Tensor],
         roles = {role: (tensors[role], offs[role]) for role in tensors}
         others = tuple(r for r in tensors if r != "dst") if sources is None else sources
         rp.check_overlap(label, roles, "dst", others)
+    if "dst" in tensors and tensors["dst"].buffer == "gm":
+        check_dtype(label, tensors["dst"])  # under set_atomic_add (APK515)
     if engine is None:
         engine = TABLE[op].engines["ascend"][0]
     trace.record(op, name, views, engine=engine)

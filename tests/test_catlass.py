@@ -23,7 +23,11 @@ EXAMPLES = sorted(p for p in FOLDER.glob("*.apk") if p.name[0].isdigit())
 LISTS = {"02_grouped_matmul_slice_m.apk": {"Ends": np.array([50, 110, 160], np.int32)},
          "05_grouped_matmul_slice_k.apk": {"Ends": np.array([48, 112, 160], np.int32)},
          "08_grouped_matmul.apk": {"Shapes": np.array([[64, 48, 96], [96, 80, 64],
-                                                       [32, 64, 128]], np.int32)}}
+                                                       [32, 64, 128]], np.int32)},
+         "10_grouped_matmul_slice_m_per_token_dequant.apk": {
+             "Ends": np.array([24, 40, 64], np.int32)},
+         "11_grouped_matmul_slice_k_per_token_dequant.apk": {
+             "Ends": np.array([64, 128], np.int32)}}
 
 
 def test_there_are_the_examples():

@@ -29,6 +29,8 @@ FRACTAL_BYTES = 32  # C0 spans 32 bytes whatever the dtype
 NKI_BUFFERS = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm")
 ASCEND_BUFFERS = ("gm", "l1", "l0a", "l0b", "l0c", "ub", "bt")
 ALL_BUFFERS = NKI_BUFFERS + ASCEND_BUFFERS
+# the buffers that hold images and matrices in any axis order: not the bias table (a row)
+CONV_BUFFERS = tuple(b for b in ASCEND_BUFFERS if b != "bt")
 
 Modes = tuple[tuple[int, int], ...]
 L0C_FRACTAL = 16  # L0C holds 16 x 16 fractals whatever the accumulator dtype
@@ -81,11 +83,11 @@ _GUB = ("gm", "ub", "l1")
 _REGISTRY: tuple[Format, ...] = (
     _f("ND", MATRIX, None, None, ALL_BUFFERS, aliases=("ROW_MAJOR",),
        summary="row-major, any rank"),
-    _f("NCHW", CONV4, "NCHW", "NCHW", ASCEND_BUFFERS, summary="batch, channels, height, width"),
-    _f("NHWC", CONV4, "NHWC", "NHWC", ASCEND_BUFFERS, summary="channels last"),
-    _f("HWCN", CONV4, "HWCN", "HWCN", ASCEND_BUFFERS, summary="weights, batch last"),
-    _f("NDHWC", CONV5, "NDHWC", "NDHWC", ASCEND_BUFFERS, summary="5-D, channels last"),
-    _f("NCDHW", CONV5, "NCDHW", "NCDHW", ASCEND_BUFFERS, summary="5-D, channels second"),
+    _f("NCHW", CONV4, "NCHW", "NCHW", CONV_BUFFERS, summary="batch, channels, height, width"),
+    _f("NHWC", CONV4, "NHWC", "NHWC", CONV_BUFFERS, summary="channels last"),
+    _f("HWCN", CONV4, "HWCN", "HWCN", CONV_BUFFERS, summary="weights, batch last"),
+    _f("NDHWC", CONV5, "NDHWC", "NDHWC", CONV_BUFFERS, summary="5-D, channels last"),
+    _f("NCDHW", CONV5, "NCDHW", "NCDHW", CONV_BUFFERS, summary="5-D, channels second"),
     _f("ND_ALIGN", MATRIX, "MN", "MN", _GUB, aligned=("N",), batched=True,
        summary="ND with rows padded to 32 bytes"),
     _f("COLUMN_MAJOR", MATRIX, "MN", "NM", _GUB, batched=True,

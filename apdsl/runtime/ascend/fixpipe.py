@@ -47,22 +47,14 @@ def _int(label: str, value: Any, what: str, lo: int, hi: int) -> int:
     return int(value)
 
 
-def fixpipe(dst: Any, src: Any, *args: Any, params: Any = None, config: Any = None,
+def fixpipe(dst: Any, src: Any, params: Any = None, config: Any = None,
             cbuf_workspace: Any = None, name: str | None = None) -> None:
     """`dst` (GM or L1) <- the `m_size` x `n_size` block of L0C `src`, converted (see the
-    module docstring).  Positional after src: `params[, config]` or
-    `cbuf_workspace, params[, config]` (pyasc's two overloads)."""
+    module docstring).  pyasc's two overloads: `fixpipe(dst, src, params[, config])` and
+    `fixpipe(dst, src, cbuf_workspace, params[, config])` (a tensor third is the workspace)."""
     label = instruction_label(OP, name)
-    rest = list(args)
-    if rest and isinstance(rest[0], Tensor):
-        cbuf_workspace = rest.pop(0)
-    if rest:
-        params = rest.pop(0)
-    if rest:
-        config = rest.pop(0)
-    if rest:
-        raise _err("APK511", label, f"{len(args)} arguments after dst and src; fixpipe takes "
-                   "params[, config] or cbuf_workspace, params[, config]")
+    if isinstance(params, Tensor):  # the second overload, by position
+        params, config, cbuf_workspace = config, cbuf_workspace, params
     d, s = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
     entry = TABLE[OP]
     check_operand(entry, label, "dst", d)

@@ -143,7 +143,7 @@ def test_word_lists_match_the_language() -> None:
 
     assert set(DTYPE_NAMES) == set(ALL_NAMES)
     assert set(BUFFERS) == {"sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1", "l0a",
-                            "l0b", "l0c", "ub"}
+                            "l0b", "l0c", "ub", "bt"}
     assert {"NZ", "ZZ", "ZN", "NC1HWC0", "FRACTAL_Z", "NDC1HWC0", "FRACTAL_Z_3D", "ND_ALIGN",
             "COLUMN_MAJOR"} <= set(FORMATS)
     assert {"while", "lambda", "del", "raise"} <= set(KEYWORDS)

@@ -42,7 +42,7 @@ def _err(code: str, message: str, **kw: Any) -> FormatError:
 
 
 def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
-         name: str | None = None, bias: Tensor | None = None, unit_flag: int = 0) -> None:
+         bias: Tensor | None = None, unit_flag: int = 0, name: str | None = None) -> None:
     """`dst (+)= a @ b` on the cube unit: `a` (M, K) in L0A as ZZ, `b` (K, N) in L0B as ZN,
     `dst` (M, N) in L0C as NZ; float16/bfloat16/float32 accumulate in float32, int8 and int4
     in int32.

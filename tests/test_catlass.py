@@ -45,15 +45,16 @@ def test_catlass_example_runs_and_matches_numpy(path):
     assert res.value is not None
 
 
-def _mutant(name: str, old: str, new: str = "") -> Program:
+def _mutant(tmp: Path, name: str, old: str, new: str = "") -> Program:
+    """The example with one line changed, written beside a copy of the modules it imports."""
     text = (FOLDER / name).read_text()
     assert old in text, old
-    path = FOLDER / f"_mutant_{abs(hash(old)) % 10**8}_{name}"  # one per mutant (xdist)
-    try:
-        path.write_text(text.replace(old, new, 1))
-        return Program.from_path(str(path))
-    finally:
-        path.unlink()
+    for module in FOLDER.glob("*.apk"):
+        if not module.name[0].isdigit():
+            (tmp / module.name).write_text(module.read_text())
+    path = tmp / name
+    path.write_text(text.replace(old, new, 1))
+    return Program.from_path(str(path))
 
 
 @pytest.mark.parametrize("name,old,new", [
@@ -65,16 +66,16 @@ def _mutant(name: str, old: str, new: str = "") -> Program:
     ("25_matmul_full_loadA.apk", '                asc.wait_flag("MTE2_MTE1", 4)\n', ""),
     ("12_quant_matmul.apk", "    asc.sync_all(is_aiv_only=False)\n", ""),
 ])
-def test_catlass_example_without_an_ordering_is_a_race_or_deadlock(name, old, new):
-    prog = _mutant(name, old, new)
+def test_catlass_example_without_an_ordering_is_a_race_or_deadlock(tmp_path, name, old, new):
+    prog = _mutant(tmp_path, name, old, new)
     with pytest.raises(ApdslError) as e:
         prog.run(None, LISTS.get(name, {}))
     # a race, a deadlock, or (a wait taken out of a ping-pong) its flag set again while set
     assert e.value.code in ("APK570", "APK571", "APK574", "APK575", "APK583", "APK584")
 
 
-def test_single_core_splitk_without_atomic_add_is_wrong_and_caught():
-    prog = _mutant("34_single_core_splitk_matmul.apk", "                asc.set_atomic_add(f32)",
+def test_single_core_splitk_without_atomic_add_is_wrong_and_caught(tmp_path):
+    prog = _mutant(tmp_path, "34_single_core_splitk_matmul.apk", "                asc.set_atomic_add(f32)",
                    "                pass")
     with pytest.raises(ApdslError) as e:
         prog.run(None)

@@ -224,10 +224,10 @@ def test_lower_names_the_pipe(tmp_path):
 
 GEMM = (Path(__file__).resolve().parent.parent / "stdlib" / "gemm.apk").read_text()
 GEMM_KERNEL = """
-kernel matmul(A: f16[40, 150] @ gm, B: f16[150, 30] @ gm) -> f32[40, 30] @ gm:
+kernel matmul(A: f16[40, 150] @ gm, B: f16[150, 30] @ gm, Bias: f16[30] @ gm) -> f32[40, 30] @ gm:
     C = ndarray((40, 30), f32, gm)
-    return gemm(A, B, C, 32, 32, 32, 64)
-"""
+    return gemm(A, B, C, 32, 32, 32, 64, bias=Bias)
+"""  # with a bias: every event of the gemm runs (the bias buffers have their own)
 EVENT_LINES = [i for i, line in enumerate(GEMM.splitlines()) if "_flag(" in line]
 
 
@@ -235,8 +235,10 @@ def run_gemm_source(source: str):
     rng = np.random.default_rng(3)
     a = rng.standard_normal((40, 150)).astype(np.float16)
     b = rng.standard_normal((150, 30)).astype(np.float16)
-    r = Program(source + GEMM_KERNEL, "gemm_sync.apk").run("matmul", {"A": a, "B": b})
-    return r, a.astype(np.float32) @ b.astype(np.float32)
+    bias = rng.standard_normal(30).astype(np.float16)
+    r = Program(source + GEMM_KERNEL, "gemm_sync.apk").run("matmul", {"A": a, "B": b,
+                                                                      "Bias": bias})
+    return r, a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32)
 
 
 def test_the_synchronised_stdlib_gemm_passes_and_matches_numpy():

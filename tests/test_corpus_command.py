@@ -217,7 +217,29 @@ def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
                            "--timeout", "3"], capture_output=True, text=True, timeout=120)
     kernel, = json.loads(done.stdout)["kernels"]
-    assert (kernel["status"], kernel["detail"]) == ("timeout", "no end within 3 s")
+    assert (kernel["status"], kernel["detail"]) == ("timeout", "no end within 3 s of CPU time")
+
+
+def test_the_time_limit_counts_cpu_time_and_a_waiting_worker_ends_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from apdsl.surfaces.corpus import run
+    # a worker that computes: stopped once it has used the limit of CPU time, which a
+    # loaded machine stretches in wall clock but not in CPU seconds
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                            start_new_session=True)
+    late, used = run._run_limited(spin, 1.0)
+    assert late == "no end within 1 s of CPU time" and used >= 1.0
+    # a worker that waits (a deadlocked harness): stopped by the wall clock
+    monkeypatch.setattr(run, "WALL_FACTOR", 2)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                               start_new_session=True)
+    late, used = run._run_limited(sleeper, 1.0)
+    assert late.startswith("no end within 2 s of wall clock") and used < 1.0
+    # one that ends: its own account of its CPU time
+    quick = subprocess.Popen([sys.executable, "-c", "sum(range(10**6))"],
+                             start_new_session=True)
+    late, used = run._run_limited(quick, 60.0)
+    assert late == "" and quick.returncode == 0 and 0.0 < used < 60.0
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from apdsl.surfaces.corpus.standins import StandInFinder, neuron_dtypes
 
 KERNELS = '''
 import nki
+import nki.isa as nisa
 import nki.language as nl
 
 
@@ -43,6 +44,15 @@ def square_kernel(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
     nl.store(out, nl.multiply(t, t))
+    return out
+
+
+@nki.jit
+def mx_copy_kernel(x):
+    # the packed MX input arrives as the packed dtype, not as its uint32 bits
+    assert x.dtype == nl.float8_e4m3fn_x4, x.dtype
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
     return out
 
 
@@ -122,7 +132,8 @@ import pytest
 
 from hx.utils.orchestrator import (CompilerArgs, KernelArgs, Lazy, Validation,
                                    WithValidator)
-from pkg.kern import cores_kernel, double_kernel, negate_kernel, square_kernel
+from pkg.kern import (cores_kernel, double_kernel, mx_copy_kernel, negate_kernel,
+                      square_kernel)
 
 SEEN = []
 
@@ -158,6 +169,12 @@ def test_square_by_validator(test_manager):
     test_manager.execute(_args(square_kernel, x, {"out": WithValidator(Positive, x)}))
 
 
+def test_mx_copy(test_manager):
+    x = dt.static_cast(np.linspace(-6, 6, 128, dtype=np.float32).reshape(8, 16),
+                       dt.float8_e4m3fn_x4)
+    test_manager.execute(_args(mx_copy_kernel, x, Lazy({"out": x}, lambda: {"out": x})))
+
+
 def test_cores(test_manager):
     x = np.zeros((4, 4), np.float32)
     test_manager.execute(_args(cores_kernel, x, Lazy({"out": x}, lambda: {"out": x + 2}),
@@ -189,6 +206,8 @@ def measured(repo: Path) -> dict[str, dict]:
 def test_kernels_run_on_the_tests_inputs_and_match_their_golden(measured: dict) -> None:
     assert measured["double_kernel"]["status"] == "matches", measured["double_kernel"]
     assert measured["square_kernel"]["status"] == "matches", measured["square_kernel"]
+    # a packed MX input and output (neuron_dtypes' float8_e4m3fn_x4), compared as values
+    assert measured["mx_copy_kernel"]["status"] == "matches", measured["mx_copy_kernel"]
     # two logical cores, as the test's compiler arguments ask
     assert measured["cores_kernel"]["status"] == "matches", measured["cores_kernel"]
 
@@ -257,6 +276,32 @@ def test_neuron_dtypes_stand_in_against_numpy() -> None:
     assert dt.finfo(dt.bfloat16).dtype == ml_dtypes.bfloat16
 
 
+@pytest.mark.parametrize("name, element, width", [
+    ("float8_e4m3fn_x4", "float8_e4m3fn", 8), ("float8_e5m2_x4", "float8_e5m2", 8),
+    ("float4_e2m1fn_x4", "float4_e2m1fn", 4)])
+def test_packed_mx_stand_ins_pack_four_values_first_lowest(name: str, element: str,
+                                                           width: int) -> None:
+    import ml_dtypes
+    dt = neuron_dtypes()
+    rng = np.random.default_rng(7)
+    values = (rng.standard_normal((8, 16)) * 2).astype(np.float32)
+    packed = dt.static_cast(values, getattr(dt, name))
+    assert packed.shape == (8, 4) and packed.itemsize * 8 == 4 * width
+    # brute force: value k of a group of four in bits [k * width, (k + 1) * width)
+    codes = values.astype(getattr(ml_dtypes, element)).view(np.uint8).astype(np.uint64)
+    expected = np.zeros((8, 4), np.uint64)
+    for k in range(4):
+        expected |= (codes[:, k::4] & ((1 << width) - 1)) << (k * width)
+    np.testing.assert_array_equal(np.asarray(packed).astype(np.uint64), expected)
+    # static_cast back unpacks to the rounded values; the packed array has no plain cast
+    np.testing.assert_array_equal(dt.static_cast(packed, np.float32),
+                                  values.astype(getattr(ml_dtypes, element)).astype(np.float32))
+    with pytest.raises(TypeError):
+        packed.astype(np.float32)
+    assert dt.sizeinbytes(getattr(dt, name)) == 4 * width // 8
+    assert dt.is_float_type(getattr(dt, name))
+
+
 TORCH_DRIVEN = '''
 import nki
 import nki.language as nl
@@ -321,7 +366,7 @@ def test_a_driver_going_on_past_the_limit_keeps_the_kernels_verdict(tmp_path: Pa
     # the limit leaves the kernel time to run on a loaded machine; the loop never ends
     v = _corpus(tmp_path, 90)["once_kernel"]
     assert v["status"] == "matches", v
-    assert "went on past the limit (no end within 90 s)" in v["detail"], v
+    assert "went on past the limit (no end within 90 s of CPU time)" in v["detail"], v
 
 
 EXPECTED_FALSE = '''

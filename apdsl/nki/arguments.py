@@ -42,6 +42,12 @@ def to_tensor(value: Any, param: str, host: Host) -> Any:
     if refused is not None:
         raise refused
     from ..tensor.view import from_numpy, ndarray
+    named = getattr(value, "apdsl_dtype", "")
+    if named:  # the bits of a dtype NumPy has no type for (packed MX), naming it
+        from ..tensor.dtypes import dtype as to_dtype
+        dt = to_dtype(named)
+        return ndarray(value.shape, dt, "hbm", name=param) if host.dry else \
+            from_numpy(np.asarray(value), "hbm", dt, name=param)
     if host.dry:
         from ..tensor.dtypes import dtype as to_dtype
         try:

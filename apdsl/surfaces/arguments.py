@@ -248,7 +248,8 @@ def _corpus(c: argparse.ArgumentParser) -> None:
     c.add_argument("--json", action="store_true", help="the table and counts as one JSON "
                    "object")
     c.add_argument("--timeout", metavar="S", type=float, default=120.0,
-                   help="seconds each kernel may take (default 120)")
+                   help="CPU seconds each kernel may use (default 120; a worker that "
+                   "waits instead is stopped after ten times as many of wall clock)")
     c.add_argument("-j", "--jobs", metavar="N", type=int, default=1,
                    help="kernels measured at once (default 1)")
 

@@ -26,7 +26,8 @@ class Measured:
     label: str
     api: str
     verdict: Verdict
-    seconds: float
+    seconds: float  # wall clock
+    cpu: float  # CPU seconds of the worker (the time limit counts these)
 
 
 def discover(root: str) -> list[EntryPoint]:
@@ -40,6 +41,48 @@ def _job(entry: EntryPoint, root: str) -> dict[str, Any]:
                         for d in entry.drivers]}
 
 
+# A kernel's time limit counts the CPU time its worker spends, so that a figure does not depend
+# on how many other processes share the machine (a run that takes 15 s of CPU needs minutes of
+# wall clock on a loaded machine); a worker that waits rather than computes (a deadlocked
+# harness) is stopped after WALL_FACTOR times the limit of wall clock.
+WALL_FACTOR = 10
+POLL_SECONDS = 0.25
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process `pid` and the children it waited for have used,
+    or None where the system does not say (no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_limited(proc: subprocess.Popen[bytes], limit: float) -> tuple[str, float]:
+    """Wait for the worker within `limit` CPU seconds (and WALL_FACTOR * limit of wall
+    clock); ('' when it ended, else what limit stopped it; the CPU seconds it used)."""
+    start = time.monotonic()
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:  # ended: its own account of the CPU it used, its children's included
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return "", usage.ru_utime + usage.ru_stime
+        cpu = cpu_seconds(proc.pid)
+        wall = time.monotonic() - start
+        used = cpu if cpu is not None else wall
+        if used > limit or wall > WALL_FACTOR * limit:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            late = f"{limit:g} s of CPU time" if cpu is not None else f"{limit:g} s"
+            if used <= limit:
+                late = f"{WALL_FACTOR * limit:g} s of wall clock (it used {used:.0f} s of CPU)"
+            return f"no end within {late}", used
+        time.sleep(POLL_SECONDS)
+
+
 def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
     """Run the worker for one kernel in a new process (its own session, so a timeout ends
     everything it started)."""
@@ -49,25 +92,23 @@ def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
         with open(job, "w", encoding="utf-8") as f:
             json.dump(_job(entry, root), f)
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "apdsl.surfaces.corpus.worker", job, out], cwd=tmp,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env=env, start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            verdict = _interim(out, timeout)
-        else:
-            verdict = _read(out, proc.returncode, err)
-    return Measured(entry.label(root), entry.api, verdict, time.monotonic() - start)
+        with open(os.path.join(tmp, "stderr"), "w+b") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "apdsl.surfaces.corpus.worker", job, out], cwd=tmp,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                env=env, start_new_session=True)
+            late, used = _run_limited(proc, timeout)
+            if late:
+                verdict = _interim(out, late)
+            else:
+                err.seek(0)
+                verdict = _read(out, proc.returncode, err.read())
+    return Measured(entry.label(root), entry.api, verdict, time.monotonic() - start, used)
 
 
-def _interim(path: str, timeout: float) -> Verdict:
+def _interim(path: str, late: str) -> Verdict:
     """A run stopped at the time limit: how the kernel had done by then (the worker keeps it
     after each event), or a timeout when it had not ended yet."""
-    late = f"no end within {timeout:g} s"
     try:
         with open(path, encoding="utf-8") as f:
             found = json.load(f)
@@ -135,4 +176,5 @@ def table(results: list[Measured]) -> str:
 def json_document(root: str, results: list[Measured]) -> dict[str, Any]:
     return {"root": root, "counts": counts(results), "total": len(results),
             "kernels": [{"kernel": m.label, "api": m.api, "seconds": round(m.seconds, 2),
+                         "cpu_seconds": round(m.cpu, 2),
                          **m.verdict.as_json()} for m in results]}

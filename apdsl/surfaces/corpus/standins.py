@@ -9,6 +9,11 @@ provides, made importable for a corpus run (and only there):
 - `neuron_dtypes`, the Neuron SDK's host-side dtype helpers (published on the Neuron package
   repository only): `static_cast` by apdsl's cast rule, `is_float_type`, `sizeinbytes`,
   `finfo` and the dtype names, the helpers the repositories' tests use to make their inputs.
+  Its packed microscaling dtypes (`float8_e4m3fn_x4`, `float8_e5m2_x4`, `float4_e2m1fn_x4`)
+  keep four values in one element, the first in the lowest bits (as nki-library's unpackers
+  read them): `static_cast` of float32 [P, F] to one of them is [P, F / 4] packed elements
+  (`PackedArray`, whose bits are the unsigned integers of that width and which knows its
+  dtype), and `static_cast` of those to a float dtype is the [P, F] values again.
 
 The finder sits last on `sys.meta_path`, so a module that is really there always wins."""
 
@@ -20,6 +25,8 @@ import types
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from typing import Any
+
+import numpy as np
 
 
 class AbsentName:
@@ -44,17 +51,84 @@ class AbsentModule(types.ModuleType):
         return made
 
 
+class PackedMX:
+    """A packed microscaling dtype of `neuron_dtypes` (four values in one element)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"neuron_dtypes.{self.name}"
+
+
+class PackedArray(np.ndarray):
+    """Packed MX elements as `neuron_dtypes` keeps them: the bits as unsigned integers, and the
+    packed dtype (`apdsl_dtype`, which apdsl's kernel arguments read).  As with the real
+    package, such an array has no cast to a number type (`astype` raises TypeError); `view`
+    with a dtype gives the plain bits."""
+
+    apdsl_dtype = ""
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.apdsl_dtype = getattr(obj, "apdsl_dtype", "")
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        raise TypeError(f"neuron_dtypes: {self.apdsl_dtype} has no cast to {dtype}; "
+                        "static_cast unpacks it")
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if args or kwargs.get("dtype") is not None:
+            return np.asarray(self).view(*args, **kwargs)
+        return super().view()
+
+
+def packed_name(value: Any) -> str:
+    """The packed MX dtype an array or dtype stands for ('' when it is not one)."""
+    if isinstance(value, PackedMX):
+        return value.name
+    return str(getattr(value, "apdsl_dtype", "") or "")
+
+
+def pack_values(data: Any, name: str) -> PackedArray:
+    """float values [..., F] -> packed elements [..., F / 4], each value rounded to nearest
+    even in the element type."""
+    import ml_dtypes
+
+    from ...runtime.table.semantics_mx import ELEMENTS, PACK, pack
+    values = np.asarray(data, dtype=np.float32)
+    if values.shape[-1] % PACK:
+        raise ValueError(f"static_cast to {name}: the last dimension ({values.shape[-1]}) "
+                         f"is not a multiple of {PACK}")
+    element = getattr(ml_dtypes, ELEMENTS[name][0])
+    grouped = values.reshape(*values.shape[:-1], values.shape[-1] // PACK, PACK)
+    out = pack(grouped.astype(element), name).view(PackedArray)
+    out.apdsl_dtype = name
+    return out
+
+
+def unpack_values(bits: Any, name: str) -> np.ndarray:
+    """packed elements [..., F] -> float32 values [..., 4 F]."""
+    from ...runtime.table.semantics_mx import unpack
+    raw = np.asarray(bits)
+    values = unpack(raw, name)
+    return values.reshape(*raw.shape[:-1], raw.shape[-1] * values.shape[-1])
+
+
 def neuron_dtypes() -> types.ModuleType:
     """The `neuron_dtypes` helpers on apdsl's dtype model."""
     import ml_dtypes
-    import numpy as np
 
     from ...tensor.dtypes import cast_array
     from ...tensor.dtypes import dtype as apdsl_dtype
 
     def static_cast(data: Any, dtype: Any) -> Any:
         """`data` as `dtype`, by apdsl's one cast rule (round to nearest even, integers
-        saturate); a dtype apdsl lacks by NumPy's `astype`."""
+        saturate); a dtype apdsl lacks by NumPy's `astype`; packed MX dtypes packed and
+        unpacked as the module's docstring says."""
+        if packed_name(dtype):
+            return pack_values(data, packed_name(dtype))
+        if packed_name(data):
+            data = unpack_values(data, packed_name(data))
         try:
             target = apdsl_dtype(np.dtype(dtype).name)
         except Exception:  # noqa: BLE001 - a dtype apdsl has no name for
@@ -62,16 +136,23 @@ def neuron_dtypes() -> types.ModuleType:
         return cast_array(np.asarray(data), target)
 
     def is_float_type(dtype: Any) -> bool:
+        if packed_name(dtype):
+            return True
         dt = np.dtype(dtype)
         return dt.kind == "f" or "float" in dt.name
 
     def sizeinbytes(dtype: Any) -> int:
+        if packed_name(dtype):
+            from ...tensor.dtypes import dtype as apdsl_dtype
+            return apdsl_dtype(packed_name(dtype)).bits // 8
         return int(np.dtype(dtype).itemsize)
 
     m = types.ModuleType("neuron_dtypes", "apdsl's stand-in for the Neuron SDK's dtype helpers")
     for name in ("bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "finfo", "iinfo"):
         setattr(m, name, getattr(ml_dtypes, name))
     m.static_cast, m.is_float_type, m.sizeinbytes = static_cast, is_float_type, sizeinbytes
+    for name in ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"):
+        setattr(m, name, PackedMX(name))
     return m
 
 

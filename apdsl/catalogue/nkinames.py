@@ -25,15 +25,6 @@ finally:
     if not before:
         apdsl.nki.uninstall()
 """),
-    entry("APK921", "nki.collectives not simulated", """
-`nki.collectives` (all_reduce, all_gather, reduce_scatter, all_to_all, ReplicaGroup, ...)
-communicates between ranks, each its own device. The module imports, but each of its names is
-this error until apdsl simulates a group of ranks.
-""", """
-# python
-import apdsl.nki
-apdsl.nki.collectives.all_reduce
-"""),
     entry("APK922", "NKIObject constructor arguments", """
 A class derived from `nl.NKIObject` is built like a Python data class: its fields are the
 names its class body declares (annotated or not, in order, after those of its NKIObject

@@ -19,6 +19,7 @@ from .install import install, uninstall
 from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel, trace
 from .kernel import benchmark as profile
 from .plugin import pytest_configure, pytest_load_initial_conftests
+from .ranks import simulate_ranks
 from .tensor_types import tensor
 
 cpu_simulate = simulate  # the NKI CPU simulator's name for the same call (`nki.cpu_simulate`)
@@ -29,7 +30,8 @@ pytest_plugins = ["apdsl.surfaces.pytest_report"]
 __all__ = ["Kernel", "baremetal", "benchmark", "collectives", "compiler", "cpu_simulate",
            "dtype", "install",
            "isa", "jit", "language", "profile", "pytest_configure",
-           "pytest_load_initial_conftests", "simulate", "simulate_kernel", "tensor", "trace",
+           "pytest_load_initial_conftests", "simulate", "simulate_kernel", "simulate_ranks", "tensor",
+           "trace",
            "typing", "uninstall"]
 
 

@@ -57,6 +57,9 @@ class PyProgram:
                 raw: bool = False) -> Any:
         return call(fn, args, {}, grid, dry=dry, raw=raw)
 
+    # a group of ranks (`--ranks N`, SPEC 16): NKI Python kernels only
+    RANKS = True
+
     # -- queries ------------------------------------------------------------------------------
     def _kernels(self) -> dict[str, Kernel]:
         name = self.module.__name__
@@ -103,8 +106,10 @@ class PyProgram:
         return args
 
     def run(self, kernel: str | None = None, inputs: dict[str, np.ndarray] | None = None, *,
-            out: Any = None, trace: bool = False, grid: tuple[int, ...] = ()) -> RunResult:
-        """Run `kernel` (once per program id of `grid`) on the `-i` arrays."""
+            out: Any = None, trace: bool = False, grid: tuple[int, ...] = (),
+            ranks: int = 1) -> RunResult:
+        """Run `kernel` (once per program id of `grid`) on the `-i` arrays; with `ranks` > 1
+        on a group of that many ranks, every rank given the same arrays (`RunResult.ranks`)."""
         from contextlib import nullcontext
 
         from ..runtime.core.trace import collect_warnings, tracing
@@ -118,8 +123,10 @@ class PyProgram:
         # the run's own machine: targets and options the kernel sets stay in it
         machine = current_machine().child()
         with machine.active(), collect_warnings() as warnings, \
-                (tracing() if trace else nullcontext()) as tr:
+                (tracing() if trace and ranks == 1 else nullcontext()) as tr:
             try:
+                if ranks > 1:
+                    return self._run_ranks(name, args, ranks, grid, trace, warnings, machine)
                 value = _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, raw=True)
             except ApdslError as e:
                 # the run's boundary: what rendering and `lower` need, on a new error value
@@ -127,9 +134,19 @@ class PyProgram:
                     .with_traceback(e.__traceback__) from None
         return RunResult(value, name, _Sources(self._sources()), tr, list(warnings), machine)
 
+    def _run_ranks(self, name: str, args: list[Any], ranks: int, grid: tuple[int, ...],
+                   trace: bool, warnings: list[ApdslError], machine: Any) -> RunResult:
+        from .ranks import run_ranks
+        got = _user(run_ranks, self._kernels()[name].fn, ranks, lambda r: (tuple(args), {}),
+                    grid, trace=trace, raw=True)
+        sources = _Sources(self._sources())
+        per = [RunResult(v, name, sources, t, [], m)
+               for v, t, m in zip(got.values, got.traces, got.machines)]
+        return RunResult(None, name, sources, None, list(warnings), machine, ranks=per)
+
     def check(self, out: Any = None, kernel: str | None = None,
               inputs: dict[str, Any] | None = None, *,
-              grid: tuple[int, ...] = ()) -> list[ApdslError]:
+              grid: tuple[int, ...] = (), ranks: int = 1) -> list[ApdslError]:
         """A dry run of the selected kernel (the only one, or `kernel`) on inputs of the `-i`
         shapes and dtypes: it validates and lowers every instruction and moves no data.
         `inputs` may hold (shape, dtype) pairs, as read from the `.npy` headers."""
@@ -143,7 +160,12 @@ class PyProgram:
         errors: list[ApdslError] = []
         with current_machine().child(check=True).active(), collect_warnings() as warnings:
             try:
-                _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, dry=True)
+                if ranks > 1:
+                    from .ranks import run_ranks
+                    _user(run_ranks, self._kernels()[name].fn, ranks,
+                          lambda r: (tuple(args), {}), grid, dry=True)
+                else:
+                    _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, dry=True)
             except ApdslError as e:
                 errors.append(self._shown(e, name))
         return [*errors, *warnings]

@@ -68,6 +68,8 @@ class RunResult:
     trace: Any = None
     warnings: list[ApdslError] = field(default_factory=list)
     machine: Machine | None = None  # the device the run used (its targets, for the profile)
+    # a run on a group of ranks (`--ranks N`): each rank's own result, trace and machine
+    ranks: list[RunResult] | None = None
 
 
 class Program:

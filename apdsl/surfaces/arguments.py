@@ -73,8 +73,9 @@ def run_options(sp: argparse.ArgumentParser) -> None:
                     help="launch the kernel on N logical NeuronCores, as kernel[N](...) "
                     "(1 or 2; trn1: 1)")
     sp.add_argument("--ranks", metavar="N", type=step_count,
-                    help="run the kernel on N ranks (multi-rank runs are not available yet: "
-                    "N = 1)")
+                    help="run an NKI Python kernel on a group of N ranks, each its own device "
+                    "meeting at the collectives (every rank gets the same -i inputs; -o OUT.npz "
+                    "holds rank0, rank1, ...)")
 
 
 def step_count(text: str) -> int:

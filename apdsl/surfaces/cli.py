@@ -122,6 +122,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     program, result = execute(args, trace=False)
+    if result.ranks is not None:
+        return _run_ranks(args, program, result)
     value = result.value
     if args.output:
         if value is None:
@@ -132,6 +134,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             print(_summary(value, result.kernel))
         except ApdslError as e:  # the result holds unwritten elements: reading it is the bug
+            raise fail([e], {program.file: program.source}, args.file) from None
+    return 0
+
+
+def _run_ranks(args: argparse.Namespace, program: Any, result: Any) -> int:
+    """A run on a group of ranks: `-o` is an archive of rank0, rank1, ... (each rank's result,
+    a tuple's values as rank0_0, rank0_1, ...); each rank's summary."""
+    from ..runtime.core.files import write_npz
+    ranks = result.ranks
+    if args.output:
+        if not args.output.endswith(".npz"):
+            raise fail([ApdslIOError(f"-o {args.output}: a run on {len(ranks)} ranks writes one "
+                                     "result per rank", code="APK612",
+                                     help="write an archive: -o OUT.npz (arrays rank0, rank1, "
+                                     "...)")], {}, args.output)
+        named: dict[str, Any] = {}
+        for r, one in enumerate(ranks):
+            if isinstance(one.value, tuple):
+                for i, v in enumerate(one.value):
+                    named[f"rank{r}_{i}"] = _result_array(v, args.output)
+            elif one.value is not None:
+                named[f"rank{r}"] = _result_array(one.value, args.output)
+        try:
+            write_npz(args.output, list(named.values()), names=list(named))
+        except ApdslError as e:
+            raise fail([e], {}, args.output) from None
+    for r, one in enumerate(ranks):
+        try:
+            print(f"rank {r}: {_summary(one.value, one.kernel)}")
+        except ApdslError as e:
             raise fail([e], {program.file: program.source}, args.file) from None
     return 0
 
@@ -205,6 +237,16 @@ def cmd_lower(args: argparse.Namespace) -> int:
     # a runtime error: print what executed before it, then the diagnostic
     _, result = execute(args, trace=True, out=sys.stderr if args.json else None,
                          before_error=lambda trace: emit(trace.before_error()))
+    if result.ranks is not None:  # each rank's instructions, rank by rank
+        for r, one in enumerate(result.ranks):
+            if args.json:
+                for rec in one.trace.records:
+                    for obj in rec.to_json():
+                        print(json.dumps({"rank": r, **obj}))
+            else:
+                print(f"== rank {r} ==")
+                print(format_lowered(one.trace.records))
+        return 0
     emit(result.trace.records if result.trace is not None else [])
     return 0
 

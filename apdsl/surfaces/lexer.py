@@ -45,7 +45,7 @@ INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad"
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
                 "register_move", "register_store", "tensor_scalar_reduce",
                 "tensor_scalar_cumulative", "exponential", "nonzero_with_count", "quantize_mx",
-                "nc_matmul_mx")
+                "nc_matmul_mx", "sendrecv", "core_barrier")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)

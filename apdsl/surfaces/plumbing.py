@@ -161,25 +161,29 @@ def load_program(file: str, target: str | None = None) -> Any:
 
 def launch_of(args: argparse.Namespace, program: Any = None) -> dict[str, Any]:
     """`--grid N` as the keyword `program.run` takes (checked like `kernel[N]`: an Ascend
-    kernel's N is its AI cores); `--ranks N` past one rank is APK170 (multi-rank runs are not
-    available yet)."""
+    kernel's N is its AI cores); `--ranks N` past one rank as `ranks=N` for an NKI Python
+    file (a group of ranks, SPEC 16), APK170 for any other program."""
     ranks = getattr(args, "ranks", None)
+    launch: dict[str, Any] = {}
     if ranks is not None and ranks > 1:
-        from ..errors import ApdslRuntimeError
-        raise finish([ApdslRuntimeError(
-            f"--ranks {ranks}: multi-rank runs are not available yet", code="APK170",
-            ranks=ranks, help="run the kernel on one rank: leave out --ranks (or --ranks 1)")],
-            {}, "<command line>", getattr(args, "json", False) and args.command == "check")
+        if not getattr(program, "RANKS", False):
+            from ..errors import ApdslRuntimeError
+            raise finish([ApdslRuntimeError(
+                f"--ranks {ranks}: a group of ranks runs NKI Python kernels (@nki.jit in a .py "
+                f"file); {args.file} is not one", code="APK170", ranks=ranks,
+                help="leave out --ranks (or give --ranks 1); --grid N launches N cores")],
+                {}, "<command line>", getattr(args, "json", False) and args.command == "check")
+        launch["ranks"] = ranks
     n = getattr(args, "grid", None)
     if n is None:
-        return {}
+        return launch
     from ..nki.kernel import launch_grid
     try:
         kernel = getattr(args, "kernel", None)
         if getattr(program, "is_ascend", None) is not None and program.is_ascend(kernel):
             from ..semantics.spmd import check_ascend_grid
-            return {"grid": check_ascend_grid(n, kernel or "kernel")}
-        return {"grid": launch_grid(n, kernel or "kernel")}
+            return {**launch, "grid": check_ascend_grid(n, kernel or "kernel")}
+        return {**launch, "grid": launch_grid(n, kernel or "kernel")}
     except ApdslError as e:
         raise usage(f"--grid {n}: {e.message}") from None
 

@@ -35,6 +35,7 @@ from .plumbing import (
     launch_of,
     load_program,
     report,
+    usage,
 )
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ def _command(args: Any) -> int:
     kernel, name = _split_name(program, args)
     inputs = _kernel_inputs(program, args, kernel)
     launch = launch_of(args, program)
+    if launch.pop("ranks", None):
+        raise usage("show draws one rank's tensors: leave out --ranks (run, check, lower and "
+                    "profile take it)")
     if args.file.endswith(".py"):
         return _draw_python(program, kernel, name, inputs, args, launch)
     interp = program.interpreter(out=io.StringIO())  # drawing only: the program's prints go

@@ -295,10 +295,13 @@ def write_npy(path: Path | str, array: np.ndarray, *, shown: str | None = None,
                  regular_only=regular_only)
 
 
-def write_npz(path: Path | str, arrays: list[np.ndarray], *, shown: str | None = None) -> None:
-    """Several arrays as an uncompressed `.npz` archive of `r0`, `r1`, ... (a tuple result)."""
+def write_npz(path: Path | str, arrays: list[np.ndarray], *, shown: str | None = None,
+              names: list[str] | None = None) -> None:
+    """Several arrays as an uncompressed `.npz` archive of `r0`, `r1`, ... (a tuple result),
+    or of `names` (a run on ranks: `rank0`, `rank1`, ...)."""
     shown = shown or str(path)
-    named = {f"r{i}": _plain(a, shown) for i, a in enumerate(arrays)}
+    keys = names if names is not None else [f"r{i}" for i in range(len(arrays))]
+    named = {k: _plain(a, shown) for k, a in zip(keys, arrays)}
     write_atomic(path, lambda f: np.savez(f, allow_pickle=False, **named), shown=shown)
 
 

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import semantics
-from .entries import compute, cube, movement, mx, reduce, vector
+from .entries import collectives, compute, cube, movement, mx, reduce, vector
 from .spec import (
     ASCEND_ALL,
     ASCEND_COPY_PIPES,
@@ -109,8 +109,8 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         {"nki": ("vector",)}, semantics.reciprocal, writes_dst=True,
         limits={"domain": Domain(semantics.nonzero, "data != 0")},
         summary="dst = 1 / data, in float32, cast to dst", depends=ELEMENT),
-) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + mx.ENTRIES + vector.ENTRIES
-   + cube.ENTRIES}
+) + compute.ENTRIES + reduce.ENTRIES + movement.ENTRIES + mx.ENTRIES + collectives.ENTRIES
+   + vector.ENTRIES + cube.ENTRIES}
 
 NAMES = tuple(TABLE)
 # the instructions that are Python names: `apdsl.X`, `apdsl.runtime.instructions`, the `.apk`

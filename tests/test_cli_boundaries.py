@@ -234,11 +234,11 @@ def test_a_usage_error_prints_the_commands_usage(folder, command):
 
 
 @pytest.mark.parametrize("command", RUNS)
-def test_more_than_one_rank_is_a_coded_error_for_now(folder, command):
+def test_more_than_one_rank_is_for_python_kernels_only(folder, command):
     proc = cli(*_argv(command, "typed.apk"), "--ranks", "4", cwd=folder)
     no_traceback(proc)
     assert proc.returncode == 1
-    assert "error[APK170]: --ranks 4: multi-rank runs are not available yet" in proc.stderr
+    assert "error[APK170]: --ranks 4: a group of ranks runs NKI Python kernels" in proc.stderr
 
 
 def test_grid_reaches_check_and_show(folder):

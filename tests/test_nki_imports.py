@@ -92,7 +92,7 @@ def test_every_path_resolves_under_apdsl_run(tmp_path: Path) -> None:
     ("from neuronxcc.nki._private_kernels.attention import attention_isa_kernel", "APK920",
      "neuronxcc.nki._private_kernels"),
     ("import nki.kernels", "APK920", "nki.kernels"),
-    ("from nki.collectives import ReplicaGroup", "APK921", "nki.collectives.ReplicaGroup"),
+    ("from nki.collectives import all_reduse", "APK144", "nki.collectives.all_reduse"),
     ("from nki.isa import sendrecv_typo", "APK144", "nisa.sendrecv_typo"),
     ("from nki.isa.constants import frob_mode", "APK144", "nki.isa.constants.frob_mode"),
     ("x = nl.float128", "APK144", "nl.float128"),

@@ -4,9 +4,11 @@ opposed to what a file holds."""
 from . import entry
 
 ENTRIES = [
-    entry("APK170", "multi-rank runs are not available yet", """
-`--ranks N` asks for a run of the kernel on N ranks, its collectives exchanging data between
-them. apdsl runs one rank for now: leave `--ranks` out (or give `--ranks 1`). `--grid N` is
+    entry("APK170", "--ranks on a program that is not an NKI Python kernel", """
+`--ranks N` runs a kernel on a group of N ranks, each its own device, its collectives
+(`nki.collectives`, `nisa.sendrecv`, `nisa.core_barrier`) exchanging data between them. Groups
+of ranks run NKI Python kernels (`@nki.jit` functions in a `.py` file); an `.apk` program or a
+pyasc kernel runs on one rank: leave `--ranks` out (or give `--ranks 1`). `--grid N` is
 another thing: N logical NeuronCores of one rank, as `kernel[N](...)`.
 """, """
 # apdsl run example.apk --ranks 2

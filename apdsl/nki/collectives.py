@@ -59,3 +59,15 @@ rank_id = _located(_rt.rank_id)
 
 __all__ = ["ReplicaGroup", *_ISSUED, "collective_permute_implicit_current_processing_rank_id",
            "rank_id"]
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from difflib import get_close_matches
+
+    from .namespace import missing
+    close = get_close_matches(name, __all__, n=3)
+    raise missing(f"apdsl.nki has no nki.collectives.{name}", code="APK144", name=name,
+                  notes=[f"nki.collectives offers: {', '.join(__all__)}"],
+                  help=f"did you mean {', '.join(close)}?" if close else None)

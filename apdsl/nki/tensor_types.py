@@ -48,3 +48,17 @@ class tensor(metaclass=_TensorType):  # noqa: N801 - NKI's own name for the type
 
     def __class_getitem__(cls, item: Any) -> TensorAnnotation:
         return _shape_and_dtype(item)
+
+
+class mutable_tensor(tensor):  # noqa: N801 - NKI's own name for the type
+    """`nki.typing.mutable_tensor`: the type of a kernel argument the kernel writes in place
+    (the NKI library's signatures, router_topk's `router_logits: nt.mutable_tensor`); as with
+    `tensor`, an annotation changes nothing a kernel computes."""
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from .namespace import missing
+    raise missing(f"apdsl.nki has no nki.typing.{name}", code="APK144", name=name,
+                  notes=["nki.typing offers: tensor, mutable_tensor"])

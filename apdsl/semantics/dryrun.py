@@ -117,8 +117,18 @@ def written(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[
     except TypeError:
         bound = None
     if bound is None:
-        return [v for v in (*args, *kwargs.values()) if type(v) is Tensor]
-    return [v for role, v in bound.items() if role in roles and type(v) is Tensor]
+        return [t for v in (*args, *kwargs.values()) for t in _tensors_in(v)]
+    return [t for role, v in bound.items() if role in roles for t in _tensors_in(v)]
+
+
+def _tensors_in(v: Any) -> list[Tensor]:
+    """A tensor, or the tensors of a (nested) list of them (the collectives' `dsts`,
+    `dsts_by_channel`)."""
+    if type(v) is Tensor:
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in _tensors_in(x)]
+    return []
 
 
 def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:

@@ -116,10 +116,12 @@ def _memory(label: str, ts: list[Tensor], sbuf: bool) -> str:
     return kinds.pop()
 
 
-def _record(op: str, name: str | None, pairs: list[tuple[Tensor, Tensor]]) -> None:
-    for d, s in pairs:
-        trace.record(f"ncc.{op}" if op != "sendrecv" else op, name, {"dst": d, "src": s},
-                     engine="dma")
+def _record(op: str, name: str | None, pairs: list[tuple[Tensor, ...]],
+            roles: tuple[str, ...] = ("dsts", "srcs")) -> None:
+    """One trace record per tensor of the lists (roles: the parameters' names, as the
+    instruction's table entry declares them)."""
+    for ts in pairs:
+        trace.record(f"ncc.{op}", name, dict(zip(roles, ts)), engine="dma")
 
 
 def _read(label: str, ts: list[Tensor]) -> list[np.ndarray]:
@@ -412,7 +414,11 @@ def _implicit(label: str, kind: str, name: str | None, s0: list[Tensor],
             raise TargetError(f"{label}: channel {i}'s srcs0 and srcs1 differ in shape",
                               code="APK969", help="reduce tensors of one shape")
     members, succ, pred = _ring(label, replica_group)
-    _record(kind.removeprefix(""), name, list(zip(d, s0)))
+    if s1 is None:
+        _record(kind, name, list(zip(d, s0)), ("dsts_by_channel", "srcs_by_channel"))
+    else:
+        _record(kind, name, list(zip(d, s0, s1)),
+                ("dsts_by_channel", "srcs0_by_channel", "srcs1_by_channel"))
     if current().check:
         return
     mine = _read(label, s0)
@@ -479,7 +485,17 @@ def all_to_all_v(srcs: Any, dsts: Any, replica_group: Any, metadata_tensor: Any,
 def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, pipe_id: Any,
              dma_engine: Any = "dma", name: str | None = None) -> None:
     """Send `src` to rank `send_to_rank`'s `dst` and receive rank `recv_from_rank`'s into
-    this rank's `dst` (NeuronCore-v3 and later; SBUF tiles of one dtype and shape)."""
+    this rank's `dst` (NeuronCore-v3 and later; SBUF tiles of one dtype and shape).  On a
+    group of ranks (`apdsl.nki.simulate_ranks`, `--ranks 2`) the two ranks exchange; alone, a
+    kernel is rank 0 of 1 and can only send to itself.
+
+    >>> a = apdsl.ndarray((2, 4), "float32", "sbuf")
+    >>> apdsl.memset(a, 3.0)
+    >>> b = apdsl.ndarray((2, 4), "float32", "sbuf")
+    >>> apdsl.sendrecv(a, b, send_to_rank=0, recv_from_rank=0, pipe_id=0)
+    >>> b.numpy()[0]
+    array([3., 3., 3., 3.], dtype=float32)
+    """
     label = instruction_label("sendrecv", name)
     src, dst = tensor_arg(src, label, "src"), tensor_arg(dst, label, "dst")
     for role, t in (("src", src), ("dst", dst)):
@@ -524,7 +540,17 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
 
 
 def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | None = None) -> None:
-    """Every core of `cores` waits here until all have arrived (NeuronCore-v3 and later)."""
+    """Every core of `cores` waits here until all have arrived (NeuronCore-v3 and later); on
+    a group of ranks cores 0 and 1 are ranks 0 and 1.  Alone, a kernel is rank 0 of 1, so the
+    barrier has no partner:
+
+    >>> t = apdsl.ndarray((2, 2), "float32", "shared_hbm")
+    >>> try:
+    ...     apdsl.core_barrier(t, cores=(0, 1))
+    ... except apdsl.ApdslError as e:
+    ...     print(e.code)
+    APK967
+    """
     label = instruction_label("core_barrier", name)
     data = tensor_arg(data, label, "data")
     try:

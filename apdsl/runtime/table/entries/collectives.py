@@ -1,14 +1,26 @@
 """Instruction table entries: communication between ranks (see `apdsl.runtime.table.entries`):
 the `nki.collectives` functions (as `ncc.<name>`, reached through that module) and the
-point-to-point `sendrecv` / `core_barrier` of `nki.isa`.  Each traced record is one tensor pair
-of the call (a coalesced call records one per pair).  Their meaning:
+point-to-point `sendrecv` / `core_barrier` of `nki.isa`.  Each traced record is one tensor of each
+list parameter (a coalesced call records one per tensor); roles are the parameters' names.  Their meaning:
 `apdsl.runtime.nki.collectives`; the profile prices them as DMAs (`cost="dma"`)."""
 
 from __future__ import annotations
 
 from ..spec import NKI_DMA, Instruction, Operand
 
-_PAIR = (Operand("dst", True, {"nki": NKI_DMA}), Operand("src", False, {"nki": NKI_DMA}))
+
+def _operands(op: str) -> tuple[Operand, ...]:
+    """The tensor-list parameters of `op`, by the names its signature gives them."""
+    if op == "collective_permute_implicit":
+        reads: tuple[str, ...] = ("srcs_by_channel",)
+    elif op == "collective_permute_implicit_reduce":
+        reads = ("srcs0_by_channel", "srcs1_by_channel")
+    else:
+        reads = ("srcs",)
+    dsts = "dsts_by_channel" if op.startswith("collective_permute_implicit") else "dsts"
+    return (Operand(dsts, True, {"nki": NKI_DMA}),
+            *(Operand(r, False, {"nki": NKI_DMA}) for r in reads))
+
 
 _SUMMARIES = {
     "all_reduce": "dst = op over the replica group's src (add, minimum, maximum)",
@@ -24,8 +36,8 @@ _SUMMARIES = {
 }
 
 ENTRIES: tuple[Instruction, ...] = tuple(
-    Instruction(f"ncc.{op}", "nki.collectives", _PAIR, {"nki": ("dma",)}, None,
-                writes_dst=True, cost="dma", summary=summary)
+    Instruction(f"ncc.{op}", "nki.collectives", _operands(op), {"nki": ("dma",)}, None,
+                cost="dma", summary=summary)
     for op, summary in _SUMMARIES.items()) + (
     Instruction(
         "sendrecv", "nki.collectives",

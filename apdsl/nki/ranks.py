@@ -7,7 +7,6 @@ rank's trace and machine."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -64,6 +63,7 @@ def run_ranks(fn: Callable[..., Any], n: int, arguments: Callable[[int], tuple[t
             machines[r], traces[r] = m, tr
             return call(fn, a, kw, grid, dry=dry, raw=raw)
 
+    import threading  # (only a run on ranks needs it: off the cold check path)
     old = threading.stack_size(_STACK)
     try:
         values = Group(n).run(body)

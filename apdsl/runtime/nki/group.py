@@ -13,7 +13,6 @@ find their group and rank.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar, copy_context
@@ -53,6 +52,7 @@ class Group:
     or raises the error that stopped the group."""
 
     def __init__(self, n: int) -> None:
+        import threading  # (only a run on ranks needs it: off the cold check path)
         self.n = n
         self.cv = threading.Condition()
         self.turn = 0
@@ -66,6 +66,7 @@ class Group:
 
     # -- running ---------------------------------------------------------------------------
     def run(self, body: Callable[[int], Any]) -> list[Any]:
+        import threading
         values: list[Any] = [None] * self.n
         threads = []
         for r in range(self.n):

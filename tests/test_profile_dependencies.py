@@ -139,7 +139,9 @@ def _program(call: str, reads: list[tuple[str, str, str]]) -> str:
 def test_the_samples_cover_every_nki_instruction_of_the_table():
     nki = {name for name, e in TABLE.items() if "nki" in e.engines or
            name.startswith("register_")}
-    assert {op for op, _, _ in SAMPLES} == nki - {"register_alloc", "register_move"}
+    # collectives run only in a group of ranks: tests/test_ranks.py orders them in the profile
+    ranks = {name for name, e in TABLE.items() if e.module == "nki.collectives"}
+    assert {op for op, _, _ in SAMPLES} == nki - {"register_alloc", "register_move"} - ranks
     for op, _, written in SAMPLES:  # every declared output of every instruction is sampled
         assert set(written) == outputs(op), op
 

@@ -5,6 +5,7 @@ a located error on that rank; `apdsl run|check|lower|profile FILE.py --ranks N`.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -317,3 +318,18 @@ def test_cli_run_lower_profile_check_with_ranks(tmp_path):
                                     "    return A\n")
     r = _cli(tmp_path, "run", "k.apk", "--ranks", "2")
     assert r.returncode == 1 and "APK170" in r.stderr
+
+
+def test_a_ranks_profile_starts_a_collective_after_its_producer_and_before_its_reader(tmp_path):
+    (tmp_path / "k.py").write_text(KERNEL)
+    np.save(tmp_path / "x.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+    r = _cli(tmp_path, "profile", "k.py", "-i", "x=x.npy", "--ranks", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["ranks"]) == 2
+    for rank in doc["ranks"]:
+        slots = {s["where"]: s for s in rank["scheduled"]}
+        load, gather, read = slots["k.py:11"], slots["k.py:13"], slots["k.py:16"]
+        assert gather["op"] == "ncc.all_gather"
+        assert load["end_ns"] <= gather["start_ns"] and gather["end_ns"] <= read["start_ns"]
+    assert doc["total_ns"] == max(rank["total_ns"] for rank in doc["ranks"])

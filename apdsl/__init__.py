@@ -57,6 +57,9 @@ _BUFFER_NAMES = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "gm", "l1",
 # it defines (apdsl.tensor.machine.Device); the runtime installs its NumPy device (cheaply).
 from .runtime import device as _device  # noqa: E402, F401
 
+# and how a view shows itself in a notebook: the surfaces' access picture (as cheaply)
+from .surfaces.notebook import pictures as _pictures  # noqa: E402, F401
+
 # Buffer constants are their names; dtype constants resolve to DType objects on first use.
 for _b in _BUFFER_NAMES:
     globals()[_b] = _b
@@ -67,6 +70,13 @@ def _instructions() -> tuple[str, ...]:
     first use, since the table imports NumPy and `import apdsl` must stay cheap."""
     from .runtime.table import PYTHON_NAMES
     return PYTHON_NAMES
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """`%load_ext apdsl` in IPython or Jupyter: adds the `%%apk` cell magic (a cell that is an
+    `.apk` program; see `apdsl.surfaces.notebook.magic`)."""
+    from .surfaces.notebook import load
+    load(shell)
 
 
 def _public() -> list[str]:

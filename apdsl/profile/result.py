@@ -261,6 +261,20 @@ class ProfileResult:
             lines.append(f"note: {n}")
         return "\n".join(lines)
 
+    def _repr_svg_(self) -> str:
+        """What a notebook shows of the profile: its estimated timeline (`--svg`)."""
+        from .svg import render
+        return render(self)
+
+    def _repr_html_(self) -> str:
+        """The timeline over the report `apdsl profile` prints."""
+        from html import escape
+        return (f"<div class='apdsl-profile'>{self._repr_svg_()}<pre>{escape(self.text())}"
+                "</pre></div>")
+
+    def __repr__(self) -> str:
+        return self.text()
+
     def timeline(self, width: int = 64) -> list[str]:
         """A text Gantt chart: a row per busy track, `#` where an instruction runs."""
         total = self.total_ns or 1.0

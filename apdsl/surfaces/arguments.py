@@ -255,6 +255,21 @@ def _corpus(c: argparse.ArgumentParser) -> None:
                    help="kernels measured at once (default 1)")
 
 
+def _place(text: str) -> str:
+    """`--hover` values: LINE:COLUMN (1-based)."""
+    line, _, column = text.partition(":")
+    if not (line.isdigit() and column.isdigit() and int(line) > 0 and int(column) > 0):
+        raise argparse.ArgumentTypeError(f"expected LINE:COLUMN (1-based), got '{text}'")
+    return text
+
+
+def _lsp(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--probe", metavar="FILE", help="start the server and talk to it as an "
+                   "editor does: print the diagnostics it sends for FILE (and --hover's)")
+    s.add_argument("--hover", metavar="LINE:COLUMN", action="append", default=[], type=_place,
+                   help="with --probe: hover there too (repeatable)")
+
+
 def _explain(e: argparse.ArgumentParser) -> None:
     e.add_argument("code", metavar="CODE", nargs="?")
     e.add_argument("--list", action="store_true", help="list every code")
@@ -270,8 +285,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "repl": ("interactive session", program_options),
     "explain": ("explain an error code", _explain),
     "corpus": ("run every NKI kernel of a repository unchanged; table and counts", _corpus),
-    "lsp": ("language server for editors (LSP over stdio; pip install 'apdsl[lsp]')",
-            lambda p: None),
+    "lsp": ("language server for editors (LSP over stdio; pip install 'apdsl[lsp]')", _lsp),
 }
 
 

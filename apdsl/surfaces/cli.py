@@ -293,13 +293,23 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
+    if args.hover and not args.probe:
+        raise usage("--hover needs --probe FILE")
     try:
         from .editor.server import main as serve
     except ImportError as e:  # the optional extra is not installed
         print(f"apdsl lsp needs pygls ({e.name or e} is missing): pip install 'apdsl[lsp]'",
               file=sys.stderr)
         return 1
-    return serve()
+    if args.probe is None:
+        return serve()
+    from ..semantics.program import read_source
+    from .editor.probe import main as probe
+    try:
+        read_source(args.probe)  # a missing or unreadable file: its coded diagnostic
+    except ApdslError as e:
+        return finish([e], {}, args.probe, False).status
+    return probe(args.probe, args.hover)
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "profile": cmd_profile,

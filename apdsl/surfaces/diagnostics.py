@@ -31,9 +31,9 @@ from typing import Any
 
 from .diagnostics_cells import TAB, Line, Row, clean, clean_block, split_lines
 from .diagnostics_excerpt import Mark, append_segment, block_rows, gutter_row, place, shown_lines
-from .diagnostics_style import ansi, plain, token_types
+from .diagnostics_style import ansi, html_block, plain, token_types
 
-__all__ = ["render", "to_json", "use_color", "width_for", "explain_hint", "render_explain",
+__all__ = ["render", "render_html", "to_json", "use_color", "width_for", "explain_hint", "render_explain",
            "render_list"]
 
 
@@ -171,6 +171,17 @@ def render(err: Any, sources: Mapping[str, str] | str | None, *, color: bool,
         except Exception:
             rows = [_header(err)]
     return ansi(rows, width) if color else plain(rows)
+
+
+def render_html(err: Any, sources: Mapping[str, str] | None, width: int = 100) -> str:
+    """The report for one diagnostic as an HTML block, coloured as on a terminal (a notebook
+    shows `%%apk`'s diagnostics so); falls back as `render` does."""
+    sources = sources if isinstance(sources, Mapping) else {}
+    try:
+        rows = _report_rows(err, sources, width, highlight=True)
+    except Exception:
+        rows = [_header(err)]
+    return html_block(rows)
 
 
 def to_json(err: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .diagnostics_cells import Row
 
-__all__ = ["plain", "ansi", "token_types", "UI_STYLES"]
+__all__ = ["plain", "ansi", "html_block", "token_types", "UI_STYLES"]
 
 UI_STYLES = {
     "error": "bold red",
@@ -57,6 +57,43 @@ def _rich_style(style: Any) -> str:
     if isinstance(style, str):
         return UI_STYLES.get(style, "")
     return _token_style(style)
+
+
+# CSS of the rich styles the rows use (a notebook shows diagnostics as HTML)
+_CSS_COLOURS = {"red": "#cd3131", "yellow": "#b58900", "blue": "#2a6fdb", "cyan": "#0f8f9f",
+                "magenta": "#a626a4", "green": "#3a8a16", "bright_yellow": "#8c6d00",
+                "bright_green": "#2b9348", "bright_magenta": "#c23bb4",
+                "bright_cyan": "#0b7285"}
+
+
+def _css(style: str) -> str:
+    out = []
+    for word in style.split():
+        if word == "bold":
+            out.append("font-weight:bold")
+        elif word == "dim":
+            out.append("opacity:0.65")
+        elif word == "underline":
+            out.append("text-decoration:underline")
+        elif word in _CSS_COLOURS:
+            out.append(f"color:{_CSS_COLOURS[word]}")
+    return ";".join(out)
+
+
+def html_block(rows: list[Row]) -> str:
+    """The rows as an HTML `<pre>` block, styled as `ansi` colours them (for notebooks)."""
+    from html import escape
+    lines = []
+    for row in rows:
+        parts = []
+        for piece, style in row:
+            css = _css(_rich_style(style))
+            text = escape(piece)
+            parts.append(f'<span style="{css}">{text}</span>' if css and text else text)
+        lines.append("".join(parts).rstrip())
+    return ('<pre class="apdsl-diagnostic" style="font-family:monospace;line-height:1.3;'
+            'white-space:pre;overflow-x:auto;padding:0.5em 0.75em;margin:0">'
+            + "\n".join(lines) + "</pre>")
 
 
 _CODE_STYLES: dict[tuple[str, ...], str] = {

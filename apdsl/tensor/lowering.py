@@ -63,6 +63,16 @@ class AccessPattern:
             out["indirect_scale"] = self.indirect_scale
         return out
 
+    def _repr_html_(self) -> str:
+        """A notebook's view of the pattern: one row of its facts."""
+        from html import escape
+        cells = [self.tensor, self.buffer, self.dtype, self.format, _text(self.offset),
+                 str([[_text(s), _text(c)] for s, c in self.pattern])]
+        head = "".join(f"<th>{h}</th>" for h in ("tensor", "buffer", "dtype", "format",
+                                                  "offset", "pattern"))
+        row = "".join(f"<td><code>{escape(str(c))}</code></td>" for c in cells)
+        return f"<table><tr>{head}</tr><tr>{row}</tr></table>"
+
     def describe(self) -> str:
         extra = ""
         if self.scalar_offset is not None:

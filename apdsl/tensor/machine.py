@@ -40,6 +40,17 @@ class Device(Protocol):
         """Mark every element of view `t` unwritten (a TLA tile bound to a reused buffer)."""
 
 
+class Drawing(Protocol):
+    """How a view shows itself in a notebook (installed by `apdsl.surfaces.notebook.pictures`
+    when `apdsl` is imported): the tensor layer never imports the surfaces."""
+
+    def svg(self, t: Any) -> str | None:
+        """The access picture of view `t` as an SVG document (None: none can be drawn)."""
+
+    def html(self, t: Any) -> str | None:
+        """View `t`'s facts and access picture as HTML (None: none can be drawn)."""
+
+
 def physical_memory() -> int:
     """The machine's physical memory in bytes (8 GiB when the system does not say)."""
     try:
@@ -168,6 +179,9 @@ class Machine:
     # How views are read and written: the runtime, the same for every machine (set once by
     # `apdsl.runtime.device.install`; not state a program can change).
     device: Device | None = None
+    # How a view shows itself in a notebook: the surfaces' access picture (set once by
+    # `apdsl.surfaces.notebook.pictures.install`, like `device`).
+    drawing: Drawing | None = None
 
     __slots__ = ("targets", "options", "accounting", "memory", "check", "trace", "location",
                  "span", "warnings", "warned", "sync", "engine_state", "core", "space",

@@ -172,7 +172,10 @@ class ApkServer:
         except ApdslError:
             return None
         view = answer.get("view")
-        return None if view is None else view_markdown(view)
+        if view is None:  # why not, when the program says (it stops first, a non-view)
+            why = str(answer.get("none", ""))
+            return f"not a view here: {why}" if why.startswith("[APK") else None
+        return view_markdown(view)
 
     # -- wiring ------------------------------------------------------------------------------
     def _register(self) -> None:

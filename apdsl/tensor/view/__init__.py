@@ -16,7 +16,7 @@ from .. import targets, tile_writes
 from ..dtypes import DType
 from ..dtypes import dtype as to_dtype
 from ..layout import Layout
-from ..machine import current
+from ..machine import Machine, current
 from ..registers import VirtualRegister
 from ..storage import Storage
 from . import cache as viewcache
@@ -109,6 +109,16 @@ class Tensor(TensorCore):
                        help="`apdsl lower` shows every piece; align the slice to whole blocks "
                        "for a single pattern", pieces=n)
         return self.layout.pattern()
+
+    def _repr_svg_(self) -> str | None:
+        """What a notebook shows of the view: its access picture (`apdsl show`), as SVG."""
+        drawing = Machine.drawing
+        return None if drawing is None else drawing.svg(self)
+
+    def _repr_html_(self) -> str | None:
+        """What a notebook shows of the view: its facts and its access picture."""
+        drawing = Machine.drawing
+        return None if drawing is None else drawing.html(self)
 
     def numpy(self) -> np.ndarray:
         """The view's logical contents as a new NumPy array (reading unwritten memory is an

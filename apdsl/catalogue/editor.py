@@ -48,4 +48,20 @@ from apdsl.surfaces.editor.jobs import Budgets, run_job
 source = "import os\\nos._exit(3)\\n"
 asyncio.run(run_job({"op": "check", "file": "ends.py", "source": source}, Budgets()))
 """),
+    entry("APK983", "a %%apk cell's first line is wrong", """
+In a notebook, `%%apk [KERNEL] [-i NAME[=VARIABLE]]... [-o VARIABLE] [--target T] [--check |
+--profile]` runs the cell as a program. Its first line names the kernel to run (needed when
+the cell has several), the notebook variables that are the kernel's inputs (`-i A=a`: the
+NumPy array `a` is parameter `A`; `-i A` takes the variable `A`) and where the result goes. An
+option it does not know, an `-i` naming a variable the notebook does not have, or a cell of
+several kernels with none named is this error; nothing runs.
+""", """
+# python
+# (a cell whose -i names no variable of the notebook)
+from apdsl.surfaces.notebook.magic import run_cell
+shown = []
+run_cell("k -i A=missing", "kernel k(A: f32[4] @ hbm) -> f32[4] @ hbm:\\n    return A\\n",
+         {}, shown.append)
+raise shown[0].errors[0]
+"""),
 ]

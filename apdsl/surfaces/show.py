@@ -113,7 +113,8 @@ def _command(args: Any) -> int:
 def named_view(program: Any, kernel: str | None, name: str,
                inputs: dict[str, Any] | None = None, grid: tuple[int, ...] = ()) -> Step:
     """The view `apdsl show FILE [KERNEL.]NAME` draws, titled by the source that made it (the
-    editor's hover asks the same question): an `ApdslError` when NAME is not a view there."""
+    editor's hover asks the same question, and also of a top-level view bound before a later
+    statement fails): an `ApdslError` when NAME is not a view there."""
     if program.file.endswith(".py"):
         from ..nki.show import bound_view
         return Step(f"{kernel}.{name}" if kernel else name,
@@ -122,7 +123,11 @@ def named_view(program: Any, kernel: str | None, name: str,
     interp = program.interpreter(out=io.StringIO())
     namespace: dict[str, Any] = {}
     with interp.machine.active(), collect_warnings():
-        interp.exec_module(program.module, namespace)
+        try:
+            interp.exec_module(program.module, namespace)
+        except ApdslError:  # a view bound before the top level stops is still that view
+            if kernel or not isinstance(namespace.get(name), Tensor):
+                raise
         if kernel:
             return _run_watching(namespace, kernel, name, inputs or {}, interp,
                                  grid).step(program.module, interp)

@@ -138,7 +138,8 @@ class Editor:
 
 @pytest.fixture(scope="module")
 def editor() -> Any:
-    e = Editor({"maxSteps": MAX_STEPS})
+    # (a wall-clock limit far above what a loaded machine needs: only the budgets may stop)
+    e = Editor({"maxSteps": MAX_STEPS, "timeLimit": 600})
     yield e
     e.stop()
 

@@ -126,7 +126,7 @@ def execute(path: Path, folder: Path) -> Any:
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
+    NotebookClient(nb, timeout=600, startup_timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(folder)}}).execute()
     return nb
 

@@ -6,8 +6,18 @@ no script, so it shows in a browser, in GitHub's README view and in a document."
 from __future__ import annotations
 
 from html import escape
+from typing import Any, Protocol
 
-from .result import ProfileResult
+
+class Timeline(Protocol):
+    """What the picture reads of a profile (`ProfileResult`, which draws itself with it in a
+    notebook: named here, not imported, so the two modules do not import each other)."""
+
+    target: str
+    kernel: str | None
+    total_ns: float
+    busy_ns: dict[str, float]
+    slots: Any
 
 _ROW, _LABEL, _WIDTH, _TOP = 22, 84, 820, 34
 # a colour per op, in order of first appearance (cycled): distinguishable on white
@@ -28,7 +38,7 @@ def _ticks(total_ns: float) -> list[float]:
     return [i * step for i in range(n + 1)]
 
 
-def render(p: ProfileResult) -> str:
+def render(p: Timeline) -> str:
     """The SVG document of a profile's estimated timeline."""
     tracks = [t for t in p.busy_ns if p.busy_ns[t] > 0]
     tracks += [t for t in dict.fromkeys(s.track for s in p.slots) if t not in tracks]

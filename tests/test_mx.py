@@ -1,8 +1,11 @@
 """quantize_mx and nc_matmul_mx (NKI isa docstrings, MXFP deep dive) against an independent model
 of the OCP MX formats written here: element encoders and decoders on exact fractions (no
-ml_dtypes), the docstring's scale rule, the quadrant-spread scale layout.  Bit patterns are
+ml_dtypes), both block-scale rules (the docstring's doubled scale, neuronx-cc's
+`--enable-mx-alternative-emax` and its default since SDK 2.31; the OCP rule with saturation,
+`apdsl.options(mx_alternative_emax=False)`), the quadrant-spread scale layout.  Bit patterns are
 compared, not tolerances: zero groups, the largest value of a group (never saturating under the
-docstring's doubled scale), subnormal elements, round-half-to-even ties, NaN scales."""
+doubled scale, saturating under the OCP one), subnormal elements, round-half-to-even ties, NaN
+scales."""
 
 from __future__ import annotations
 
@@ -69,11 +72,19 @@ def decode(code: int, fmt: str) -> float:
     return -value if negative else value
 
 
-def model_quantize(x: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    """The docstring's quantize_mx on float values [P, F]: packed words [P, F/4] (uint32) and
-    the scale byte of each group [P/8, F/4]."""
+# the largest finite value of each element type, exactly
+LARGEST = {"float8_e4m3fn_x4": Fraction(448), "float8_e5m2_x4": Fraction(57344),
+           "float4_e2m1fn_x4": Fraction(6)}
+
+
+def model_quantize(x: np.ndarray, fmt: str, alternative: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """quantize_mx on float values [P, F]: packed words [P, F/4] (uint32) and the scale byte of
+    each group [P/8, F/4].  `alternative`: the docstring's scale, 2**(floor(log2 amax) - (Emax -
+    1)); else the OCP sample algorithm's, 2**(floor(log2 amax) - Emax), quotients clamped to the
+    largest finite value."""
     p, f = x.shape
-    emax = FORMATS[fmt][3]
+    emax = FORMATS[fmt][3] - (1 if alternative else 0)
     words = np.zeros((p, f // 4), np.uint64)
     scales = np.zeros((p // 8, f // 4), np.uint8)
     for g in range(p // 8):
@@ -88,13 +99,14 @@ def model_quantize(x: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
                     exp -= 1
                 while Fraction(2) ** (exp + 1) <= amax:
                     exp += 1
-                exp -= emax - 1
+                exp -= emax
             scales[g, c] = exp + 127
             for r in range(8):
                 word = 0
                 for k in range(4):
                     v = float(block[r, k])
-                    code = encode(Fraction(v) / Fraction(2) ** exp, math.copysign(1, v) < 0, fmt)
+                    q = min(abs(Fraction(v)) / Fraction(2) ** exp, LARGEST[fmt])
+                    code = encode(q, math.copysign(1, v) < 0, fmt)
                     word |= code << (WIDTH[fmt] * k)
                 words[8 * g + r, c] = word
     return words.astype(np.uint32), scales
@@ -134,9 +146,10 @@ def _code(fn) -> str:
 
 
 def _run_quantize(x: np.ndarray, fmt: str, src_dtype: str = "bfloat16",
-                  scale_dtype: str = "uint8") -> tuple[np.ndarray, np.ndarray]:
+                  scale_dtype: str = "uint8", alternative: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray]:
     p, f = x.shape
-    with apdsl.target("trn3"):
+    with apdsl.target("trn3"), apdsl.options(mx_alternative_emax=alternative):
         src = from_numpy(x.astype(getattr(ml_dtypes, src_dtype, None) or np.float16), "sbuf")
         dst = ndarray((p, f // 4), fmt, "sbuf")
         scale = ndarray((p if p > 32 else p // 8, f // 4), scale_dtype, "sbuf")
@@ -157,11 +170,11 @@ def _bf16_values(rng: np.random.Generator, shape, spread_exp: int) -> np.ndarray
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([32, 64, 96, 128]), st.sampled_from([4, 8, 32]),
        st.sampled_from(["float8_e4m3fn_x4", "float8_e5m2_x4"]), st.integers(0, 12),
-       st.integers(0, 2**31 - 1))
-def test_quantize_matches_the_model_bit_for_bit(parts, free, fmt, spread_exp, seed):
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_quantize_matches_the_model_bit_for_bit(parts, free, fmt, spread_exp, alternative, seed):
     x = _bf16_values(np.random.default_rng(seed), (parts, free), spread_exp)
-    words, scales = _run_quantize(x, fmt)
-    want_words, want_scales = model_quantize(x, fmt)
+    words, scales = _run_quantize(x, fmt, alternative=alternative)
+    want_words, want_scales = model_quantize(x, fmt, alternative)
     np.testing.assert_array_equal(words, want_words)
     np.testing.assert_array_equal(scales, spread(want_scales, parts))
 
@@ -186,6 +199,49 @@ def test_the_largest_value_never_saturates(fmt, top):
     assert int(words[0, 0]) & 0xFF == top
     want, _ = model_quantize(x, fmt)
     np.testing.assert_array_equal(words, want)
+
+
+@pytest.mark.parametrize("fmt,top", [("float8_e4m3fn_x4", 0x7E), ("float8_e5m2_x4", 0x7B)])
+def test_the_ocp_rule_saturates_the_largest_value(fmt, top):
+    # under the OCP scale 1.9921875 becomes 510 * 2**(Emax - 8): past the largest finite value
+    # (448 = 0x7E in e4m3fn, 57344 = 0x7B in e5m2), so it is clamped there, not rounded up
+    x = np.full((32, 4), 0.5, np.float32)
+    x[0, 0] = float(np.float32(ml_dtypes.bfloat16(1.9921875)))
+    x[1, 1] = -x[0, 0]
+    words, scales = _run_quantize(x, fmt, alternative=False)
+    assert int(words[0, 0]) & 0xFF == top and (int(words[1, 0]) >> 8) & 0xFF == 0x80 | top
+    assert scales[0, 0] == 127 - FORMATS[fmt][3]
+    want_words, want_scales = model_quantize(x, fmt, alternative=False)
+    np.testing.assert_array_equal(words, want_words)
+    np.testing.assert_array_equal(scales, spread(want_scales, 32))
+
+
+def test_the_two_rules_differ_by_one_scale_step():
+    # the same data: the doubled scale's byte is one more than the OCP one's in every group but
+    # an all-zero one (both 0), and each value it holds is half the OCP one unless the OCP
+    # quotient saturated or the halved one falls below the element type's normal range
+    rng = np.random.default_rng(9)
+    x = _bf16_values(rng, (64, 16), 2)
+    x[8:16, 4:8] = 0.0
+    alt_words, alt_scales = _run_quantize(x, "float8_e4m3fn_x4")
+    ocp_words, ocp_scales = _run_quantize(x, "float8_e4m3fn_x4", alternative=False)
+    groups = mx_rows(64)
+    diff = alt_scales[groups].astype(int) - ocp_scales[groups].astype(int)
+    assert diff[1, 1] == 0 and alt_scales[1, 1] == 0
+    assert (np.delete(diff.ravel(), 1 * 4 + 1) == 1).all()
+    assert not np.array_equal(alt_words, ocp_words)
+
+
+def mx_rows(parts: int) -> list[int]:
+    return [32 * (g // 4) + g % 4 for g in range(parts // 8)]
+
+
+def test_the_option_defaults_to_the_alternative_emax_and_is_restored():
+    assert apdsl.options().__enter__().mx_alternative_emax is True
+    with apdsl.options(mx_alternative_emax=False) as o:
+        assert o.mx_alternative_emax is False
+    assert apdsl.options().__enter__().mx_alternative_emax is True
+    assert _code(lambda: apdsl.options(mx_alternative_emax="ocp")) == "APK421"
 
 
 def test_subnormal_elements_and_ties_round_to_even():
@@ -430,3 +486,37 @@ def test_a_python_kernel_quantizes_and_multiplies_through_the_cli(tmp_path):
     wb, xb = model_quantize(b, "float8_e4m3fn_x4")
     want = model_matmul(wa, wb, xa, xb, "float8_e4m3fn_x4", "float8_e4m3fn_x4")
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+SCALES_KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scales_of(x_hbm):
+    x = nl.ndarray((32, 8), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=x_hbm)
+    q = nl.ndarray((32, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    s = nl.ndarray((4, 2), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=q, src=x, dst_scale=s)
+    out = nl.ndarray((4, 2), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+'''
+
+
+@pytest.mark.parametrize("flag,alternative", [([], True), (["--no-mx-alternative-emax"], False)])
+def test_the_command_line_picks_the_block_scale(tmp_path, flag, alternative):
+    import subprocess
+    import sys
+    x = _bf16_values(np.random.default_rng(12), (32, 8), 6)
+    (tmp_path / "k.py").write_text(SCALES_KERNEL)
+    np.save(tmp_path / "x.npy", x)
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(tmp_path / "k.py"), "-i",
+                        f"x_hbm={tmp_path / 'x.npy'}", "-o", str(tmp_path / "o.npy"),
+                        "--target", "trn3", *flag], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"),
+                                  model_quantize(x, "float8_e4m3fn_x4", alternative)[1])

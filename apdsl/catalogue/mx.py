@@ -54,11 +54,14 @@ with apdsl.target("trn3"):
     apdsl.quantize_mx(q, x, s)
 """),
     entry("APK963", "quantize_mx input the docs leave undefined", """
-The quantize_mx docstring computes a group's scale as 2**(floor(log2(max |V|)) - (Emax - 1))
-(2**-127 for an all-zero group). It does not say what a group holding NaN or infinity gives,
-nor what happens when that scale is below float8_e8m0fnu's smallest (2**-127: a bfloat16 group
-whose largest magnitude is below about 2**-120), so apdsl stops there, naming the element or
-the group, rather than guess.
+quantize_mx computes a group's scale as 2**(floor(log2(max |V|)) - (Emax - 1)), the docstring's
+rule and neuronx-cc's `--enable-mx-alternative-emax` (its default since Neuron SDK 2.31), or with
+`apdsl.options(mx_alternative_emax=False)` / `--no-mx-alternative-emax` as the OCP rule
+2**(floor(log2(max |V|)) - Emax), quotients clamped to the element type's largest finite value
+(the default up to SDK 2.30); 2**-127 for an all-zero group under both. Neither the docs nor the
+OCP sample algorithm say what a group holding NaN or infinity gives, nor what happens when the
+scale is below float8_e8m0fnu's smallest (2**-127: a bfloat16 group whose largest magnitude is
+below about 2**-120), so apdsl stops there, naming the element or the group, rather than guess.
 """, """
 # python
 import numpy as np, ml_dtypes

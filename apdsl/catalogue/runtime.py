@@ -151,8 +151,10 @@ t: f32[128, 64] @ sbuf
 memset(t, "zero")
 """),
     entry("APK421", "unknown or invalid option", """
-`apdsl.options(...)` accepts `init_check=True|False`, `strict_padding=True|False` and
-`max_memory=BYTES` (a positive int). Any other name, or a value of the wrong type, is an error
+`apdsl.options(...)` accepts `init_check=True|False|"strict"`, `strict_padding=True|False`,
+`max_memory=BYTES` and `max_steps=N` (positive ints), `max_time=SECONDS` (or None),
+`sync=True|False`, `plans=True|False`, `execute=True|False` and
+`mx_alternative_emax=True|False` (quantize_mx's block scale). Any other name, or a value of the wrong type, is an error
 so that a typo does not silently leave a check on or off.
 """, """
 # Python API

@@ -51,6 +51,10 @@ def program_options(sp: argparse.ArgumentParser) -> None:
                       "result or a host read)")
     sp.add_argument("--strict-padding", action="store_true",
                     help="mmad reads K in whole fractals, as hardware does")
+    sp.add_argument("--no-mx-alternative-emax", action="store_true",
+                    help="quantize_mx takes the OCP block scale, values saturating (neuronx-cc "
+                    "without --enable-mx-alternative-emax, the default up to Neuron SDK 2.30); "
+                    "by default the scale is twice that, as the docstring says")
     sp.add_argument("--sync", choices=("on", "off"),
                     help="check Ascend pipe synchronisation inside kernels (on, the default) "
                     "or run as if every instruction waited for all earlier ones (off)")
@@ -123,6 +127,8 @@ def option_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["init_check"] = "strict"
     if getattr(args, "strict_padding", False):
         settings["strict_padding"] = True
+    if getattr(args, "no_mx_alternative_emax", False):
+        settings["mx_alternative_emax"] = False
     if getattr(args, "max_memory", None) is not None:
         settings["max_memory"] = args.max_memory
     if getattr(args, "sync", None) == "off":

@@ -99,6 +99,10 @@ class Options:
     # every instruction, view and statement on the general path, which gives the same results,
     # traces and diagnostics (the oracle the tests compare the fast paths with).
     plans: bool = DEFAULT_PLANS
+    # quantize_mx's block scale (neuronx-cc `--enable-mx-alternative-emax`, the default since
+    # Neuron SDK 2.31): True, twice the OCP scale (the docstring's rule); False, the OCP rule
+    # with saturation (the default up to SDK 2.30).
+    mx_alternative_emax: bool = True
 
 
 class Accounting:

@@ -15,7 +15,10 @@ section 15, default 100,000,000; read when an interpreter starts a program), `ma
 pipe synchronisation, SPEC section 13: unset checks inside kernels, True everywhere, the Python
 API included, False nowhere, as `--sync off`), `plans` (default True, or False when the
 environment has `APDSL_PLANS=0`: every fast path off, the general path only; a program's
-statements are specialised when it is compiled, so the value at `run`/`check` time counts) and
+statements are specialised when it is compiled, so the value at `run`/`check` time counts),
+`mx_alternative_emax` (default True: `quantize_mx`'s block scale is twice the OCP one, as
+neuronx-cc's `--enable-mx-alternative-emax`, its default since Neuron SDK 2.31; False: the OCP
+rule with saturation, the default up to SDK 2.30) and
 `execute` (default True; False is check mode, held as the machine's `check` flag).
 
 A program cannot change these for its caller: it runs on a child machine
@@ -42,7 +45,7 @@ __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_MAX_STEPS", "current_values", "options
 # Each option's type: bool options take True/False, int options a positive int (not a bool).
 _TYPES: dict[str, type] = {"init_check": bool, "execute": bool, "strict_padding": bool,
                            "max_memory": int, "max_steps": int, "max_time": float,
-                           "sync": bool, "plans": bool}
+                           "sync": bool, "plans": bool, "mx_alternative_emax": bool}
 assert {f.name for f in fields(Options)} | {"execute"} == set(_TYPES)
 
 
@@ -68,7 +71,8 @@ class options:  # noqa: N801 - used like a function: apdsl.options(init_check=Fa
     K in whole fractals; `max_steps=N`, `max_time=SECONDS` and `max_memory=BYTES` set the
     limits of SPEC 15;
     `sync=True` checks Ascend pipe synchronisation outside kernels too, `sync=False` nowhere;
-    `plans=False` turns every fast path off (same results, traces and diagnostics, slower).
+    `plans=False` turns every fast path off (same results, traces and diagnostics, slower);
+    `mx_alternative_emax=False` gives `quantize_mx` the OCP block scale (SDK 2.30 and before).
 
     >>> with apdsl.options(init_check=False):
     ...     apdsl.ndarray((2, 2), "float32", "hbm").numpy()

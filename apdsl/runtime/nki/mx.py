@@ -1,7 +1,10 @@
 """The microscaling instructions of NeuronCore-v4 (trn3): `quantize_mx` on the Vector Engine and
 `nc_matmul_mx` on the Tensor Engine, with the rules of their NKI isa docstrings and the MXFP
 deep dive (layouts, sizes, dtypes, the quadrant-spread scales); their arithmetic is
-`apdsl.runtime.table.semantics_mx`.
+`apdsl.runtime.table.semantics_mx`.  quantize_mx's block scale is the one neuronx-cc's
+`--enable-mx-alternative-emax` selects (`apdsl.options(mx_alternative_emax=...)`): by default
+twice the OCP scale, as the docstring says (the compiler's default since Neuron SDK 2.31), else
+the OCP rule with saturation.
 
 Scales: scaling group g (data partitions 8g..8g+7) keeps its scale at partition
 32 * (g // 4) + g % 4 of the scale view, the quadrant its data came from; a view may start 0, 4,
@@ -17,6 +20,7 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
+from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import psum
@@ -34,7 +38,9 @@ _OFFSETS = (0, 4, 8, 12)  # where a scale view may start within its quadrant
 def quantize_mx(dst: Tensor, src: Tensor, dst_scale: Tensor, name: str | None = None) -> None:
     """Quantize bfloat16/float16 `src` [P, F] to MXFP8: `dst` [P, F / 4] (four values an
     element) and one scale per group of 8 partitions x 4 values in `dst_scale` (see the module
-    docstring for where).
+    docstring for where): 2**(floor(log2(max |v|)) - (Emax - 1)), or with
+    `apdsl.options(mx_alternative_emax=False)` the OCP 2**(floor(log2(max |v|)) - Emax) and
+    values saturating at the element type's largest.
 
     >>> with apdsl.target("trn3"):
     ...     x = apdsl.ndarray((32, 4), "bfloat16", "sbuf")
@@ -64,10 +70,11 @@ def quantize_mx(dst: Tensor, src: Tensor, dst_scale: Tensor, name: str | None = 
         return
     values = call.read_f32("src").reshape(ps, fs)
     _finite(call, values)
-    exps = mx.group_exponents(values, call.tensors["dst"].dtype.name)
+    alternative = current().options.mx_alternative_emax
+    exps = mx.group_exponents(values, call.tensors["dst"].dtype.name, alternative)
     if (exps < -mx.SCALE_BIAS).any():
         _tiny(call, values, exps)
-    bits, scales = mx.quantize(values, call.tensors["dst"].dtype.name)
+    bits, scales = mx.quantize(values, call.tensors["dst"].dtype.name, alternative)
     rows = _scale_views(call, "dst_scale", ps)
     ex.prepare_write(call.accs["dst"], call.label, "dst")
     for acc, _ in rows:
@@ -219,8 +226,8 @@ def _finite(call: rr.Call, values: np.ndarray) -> None:
         raise ApdslRuntimeError(
             f"{call.label}: src[{p}, {f}] is {values[p, f]}; the quantize_mx docs do not say "
             "what a group holding NaN or infinity quantizes to", code="APK963",
-            notes=["the docstring's scale is floor(log2(max |V|)) - (Emax - 1), which has no "
-                   "value for a non-finite maximum"],
+            notes=["the block scale is floor(log2(max |V|)) - (Emax - 1) (or - Emax, the OCP "
+                   "rule), which has no value for a non-finite maximum"],
             help="clamp or zero the non-finite values before quantizing", coord=(int(p), int(f)))
 
 

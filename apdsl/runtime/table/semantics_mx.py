@@ -7,11 +7,16 @@ times the 4 values of one packed element, and shares one `float8_e8m0fnu` scale,
 two 2**(bits - 127) (bits 255: NaN).  Group g (partitions 8g..8g+7) keeps its scale in the
 quadrant its data came from: at partition 32 * (g // 4) + g % 4 of the scale view.
 
-`quantize` follows the quantize_mx docstring, not the OCP sample algorithm: the block scale is
-2**(floor(log2(amax)) - (Emax - 1)) (twice the OCP one, so the largest value of a group never
-saturates), 2**-127 for an all-zero group; each value is divided by it and rounded to nearest
-even.  Values are exact powers-of-two quotients of bfloat16/float16 inputs, so the one rounding
-is the cast to the element type.
+`quantize` has two block-scale rules, chosen by neuronx-cc's `--enable-mx-alternative-emax`
+(`apdsl.options(mx_alternative_emax=...)`), whose default changed in Neuron SDK 2.31:
+- alternative (the default since 2.31; the quantize_mx docstring): the block scale is
+  2**(floor(log2(amax)) - (Emax - 1)), twice the OCP one, so the largest value of a group lies
+  in [2**(Emax-1), 2**Emax) and never saturates;
+- OCP (the default up to 2.30; the OCP sample algorithm): 2**(floor(log2(amax)) - Emax), each
+  quotient clamped to the element type's largest finite value before the cast.
+Either way an all-zero group's scale is 2**-127, each value is divided by the scale and rounded
+to nearest even.  Values are exact power-of-two quotients of bfloat16/float16 inputs, so the
+one rounding is the cast to the element type.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ ELEMENTS = {"float8_e4m3fn_x4": ("float8_e4m3fn", 8, 8),
             "float4_e2m1fn_x4": ("float4_e2m1fn", 4, 2)}
 # the element types quantize_mx writes (the docstring: no FP4 output)
 QUANTIZED = ("float8_e4m3fn_x4", "float8_e5m2_x4")
+# their largest finite values (the OCP rule clamps to them)
+LARGEST = {"float8_e4m3fn_x4": 448.0, "float8_e5m2_x4": 57344.0, "float4_e2m1fn_x4": 6.0}
 
 
 def _element(packed: str) -> np.dtype:
@@ -65,26 +72,29 @@ def pack(values: np.ndarray, packed: str) -> np.ndarray:
     return out.astype(np.uint16 if width == 4 else np.uint32)
 
 
-def group_exponents(src: np.ndarray, packed: str) -> np.ndarray:
+def group_exponents(src: np.ndarray, packed: str, alternative: bool = True) -> np.ndarray:
     """Unbiased scale exponents [P / 8, F / 4] of finite float32 values [P, F]:
-    floor(log2(amax)) - (Emax - 1), or -127 for an all-zero group (may be below -127: the
-    caller decides what that means)."""
+    floor(log2(amax)) - (Emax - 1) (`alternative`) or - Emax (OCP), or -127 for an all-zero
+    group (may be below -127: the caller decides what that means)."""
     p, f = src.shape
     amax = np.abs(src.astype(np.float64)).reshape(p // GROUP_PARTITIONS, GROUP_PARTITIONS,
                                                   f // PACK, PACK).max(axis=(1, 3))
     _, e = np.frexp(amax)  # amax = m * 2**e, m in [0.5, 1): floor(log2(amax)) = e - 1
-    emax = ELEMENTS[packed][2]
-    return np.where(amax == 0, -SCALE_BIAS, (e - 1) - (emax - 1)).astype(np.int64)
+    emax = ELEMENTS[packed][2] - (1 if alternative else 0)
+    return np.where(amax == 0, -SCALE_BIAS, (e - 1) - emax).astype(np.int64)
 
 
-def quantize(src: np.ndarray, packed: str) -> tuple[np.ndarray, np.ndarray]:
+def quantize(src: np.ndarray, packed: str, alternative: bool = True
+             ) -> tuple[np.ndarray, np.ndarray]:
     """quantize_mx on finite float32 values [P, F] whose group exponents are all >= -127:
     (packed data [P, F / 4], scale bits [P / 8, F / 4] uint8)."""
     p, f = src.shape
-    exps = group_exponents(src, packed)
+    exps = group_exponents(src, packed, alternative)
     full = np.repeat(np.repeat(exps, GROUP_PARTITIONS, axis=0), PACK, axis=1)
-    scaled = np.ldexp(src.astype(np.float64), -full).astype(np.float32)  # exact (see above)
-    values = scaled.astype(_element(packed)).reshape(p, f // PACK, PACK)
+    scaled = np.ldexp(src.astype(np.float64), -full)  # exact (see above)
+    if not alternative:  # a quotient up to 2**(Emax+1) saturates at the largest finite value
+        scaled = np.clip(scaled, -LARGEST[packed], LARGEST[packed])
+    values = scaled.astype(np.float32).astype(_element(packed)).reshape(p, f // PACK, PACK)
     return pack(values, packed), (exps + SCALE_BIAS).astype(np.uint8)
 
 

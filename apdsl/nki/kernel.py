@@ -8,7 +8,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ApdslError
+from ..errors import ApdslError, ApdslTypeError, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..semantics.spmd import check_grid
 from ..tensor import tile_writes
@@ -19,23 +19,30 @@ from .legacy_results import computed
 from .locate import caller_span, is_user_file, traceback_span
 from .observe import observer
 
+# `platform_target` values: the NEURON_PLATFORM_TARGET_OVERRIDE names of the nki.jit docstring
+PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
+             "trn3": "trn3", "gen4": "trn3"}
+
 
 class Kernel:
     """A jitted kernel: `kernel(*arrays)` runs it without a grid, `kernel[n](*arrays)` on n
-    logical cores.  `options` are the decorator's keywords (mode=..., platform_target=...)."""
+    logical cores.  `options` are the decorator's keywords (mode=..., platform_target=...);
+    `platform` is the target `platform_target` names (None: the run's target)."""
 
     def __init__(self, fn: Callable[..., Any], options: dict[str, Any] | None = None) -> None:
         self.fn = fn
         self.options = dict(options or {})
+        self.platform = platform_of(self.options, getattr(fn, "__name__", "kernel"))
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if active() is not None:  # called from a kernel under way: a plain call
             return self.fn(*args, **kwargs)
-        return call(self.fn, args, kwargs)
+        with on_platform(self.platform, self.fn.__name__):
+            return call(self.fn, args, kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return Launched(self.fn, launch_grid(grid, self.fn.__name__))
+        return Launched(self.fn, launch_grid(grid, self.fn.__name__), self.platform)
 
     @property
     def name(self) -> str:
@@ -48,11 +55,69 @@ class Kernel:
 class Launched:
     """`kernel[n]`: the kernel on a launch grid, called with its arguments."""
 
-    def __init__(self, fn: Callable[..., Any], grid: tuple[int, ...]) -> None:
-        self.fn, self.grid = fn, grid
+    def __init__(self, fn: Callable[..., Any], grid: tuple[int, ...],
+                 platform: str | None = None) -> None:
+        self.fn, self.grid, self.platform = fn, grid, platform
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return call(self.fn, args, kwargs, self.grid)
+        with on_platform(self.platform, self.fn.__name__):
+            return call(self.fn, args, kwargs, self.grid)
+
+
+def platform_of(options: dict[str, Any], kernel: str) -> str | None:
+    """The target a decorator's `platform_target=` names (the legacy API's `@nki.jit(...,
+    platform_target='trn2')`; NKI before 0.3.0), or None without one; APK972 for a name the
+    docs do not list, located at the decorator."""
+    value = options.get("platform_target")
+    if value is None:
+        return None
+    key = str(getattr(value, "value", value)).lower()
+    if key not in PLATFORMS:
+        raise ApdslTypeError(
+            f"@nki.jit(platform_target={value!r}) on kernel {kernel}: not a platform NKI names",
+            code="APK972", span=_user_span(),
+            notes=["platform names: trn1 (or inf2, gen2), trn2 (gen3), trn3 (gen4)"],
+            help="write platform_target='trn2' or 'trn3', or leave it out and pick the target "
+            "with --target (apdsl.target(...) in Python)", platform=str(value))
+    return PLATFORMS[key]
+
+
+def _user_span() -> Any:
+    from .locate import caller_span
+    return caller_span(1)
+
+
+class on_platform:  # noqa: N801 - a context manager used like a function
+    """Run a kernel on the target its `platform_target` names: the run's own NKI target when
+    that is still the default (trn2), APK972 when the run chose another one than the kernel
+    (a class, not a generator, so the error's span is the user's call, not contextlib's)."""
+
+    def __init__(self, platform: str | None, kernel: str) -> None:
+        self.platform, self.kernel = platform, kernel
+        self.saved: dict[str, str] | None = None
+
+    def __enter__(self) -> None:
+        if self.platform is None:
+            return
+        from ..tensor.machine import DEFAULT_TARGETS, current
+        targets = current().targets
+        now = targets["nki"]
+        if now not in (self.platform, DEFAULT_TARGETS["nki"]):
+            raise TargetError(
+                f"kernel {self.kernel} is built for {self.platform} (its platform_target), but "
+                f"the run targets {now}", code="APK972", span=_user_span(),
+                notes=["a kernel's platform_target picks its target; the run (--target, "
+                       "apdsl.target, NEURON_PLATFORM_TARGET_OVERRIDE) chose another"],
+                help=f"run with --target {self.platform}, or drop platform_target from the "
+                "decorator", platform=self.platform, target=now)
+        self.saved = dict(targets)
+        targets["nki"] = self.platform
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            from ..tensor.machine import current
+            current().targets.update(self.saved)
+            self.saved = None
 
 
 def _decorator(func: Callable[..., Any] | None, options: dict[str, Any]) -> Any:
@@ -184,26 +249,32 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
     caller = current_machine()
     try:
         from itertools import product
-        ids = product(*(range(n) for n in grid)) if grid else ((),)
+        ids = list(product(*(range(n) for n in grid))) if grid else [()]
         converted: list[Any] | None = None
-        for first, pid in enumerate(ids):
-            host = SpmdHost(shared, dry=dry, out=out, launch=Launch(grid, pid))
-            if converted is None:
-                converted = [to_tensor(a, n, host) for a, n in zip(args, names)]
-                kw = {k: to_tensor(v, k, host) for k, v in kwargs.items()}
+        kw: dict[str, Any] = {}
+        hosts = [SpmdHost(shared, dry=dry, out=out, launch=Launch(grid, pid)) for pid in ids]
+        converted = [to_tensor(a, n, hosts[0]) for a, n in zip(args, names)]
+        kw = {k: to_tensor(v, k, hosts[0]) for k, v in kwargs.items()}
+
+        def program(i: int) -> Any:
+            host = hosts[i]
             # each program on its own machine (its own SBUF and PSUM accounting); what it
             # warns of goes to the caller's machine, where the command line collects it
             try:
                 with host.machine.active(), hosting(host), tile_writes.lending(host.legacy):
                     value = fn(*converted, **kw)
                     host.legacy.flush()  # a legacy result still pending is computed now
-                    value = computed(value)
+                    return computed(value)
             finally:
                 caller.warnings.extend(host.machine.warnings)
-            if grid and first > 0 and not same_results(value, result):
+
+        values = _lnc_programs(program) if grid == (2,) and not dry else None
+        for i, pid in enumerate(ids):
+            value = program(i) if values is None else values[i]
+            if grid and i > 0 and not same_results(value, result):
                 raise different_results(fn.__name__, pid)
             result = value
-            outputs.extend(host.outputs)
+            outputs.extend(hosts[i].outputs)
         results.check_on_chip(result, fn)
         results.check_written(result, fn)  # (check mode keeps written state for it too)
         if not dry:
@@ -213,6 +284,20 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
         return result if dry or raw else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
+
+
+def _lnc_programs(program: Callable[[int], Any]) -> list[Any]:
+    """The two programs of an LNC=2 launch as a group of cores taking turns (program 0 runs
+    until it ends or waits at a `sendrecv` / `core_barrier`, then program 1): the order a
+    launch without those instructions always had, and the meeting point they need."""
+    import threading
+
+    from ..runtime.nki.group import Group
+    old = threading.stack_size(256 * 1024 * 1024)  # a program's thread: a main thread's stack
+    try:
+        return Group(2, cores=True).run(program)
+    finally:
+        threading.stack_size(old)
 
 
 def _write_back(arrays: list[Any], tensors: list[Any]) -> None:

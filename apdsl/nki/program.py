@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ApdslError, Span
 from ..semantics.program import RunResult, UsageError, pick_kernel, read_source
-from .kernel import Kernel, call
+from .kernel import Kernel, call, on_platform
 from .usercode import from_exception, users
 
 
@@ -125,9 +125,11 @@ class PyProgram:
         with machine.active(), collect_warnings() as warnings, \
                 (tracing() if trace and ranks == 1 else nullcontext()) as tr:
             try:
-                if ranks > 1:
-                    return self._run_ranks(name, args, ranks, grid, trace, warnings, machine)
-                value = _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, raw=True)
+                with self._platform(name):
+                    if ranks > 1:
+                        return self._run_ranks(name, args, ranks, grid, trace, warnings, machine)
+                    value = _user(self._invoke, self._kernels()[name].fn, tuple(args), grid,
+                                  raw=True)
             except ApdslError as e:
                 # the run's boundary: what rendering and `lower` need, on a new error value
                 raise self._shown(e, name).replace(sources=self._sources(), trace=tr) \
@@ -160,15 +162,21 @@ class PyProgram:
         errors: list[ApdslError] = []
         with current_machine().child(check=True).active(), collect_warnings() as warnings:
             try:
-                if ranks > 1:
-                    from .ranks import run_ranks
-                    _user(run_ranks, self._kernels()[name].fn, ranks,
-                          lambda r: (tuple(args), {}), grid, dry=True)
-                else:
-                    _user(self._invoke, self._kernels()[name].fn, tuple(args), grid, dry=True)
+                with self._platform(name):
+                    if ranks > 1:
+                        from .ranks import run_ranks
+                        _user(run_ranks, self._kernels()[name].fn, ranks,
+                              lambda r: (tuple(args), {}), grid, dry=True)
+                    else:
+                        _user(self._invoke, self._kernels()[name].fn, tuple(args), grid,
+                              dry=True)
             except ApdslError as e:
                 errors.append(self._shown(e, name))
         return [*errors, *warnings]
+
+    def _platform(self, name: str) -> Any:
+        """The target the kernel's `platform_target` names, for its run (`on_platform`)."""
+        return on_platform(getattr(self._kernels()[name], "platform", None), name)
 
     def _shown(self, e: ApdslError, kernel: str | None = None) -> ApdslError:
         """Spans in the file name it as the command line gave it (SPEC section 7); an input

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError
 from ..runtime.nki.group import Group
-from .kernel import Kernel, Launched, call, locate
+from .kernel import Kernel, Launched, call, locate, on_platform
 from .locate import caller_span
 
 # a rank's thread runs a whole kernel (the interpreter's recursion included): give it the
@@ -42,7 +42,8 @@ def simulate_ranks(kernel: Any, n: int, *args: Any, per_rank: Callable[[int], An
         return (args, kwargs) if per_rank is None else _split(per_rank(r), r)
 
     try:
-        return run_ranks(fn, n, arguments, grid).values
+        with on_platform(getattr(kernel, "platform", None), getattr(fn, "__name__", "kernel")):
+            return run_ranks(fn, n, arguments, grid).values
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
 

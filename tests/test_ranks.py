@@ -202,6 +202,25 @@ def test_sendrecv_swaps_and_the_barrier_meets():
 # -- deadlocks and mismatches ------------------------------------------------------------------
 
 @nki.jit
+def crossed_pipes_k(x):
+    a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    me = ncc.rank_id().value
+    nisa.sendrecv(src=a, dst=b, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=me)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=b)
+    return out
+
+
+def test_sendrecv_on_different_pipes_is_a_deadlock_naming_both_ranks():
+    with pytest.raises(ApdslError) as e:
+        nki.simulate_ranks(crossed_pipes_k, 2, np.ones((4, 8), np.float32))
+    assert e.value.code == "APK965"
+    assert "ranks 0, 1 wait at sendrecv" in e.value.message, e.value.message
+
+
+@nki.jit
 def skip_k(x):
     src = _hbm_copy(x)
     if ncc.rank_id().value != 1:

@@ -28,7 +28,7 @@ from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
 from ..core.operands import instruction_label, tensor_arg
-from .group import Arrival, Group, here
+from .group import Arrival, Group, core_here, here
 
 HBM = ("hbm", "private_hbm", "shared_hbm")
 REDUCE_OPS = {"add": np.add, "minimum": np.minimum, "maximum": np.maximum}
@@ -73,15 +73,25 @@ class ReplicaGroup:
 
 def _no_group(label: str, why: str, need: int | None, n: int) -> ApdslRuntimeError:
     run = f"--ranks {need}" if need else "--ranks N"
+    lnc = label.split(" ")[0].split(":")[0] in ("sendrecv", "core_barrier")
     return ApdslRuntimeError(
         f"{label}: {why}, but the run has {n} rank{'s' if n != 1 else ''}", code="APK967",
-        help=f"run the kernel on a group of ranks: `apdsl run FILE.py {run}` or "
-        "apdsl.nki.simulate_ranks(kernel, n, ...)")
+        help="launch the kernel on the two NeuronCores of an LNC=2 logical core: kernel[2](...) "
+        "(`apdsl run FILE.py --grid 2`)" if lnc else f"run the kernel on a group of ranks: "
+        f"`apdsl run FILE.py {run}` or apdsl.nki.simulate_ranks(kernel, n, ...)")
 
 
 def _where() -> tuple[Group | None, int, int]:
     h = here()
     return (None, 0, 1) if h is None else (h[0], h[1], h[0].n)
+
+
+def _cores() -> tuple[Group | None, int, int]:
+    """Where `sendrecv` and `core_barrier` meet: the two programs of an LNC=2 launch (their
+    docstrings: the NeuronCores of one logical NeuronCore), else a group of ranks standing for
+    them (`--ranks 2`), else this kernel alone."""
+    h = core_here()
+    return _where() if h is None else (h[0], h[1], h[0].n)
 
 
 # -- the helpers every collective shares -----------------------------------------------------
@@ -158,8 +168,8 @@ def _op_name(label: str, op: Any) -> str:
 
 
 def _meet(label: str, kind: str, members: tuple[int, ...], signature: tuple, shown: str,
-          payload: Any, compute: Any) -> Any:
-    group, rank, _ = _where()
+          payload: Any, compute: Any, cores: bool = False) -> Any:
+    group, rank, _ = _cores() if cores else _where()
     if group is None:
         return compute({rank: payload})[rank]
     return group.meet(rank, members, Arrival(signature, payload, current().span, kind, shown),
@@ -509,7 +519,7 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
     if targets.target_for(dst.buffer).name == "trn1":
         raise TargetError(f"{label}: sendrecv needs NeuronCore-v3 or newer; the target is trn1",
                           code="APK968", help="run with --target trn2")
-    group, rank, n = _where()
+    group, rank, n = _cores()
     peers = []
     for role, v in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
         if isinstance(v, (registers.VirtualRegister, registers.RegisterSum)):
@@ -528,10 +538,17 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
         _write(label, [dst], [data])  # rank 0 of 1 sends to itself
         return
     pipe = ("sendrecv", int(pipe_id) if isinstance(pipe_id, (int, np.integer)) else pipe_id)
-    group.send(rank, peers[0], pipe, data)
+    # both sides complete together (the docstring: a pipe_id's operations all complete before
+    # any proceeds): send, take the peer's message, then wait until ours is taken, so a peer
+    # that never receives is a deadlock naming this rank, not data dropped with exit 0
+    ticket = group.send(rank, peers[0], pipe, data)
     got = group.receive(rank, peers[1], pipe,
                         Arrival(("sendrecv",), None, current().span,
                                 f"sendrecv (receiving from rank {peers[1]})", ""))
+    group.delivered(rank, peers[0], pipe, ticket,
+                    Arrival(("sendrecv",), None, current().span,
+                            f"sendrecv (its src sent to rank {peers[0]}, which has not "
+                            "received it)", ""))
     if tuple(np.shape(got)) != tuple(dst.shape) or got.dtype != dst.dtype.np:
         raise TargetError(f"{label}: rank {peers[1]} sent {got.dtype}{list(np.shape(got))}, "
                           f"dst is {dst.dtype}{list(dst.shape)}", code="APK966",
@@ -564,7 +581,7 @@ def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | N
     if data.buffer not in HBM:
         raise TargetError(f"{label}: data {data.name} is in {data.buffer}; the barrier's data "
                           "is shared HBM", code="APK968", help="pass the shared HBM tensor")
-    group, rank, n = _where()
+    group, rank, n = _cores()
     if n < 2:
         raise _no_group(label, "the barrier joins cores 0 and 1", 2, n)
     trace.record("core_barrier", name, {"data": data}, engine="gpsimd")
@@ -573,7 +590,7 @@ def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | N
     if rank not in members:
         return
     _meet(label, "core_barrier", members, ("core_barrier", members), f"cores {list(members)}",
-          None, lambda got: {m: None for m in members})
+          None, lambda got: {m: None for m in members}, cores=True)
 
 
 __all__ = ["ReplicaGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all",

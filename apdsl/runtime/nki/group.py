@@ -9,6 +9,11 @@ set.  When every rank that can still run is waiting and none can go on, that is 
 group stops with a located error naming the waiting ranks and the ones that never arrived.
 The rank of the thread under way is a context variable (`here()`), so a kernel's collectives
 find their group and rank.
+
+The two programs of an LNC=2 launch (`kernel[2]`: two NeuronCores sharing HBM) run the same way
+as a group of "cores" (`Group(2, cores=True)`, found by `core_here()`): `nisa.sendrecv` and
+`nisa.core_barrier` meet there, between the cores of one logical NeuronCore, as their docstrings
+say; a group of ranks is for `nki.collectives` between devices.
 """
 
 from __future__ import annotations
@@ -51,9 +56,11 @@ class Group:
     """n ranks; `run(body)` runs `body(rank)` on each and returns their values in rank order,
     or raises the error that stopped the group."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, cores: bool = False) -> None:
         import threading  # (only a run on ranks needs it: off the cold check path)
         self.n = n
+        self.var = _CORE if cores else _HERE
+        self.who = "program" if cores else "rank"  # what the messages call a member
         self.cv = threading.Condition()
         self.turn = 0
         self.state = ["ready"] * n  # ready, waiting, done
@@ -61,6 +68,11 @@ class Group:
         self.meetings: dict[tuple, Meeting] = {}
         self.seen: list[Counter] = [Counter() for _ in range(n)]
         self.mail: dict[tuple, list[Any]] = {}
+        # messages posted and taken per (sender, receiver, channel): a sender waits until its
+        # message is taken (sendrecv completes on both sides together)
+        self.posted: Counter = Counter()
+        self.taken: Counter = Counter()
+        self.ready_when: dict[int, Callable[[], bool]] = {}
         self.failure: BaseException | None = None
         self.stopped = False
 
@@ -82,7 +94,7 @@ class Group:
         return values
 
     def _rank(self, r: int, body: Callable[[int], Any], values: list[Any]) -> None:
-        token = _HERE.set((self, r))
+        token = self.var.set((self, r))
         try:
             with self.cv:
                 self.cv.wait_for(lambda: self.turn == r or self.stopped)
@@ -93,11 +105,11 @@ class Group:
             pass
         except BaseException as e:  # noqa: BLE001 - the rank's failure stops the group
             with self.cv:
-                if self.failure is None:
-                    self.failure = on_rank(e, r, self.n)
+                if self.failure is None:  # (an LNC program's error is located already)
+                    self.failure = on_rank(e, r, self.n) if self.var is _HERE else e
                 self._stop()
         finally:
-            _HERE.reset(token)
+            self.var.reset(token)
             with self.cv:
                 self.state[r] = "done"
                 if not self.stopped:
@@ -124,20 +136,24 @@ class Group:
     def _deadlock(self) -> ApdslError:
         first = min(self.waiting)
         a = self.waiting[first]
-        lines = [f"rank {w} waits at {self.waiting[w].what}"
+        who = self.who
+        lines = [f"{who} {w} waits at {self.waiting[w].what}"
                  + (f" ({self.waiting[w].span.file}:{self.waiting[w].span.line})"
                     if self.waiting[w].span else "") for w in sorted(self.waiting)]
         done = [r for r in range(self.n) if self.state[r] == "done"]
         if done:
-            lines.append(f"rank{'s' if len(done) > 1 else ''} {_ranks(done)} ended without "
+            lines.append(f"{who}{'s' if len(done) > 1 else ''} {_ranks(done)} ended without "
                          "arriving")
+        help_ = ("every rank of a replica group calls the same collectives in the same order "
+                 "(a collective under a rank-dependent `if` is the usual cause)" if who == "rank"
+                 else "both programs of an LNC=2 launch make the same sendrecv and core_barrier "
+                 "calls in the same order (one under a program_id-dependent `if` is the usual "
+                 "cause)")
         return ApdslRuntimeError(
-            f"deadlock: rank{'s' if len(self.waiting) > 1 else ''} {_ranks(sorted(self.waiting))} "
-            f"wait{'s' if len(self.waiting) == 1 else ''} at {a.what} for ranks that never "
-            "arrive", code="APK965", span=a.span, notes=lines,
-            help="every rank of a replica group calls the same collectives in the same order "
-            "(a collective under a rank-dependent `if` is the usual cause)",
-            waiting=tuple(sorted(self.waiting)), ended=tuple(done))
+            f"deadlock: {who}{'s' if len(self.waiting) > 1 else ''} "
+            f"{_ranks(sorted(self.waiting))} wait{'s' if len(self.waiting) == 1 else ''} at "
+            f"{a.what} for {who}s that never arrive", code="APK965", span=a.span, notes=lines,
+            help=help_, waiting=tuple(sorted(self.waiting)), ended=tuple(done))
 
     # -- meeting -----------------------------------------------------------------------------
     def meet(self, r: int, members: Sequence[int], arrival: Arrival,
@@ -166,34 +182,53 @@ class Group:
             self._wait(r, arrival, lambda: meeting.results is not None)
             return meeting.results[r]  # type: ignore[index]
 
-    def send(self, r: int, to: int, channel: Any, payload: Any) -> None:
-        """Post a message from r to rank `to` (buffered: the sender goes on)."""
+    def send(self, r: int, to: int, channel: Any, payload: Any) -> int:
+        """Post a message from r to rank `to`; its ticket (for `delivered`)."""
+        key = (r, to, channel)
         with self.cv:
-            self.mail.setdefault((r, to, channel), []).append(payload)
-            for w, a in list(self.waiting.items()):
-                if w == to:  # a receiver waiting for mail may go on once its message is here
-                    if self.mail.get(a.payload):
-                        self.state[w] = "ready"
-                        del self.waiting[w]
+            self.mail.setdefault(key, []).append(payload)
+            ticket = self.posted[key]
+            self.posted[key] += 1
+            self._wake()
+            return ticket
 
     def receive(self, r: int, source: int, channel: Any, arrival: Arrival) -> Any:
+        """Take the next message from `source` to r on `channel`, waiting for it."""
         key = (source, r, channel)
         with self.cv:
             if not self.mail.get(key):
-                arrival.payload = key
                 self._wait(r, arrival, lambda: bool(self.mail.get(key)))
+            self.taken[key] += 1
+            self._wake()
             return self.mail[key].pop(0)
+
+    def delivered(self, r: int, to: int, channel: Any, ticket: int, arrival: Arrival) -> None:
+        """Wait until rank `to` has taken r's message `ticket` on `channel`."""
+        key = (r, to, channel)
+        with self.cv:
+            if self.taken[key] <= ticket:
+                self._wait(r, arrival, lambda: self.taken[key] > ticket)
+
+    def _wake(self) -> None:
+        """(Holding the lock) let every rank waiting for mail, or for its mail to be taken,
+        whose condition now holds go on when its turn comes."""
+        for w in [w for w, ready in self.ready_when.items() if ready()]:
+            self.state[w] = "ready"
+            self.waiting.pop(w, None)
+            del self.ready_when[w]
 
     def _wait(self, r: int, arrival: Arrival, ready: Callable[[], bool]) -> None:
         """(Holding the lock) wait until `ready()`, handing the turn on meanwhile."""
         self.state[r] = "waiting"
         self.waiting[r] = arrival
+        self.ready_when[r] = ready
         self._hand_on(r)
         self.cv.wait_for(lambda: self.stopped or (self.turn == r and ready()))
         if self.stopped:
             raise Stopped
         self.state[r] = "ready"
         self.waiting.pop(r, None)
+        self.ready_when.pop(r, None)
 
 
 def mismatch(meeting: Meeting) -> ApdslError | None:
@@ -229,8 +264,15 @@ def _ranks(rs: Sequence[int]) -> str:
 
 
 _HERE: ContextVar[tuple[Group, int] | None] = ContextVar("apdsl_rank", default=None)
+_CORE: ContextVar[tuple[Group, int] | None] = ContextVar("apdsl_lnc_core", default=None)
 
 
 def here() -> tuple[Group, int] | None:
     """(group, rank) of the rank under way; None outside a group of ranks."""
     return _HERE.get()
+
+
+def core_here() -> tuple[Group, int] | None:
+    """(group, program id) of the LNC program under way in a `kernel[2]` launch; None
+    outside one."""
+    return _CORE.get()

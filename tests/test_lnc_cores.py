@@ -1,0 +1,140 @@
+"""The two NeuronCores of an LNC=2 launch (`kernel[2]`, `--grid 2`) meet at `nisa.sendrecv` and
+`nisa.core_barrier`, as their docstrings say (rank IDs 0 and 1 are the programs of the logical
+NeuronCore, sharing HBM): the exchange against NumPy, a program that never arrives is a located
+deadlock (APK965) naming the waiting program, and a kernel without them runs its programs in the
+order it always did (program 0 to its end, then program 1)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import apdsl
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+from apdsl.errors import ApdslError
+
+
+@nki.jit
+def swap_halves(x):
+    me = nl.program_id(0)
+    mine = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[me])
+    theirs = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    total = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=mine, data2=theirs, op=nl.add)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me], src=total)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    return out
+
+
+def test_the_two_programs_exchange_and_sum():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 8, 16)).astype(np.float32)
+    got = swap_halves[2](x)
+    want = np.stack([x[0] + x[1], x[1] + x[0]])
+    np.testing.assert_array_equal(got, want)
+
+
+@nki.jit
+def one_sided(x):
+    me = nl.program_id(0)
+    a = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x[me])
+    b = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=b, value=0.0)
+    if me == 0:  # program 1 never calls sendrecv
+        nisa.sendrecv(src=a, dst=b, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me], src=b)
+    return out
+
+
+def test_a_program_that_never_exchanges_is_a_located_deadlock():
+    with pytest.raises(ApdslError) as e:
+        one_sided[2](np.ones((2, 4, 8), np.float32))
+    err = e.value
+    assert err.code == "APK965"
+    assert err.message.startswith("deadlock: program 0 waits at sendrecv"), err.message
+    assert err.span is not None and err.span.file == __file__
+    assert "nisa.sendrecv" in open(__file__).read().splitlines()[err.span.line - 1]
+    assert any("program 1 ended without arriving" in n for n in err.notes), err.notes
+
+
+@nki.jit
+def barrier_once(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    if nl.program_id(0) == 1:
+        nisa.core_barrier(data=out, cores=(0, 1))
+    nisa.dma_copy(dst=out, src=x)
+    return out
+
+
+def test_a_barrier_only_one_program_reaches_is_a_deadlock():
+    with pytest.raises(ApdslError) as e:
+        barrier_once[2](np.ones((4, 4), np.float32))
+    assert e.value.code == "APK965" and "program 1 waits at core_barrier" in e.value.message
+
+
+def test_alone_the_exchange_has_no_partner():
+    with pytest.raises(ApdslError) as e:
+        swap_halves(np.ones((2, 4, 8), np.float32))
+    assert e.value.code == "APK967" and "kernel[2]" in e.value.help
+
+
+@nki.jit
+def halves(x):
+    me = nl.program_id(0)
+    t = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[me])
+    nisa.activation(dst=t, op=nl.exp, data=t)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me], src=t)
+    return out
+
+
+def test_programs_without_meetings_run_in_program_order():
+    from apdsl.runtime.core.trace import tracing
+    x = np.linspace(-1, 1, 2 * 4 * 8, dtype=np.float32).reshape(2, 4, 8)
+    with tracing() as tr:
+        got = halves[2](x)
+    np.testing.assert_allclose(got, np.exp(x), rtol=1e-6)
+    ops = [r.op for r in tr.records]
+    assert ops == ["dma_copy", "activation", "dma_copy"] * 2, ops
+
+
+KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def exchange(x):
+    me = nl.program_id(0)
+    a = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x[me])
+    b = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=a, dst=b, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    out = nl.ndarray((2, 4, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me], src=b)
+    return out
+'''
+
+
+def test_the_command_line_runs_an_lnc2_exchange(tmp_path):
+    (tmp_path / "k.py").write_text(KERNEL)
+    x = np.stack([np.full((4, 8), 1.0, np.float32), np.full((4, 8), 2.0, np.float32)])
+    np.save(tmp_path / "x.npy", x)
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(tmp_path / "k.py"), "-i",
+                        f"x={tmp_path / 'x.npy'}", "--grid", "2", "-o", str(tmp_path / "o.npy")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), x[::-1])
+    assert apdsl.get_target("trn2").name == "trn2"

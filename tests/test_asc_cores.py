@@ -305,21 +305,36 @@ def test_a_tbuf_is_scratch_space_of_any_dtype():
 
 
 # -- the host side ----------------------------------------------------------------------------
-def test_set_platform_takes_the_model_backend_and_refuses_the_npu():
+def test_set_platform_takes_both_backends_and_refuses_what_pyasc_does_not_list():
     config = asc.runtime.config
     config.set_platform(config.Backend.Model, config.Platform.Ascend910B1)
-    config.set_platform("Model")
-    for bad in ((config.Backend.NPU,), ("GPU",), ("Model", "Ascend310P")):
+    config.set_platform("Model", None, 3, False)  # device_id and check change no result
+    for bad in (("GPU",), ("Model", "Ascend310P"), ("Model", None, -1)):
         with pytest.raises(apdsl.ApdslError) as e:
             config.set_platform(*bad)
         assert e.value.code == "APK665"
 
 
-def test_the_host_tiling_api_is_apk660_naming_it():
+def test_the_npu_backend_runs_on_apdsl_with_torchs_npu_device_as_the_cpu():
+    torch = pytest.importorskip("torch")
+    import importlib.util
+    if importlib.util.find_spec("torch_npu") is not None:
+        pytest.skip("a real torch_npu keeps its device")
+    config = asc.runtime.config
+    config.set_platform(config.Backend.NPU)
+    x = torch.arange(2 * N, dtype=torch.float32, device="npu")
+    z = torch.zeros_like(x).to("npu")
+    assert x.device.type == "cpu" and z.npu() is z
+    _ids[2, None](z, N)
+    want = np.repeat(np.arange(2, dtype=np.float32) + 200, N)
+    np.testing.assert_array_equal(z.numpy(), want)
+
+
+def test_host_names_apdsl_lacks_are_apk660_naming_them():
     asc.install()
     import asc.lib.host as host
-    with pytest.raises(apdsl.ApdslError, match=r"asc\.lib\.host\.MultiCoreMatmulTiling") as e:
-        host.MultiCoreMatmulTiling  # noqa: B018
+    with pytest.raises(apdsl.ApdslError, match=r"asc\.lib\.host\.BatchMatmulTiling") as e:
+        host.BatchMatmulTiling  # noqa: B018
     assert e.value.code == "APK660" and e.value.span.file == __file__
 
 

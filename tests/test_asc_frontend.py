@@ -102,8 +102,8 @@ def test_same_address_is_the_same_storage_and_partial_overlap_is_refused():
 
 
 def test_names_apdsl_lacks_are_apk660_naming_them():
-    with pytest.raises(apdsl.ApdslError, match=r"asc\.TQueBind") as e:
-        asc.TQueBind  # noqa: B018
+    with pytest.raises(apdsl.ApdslError, match=r"asc\.TBufPool") as e:
+        asc.TBufPool  # noqa: B018
     assert e.value.code == "APK660" and isinstance(e.value, AttributeError)
     assert not hasattr(asc, "no_such_name")
 
@@ -169,10 +169,10 @@ def test_cli_reports_a_missing_wait_flag_at_both_lines(tmp_path, inputs):
 def test_cli_names_a_queue_apdsl_lacks_at_its_line(tmp_path, inputs):
     src = (tmp_path / "vadd.py").read_text()
     (tmp_path / "vadd.py").write_text(src.replace(
-        "x_ub = asc.LocalTensor(", "x_ub = asc.TQueBind(", 1))
+        "x_ub = asc.LocalTensor(", "x_ub = asc.TBufPool(", 1))
     proc = _cli(tmp_path, "run", "vadd.py", *inputs)
     assert proc.returncode == 1
-    assert "vadd.py:23:12: error[APK660]: apdsl.asc does not model asc.TQueBind" in proc.stderr
+    assert "vadd.py:23:12: error[APK660]: apdsl.asc does not model asc.TBufPool" in proc.stderr
 
 
 def test_user_exception_is_apk148_with_the_users_frames(tmp_path):

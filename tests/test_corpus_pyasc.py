@@ -76,7 +76,7 @@ import asc
 
 
 @asc.jit
-def tiled_kernel(x: asc.GlobalAddress, tiling: asc.adv.TCubeTiling):
+def tiled_kernel(x: asc.GlobalAddress, tiling: asc.adv.SoftmaxTiling):
     pass
 '''
 

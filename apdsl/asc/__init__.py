@@ -17,23 +17,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import language, lib, runtime
+from . import adv, language, lib, runtime
 from .dtypes import TYPES as _TYPES
 from .dtypes import DataType
 from .install import install, uninstall
 from .kernel import JitKernel, jit
 from .memory import GlobalAddress, GlobalTensor, LocalTensor
-from .names import ConstExpr, get_block_idx, get_block_num, range, static_range
+from .names import ConstExpr, get_block_idx, get_block_num, property, range, static_range
 from .plugin import pytest_configure, pytest_load_initial_conftests
-from .queues import TBuf, TPipe, TQue  # noqa: F401
+from .queues import TBuf, TPipe, TQue, TQueBind  # noqa: F401
 
 # `pytest -p apdsl.asc` also loads the surface that reports failed tests as diagnostics
 pytest_plugins = ["apdsl.surfaces.pytest_report"]
 
 globals().update(_TYPES)  # asc.float16, asc.half, ...
 
-__all__ = ["ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
-           "LocalTensor", "TBuf", "TPipe", "TQue", "get_block_idx", "get_block_num", "install", "jit", "language",
+__all__ = ["adv", "property", "ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
+           "LocalTensor", "TBuf", "TPipe", "TQue", "TQueBind", "get_block_idx", "get_block_num", "install", "jit", "language",
            "lib", "pytest_configure", "runtime", "pytest_load_initial_conftests", "range",
            "static_range", "uninstall"]
 

@@ -23,7 +23,7 @@ def _modules() -> dict[str, Any]:
     ours = _ours()
     lang, lib = ours.language, ours.lib
     return {"asc": ours, "asc.language": lang, "asc.language.basic": lang,
-            "asc.language.core": lang, "asc.language.fwk": lang, "asc.lib": lib,
+            "asc.language.core": lang, "asc.language.fwk": lang, "asc.language.adv": ours.adv, "asc.lib": lib,
             "asc.lib.runtime": lib, "asc.lib.host": lib.host, "asc.runtime": ours.runtime,
             "asc.runtime.config": ours.runtime.config}
 

@@ -22,13 +22,14 @@ from ..nki.observe import observer
 from . import errors
 from .memory import GlobalAddress
 from .placement import PLACEMENT, Placement
+from .served import CUBE_ONLY, ServedByCube
 
 
 class JitKernel:
     """An `@asc.jit` function: launched as `kernel[n_cores, stream](...)` (or called)."""
 
     def __init__(self, fn: Callable[..., Any], options: dict[str, Any] | None = None) -> None:
-        self.fn = fn
+        self.fn = block_loops(fn)
         self.options = dict(options or {})
         functools.update_wrapper(self, fn)
 
@@ -38,7 +39,7 @@ class JitKernel:
             checked = check_cores(cores)
         except ApdslError as e:
             raise locate(e, caller_span(2)) from None
-        return functools.partial(_launched, self.fn, checked)
+        return functools.partial(_launched, self, checked)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if active() is not None:  # a jit function called from a kernel: a plain call
@@ -62,9 +63,69 @@ def check_cores(cores: Any) -> int:
     return cores
 
 
-def _launched(fn: Callable[..., Any], cores: int, *args: Any, **kwargs: Any) -> Any:
+def _launched(kernel: JitKernel, cores: int, *args: Any, **kwargs: Any) -> Any:
     kwargs.pop("always_compile", None)  # pyasc's compile option: no meaning on apdsl
-    return call(fn, args, kwargs, cores=cores)
+    token = CUBE_ONLY.set(bool(kernel.options.get("matmul_cube_only")))
+    try:
+        return call(kernel.fn, args, kwargs, cores=cores)
+    finally:
+        CUBE_ONLY.reset(token)
+
+
+def block_loops(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with each `with X.iterate(...) as count:` made `for count in X.iterate(...):`
+    (pyasc compiles that `with` into a loop over the Matmul's base blocks, its body once per
+    block; `adv.MatmulIterator` is that loop).  Lines stay the source's.  A function without
+    such a `with`, without its source or with free variables is returned as it is (the
+    `with` then says it was not rewritten: APK674)."""
+    import ast
+    import textwrap
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_freevars:
+        return fn
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return fn
+    source = "".join(lines)
+    if ".iterate(" not in source or "with " not in source:
+        return fn
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return fn
+
+    class Loops(ast.NodeTransformer):
+        changed = False
+
+        def visit_With(self, node: ast.With) -> Any:  # noqa: N802 - ast's name
+            self.generic_visit(node)
+            if len(node.items) != 1:
+                return node
+            item = node.items[0]
+            call = item.context_expr
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "iterate"):
+                return node
+            Loops.changed = True
+            target = item.optional_vars or ast.Name("_", ast.Store())
+            return ast.copy_location(ast.For(target=target, iter=call, body=node.body,
+                                             orelse=[]), node)
+
+    tree = Loops().visit(tree)
+    if not Loops.changed:
+        return fn
+    top = tree.body[0]
+    if not isinstance(top, ast.FunctionDef):
+        return fn
+    top.decorator_list = []
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, first - 1)
+    scope: dict[str, Any] = {}
+    exec(compile(tree, code.co_filename, "exec"), fn.__globals__, scope)  # noqa: S102
+    new = scope[top.name]
+    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return new
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -108,11 +169,15 @@ def _run_cores(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
     """Run `fn` once per core of a launch on `cores` AI cores (each core its own machine,
     LocalTensor placement, pipes and flags; the cores take turns at cross-core waits)."""
     from ..runtime.ascend.cores import CoreLaunch, CoreState
+    cube = CUBE_ONLY.get()  # the cores run on threads of their own: each sets it again
 
     def body(st: CoreState) -> None:
         token = PLACEMENT.set(Placement(host))
+        CUBE_ONLY.set(cube)
         try:
             fn(*args, **kwargs)
+        except ServedByCube:  # REGIST_MATMUL_OBJ on a mixed kernel's cube core: it returns
+            pass
         except ApdslError as e:  # at the user's line in the kernel, before the core is named
             raise locate(e) from None
         finally:

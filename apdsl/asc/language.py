@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import adv  # noqa: F401 - asc.language.adv
 from .dtypes import TYPES as _TYPES
 from .kernel import jit  # noqa: F401 - asc.language's names are asc's
 from .memory import GlobalAddress, GlobalTensor, LocalTensor  # noqa: F401
-from .names import ConstExpr, get_block_idx, get_block_num, range, static_range  # noqa: F401
-from .queues import TBuf, TPipe, TQue  # noqa: F401
+from .names import ConstExpr, get_block_idx, get_block_num, property, range, static_range  # noqa: F401
+from .queues import TBuf, TPipe, TQue, TQueBind  # noqa: F401
 
 globals().update(_TYPES)
 

@@ -21,12 +21,18 @@ T = TypeVar("T")
 
 # pyasc names apdsl does not model yet, with why (the rest of pyasc's names get APK660 too)
 NOT_YET = {
-    "TQueBind": "a queue between two positions of your choosing; use asc.TQue",
     "TBufPool": "buffer pools are not in apdsl yet; use TPipe.init_buffer",
-    "adv": "asc.adv (Matmul and its host tiling) is not in apdsl yet",
 }
 
 SYNC = ("set_flag", "wait_flag", "pipe_barrier")
+
+# AscendC's constants pyasc reads with `asc.property(asc.X)` (Atlas A2: 32-byte blocks and
+# C0, L1 512 KiB, L0C 128 KiB)
+PROPERTIES = {"DEFAULT_C0_SIZE": 32, "ONE_BLK_SIZE": 32, "TOTAL_L1_SIZE": 512 * 1024,
+              "TOTAL_L0C_SIZE": 128 * 1024}
+# pyasc names that are a table instruction without the `asc.` prefix: `asc.mmad(dst, fm,
+# filter, params)` is the table's `mmad` (its entry takes pyasc's form too)
+PLAIN = frozenset({"mmad"})
 # the cores' names (`asc.get_sub_block_idx()`, `asc.cross_core_set_flag(...)`, ...): the
 # builtins `.apk` kernels call, bare-named as in pyasc
 CORES = frozenset(cores_names.QUERIES) | frozenset(cores_names.SYNC)
@@ -35,7 +41,7 @@ CORES = frozenset(cores_names.QUERIES) | frozenset(cores_names.SYNC)
 def instruction(name: str) -> Callable[..., Any]:
     """`asc.NAME(...)`: the table's `asc.NAME` builtin for the call under way, its tensors
     unwrapped from pyasc's Global/LocalTensor."""
-    key = name if name in SYNC or name in CORES else f"asc.{name}"
+    key = name if name in SYNC or name in CORES or name in PLAIN else f"asc.{name}"
 
     def run(*args: Any, **kwargs: Any) -> Any:
         fn = current().builtins[key]
@@ -46,21 +52,26 @@ def instruction(name: str) -> Callable[..., Any]:
 
 
 def has_instruction(name: str) -> bool:
-    return name in SYNC or name in CORES or f"asc.{name}" in current().builtins
+    return name in SYNC or name in CORES or name in PLAIN or \
+        f"asc.{name}" in current().builtins
 
 
 def enum_or_record(name: str) -> Any:
     from ..runtime.ascend.vector import params
     if name in params.ENUMS:
         return params.ENUMS[name]
-    value = getattr(params, name, None)
-    return value if isinstance(value, type) else None
+    return params.PARAMS.get(name)
 
 
 def lookup(name: str) -> Any:
     """`asc.NAME` at the user's line, or APK660 there."""
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in PROPERTIES:
+        return Property(name, PROPERTIES[name])
+    if name == "CubeFormat":  # the Matmul API's matrix formats (asc.adv.MatmulType)
+        from .host import CubeFormat
+        return CubeFormat
     if name not in NOT_YET:
         value = enum_or_record(name)
         if value is not None:
@@ -93,3 +104,21 @@ static_range = range
 
 class ConstExpr(Generic[T]):
     """`x: asc.ConstExpr[int]`: a compile-time constant in pyasc; a Python value on apdsl."""
+
+
+class Property:
+    """`asc.DEFAULT_C0_SIZE` and the other AscendC constants: `asc.property(p)` is the value."""
+
+    def __init__(self, name: str, value: int) -> None:
+        self.name, self.value = name, value
+
+    def __repr__(self) -> str:
+        return f"<asc.{self.name} = {self.value}>"
+
+
+def property(prop: Any) -> int:  # noqa: A001 - pyasc's name
+    """`asc.property(asc.DEFAULT_C0_SIZE)`: the constant's value."""
+    if not isinstance(prop, Property):
+        raise missing(f"property({prop!r})", "apdsl knows " + ", ".join(PROPERTIES)).replace(
+            span=caller_span(2))
+    return prop.value

@@ -14,10 +14,10 @@ from ..nki.locate import caller_span
 from ..tensor.view import Tensor
 from . import errors
 
-# where each TPosition lives (AscendC: VECIN/VECOUT/VECCALC on UB, A1/B1/C1 on L1, A2 on L0A,
-# B2 on L0B, CO1 on L0C); C2 (bias table) and CO2 have no apdsl buffer
+# where each TPosition lives on Atlas A2 (AscendC: VECIN/VECOUT/VECCALC on UB, A1/B1/C1 on
+# L1, A2 on L0A, B2 on L0B, CO1 on L0C, C2 the bias table); CO2 is global memory there
 POSITIONS = {"VECIN": "ub", "VECOUT": "ub", "VECCALC": "ub", "A1": "l1", "B1": "l1",
-             "C1": "l1", "A2": "l0a", "B2": "l0b", "CO1": "l0c"}
+             "C1": "l1", "A2": "l0a", "B2": "l0b", "CO1": "l0c", "C2": "bt"}
 
 
 class Placement:
@@ -29,7 +29,15 @@ class Placement:
         self.placed: list[tuple[str, int, int, str, Tensor]] = []
 
     def local(self, dtype: Any, pos: str, addr: Any, tile_size: Any) -> Tensor:
-        buffer = POSITIONS.get(pos.rpartition(".")[2])
+        bare = pos.rpartition(".")[2]
+        buffer = POSITIONS.get(bare)
+        if bare == "CO2":
+            raise ApdslTypeError(
+                "LocalTensor(dtype, TPosition.CO2, ...): on Atlas A2 CO2 is global memory, "
+                "not a local buffer", code="APK664", notes=[
+                    "AscendC's TPosition table: CO2 is Global Memory on Atlas A2 (Fixpipe "
+                    "writes L0C to GM directly)"],
+                help="fixpipe the CO1 LocalTensor into a GlobalTensor")
         if buffer is None:
             raise errors.missing(f"TPosition.{pos}", "apdsl has no buffer for this position")
         if not isinstance(addr, int) or not isinstance(tile_size, int) or addr < 0 or \

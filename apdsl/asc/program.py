@@ -51,10 +51,17 @@ class AscProgram(PyProgram):
 
     def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
                 raw: bool = False) -> Any:
+        from .served import CUBE_ONLY
         cores = check_cores(grid[0]) if grid else 1
         params = list(inspect.signature(fn).parameters.values())
         given = tuple(_scalar(a, p) for a, p in zip(args, params))
-        return call(fn, given, {}, dry=dry, raw=raw, cores=cores)
+        cube = any(k.fn is fn and k.options.get("matmul_cube_only")
+                   for k in self._kernels().values())
+        token = CUBE_ONLY.set(bool(cube))
+        try:
+            return call(fn, given, {}, dry=dry, raw=raw, cores=cores)
+        finally:
+            CUBE_ONLY.reset(token)
 
 
 def _names(code: Any) -> set[str]:

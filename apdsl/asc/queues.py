@@ -90,6 +90,19 @@ class TQue:
         raise _absent("TQue", name)
 
 
+class TQueBind(TQue):
+    """`asc.TQueBind(src, dst, depth)`: a queue for data moving from position `src` to `dst`
+    (AscendC's TQueBind table: GM -> VECIN/A1/B1/C1 and VECOUT -> GM are those positions'
+    TQue, A1 -> A2, B1 -> B2, C1 -> C2 and CO1 -> CO2 the TQue of the L0/BT/L0C end,
+    VECIN -> VECOUT one UB buffer from MTE2 to MTE3)."""
+
+    def __init__(self, src: Any = "VECIN", dst: Any = "VECIN", depth: Any = 0,
+                 mask: Any = 0) -> None:
+        pos = model.bind_position(src, dst, "TQueBind")
+        self.model = model.TQue(pos, 0 if depth is None else depth)
+        self.model.name = assigned_name() or self.model.name
+
+
 class TBuf:
     """`asc.TBuf(pos)`: a buffer without a queue (scratch space; no synchronisation)."""
 

@@ -494,3 +494,24 @@ def _bind(target: Tensor, origin: Shape, fmt: str, dt: DType, layout_base: Any) 
                    needed=hi + 1, capacity=limit)
     return Tensor(target.storage, dt, layout, label=target.label, coord=(0,) * len(origin),
                   origin_shape=origin)
+
+
+def fractal_view(flat: Tensor, fmt: str, shape: Shape, op: str, role: str) -> Tensor:
+    """The `shape` matrix laid out in fractal format `fmt` from where the one-dimensional view
+    `flat` starts: how a cube instruction's parameters arrange a flat buffer's bytes (pyasc's
+    LocalTensors are a start address and a length; `mmad`'s m, n and k say what the L0A, L0B
+    and L0C bytes hold).  The view keeps `flat`'s storage (written state, races and reuse are
+    its); APK536 when the matrix reaches past `flat`'s end."""
+    _plain_static(flat, op)
+    start = _int_offset(flat)
+    lay = formats.stored(fmt, shape, flat.dtype, flat.buffer).layout(start)
+    lo, hi = lay.span()
+    end = start + int(flat.size)
+    if hi >= end:
+        raise _err("APK536", f"{op}: {role} {flat.name} holds {flat.size} {flat.dtype} "
+                   f"elements; a {shape[0]} x {shape[1]} matrix in {fmt} reaches its element "
+                   f"{hi - start}", notes=[f"{fmt} lays a matrix out in whole fractals "
+                                           "(16 rows, and 32 bytes or 16 columns)"],
+                   help="make the tensor large enough for the whole fractals, or lower the "
+                   "sizes", needed=hi - start + 1, capacity=int(flat.size))
+    return Tensor(flat.storage, flat.dtype, lay, label=flat.label)

@@ -94,6 +94,87 @@ class LoadData3DParamsV2:
     f_matrix_ctrl: bool = False
 
 
+@record
+class Nd2NzParams:
+    """DataCopy GM -> L1 with the ND -> NZ conversion (`data_copy(dst, src, params)`):
+    `nd_num` ND matrices of `n_value` rows and `d_value` columns, `src_nd_matrix_stride`
+    elements apart in GM, rows `src_d_value` elements long; in L1 each row of a matrix is cut
+    into C0-element pieces (32 bytes), piece j of row r at `j * dst_nz_c0_stride + r *
+    dst_nz_n_stride` 32-byte blocks from the matrix's start, the matrices
+    `dst_nz_matrix_stride` elements apart; a row's last piece is padded with zeros."""
+
+    nd_num: int
+    n_value: int
+    d_value: int
+    src_nd_matrix_stride: int
+    src_d_value: int
+    dst_nz_c0_stride: int
+    dst_nz_n_stride: int
+    dst_nz_matrix_stride: int
+
+
+@record
+class LoadData2DParams:
+    """LoadData 2D (L1 or GM -> L0A/L0B): `repeat_times` 512-byte fractals, the first the
+    source's fractal `start_index`, the next ones `src_stride` fractals on; in the destination
+    one after the other with `dst_gap` fractals between; `if_transpose` transposes each
+    (16-bit data only, from L1)."""
+
+    start_index: int = 0
+    repeat_times: int = 1
+    src_stride: int = 0
+    sid: int = 0
+    dst_gap: int = 0
+    if_transpose: bool = False
+    addr_mode: int = 0
+
+
+# MmadParams' two flag sets (pyasc's two overloads): a kernel gives one of them whole
+MMAD_LEGACY = ("is_bias", "fm_offset", "en_ssparse", "en_winograd_a", "en_winograd_b")
+MMAD_FLAGS = ("unit_flag", "cmatrix_source", "cmatrix_init_val")
+
+
+@record
+class MmadParams:
+    """Mmad's parameters (`mmad(dst, fm, filter[, bias], params)`): `m` x `k` by `k` x `n`,
+    and what L0C starts from.  `given` is the flag set the kernel gave (pyasc's overloads:
+    "legacy" `is_bias, fm_offset, en_ssparse, en_winograd_a, en_winograd_b`, "flags"
+    `unit_flag, cmatrix_source, cmatrix_init_val`, or None); pyasc passes m, n and k to the
+    device only with one of them (`make_mmad_params`)."""
+
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    is_bias: bool = False
+    unit_flag: int = 0
+    cmatrix_source: bool = False
+    cmatrix_init_val: bool = True
+    given: Any = None
+
+
+def make_mmad_params(m: Any = 0, n: Any = 0, k: Any = 0, is_bias: Any = None,
+                     fm_offset: Any = None, en_ssparse: Any = None, en_winograd_a: Any = None,
+                     en_winograd_b: Any = None, unit_flag: Any = None,
+                     cmatrix_source: Any = None, cmatrix_init_val: Any = None) -> MmadParams:
+    """`asc.MmadParams(...)` with pyasc's parameters in pyasc's order.  pyasc builds the
+    struct from m, n, k and one whole flag set; with neither set whole it builds an empty
+    `MmadParams` (AscendC's defaults, m = n = k = 0), which `mmad` refuses when m, n or k
+    was given (APK670): what the device would run is not what the kernel says."""
+    values = {"is_bias": is_bias, "fm_offset": fm_offset, "en_ssparse": en_ssparse,
+              "en_winograd_a": en_winograd_a, "en_winograd_b": en_winograd_b,
+              "unit_flag": unit_flag, "cmatrix_source": cmatrix_source,
+              "cmatrix_init_val": cmatrix_init_val}
+    legacy = all(values[f] is not None for f in MMAD_LEGACY) and \
+        all(values[f] is None for f in MMAD_FLAGS)
+    flags = all(values[f] is not None for f in MMAD_FLAGS) and is_bias is None
+    if legacy:
+        return MmadParams(m, n, k, is_bias=is_bias, given="legacy")
+    if flags:
+        return MmadParams(m, n, k, unit_flag=unit_flag, cmatrix_source=cmatrix_source,
+                          cmatrix_init_val=cmatrix_init_val, given="flags")
+    return MmadParams(m, n, k, given=None)
+
+
 class _ConfigMaker:
     """`asc.FixpipeConfig` as programs spell it: called, a config of the layout given;
     `.cfg_nz()` and `.cfg_row_major()`, pyasc's two ready-made configs."""
@@ -117,4 +198,6 @@ class _ConfigMaker:
 CUBE_ENUMS: dict[str, type[StrEnum]] = {"QuantModes": QuantModes, "CO2Layout": CO2Layout}
 CUBE_PARAMS: dict[str, Any] = {"FixpipeConfig": _ConfigMaker(),
                                 "FixpipeParamsV220": FixpipeParamsV220,
-                                "LoadData3DParamsV2": LoadData3DParamsV2}
+                                "LoadData3DParamsV2": LoadData3DParamsV2,
+                                "Nd2NzParams": Nd2NzParams, "LoadData2DParams": LoadData2DParams,
+                                "MmadParams": make_mmad_params}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslRuntimeError
-from ...tensor.tla import region, valid_shape
+from ...tensor.tla import fractal_view, region, valid_shape
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
@@ -63,13 +63,18 @@ def fixpipe(dst: Any, src: Any, params: Any = None, config: Any = None,
         raise _err("APK511", label, "params must be an asc.FixpipeParamsV220, got "
                    f"{type(params).__name__}", help="asc.FixpipeParamsV220(n_size, m_size, "
                    "src_stride, dst_stride, ...)")
-    layout = _layout(label, config, d)
     mode = str(params.quant_pre)
-    m, n = _sizes(label, params, d, s)
-    _check_dtypes(label, mode, d, s)
-    for role, t in (("dst", d), ("src", s)):
-        check_alignment(t, label, role)
-    _check_strides(label, params, d, s, m, n, layout)
+    if d.ndim == 1 and s.ndim == 1:  # pyasc's LocalTensor and GlobalTensor
+        m, n, dv, sv = _flat(label, params, config, d, s)
+        _check_dtypes(label, mode, d, s)
+    else:
+        layout = _layout(label, config, d)
+        m, n = _sizes(label, params, d, s)
+        _check_dtypes(label, mode, d, s)
+        for role, t in (("dst", d), ("src", s)):
+            check_alignment(t, label, role)
+        _check_strides(label, params, d, s, m, n, layout)
+        dv = sv = None
     relu = params.relu_en
     if relu is not True and relu is not False:
         raise _err("APK511", label, f"relu_en is {relu!r}; it must be True or False")
@@ -82,7 +87,9 @@ def fixpipe(dst: Any, src: Any, params: Any = None, config: Any = None,
     atomic.check_dtype(label, d)
     if m == 0 or n == 0:
         return
-    dv, sv = region(d, (m, n), op=label, role="dst"), region(s, (m, n), op=label, role="src")
+    if dv is None:
+        dv = region(d, (m, n), op=label, role="dst")
+        sv = region(s, (m, n), op=label, role="src")
     pairs = [("src", sv), ("dst", dv)] + ([("cbuf_workspace", work)] if work is not None else [])
     accs = resolve_operands(label, ex.TI_GROUP, *pairs)
     unitflag.before_read(label, sv, uf)
@@ -100,6 +107,62 @@ def fixpipe(dst: Any, src: Any, params: Any = None, config: Any = None,
     out = atomic.combine(dacc, out, label, d)
     ex.prepare_write(dacc, label, "dst")
     ex.store(dacc, out)
+
+
+def _flat(label: str, p: FixpipeParamsV220, config: Any, d: Tensor,
+          s: Tensor) -> tuple[int, int, Tensor | None, Tensor | None]:
+    """pyasc's operands (a start address and a length): the L0C matrix is NZ from `src`'s
+    start, its fractal columns `src_stride` rows apart (16 elements a row); row-major
+    (`cfg_row_major()`) puts row i of the block at `dst` element `i * dst_stride` (NZ -> ND);
+    `cfg_nz()` keeps the fractals, column j's `dst_stride` 32-byte blocks apart (16-bit
+    results, whose C0 is L0C's 16).  The views (None, None when m_size or n_size is 0)."""
+    if config is None:
+        config = FixpipeConfig()
+    if not isinstance(config, FixpipeConfig):
+        raise _err("APK511", label, "config must be an asc.FixpipeConfig, got "
+                   f"{type(config).__name__}")
+    layout = str(config.layout)
+    n = _int(label, p.n_size, "n_size", 0, 4095)
+    m = _int(label, p.m_size, "m_size", 0, 65535)
+    rows = _int(label, p.src_stride, "src_stride", 0, 65535)
+    pitch = _int(label, p.dst_stride, "dst_stride", 0, 2**32 - 1)
+    if _int(label, p.nd_num, "nd_num", 0, 65535) != 1:
+        raise _err("APK673", label, f"nd_num is {p.nd_num}: several NZ matrices in one Fixpipe "
+                   "are not modelled for LocalTensors", help="one fixpipe per matrix (nd_num=1)")
+    if p.is_channel_split is not False:
+        raise _err("APK673", label, "is_channel_split (F32 channel split) is not modelled")
+    for role, t in (("dst", d), ("src", s)):
+        check_alignment(t, label, role)
+    if m == 0 or n == 0:
+        return m, n, None, None
+    if rows % 16 or rows < -(-m // 16) * 16:
+        raise _err("APK511", label, f"src_stride is {rows}; the L0C matrix's fractal columns "
+                   f"are a whole number of 16-row fractals apart, at least m_size = {m} rounded "
+                   "up to 16", help=f"src_stride={-(-m // 16) * 16} (m_size rounded up to 16)")
+    sv = fractal_view(s, "NZ", (rows, n), label, "src")[0:m, :]
+    if layout == "ROW_MAJOR":
+        if pitch < n:
+            raise _err("APK511", label, f"dst_stride is {pitch}, less than n_size = {n}: rows "
+                       "of the ND result would overlap", help=f"dst_stride >= {n}")
+        dv = d.ap([[pitch, m], [1, n]], offset=0)
+    elif layout == "NZ" and d.dtype.bits == 16:
+        if n % 16:
+            raise _err("APK673", label, f"n_size {n} is not whole 16-column fractals; the NZ "
+                       "output of a partial fractal is not modelled", help="n_size a multiple "
+                       "of 16, or the row-major config")
+        if pitch * 16 < m:
+            raise _err("APK511", label, f"dst_stride is {pitch} 32-byte blocks: the NZ columns "
+                       f"would overlap ({m} rows of 16 elements)", help=f"dst_stride >= {m}")
+        dv = d.ap([[16, m], [pitch * 16, n // 16], [1, 16]], offset=0)
+    else:
+        raise _err("APK673", label, f"the {layout} config with {d.dtype} results is not modelled "
+                   "for LocalTensors", help="cfg_row_major(), or 16-bit results with cfg_nz()")
+    lo, hi = dv.layout.span()
+    if hi >= int(d.layout.offset) + int(d.size):
+        raise _err("APK511", label, f"dst {d.name} has {d.size} elements, but m_size, n_size "
+                   f"and dst_stride reach its element {hi - int(d.layout.offset)}",
+                   help="give a larger GlobalTensor, or lower the sizes")
+    return m, n, dv, sv
 
 
 def _layout(label: str, config: Any, d: Tensor) -> str:

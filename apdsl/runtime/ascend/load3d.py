@@ -25,13 +25,14 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError
 from ...tensor import formats
-from ...tensor.tla import region, valid_shape
+from ...tensor.tla import fractal_view, region, valid_shape
 from ..core import execute as ex
 from ..core import trace
 from ..core.operands import check_operand, instruction_label, resolve_operands, tensor_arg
 from ..table import TABLE
 from ..table import semantics_cube as sc
-from .cube_params import LoadData3DParamsV2
+from ..table.entries.cube import LOAD3D
+from .cube_params import LoadData2DParams, LoadData3DParamsV2
 from .dma import check_alignment, shape_text
 
 OP = "asc.load_data"
@@ -62,8 +63,19 @@ def _unmodelled(label: str, p: LoadData3DParamsV2) -> None:
 
 def load_data(dst: Any, src: Any, params: Any = None, name: str | None = None) -> None:
     """img2col of L1 feature map `src` into L0A matrix `dst` (see the module docstring)."""
+    if isinstance(params, LoadData2DParams):
+        from .flat import load2d  # whole fractals, L1/GM -> L0A/L0B (pyasc's cube path)
+        load2d(dst, src, params, name)
+        return
+    _load3d(dst, src, params, name)
+
+
+def _load3d(dst: Any, src: Any, params: Any, name: str | None) -> None:
     label = instruction_label(OP, name)
     d, s = tensor_arg(dst, label, "dst"), tensor_arg(src, label, "src")
+    if s.buffer != "l1":
+        raise _err("APK517", label, f"LoadData 3D reads a feature map in L1, not "
+                   f"{s.buffer.upper()}", help="copy the map GM -> L1 first")
     if d.buffer == "l0b":
         raise _err("APK517", label, "LoadData 3D into L0B is not modelled (on Atlas A2 that "
                    "path transposes)", help="load the feature map into L0A and the weights "
@@ -81,6 +93,9 @@ def load_data(dst: Any, src: Any, params: Any = None, name: str | None = None) -
     if d.dtype != s.dtype:
         raise _err("APK516", label, f"src is {s.dtype}, dst is {d.dtype}; LoadData does not "
                    "convert")
+    if d.dtype.name not in LOAD3D:
+        raise _err("APK516", label, f"LoadData 3D does not move {d.dtype} data",
+                   notes=[f"its dtypes on Atlas A2: {', '.join(LOAD3D)}"])
     c0 = formats.c0_for(s.dtype)
     pads = tuple(_int(label, v, "pad_list entry", 0, 255) for v in _four(label, p.pad_list))
     l1_h = _int(label, p.l1_h, "l1_h", 0, 32767)
@@ -94,6 +109,9 @@ def load_data(dst: Any, src: Any, params: Any = None, name: str | None = None) -
     kernel = (_int(label, p.filter_h, "filter_h", 0, 255), _int(label, p.filter_w, "filter_w", 0, 255))
     dil = (_int(label, p.dilation_filter_h, "dilation_filter_h", 1, 255),
            _int(label, p.dilation_filter_w, "dilation_filter_w", 1, 255))
+    flat = d.ndim == 1  # pyasc's LocalTensors: the parameters say how the bytes are laid out
+    if flat:
+        s, d = _flat_operands(label, s, d, c0, l1_h, l1_w, channels, m_ext, k_ext)
     fm_view, c1 = _feature_map(label, s, c0, l1_h, l1_w, channels)
     check_alignment(d, label, "dst")
     check_alignment(s, label, "src")
@@ -112,7 +130,7 @@ def load_data(dst: Any, src: Any, params: Any = None, name: str | None = None) -
                    "ends inside a block short of the last, or passes the end",
                    help=f"k_start_pt and k_extension in multiples of {c0}")
     vd = valid_shape(d)
-    if d.ndim != 2 or d.format != "ZZ" or m_ext > vd[0] or k_ext > vd[1]:
+    if d.ndim != 2 or (d.format != "ZZ" and not flat) or m_ext > vd[0] or k_ext > vd[1]:
         raise _err("APK516", label, f"dst {d.name} is a {d.ndim}-d {d.format} tensor "
                    f"{shape_text(vd)}; LoadData writes an m_extension x k_extension = {m_ext} x "
                    f"{k_ext} block of a ZZ matrix in L0A")
@@ -130,6 +148,23 @@ def load_data(dst: Any, src: Any, params: Any = None, name: str | None = None) -
     block = full[m_start:m_start + rows, k_start:k_start + k_ext]
     ex.prepare_write(accs[1], label, "dst")
     ex.store(accs[1], block)
+
+
+def _flat_operands(label: str, s: Any, d: Any, c0: int, h: int, w: int, channels: int,
+                   m_ext: int, k_ext: int) -> tuple[Any, Any]:
+    """pyasc's flat operands as the views LoadData reads and writes: the L1 map as ND (C1, H,
+    W, C0) from the source's start, the L0A window as a ZZ matrix from the destination's."""
+    if s.ndim != 1:
+        raise _err("APK516", label, f"dst {d.name} is a flat LocalTensor but src {s.name} is "
+                   f"{s.ndim}-d; give both as LocalTensors, or both as views")
+    if channels % c0 or 0 in (h, w, channels, m_ext, k_ext):
+        return s, d  # the no-op and the channel rule are reported as for views
+    need = channels * h * w
+    if need > s.size:
+        raise _err("APK516", label, f"src {s.name} holds {s.size} elements; a {channels}-channel "
+                   f"{h} x {w} map needs {need}")
+    fm = s[0:need].reshape((channels // c0, h, w, c0))
+    return fm, fractal_view(d, "ZZ", (m_ext, k_ext), label, "dst")
 
 
 def _four(label: str, pads: Any) -> tuple[Any, ...]:

@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import FormatError
 from ...tensor import formats
 from ...tensor.machine import current
-from ...tensor.tla import region, valid_shape
+from ...tensor.tla import fractal_view, region, valid_shape
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
@@ -25,10 +25,12 @@ from ..core.operands import (
     resolve_operands,
     tensor_arg,
 )
+from ..core.resolve import check_live
 from ..core.written import mark_written
 from ..plans import ascend_plans as plans
 from ..table import TABLE
 from . import unitflag
+from .cube_params import MmadParams
 from .dma import check_alignment, shape_text
 
 # Operand roles with their buffer and format, and the accumulator of each input dtype.
@@ -62,6 +64,12 @@ def mmad(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool = False,
     >>> c.numpy()[0, :4]
     array([16., 16., 16., 16.], dtype=float32)
     """
+    if isinstance(accumulate, MmadParams) or isinstance(bias, MmadParams):
+        # pyasc's form: mmad(dst, fm, filter, params) / mmad(dst, fm, filter, bias, params)
+        params, bias = (accumulate, bias) if isinstance(accumulate, MmadParams) else \
+            (bias, accumulate)
+        mmad_flat(dst, a, b, bias, params, name)
+        return
     if accumulate is not True and accumulate is not False:
         if not isinstance(accumulate, np.bool_):
             label = instruction_label("mmad", name)
@@ -174,6 +182,12 @@ def _mmad_cube(dst: Tensor, a: Tensor, b: Tensor, accumulate: bool, name: str | 
     bv = None
     if bias is not None:
         bv = _bias_view(label, bias, dst, plan.n, accumulate)
+    _execute(label, name, plan, dst, a, accumulate, bv, uf)
+
+
+def _execute(label: str, name: str | None, plan: Plan, dst: Tensor, a: Tensor,
+             accumulate: bool, bv: Tensor | None, uf: int) -> None:
+    """A checked mmad with its bias view or unit flag: resolve, record, compute, write."""
     m, n, kr = plan.m, plan.n, plan.kr
     if m == 0 or n == 0:
         return
@@ -408,3 +422,87 @@ def _finish(acc_d: ex.Access, product: np.ndarray, accumulate: bool, label: str,
         product = np.rint(product).astype(np.int64).astype(out)
     ex.prepare_write(acc_d, label, "dst")
     ex.store(acc_d, product)
+
+
+# ---------------------------------------------------------------------------- pyasc's form
+
+MMAD_SIZE_MAX = 4095
+# the start alignment of each flat operand (the Mmad page: L0C 1024 bytes, L0A/L0B 512)
+FLAT_ALIGN = {"dst": 1024, "a": 512, "b": 512}
+
+
+def mmad_flat(dst: Any, fm: Any, filter_: Any, bias: Any, params: MmadParams,
+              name: str | None) -> None:
+    """`mmad(dst, fm, filter[, bias], asc.MmadParams(m, n, k, ...))` on pyasc's LocalTensors
+    (a start address and a length): from its start, `fm` holds the m x k matrix A in L0A as
+    ZZ, `filter` the k x n matrix B in L0B as ZN and `dst` the m x n result in L0C as NZ
+    (AscendC's Mmad page, Atlas A2; `tla.fractal_view`).  L0C starts from zero when
+    `cmatrix_init_val` is set and `is_bias` is not (the AscendC implementation's rule), else
+    from what it holds (accumulating); with a bias tensor (C2: the bias table) from the bias
+    row.  `unit_flag` as for views (`unitflag`)."""
+    label = instruction_label("mmad", name)
+    ops = {"dst": tensor_arg(dst, label, "dst"), "a": tensor_arg(fm, label, "fm"),
+           "b": tensor_arg(filter_, label, "filter")}
+    shown = {"dst": "dst", "a": "fm", "b": "filter"}
+    for role, t in ops.items():
+        check_live(t, label, role)
+        check_operand(TABLE["mmad"], label, role, t)
+        if t.ndim != 1:
+            raise _err("APK671", f"{label}: {shown[role]} {t.name} is a {t.ndim}-d view; "
+                       "mmad with asc.MmadParams takes LocalTensors (a start and a length)",
+                       help="pass the LocalTensors, or call mmad(dst, a, b) on matrix views")
+        size = t.dtype.bits // 8
+        if int(t.layout.offset) * size % FLAT_ALIGN[role]:
+            raise _err("APK523", f"{label}: {shown[role]} {t.name} starts at byte "
+                       f"{int(t.layout.offset) * size} of {t.buffer.upper()}; Mmad's "
+                       f"{shown[role]} starts {FLAT_ALIGN[role]}-byte aligned",
+                       help=f"place the LocalTensor at a multiple of {FLAT_ALIGN[role]} bytes")
+    d, a, b = ops["dst"], ops["a"], ops["b"]
+    if params.given is None and (params.m or params.n or params.k):
+        raise _err("APK670", f"{label}: asc.MmadParams(m={params.m}, n={params.n}, "
+                   f"k={params.k}) without a whole flag set: pyasc builds an empty MmadParams "
+                   "(m = n = k = 0) then, so the device would compute nothing",
+                   notes=["pyasc passes m, n and k with unit_flag, cmatrix_source and "
+                          "cmatrix_init_val, or with is_bias, fm_offset, en_ssparse, "
+                          "en_winograd_a and en_winograd_b; with neither set whole its "
+                          "MmadParams constructor emits no arguments"],
+                   help="asc.MmadParams(m, n, k, unit_flag=0, cmatrix_source=False, "
+                   "cmatrix_init_val=True)")
+    m, n, k = (_size(label, getattr(params, f), f) for f in ("m", "n", "k"))
+    uf = unitflag.flag_arg(label, params.unit_flag)
+    acc_name = ACCUMULATOR.get(a.dtype.name)
+    if a.dtype != b.dtype or acc_name is None or d.dtype.name != acc_name or a.dtype.bits < 8:
+        pairs = ", ".join(f"{k} -> {v}" for k, v in ACCUMULATOR.items() if k != "int4")
+        raise _err("APK521", f"{label}: fm is {a.dtype}, filter is {b.dtype}, dst is "
+                   f"{d.dtype}; the cube unit multiplies two inputs of one dtype into its "
+                   "accumulator", notes=[f"input -> accumulator: {pairs}"])
+    bv = None
+    if bias is not None:
+        bv = _bias_view(label, bias, d, n, False)
+        accumulate = False
+    else:
+        init = params.cmatrix_init_val is True and params.is_bias is not True
+        if params.cmatrix_source is True and not init:
+            raise _err("APK671", f"{label}: cmatrix_source=True starts L0C from the bias "
+                       "table, but no bias tensor is given", help="mmad(dst, fm, filter, bias, "
+                       "params) with the bias LocalTensor in C2")
+        accumulate = not init
+    c0 = formats.c0_for(a.dtype)
+    kr = -(-k // c0) * c0 if current().options.strict_padding else k
+    if m == 0 or n == 0:
+        return
+    dv = fractal_view(d, "NZ", (m, n), label, "dst")
+    if kr == 0:
+        plan = Plan(m, n, 0, dv)
+    else:
+        plan = Plan(m, n, kr, dv, fractal_view(a, "ZZ", (m, kr), label, "fm"),
+                    fractal_view(b, "ZN", (kr, n), label, "filter"))
+    _execute(label, name, plan, d, a, accumulate, bv, uf)
+
+
+def _size(label: str, value: Any, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not 0 <= int(value) <= MMAD_SIZE_MAX:
+        raise _err("APK672", f"{label}: MmadParams.{what} is {value!r}; it is an integer in "
+                   f"[0, {MMAD_SIZE_MAX}]")
+    return int(value)

@@ -52,6 +52,10 @@ POSITIONS: dict[str, tuple[str, str, str]] = {
     "VECIN": ("ub", "MTE2", "V"), "VECOUT": ("ub", "V", "MTE3"), "VECCALC": ("ub", "V", "V"),
     "A1": ("l1", "MTE2", "MTE1"), "B1": ("l1", "MTE2", "MTE1"), "C1": ("l1", "MTE2", "MTE1"),
     "A2": ("l0a", "MTE1", "M"), "B2": ("l0b", "MTE1", "M"), "CO1": ("l0c", "M", "FIX"),
+    "C2": ("bt", "MTE1", "M"),
+    # TQueBind(VECIN, VECOUT): one UB buffer in and out again with no vector step (AscendC's
+    # TQueBind page: the input and output share the buffer), from MTE2 to MTE3
+    "VECIN>VECOUT": ("ub", "MTE2", "MTE3"),
 }
 ALIGN = 32  # InitBuffer rounds each buffer up to 32 bytes
 MAX_BUFFERS = 8  # event ids per position on Atlas A2: at most 8 queue buffers (TQue docs)
@@ -62,6 +66,32 @@ def _err(message: str, code: str, help: str | None = None, notes: Any = (),
     return ApdslTypeError(message, code=code, help=help, notes=notes, **facts)
 
 
+# TQueBind(src, dst): the TQue each of AscendC's listed paths is (its TQueBind table), or a
+# position of its own (VECIN -> VECOUT); GM on either side is the other position's queue
+BIND_AS = {("A1", "A2"): "A2", ("B1", "B2"): "B2", ("C1", "C2"): "C2", ("CO1", "CO2"): "CO1",
+           ("VECIN", "VECOUT"): "VECIN>VECOUT"}
+
+
+def bind_position(src: Any, dst: Any, what: str) -> str:
+    """The queue position of `TQueBind(src, dst)` (APK591 for a path apdsl does not model)."""
+    names = []
+    for pos in (src, dst):
+        name = getattr(pos, "name", pos)
+        names.append(name.upper().removeprefix("TPOSITION.") if isinstance(name, str) else
+                     repr(pos))
+    a, b = names
+    if a == b or b == "GM":
+        return position_name(a, what)
+    if a == "GM":
+        return position_name(b, what)
+    if (a, b) in BIND_AS:
+        return BIND_AS[(a, b)]
+    raise _err(f"{what}: TQueBind({a} -> {b}) is not a path apdsl models", "APK591",
+               notes=["modelled: GM -> VECIN/A1/B1/C1, VECOUT -> GM, VECIN -> VECOUT, A1 -> A2, "
+                      "B1 -> B2, C1 -> C2, CO1 -> CO2, and a position to itself"],
+               help="use the TQue of the destination position, or the path through GM")
+
+
 def position_name(pos: Any, what: str) -> str:
     """A TPosition given as `"VECIN"`, `asc.TPosition.VECIN` or an enum member so named."""
     name = getattr(pos, "name", pos)
@@ -69,7 +99,7 @@ def position_name(pos: Any, what: str) -> str:
         bare = name.upper().removeprefix("TPOSITION.")
         if bare in POSITIONS:
             return bare
-        if bare in ("GM", "CO2", "C2", "MAX"):
+        if bare in ("GM", "CO2", "MAX"):
             raise _err(f"{what}: TPosition.{bare} has no queue buffer on Atlas A2", "APK591",
                        help="queues live in VECIN, VECOUT (UB), A1, B1 (L1), A2 (L0A), B2 "
                        "(L0B) or CO1 (L0C); on Atlas A2 Fixpipe writes CO1 to GM directly")

@@ -93,3 +93,11 @@ def img2col(fm: np.ndarray, pad_list: tuple[int, int, int, int], pad_value: floa
 def conv_out(size: int, pad: int, kernel: int, dilation: int, stride: int) -> int:
     """Output positions along one axis of a padded, dilated, strided window."""
     return (size + pad - (kernel - 1) * dilation - 1) // stride + 1
+
+
+def matmul_block(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """One Matmul API block: a @ b (+ bias) in the accumulator's arithmetic (float32 for float
+    inputs; exact for int8, whose int32 sums fit)."""
+    work = np.float64 if a.dtype.kind == "i" else np.float32
+    out = a.astype(work) @ b.astype(work)
+    return out if bias is None else out + bias.astype(work).reshape(1, -1)

@@ -28,6 +28,7 @@ import numpy as np
 from ....errors import ApdslRuntimeError
 from ...core import execute as ex
 from ...table.spec import ASCEND_COPY_PIPES
+from ..cube_params import Nd2NzParams
 from ..dma import ascend_copy_rules
 from . import repeat as rp
 from . import run
@@ -69,10 +70,15 @@ def _view(t: Any, count: int, length: int, stride: int) -> Any:
 
 def data_copy(dst: Any, src: Any, count: Any = None, repeat_params: Any = None,
               name: str | None = None) -> None:
-    """Copy whole 32-byte blocks GM -> UB (MTE2), UB -> GM (MTE3) or UB -> UB (V): `count`
-    elements, or the bursts of an `asc.DataCopyParams` (see the module docstring)."""
+    """Copy whole 32-byte blocks GM -> UB or L1 (MTE2), UB -> GM (MTE3) or UB -> UB (V):
+    `count` elements, or the bursts of an `asc.DataCopyParams` (see the module docstring);
+    with an `asc.Nd2NzParams`, GM -> L1 converting ND to NZ (`apdsl.runtime.ascend.flat`)."""
     if isinstance(count, DataCopyParams) and repeat_params is None:
         count, repeat_params = None, count
+    if isinstance(count, Nd2NzParams) or isinstance(repeat_params, Nd2NzParams):
+        from ..flat import nd2nz  # GM -> L1 with ND -> NZ (pyasc's cube path)
+        nd2nz(dst, src, count if isinstance(count, Nd2NzParams) else repeat_params, name)
+        return
     label, tensors, starts = run.checked("asc.data_copy", {"dst": dst, "src": src}, name)
     d, s = tensors["dst"], tensors["src"]
     pipe = _path(label, d, s)

@@ -9,14 +9,21 @@ route of `dma_copy`; the unit flag is a parameter of `mmad` and of `asc.fixpipe`
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from .. import semantics_cube as cube
-from ..spec import Instruction, Operand
+from ..spec import PATH_PIPES, Instruction, Operand, Routes
 
 # Fixpipe's source: the L0C accumulator; its destination: any dtype a mode writes
 FIX_SRC = ("float32", "int32")
 FIX_DST = ("float32", "int32", "float16", "bfloat16", "int8", "uint8")
 # LoadData 3D v2, TPosition A1/A2 on Atlas A2 (int4 has no apdsl tile path here)
 LOAD3D = ("int8", "uint8", "float16", "bfloat16", "int32", "uint32", "float32")
+# the Matmul API's inputs and outputs (Atlas A2)
+MATMUL_IN = ("float16", "bfloat16", "float32", "int8")
+MATMUL_OUT = ("float32", "float16", "bfloat16", "int32")
+# LoadData 2D moves these too (16-bit integers); LoadData 3D checks its own
+LOAD2D = LOAD3D + ("int16", "uint16")
 
 
 ENTRIES: tuple[Instruction, ...] = (
@@ -30,10 +37,30 @@ ENTRIES: tuple[Instruction, ...] = (
         "(QuantModes), NZ -> ND to a row-major dst (Fixpipe)"),
     Instruction(
         "asc.load_data", "ascend.load3d",
-        (Operand("dst", True, {"ascend": ("l0a",)}, LOAD3D),
-         Operand("src", False, {"ascend": ("l1",)}, LOAD3D)),
-        {"ascend": ("MTE1",)}, cube.img2col, cost="dma",
-        summary="dst = a window of the img2col matrix of an L1 feature map (LoadData 3D v2)"),
+        (Operand("dst", True, {"ascend": ("l0a", "l0b")}, LOAD2D),
+         Operand("src", False, {"ascend": ("l1", "gm")}, LOAD2D)),
+        {"ascend": ("MTE1", "MTE2")}, cube.img2col, cost="dma", routes=PATH_PIPES,
+        summary="dst = a window of the img2col matrix of an L1 feature map (LoadData 3D v2), "
+        "or whole 512-byte fractals L1/GM -> L0A/L0B (LoadData 2D)"),
+    Instruction(
+        "asc.adv.matmul", "ascend.matmul_api",
+        (Operand("dst", True, {"ascend": ("gm", "ub")}, MATMUL_OUT),
+         Operand("a", False, {"ascend": ("gm",)}, MATMUL_IN),
+         Operand("b", False, {"ascend": ("gm",)}, MATMUL_IN),
+         Operand("bias", False, {"ascend": ("gm",)}, ("float32", "int32"))),
+        {"ascend": ("MTE3", "V")}, cube.matmul_block, cost="matmul",
+        routes=Routes("dst", MappingProxyType({"gm": "MTE3", "ub": "V"})),
+        summary="one block of the Matmul API on a vector core: dst = a @ b (+ bias), the "
+        "pipeline the API runs on the cube core and orders itself (IterateAll, GetTensorC)"),
+    Instruction(
+        "asc.adv.matmul_cube", "ascend.matmul_api",
+        (Operand("dst", True, {"ascend": ("gm",)}, MATMUL_OUT),
+         Operand("a", False, {"ascend": ("gm",)}, MATMUL_IN),
+         Operand("b", False, {"ascend": ("gm",)}, MATMUL_IN),
+         Operand("bias", False, {"ascend": ("gm",)}, ("float32", "int32"))),
+        {"ascend": ("FIX",)}, cube.matmul_block, cost="matmul",
+        summary="one block of the Matmul API on the cube core itself (matmul_cube_only): dst "
+        "= a @ b (+ bias), its Fixpipe writing GM"),
     Instruction(
         "asc.set_atomic_add", "ascend.atomic", (), {"ascend": ("S",)}, None, cost="register",
         summary="this core's MTE3 and FIX writes to GM add to GM from now on (SetAtomicAdd)"),

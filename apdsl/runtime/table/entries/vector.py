@@ -132,11 +132,11 @@ ENTRIES: tuple[Instruction, ...] = (
                 summary="16 x 16 transposes of 32-byte blocks, NCHW -> NC1HWC0 "
                 "(TransDataTo5HD)", depends=WHOLE),
     Instruction("asc.data_copy", "ascend.vector.datacopy",
-                (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
+                (Operand("dst", True, {"ascend": ("ub", "gm", "l1")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),
                 {"ascend": ("MTE2", "MTE3", "V")}, None, cost="dma", routes=PATH_PIPES,
-                summary="copy whole 32-byte blocks GM -> UB (MTE2), UB -> GM (MTE3) or UB -> "
-                "UB (V)", depends=ELEMENT),
+                summary="copy whole 32-byte blocks GM -> UB or L1 (MTE2), UB -> GM (MTE3) or "
+                "UB -> UB (V); GM -> L1 with ND -> NZ (Nd2NzParams)", depends=ELEMENT),
     Instruction("asc.data_copy_pad", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),

@@ -106,16 +106,21 @@ def optimised(lhsT, rhs):
     BM, BN, BK = 16, 2, 8
     NM, NN, NK = M // (TM * BM), N // (TN * BN), K // (TK * BK)
     out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    # SBUF a partition (of 192 KiB): the results 64 KiB, reused for each n; the rhs (16 KiB),
+    # lhsT (32 KiB) and packed blocks double-buffered, as the compiler allocates them
+    acc = nl.ndarray((TM, NM * BM * BN, TN), dtype=lhsT.dtype, buffer=nl.sbuf)
+    bs = [nl.ndarray((TK, BK, TN * BN), dtype=rhs.dtype, buffer=nl.sbuf) for _ in range(2)]
+    a_bufs = [nl.ndarray((TK, BK, TM * BM), dtype=lhsT.dtype, buffer=nl.sbuf) for _ in range(2)]
+    ps = [nl.ndarray((TM, TN * BN), dtype=out.dtype, buffer=nl.sbuf) for _ in range(2)]
     for n in nl.affine_range(NN):
-        acc = nl.ndarray((TM, NM * BM * BN, TN), dtype=lhsT.dtype, buffer=nl.sbuf)
         nisa.memset(dst=acc, value=0.0)
         for k in nl.sequential_range(NK):
-            b = nl.ndarray((TK, BK, TN * BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            b = bs[k % 2]
             for bk in nl.affine_range(BK):
                 row = (k * BK + bk) * TK
                 nisa.dma_copy(dst=b[:, bk, :], src=rhs[row:row + TK, n * TN * BN:(n + 1) * TN * BN])
             for m in nl.affine_range(NM):
-                a = nl.ndarray((TK, BK, TM * BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                a = a_bufs[(k * NM + m) % 2]
                 for bk in nl.affine_range(BK):
                     row = (k * BK + bk) * TK
                     nisa.dma_copy(dst=a[:, bk, :],
@@ -131,7 +136,7 @@ def optimised(lhsT, rhs):
                                            op=nl.add)
         for m in nl.affine_range(NM):
             for bm in nl.affine_range(BM):
-                packed = nl.ndarray((TM, TN * BN), dtype=out.dtype, buffer=nl.sbuf)
+                packed = ps[bm % 2]
                 for bn in nl.affine_range(BN):
                     nisa.tensor_copy(dst=packed[:, bn * TN:(bn + 1) * TN],
                                      src=acc[:, (m * BM + bm) * BN + bn, :])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ...errors import ApdslError
 from ...tensor.machine import Machine
 
 
@@ -21,7 +22,7 @@ class Pictures:
         from ..picture_svg import render
         try:
             return render([Picture.of(t, t.name)])
-        except Exception:  # noqa: BLE001 - a picture is decoration: the text repr remains
+        except ApdslError:  # a view apdsl show cannot draw either: the text repr remains
             return None
 
     def html(self, t: Any) -> str | None:

@@ -83,8 +83,13 @@ class PackedArray(np.ndarray):
 
 
 def packed_name(value: Any) -> str:
-    """The packed MX dtype an array or dtype stands for ('' when it is not one)."""
+    """The packed MX dtype an array or dtype stands for ('' when it is not one): the stand-in's
+    own dtypes, or `nl.float8_e4m3fn_x4` and the like (nki-library's goldens cast to those)."""
     if isinstance(value, PackedMX):
+        return value.name
+    from ...runtime.table.semantics_mx import ELEMENTS
+    from ...tensor.dtypes import DType
+    if isinstance(value, DType) and value.name in ELEMENTS:
         return value.name
     return str(getattr(value, "apdsl_dtype", "") or "")
 

@@ -125,7 +125,8 @@ def test_python_frontend_calls_the_same_functions():
 
 
 @pytest.mark.parametrize("expr, code", [
-    ("nl.add(x, nl.load(a[0:1, :]))", "APK154"),   # a [1, F] row does not broadcast
+    ("nl.add(x, nl.load(a[0:4, :]))", "APK154"),   # 8 and 4 partitions do not broadcast
+    ("nl.add(x, nl.load(a[0:1, 0:2]))", "APK154"),  # nor do 4 and 2 columns
     ("nl.add(1, 2)", "APK152"),                    # no tile
     ("nl.add(x, 'two')", "APK152"),
     ("nl.add(x, a)", "APK151"),                    # an HBM operand
@@ -140,6 +141,53 @@ kernel k(a: f32[8, 4] @ hbm):
     with raises_code(code) as err:
         Program(src, "<nl>").run(None, {"a": np.ones((8, 4), np.float32)})
     assert err.value.span.line == 4
+
+
+BROADCASTS = [((128, 512), (1, 512)), ((128, 512), (1, 1)), ((128, 1), (1, 512)),
+              ((1, 700), (64, 700)), ((128, 4, 8), (1, 4, 1)), ((16, 1, 8), (16, 4, 8))]
+
+
+@pytest.mark.parametrize("sx, sy", BROADCASTS)
+@pytest.mark.parametrize("fn", ["add", "subtract", "maximum"])
+def test_two_tiles_broadcast_as_numpy_does(sx, sy, fn):
+    """The legacy reference: x.shape and y.shape broadcastable to a common shape (its examples
+    add [1, 512] and [1, 1] tiles to [128, 512] ones); bit-exact against NumPy (the partition
+    broadcast multiplies by ones and sums one term)."""
+    import apdsl.nki as nki
+    import apdsl.nki.language as nl
+
+    @nki.jit
+    def kernel(a, b):
+        r = getattr(nl, fn)(nl.load(a), nl.load(b))
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    a = RNG.standard_normal(sx).astype(np.float32)
+    b = RNG.standard_normal(sy).astype(np.float32)
+    np.testing.assert_array_equal(kernel(a, b), getattr(np, fn)(a, b))
+    np.testing.assert_array_equal(kernel(b, a), getattr(np, fn)(b, a))
+
+
+def test_a_bfloat16_row_broadcast_across_partitions_keeps_its_values():
+    import ml_dtypes
+
+    import apdsl.nki as nki
+    import apdsl.nki.language as nl
+
+    @nki.jit
+    def kernel(a, b):
+        r = nl.multiply(nl.load(a), nl.load(b))
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    a = RNG.standard_normal((32, 16)).astype(ml_dtypes.bfloat16)
+    b = RNG.standard_normal((1, 16)).astype(ml_dtypes.bfloat16)
+    got = kernel(a, b)
+    assert got.dtype == ml_dtypes.bfloat16
+    want = (a.astype(np.float32) * b.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
 
 
 def test_matmul_without_transpose_x_transposes_on_the_tensor_engine():

@@ -54,13 +54,14 @@ kernel k(a: f32[64, 32] @ hbm, b: f32[128, 32] @ hbm):
 ]
 ENTRIES += [
     entry("APK154", "nl function operands do not broadcast on chip", """
-An element-wise `nl` function on two tiles issues `tensor_tensor` when they have one shape, or
-`tensor_scalar` with a per-partition operand when one of them is a `[P, 1]` column of the
-other's partitions. Any other broadcast (a `[1, F]` row across partitions, different partition
-counts) moves data across partitions, which neither instruction does: broadcast the row first
-(the architecture guide does it with `nc_matmul` and a ones stationary).
+An element-wise `nl` function on two tiles broadcasts them by NumPy's rule, as the NKI reference
+says ("x.shape and y.shape must be broadcastable to a common shape"): the tiles have one rank
+and each dimension is equal or 1 in one of them. A one-partition tile is brought onto the
+other's partitions (`nc_matmul` with a ones row, as `nl.broadcast_to` does), a size-1 free
+dimension is read with stride 0. Tiles of different ranks, or of two partition counts neither
+of which is 1, do not broadcast: slice or reshape one of them first.
 """, """
-kernel k(a: f32[8, 4] @ hbm, b: f32[1, 4] @ hbm):
+kernel k(a: f32[8, 4] @ hbm, b: f32[4, 4] @ hbm):
     r = nl.add(nl.load(a), nl.load(b))
 """),
     entry("APK156", "nl.tile_size value not published", """

@@ -7,7 +7,8 @@ the program's table, so `apdsl lower` shows what moves:
   `x` (same rank; each dimension equal or from 1).  Free dimensions are broadcast by one
   `tensor_copy` from a stride-0 view; the partition dimension (from 1) by `nc_matmul` of a ones
   row with `x` (`ones[1, P].T @ x[1, F]`: each product is x times 1.0 and each sum has one
-  term, so the values are exact), chunked by `gemm_moving_fmax`, and `tensor_copy` out of PSUM.
+  term, so the values are exact), chunked by `gemm_moving_fmax`, and `tensor_copy` out of PSUM
+  (a tile of more than one free dimension goes through a [1, F] row first).
   An integer tile is not broadcast across partitions (the Tensor Engine multiplies floats):
   APK926 says so.
 - `shared_constant(constant, dtype=None)`: a `shared_hbm` tensor holding the NumPy array (or
@@ -134,23 +135,26 @@ def _across_partitions(interp: Host, table: dict[str, Any], x: Tensor, parts: in
                    "partitions with the Tensor Engine, which multiplies floating-point "
                    "tiles only", "copy the tile to float32 first (exact for integers up "
                    "to 2**24), or broadcast in HBM with a DMA")
-    if len(x.shape) != 2:
-        raise _bad(f"nl.broadcast_to: across partitions, apdsl takes a 2-D tile; "
-                   f"{x.name} has shape {tuple(x.shape)}", "reshape the tile to 2-D first")
+    free_shape = tuple(x.shape[1:])
+    free = int(np.prod(free_shape))
     moving = x
-    if x.buffer != "sbuf" or x.dtype.name not in ("float32", "bfloat16", "float16"):
-        moving = _alloc(interp, tuple(x.shape), "float32", "sbuf")
+    if len(x.shape) != 2 or x.buffer != "sbuf" or \
+            x.dtype.name not in ("float32", "bfloat16", "float16"):
+        # into one contiguous row the Tensor Engine takes (exact: a same-dtype copy, or
+        # float32 holding every value of the other float dtypes)
+        kept = x.dtype.name if x.dtype.name in ("float32", "bfloat16", "float16") else \
+            "float32"
+        moving = _alloc(interp, (1, free), kept, "sbuf")
         table["tensor_copy"](dst=moving, src=x)
     ones = _alloc(interp, (1, parts), moving.dtype, "sbuf")
     table["memset"](dst=ones, value=1.0)
-    free = x.shape[1]
     out = _alloc(interp, (parts, free), dt, "sbuf")
     for start in range(0, free, MOVING_FMAX):
         stop = min(free, start + MOVING_FMAX)
         acc = _alloc(interp, (parts, stop - start), "float32", "psum")
         table["nc_matmul"](dst=acc, stationary=ones, moving=moving[:, start:stop])
         table["tensor_copy"](dst=out[:, start:stop], src=acc)
-    return out
+    return out if len(x.shape) == 2 else out.reshape((parts, *free_shape))
 
 
 def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:

@@ -8,6 +8,11 @@ function's):
 - a binary operator on two tiles of one shape: `tensor_tensor(dst, x, y, op)`;
 - a tile and a scalar, or a tile and a per-partition `[P, 1]` tile: `tensor_scalar(dst, data,
   op0=op, operand0=..., reverse0=...)` (reverse0 when the operand is the left argument);
+- two tiles of other shapes broadcast by NumPy's rule (the legacy reference's "broadcastable
+  to a common shape", with its examples of [1, 512] and [1, 1] tiles added to [128, 512] ones):
+  a one-partition tile is brought onto the other's partitions by `nl.broadcast_to` (nc_matmul
+  of a ones row: exact; floating-point tiles only, APK926), then the column or same-shape rule
+  above, a size-1 free dimension read through a stride-0 view; other shapes are APK154;
 - a unary function: `activation(dst, op, data)` on the Scalar Engine, except `nl.reciprocal`
   (the `reciprocal` instruction) and `nl.negative` (`tensor_scalar` multiplying by -1, exact);
 - `nl.copy(x)` is the copy function of `nl_functions` (tensor_copy).
@@ -34,6 +39,7 @@ from ..tensor.dtypes import DType
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
 from .host import Host
+from .nl_constants import broadcast_to
 
 
 class NlFunction(Operator):
@@ -107,6 +113,20 @@ def _tile_arg(x: Any, fn: str, role: str) -> Tensor:
     return x
 
 
+def _broadcast_shape(op: Operator, x: Tensor, y: Tensor) -> tuple[int, ...]:
+    """The common shape of two tiles of one rank by NumPy's rule, or APK154."""
+    sx, sy = tuple(x.shape), tuple(y.shape)
+    if len(sx) == len(sy) and all(a == b or 1 in (a, b) for a, b in zip(sx, sy)):
+        return tuple(max(a, b) for a, b in zip(sx, sy))
+    raise ApdslTypeError(
+        f"nl.{op.name}: shapes {sx} and {sy} do not broadcast: two tiles broadcast when "
+        "they have one rank and each dimension is equal or 1 in one of them (NumPy's rule, "
+        "as the reference says)", code="APK154",
+        notes=[f"x: {sx} @ {x.buffer}", f"y: {sy} @ {y.buffer}"],
+        help="slice or reshape one tile to the other's shape, or broadcast it with "
+             "nl.broadcast_to")
+
+
 def make(interp: Host, table: dict[str, Any], copy: Callable[..., Any]
          ) -> dict[str, NlFunction]:
     """Every operator of `OPERATORS` as an `NlFunction` issuing through the program's
@@ -149,7 +169,33 @@ def make(interp: Host, table: dict[str, Any], copy: Callable[..., Any]
             out = alloc(sx, result)
             table["tensor_tensor"](dst=out, data1=x, data2=y, op=op)
             return out
-        # a [P, 1] tile against a [P, F...] one: the per-partition operand of tensor_scalar
+        column = _column_operand(op, x, y, result)
+        if column is not None:
+            return column
+        # NumPy's broadcast (the legacy reference: "x.shape and y.shape must be broadcastable
+        # to a common shape"; its examples broadcast [1, 512] and [1, 1] across 128
+        # partitions): a one-partition tile is first brought onto the other's partitions
+        # (nl.broadcast_to's nc_matmul with a ones row), a size-1 free dimension is read
+        # through a stride-0 view
+        shape = _broadcast_shape(op, x, y)
+        x, y = (broadcast_to(interp, table, t, (shape[0], *t.shape[1:]))
+                if t.shape[0] == 1 and shape[0] > 1 else t for t in (x, y))
+        column = _column_operand(op, x, y, result)
+        if column is not None:
+            return column
+        views = []
+        for t in (x, y):
+            for d in range(1, len(shape)):
+                if t.shape[d] == 1 and shape[d] > 1:
+                    t = t.broadcast(d, shape[d])
+            views.append(t)
+        out = alloc(shape, result)
+        table["tensor_tensor"](dst=out, data1=views[0], data2=views[1], op=op)
+        return out
+
+    def _column_operand(op: Operator, x: Tensor, y: Tensor, result: DType) -> Tensor | None:
+        """A [P, 1] tile against a [P, F...] one: the per-partition operand of tensor_scalar
+        (None for other shapes)."""
         for big, small in ((x, y), (y, x)):
             sb, ss = tuple(big.shape), tuple(small.shape)
             if len(ss) == 2 and ss[1] == 1 and ss[0] == sb[0] and len(sb) >= 2 and \
@@ -159,12 +205,7 @@ def make(interp: Host, table: dict[str, Any], copy: Callable[..., Any]
                 table["tensor_scalar"](dst=out, data=big, op0=op, operand0=small,
                                        reverse0=small is x)
                 return out
-        raise ApdslTypeError(
-            f"nl.{op.name}: shapes {sx} and {sy} do not broadcast on chip: the tiles must have "
-            "one shape, or one of them be a [P, 1] column of the other's partitions",
-            code="APK154", notes=[f"x: {sx} @ {x.buffer}", f"y: {sy} @ {y.buffer}"],
-            help="a [1, F] row across partitions needs a broadcast first (nc_matmul with a "
-                 "ones stationary, as the architecture guide shows)")
+        return None
 
     def unary(op: Operator) -> Callable[..., Any]:
         def call(x: Any, dtype: Any = None) -> Tensor:

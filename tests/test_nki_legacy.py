@@ -473,3 +473,79 @@ def test_benchmark_gives_the_profile_estimate():
     np.testing.assert_allclose(kernel(x), np.exp(x), rtol=1e-5)
     latency = kernel.benchmark_result.nc_latency.get_latency_percentile(50)
     assert 0 < latency < 1000  # microseconds: three instructions on one 256 KiB tile
+
+
+def test_a_one_dimensional_load_is_a_per_partition_column():
+    """The legacy fused-mamba tutorial loads `A[c:c + 128, i]` (1-D on HBM: an integer index
+    drops its dimension) as "A_i: [par_dim(channels)]" and uses it as a per-partition scale:
+    apdsl's (n, 1) tile, one element a partition."""
+    @nki.jit
+    def kernel(a, d):
+        out = nl.ndarray(d.shape, dtype=d.dtype, buffer=nl.shared_hbm)
+        for c in nl.affine_range(2):
+            col = nl.load(a[c * 64:(c + 1) * 64, 3])
+            assert tuple(col.shape) == (64, 1)
+            t = nl.load(d[c * 64:(c + 1) * 64, :])
+            nl.store(out[c * 64:(c + 1) * 64, :], nisa.tensor_scalar(t, np.multiply, col))
+        return out
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((128, 5)).astype(np.float32)
+    d = rng.standard_normal((128, 16)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(kernel)(a, d), d * a[:, 3:4])
+
+
+@pytest.mark.parametrize("value, dtype", [(100, np.int32), (2.5, np.float32), (-3, np.float32)])
+def test_storing_a_number_fills_every_element(value, dtype):
+    """The SDK's nl.store example stores a scalar into an HBM tensor, "effectively a memset"."""
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value)
+        return out
+
+    got = nki.simulate(kernel)(np.zeros((128, 40), dtype))
+    np.testing.assert_array_equal(got, np.full((128, 40), value, dtype))
+
+
+def test_an_index_expression_reduces_free_axes_that_are_not_trailing():
+    """The legacy AveragePool2D tutorial reduces axes F2 and F4 of a 5-D index expression:
+    its access pattern takes the reduced axes last; the kept axes stay in their order."""
+    @nki.jit
+    def window_sums(x, w):
+        c, h, wd = x.shape
+        out = nl.ndarray((c, h // w, wd // w), dtype=x.dtype, buffer=nl.shared_hbm)
+        ic, ir, jr, icol, jcol = nl.mgrid[0:c, 0:h // w, 0:w, 0:wd // w, 0:w]
+        whole = nl.load(x)
+        nl.store(out, value=nl.sum(whole[ic, w * ir + jr, w * icol + jcol], axis=(2, 4)))
+        return out
+
+    @nki.jit
+    def sliding_max(x):
+        rows, cols = x.shape
+        out = nl.ndarray((rows - 1, cols - 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        r, dr, c = nl.mgrid[0:rows - 1, 0:2, 0:cols]
+        pairs = nl.load(x[r + dr, c])
+        r, dr, c, dc = nl.mgrid[0:rows - 1, 0:2, 0:cols - 1, 0:2]
+        nl.store(out, value=nl.max(pairs[r, dr, c + dc], axis=[1, 3]))
+        return out
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(-8, 8, (16, 6, 9)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(window_sums)(x, 3),
+                                  x.reshape(16, 2, 3, 3, 3).sum(axis=(2, 4)))
+    y = rng.standard_normal((33, 7)).astype(np.float32)
+    want = np.maximum.reduce([y[:-1, :-1], y[1:, :-1], y[:-1, 1:], y[1:, 1:]])
+    np.testing.assert_array_equal(nki.simulate(sliding_max)(y), want)
+
+
+def test_a_plain_tile_still_reduces_trailing_axes_only():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((8, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.sum(nl.load(x), axis=[1, 3]))
+        return out
+
+    with raises_code("APK158") as err:
+        nki.simulate(kernel)(np.ones((8, 2, 3, 4), np.float32))
+    assert "last contiguous dim(s)" in str(err.value)

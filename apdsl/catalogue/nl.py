@@ -88,7 +88,9 @@ ENTRIES += [
 a tile with `tensor_reduce`: the reference requires the axes to be free dimensions, trailing
 and contiguous (`axis=1` of a 2-D tile, `[1, 2]` or `2` of a 3-D one). Axis 0 is the
 partition dimension: reduce across partitions with `nisa.tensor_partition_reduce` or a matmul
-with a ones stationary. apdsl computes `nl.var` over every free axis only.
+with a ones stationary. apdsl computes `nl.var` over every free axis only. A legacy index
+expression (`t[i0, 2 * i1 + i2, 2 * i3 + i4]`) may reduce any free axes, as the legacy
+AveragePool2D tutorial does: its access pattern lists the reduced axes last, so no data moves.
 """, """
 kernel k(a: f32[8, 4] @ hbm):
     s = nl.sum(nl.load(a), axis=0)

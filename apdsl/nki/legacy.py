@@ -204,6 +204,8 @@ class Legacy:
                 if made is None:
                     return None
             a, kw = made
+            if name in _REDUCTIONS:
+                a, kw = _reduced_last(args, kwargs, a, kw)
             if name == "store":
                 return self._store(fn, a, kw)
             if name == "matmul" and mask is None:
@@ -464,3 +466,38 @@ def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) 
 _NOT_FUNCTIONS = frozenset({"arange", "mgrid", "par_dim", "tile_size", "fp32", "bfp16"})
 # nl functions taking a shape, where `nl.par_dim` may mark the partition dimension
 _SHAPED = frozenset({"ndarray", "zeros", "ones", "full"})
+# nl reductions `(x, axis, ...)`
+_REDUCTIONS = frozenset({"sum", "max", "min", "prod", "all", "mean"})
+
+
+def _reduced_last(given: tuple, given_kw: dict, args: tuple, kwargs: dict
+                  ) -> tuple[tuple, dict]:
+    """A reduction of an index expression over free axes that are not the trailing ones
+    (`nl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4])`, the legacy AveragePool2D
+    tutorial's "reducing on axes F2 and F4"): the view made of the expression lists its free
+    axes with the reduced ones last (an access pattern may take its axes in any order, so no
+    data moves), and the axis argument names those trailing positions.  The result keeps the
+    other axes in their order.  A plain tile is left to the reduction's own rule (trailing
+    and contiguous axes, as the reference says)."""
+    x_given = given[0] if given else given_kw.get("x")
+    x = args[0] if args else kwargs.get("x")
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if not isinstance(x_given, IndexedTile) or not isinstance(x, Tensor) or axis is None:
+        return args, kwargs
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    nd = x.ndim
+    if not all(isinstance(a, int) and not isinstance(a, bool) and -nd <= a < nd
+               for a in items):
+        return args, kwargs
+    axes = sorted({a % nd for a in items})
+    if not axes or axes[0] == 0 or axes == list(range(axes[0], nd)):
+        return args, kwargs
+    order = [0, *(d for d in range(1, nd) if d not in axes), *axes]
+    moved = x.permute(order)
+    trailing = list(range(nd - len(axes), nd))
+    if args:
+        rest = args[2:] if len(args) > 1 else ()
+        new_args = (moved, trailing, *rest) if len(args) > 1 else (moved,)
+        new_kw = dict(kwargs) if len(args) > 1 else {**kwargs, "axis": trailing}
+        return new_args, new_kw
+    return args, {**kwargs, "x": moved, "axis": trailing}

@@ -71,21 +71,36 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
 
     def load(src: Any, dtype: Any = None) -> Tensor:
         """`nl.load(src, dtype=None)`: a new SBUF tile holding `src` (from HBM), by
-        dma_copy (converting through float32 when `dtype` differs)."""
+        dma_copy (converting through float32 when `dtype` differs); a 1-D `src` of n
+        elements is an (n, 1) tile."""
         src = _tile(src, "load", "src")
         _memory(src, "load", "src", ("hbm",),
                 "a tile already on chip needs no load: use it, or nl.copy it")
-        shape = _tile_shape(src.shape, "load", f"src {src.name}")
+        shape = tuple(src.shape)
+        if len(shape) == 1:
+            # a 1-D source is a tile of its partition dimension only, one element a
+            # partition (the legacy fused-mamba tutorial loads A[c:c + 128, i] as
+            # "A_i: [par_dim(channels)]" for a per-partition operand): apdsl's (n, 1)
+            shape = (*shape, 1)
+        shape = _tile_shape(shape, "load", f"src {src.name}")
         dst = alloc(shape, _dtype(dtype, src.dtype), "sbuf")
         table["dma_copy"](dst=dst, src=src)
         return dst
 
     def store(dst: Any, value: Any) -> None:
-        """`nl.store(dst, value)`: write the SBUF tile `value` to `dst` in HBM (dma_copy)."""
+        """`nl.store(dst, value)`: write the SBUF tile `value` (or a number, to every
+        element) to `dst` in HBM (dma_copy)."""
         dst = _tile(dst, "store", "dst")
-        value = _tile(value, "store", "value")
         _memory(dst, "store", "dst", ("hbm",), "store writes HBM; on chip use nl.copy or "
                 "nisa.tensor_copy")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # a number stored is every element of dst ("effectively a memset", the SDK's
+            # nl.store example): a tile of dst's shape filled by memset, then the DMA
+            shape = tuple(dst.shape) if len(dst.shape) > 1 else (*dst.shape, 1)
+            filled = alloc(_tile_shape(shape, "store", f"dst {dst.name}"), dst.dtype, "sbuf")
+            table["memset"](dst=filled, value=value)
+            value = filled
+        value = _tile(value, "store", "value")
         _memory(value, "store", "value", ("sbuf",), "copy a PSUM tile to SBUF first "
                 "(nl.copy or nisa.tensor_copy), then store it")
         table["dma_copy"](dst=dst, src=value)

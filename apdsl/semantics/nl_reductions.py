@@ -3,6 +3,7 @@
 each a new SBUF tile computed by `tensor_reduce` over free axes of x.
 
 The reference: the axes must be free dimensions, trailing and contiguous ([1], [1, 2], ...).
+(A legacy index expression may reduce other free axes: `apdsl.nki.legacy` lists them last.)
 The result has x's dtype unless `dtype` is given; its shape drops the reduced axes (keeps them
 as 1 with keepdims), and an on-chip tile keeps at least one free dimension, so reducing every
 free axis of [P, F] gives [P, 1].  `nl.mean` divides the float32 sum by the element count
@@ -41,7 +42,8 @@ def _axes(x: Tensor, axis: Any, fn: str) -> tuple[int, ...]:
     if not axes or axes[0] == 0 or axes != tuple(range(axes[0], nd)):
         raise ApdslTypeError(
             f"nl.{fn}: axis {axis!r} of x {tuple(x.shape)}: the reduced axes must be free "
-            "dimensions, trailing and contiguous ([1], [1, 2], ...)", code="APK158",
+            "dimensions, trailing and contiguous ([1], [1, 2], ...; the reference: \"can "
+            "only be the last contiguous dim(s) of the tile\")", code="APK158",
             param="axis", help="across partitions use nisa.tensor_partition_reduce, or "
             "nisa.nc_matmul with a ones stationary" if 0 in axes else None)
     return axes

@@ -73,6 +73,32 @@ d = apdsl.ndarray((1, 5), "int32", "sbuf")
 from apdsl.runtime.nki.nonzero import nonzero_with_count
 nonzero_with_count(d, x, index_offset=2**40)
 """),
+    entry("APK930", "sequence_bounds arguments", """
+`nisa.sequence_bounds(dst, segment_ids)` takes a tile of one partition (its docstring: "the
+partition dimension must always be 1"), float32 or int32, and writes two values per ID into
+dst (the starts, then the ends: a (1, 2, n) tile for n IDs). Every ID must be a non-negative
+integer; 0 marks padding (start n, end -1).
+""", """
+# python
+ids = apdsl.from_numpy(np.array([[1, 1, 2], [3, 3, 0]], np.int32), "sbuf")
+d = apdsl.ndarray((2, 6), "int32", "sbuf")
+from apdsl.runtime.nki.sequence import sequence_bounds
+sequence_bounds(d, ids)
+"""),
+    entry("APK931", "nc_n_gather / nl.gather_flattened arguments", """
+`nisa.nc_n_gather(dst, data, indices)` gathers, in each partition, the flattened free elements
+of `data` at the uint32 `indices` of that partition; `dst` has data's dtype and one element per
+index. Every index must lie in [0, data's elements a partition): the docs define no result for
+another (the legacy reference: "garbage"), so apdsl stops there. `nl.gather_flattened` issues
+it; its `axis` has no documented meaning beyond the default.
+""", """
+# python
+x = apdsl.from_numpy(np.ones((2, 4), np.float32), "sbuf")
+i = apdsl.from_numpy(np.array([[0, 4], [1, 2]], np.uint32), "sbuf")
+d = apdsl.ndarray((2, 2), "float32", "sbuf")
+from apdsl.runtime.nki.gather import nc_n_gather
+nc_n_gather(d, x, i)
+"""),
     entry("APK926", "nl.broadcast_to or a shared constant that cannot be made", """
 `nl.broadcast_to(x, shape)` follows NumPy: the same rank, each dimension equal to x's or
 broadcast from 1. apdsl broadcasts a 2-D floating-point tile across partitions with the

@@ -92,6 +92,11 @@ def _partition_reduce(b: Bound) -> Result:
     return (1, *_shape(b["data"])[1:]), _dtype(b, b["data"].dtype), "sbuf"
 
 
+def _bounds(b: Bound) -> Result:
+    shape = _shape(b["segment_ids"])
+    return (shape[0], 2, prod(shape[1:])), _dtype(b, b["segment_ids"].dtype), "sbuf"
+
+
 def _memset(b: Bound) -> Result:
     return tuple(int(n) for n in b["shape"]), to_dtype(b["dtype"]), "sbuf"
 
@@ -157,6 +162,7 @@ def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd
                  reduce_res=None, reduce_op=None, range_start=0,
                  on_false_value=-3.4028234663852886e+38, dtype=None): ...
 def reciprocal(data, *, dtype=None): ...
+def sequence_bounds(*, segment_ids, dtype=None): ...
 def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False,
                          reverse1=False, dtype=None): ...
 def tensor_copy(src, *, dtype=None, engine="unknown"): ...
@@ -202,6 +208,7 @@ FORMS: dict[str, Form] = {
     "range_select": Form(range_select, _like("on_true_tile")),
     "reciprocal": Form(reciprocal, _like("data")),
     "scalar_tensor_tensor": Form(scalar_tensor_tensor, _like("data")),
+    "sequence_bounds": Form(sequence_bounds, _bounds),
     "tensor_copy": Form(tensor_copy, _like("src")),
     "tensor_partition_reduce": Form(tensor_partition_reduce, _partition_reduce),
     "tensor_reduce": Form(tensor_reduce, _reduced),

@@ -17,7 +17,11 @@ the program's table, so `apdsl lower` shows what moves:
 - `shared_identity_matrix(n, dtype=uint8, dst=None)`: the n x n identity as a shared constant,
   brought into an SBUF tile (`dst`, or a new one) by `dma_copy`.
 - `device_print(prefix, tensor)`: prints `prefix` and the tensor's values when the simulation
-  reaches it (nothing in check mode)."""
+  reaches it (nothing in check mode).
+- `gather_flattened(data, indices, axis=0, dtype=None)`: in each partition, data's free
+  dimensions flattened and taken at the uint32 `indices` (a new SBUF tile of indices' shape)
+  by `nc_n_gather`, which the release notes name as its successor; `dtype` casts the result
+  with a `tensor_copy`."""
 
 from __future__ import annotations
 
@@ -34,7 +38,8 @@ from ..tensor.machine import current
 from ..tensor.view import Tensor
 from .host import Host
 
-NAMES = ("broadcast_to", "shared_constant", "shared_identity_matrix", "device_print")
+NAMES = ("broadcast_to", "shared_constant", "shared_identity_matrix", "device_print",
+         "gather_flattened")
 MOVING_FMAX = 512  # nl.tile_size.gemm_moving_fmax: free elements of one nc_matmul moving tile
 
 
@@ -157,9 +162,30 @@ def _across_partitions(interp: Host, table: dict[str, Any], x: Tensor, parts: in
     return out if len(x.shape) == 2 else out.reshape((parts, *free_shape))
 
 
+def gather_flattened(interp: Host, table: dict[str, Any], data: Any, indices: Any,
+                     axis: Any = 0, dtype: Any = None) -> Tensor:
+    data = _tile_arg(data, "gather_flattened", ("sbuf",))
+    indices = _tile_arg(indices, "gather_flattened", ("sbuf",))
+    free_axes = (1, -1) if len(data.shape) == 2 else ()
+    if axis not in (0, None, *free_axes):
+        raise ApdslTypeError(
+            f"nl.gather_flattened: axis={axis!r}: the reference gathers over the flattened free "
+            "dimensions of each partition and defines no other axis", code="APK931",
+            help="leave axis at its default")
+    out = _alloc(interp, tuple(indices.shape), data.dtype, "sbuf")
+    table["nc_n_gather"](dst=out, data=data, indices=indices)
+    dt = data.dtype if dtype is None else to_dtype(dtype)
+    if dt == data.dtype:
+        return out
+    cast = _alloc(interp, tuple(indices.shape), dt, "sbuf")
+    table["tensor_copy"](dst=cast, src=out)
+    return cast
+
+
 def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The functions bound to one program (`interp` allocates, `table` issues)."""
     return {"broadcast_to": partial(broadcast_to, interp, table),
             "shared_constant": partial(shared_constant, interp),
             "shared_identity_matrix": partial(shared_identity_matrix, interp, table),
-            "device_print": partial(device_print, interp)}
+            "device_print": partial(device_print, interp),
+            "gather_flattened": partial(gather_flattened, interp, table)}

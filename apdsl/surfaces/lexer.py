@@ -42,10 +42,10 @@ INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad"
                 "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce",
                 "tensor_reduce", "tensor_partition_reduce", "bn_stats", "bn_aggr", "max8",
                 "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
-                "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather",
+                "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather", "nc_n_gather",
                 "register_move", "register_store", "tensor_scalar_reduce",
-                "tensor_scalar_cumulative", "exponential", "nonzero_with_count", "quantize_mx",
-                "nc_matmul_mx", "sendrecv", "core_barrier")
+                "tensor_scalar_cumulative", "exponential", "nonzero_with_count",
+                "sequence_bounds", "quantize_mx", "nc_matmul_mx", "sendrecv", "core_barrier")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)

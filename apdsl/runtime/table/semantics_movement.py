@@ -69,3 +69,14 @@ def local_gather(src: np.ndarray, index: np.ndarray, num_elem_per_idx: int,
         cols = idx[:, None] + span  # (num_valid, num_elem_per_idx) element offsets
         out[core] = src[core][:, cols]
     return out
+
+
+def n_gather(data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """nc_n_gather (and nl.gather_flattened): in each partition, the free dimensions of `data`
+    flattened and taken at that partition's `indices` (the docstring's
+    `np.take_along_axis(data.reshape(P, -1), indices.reshape(P, -1), axis=-1)`); the result
+    has indices' shape.  Indices outside the partition's elements are the caller's to
+    refuse."""
+    parts = data.shape[0]
+    flat = indices.reshape(parts, -1).astype(np.int64)
+    return np.take_along_axis(data.reshape(parts, -1), flat, axis=-1).reshape(indices.shape)

@@ -149,3 +149,19 @@ def reduce_partitions(x: np.ndarray, name: str) -> np.ndarray:
         if name == "average":
             return x.mean(axis=0, dtype=F32, keepdims=True)
         return _UFUNCS[name].reduce(x, axis=0, keepdims=True)
+
+
+def sequence_bounds(ids: np.ndarray) -> np.ndarray:
+    """`sequence_bounds` of one row of segment IDs (the isa docstring's NumPy equivalent): a
+    segment is a run of equal consecutive IDs; each element gets its run's first index and one
+    past its last, and a padding element (ID 0) gets n and -1.  Result [2, n] (starts, ends)."""
+    n = ids.size
+    pos = np.arange(n)
+    first = np.ones(n, bool)
+    first[1:] = ids[1:] != ids[:-1]
+    last = np.ones(n, bool)
+    last[:-1] = ids[:-1] != ids[1:]
+    start = np.maximum.accumulate(np.where(first, pos, 0))
+    end = np.minimum.accumulate(np.where(last, pos + 1, n)[::-1])[::-1]
+    pad = ids == 0
+    return np.stack([np.where(pad, n, start), np.where(pad, -1, end)])

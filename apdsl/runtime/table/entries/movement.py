@@ -49,6 +49,14 @@ ENTRIES: tuple[Instruction, ...] = (
         limits={"quadrant": sm.QUADRANT, "keep": sm.KEEP},
         summary="dst[q*32 + i] = src[q*32 + mask[i]] in each 32-partition quadrant", depends=WHOLE),
     Instruction(
+        "nc_n_gather", "nki.gather",
+        (Operand("dst", True, {"nki": ("sbuf",)}, TILE_DTYPES),
+         Operand("data", False, {"nki": ("sbuf",)}, TILE_DTYPES),
+         Operand("indices", False, {"nki": ("sbuf",)}, ("uint32",))),
+        {"nki": ("gpsimd",)}, sm.n_gather, writes_dst=True,
+        summary="dst[p, k] = data[p].flatten()[indices[p, k]] in each partition",
+        depends=Depends("whole", observed=("indices",))),
+    Instruction(
         "local_gather", "nki.shuffle",
         (Operand("dst", True, {"nki": ("sbuf",)}, TILE_DTYPES),
          Operand("src_buffer", False, {"nki": ("sbuf",)}, TILE_DTYPES),

@@ -138,4 +138,11 @@ ENTRIES: tuple[Instruction, ...] = (
         {"nki": ("gpsimd",)}, None, writes_dst=False, limits={"targets": ("trn2", "trn3")},
         summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)",
         depends=Depends("whole", observed=("src",))),
+    Instruction(
+        "sequence_bounds", "nki.sequence",
+        (Operand("dst", True, {"nki": NKI_ONCHIP}, ("float32", "int32")),
+         Operand("segment_ids", False, {"nki": NKI_ONCHIP}, ("float32", "int32"))),
+        {"nki": ("gpsimd",)}, None, writes_dst=True,
+        summary="each element's segment start and end (runs of equal IDs; ID 0: n and -1)",
+        depends=Depends("whole", observed=("segment_ids",))),
 )

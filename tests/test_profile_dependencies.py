@@ -36,6 +36,9 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("tensor_scalar_cumulative", "nisa.tensor_scalar_cumulative(dst=T, src=x, "
      "op0=nl.multiply, op1=nl.add, imm0=2.0)", {"dst": "T"}),
     ("nonzero_with_count", "nisa.nonzero_with_count(dst=N, src=x)", {"dst": "N[0:1, :]"}),
+    ("sequence_bounds", "nisa.sequence_bounds(dst=V, segment_ids=I)", {"dst": "V"}),
+    ("nc_n_gather", "nisa.nc_n_gather(dst=T, data=x, indices=ix)", {"dst": "T"}),
+    ("dma_compute", "nisa.dma_compute(dst=T, srcs=[x, X], reduce_op=nl.add)", {"dst": "T"}),
     ("exponential", "nisa.exponential(dst=T, src=x, reduce_res=R, "
      "reduce_cmd=\"reset_reduce\")", {"dst": "T", "reduce_res": "R"}),
     ("tensor_copy", "tensor_copy(dst=T, src=x)", {"dst": "T"}),
@@ -112,6 +115,8 @@ kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> 
     P: f32[4, 16] @ psum
     Q: f32[16, 16] @ psum
     N: i32[16, 17] @ sbuf
+    I: i32[1, 16] @ sbuf = 1
+    V: f32[1, 32] @ sbuf
     H: bf16[32, 16] @ sbuf = 1.5
     G: float8_e4m3fn_x4[32, 4] @ sbuf
     S: u8[32, 4] @ sbuf = 0
@@ -147,7 +152,7 @@ def test_the_samples_cover_every_nki_instruction_of_the_table():
 
 
 _DTYPE = {"T": "f32", "R": "f32", "U": "u32", "B": "f32", "W": "f32", "P": "f32", "Q": "f32",
-          "N": "i32", "G": "float8_e4m3fn_x4", "S": "u8", "M": "f32"}
+          "N": "i32", "G": "float8_e4m3fn_x4", "S": "u8", "M": "f32", "V": "f32"}
 
 
 OUTPUT_CASES = [(op, call, role, view) for op, call, written in SAMPLES

@@ -99,6 +99,19 @@ d = apdsl.ndarray((2, 2), "float32", "sbuf")
 from apdsl.runtime.nki.gather import nc_n_gather
 nc_n_gather(d, x, i)
 """),
+    entry("APK932", "dma_compute arguments", """
+`nisa.dma_compute(dst, srcs, reduce_op)` adds its sources element by element in float32 with
+the DMA engines: the reference supports only `reduce_op=nl.add`, scales of 1.0 (or none), at
+most 16 sources, and with an indirect operand (`vector_offset`) exactly two sources with
+`unique_indices=True`. The legacy `dma_copy(..., dst_rmw_op=np.add)` is the same instruction
+(sources dst and src) and takes only `np.add`.
+""", """
+# python
+a = apdsl.from_numpy(np.ones((2, 4), np.float32), "sbuf")
+d = apdsl.ndarray((2, 4), "float32", "sbuf")
+from apdsl.runtime.nki.dma_compute import dma_compute
+dma_compute(d, [a, a], apdsl.operator("multiply"))
+"""),
     entry("APK926", "nl.broadcast_to or a shared constant that cannot be made", """
 `nl.broadcast_to(x, shape)` follows NumPy: the same rank, each dimension equal to x's or
 broadcast from 1. apdsl broadcasts a 2-D floating-point tile across partitions with the

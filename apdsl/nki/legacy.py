@@ -24,6 +24,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..errors import ApdslTypeError, Span, ViewError
 from ..runtime.table.operators import OPERATORS
 from ..semantics import host as hosts
@@ -126,6 +128,9 @@ class Legacy:
         if isinstance(value, Tensor) and mask is not None:
             view = self.narrow(value, mask, limits)
             return _SKIPPED if view is None else view
+        if isinstance(value, list) and any(isinstance(v, (*_SPECIAL, Tensor)) for v in value):
+            made = [self.operand(v, mask, limits) for v in value]  # (dma_compute's srcs)
+            return _SKIPPED if any(v is _SKIPPED for v in made) else made
         return value
 
     def operands(self, args: tuple, kwargs: dict, mask: Predicate | None
@@ -146,6 +151,10 @@ class Legacy:
         # (an Ascend `asc.` instruction's `mask` is its vector mask, not an NKI predicate)
         mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs and \
             not name.startswith("asc.") else None
+        if name == "dma_copy" and kwargs.get("dst_rmw_op") is not None:
+            name, fn, args, kwargs = _read_modify_write(args, kwargs)
+        elif name == "dma_copy":
+            kwargs.pop("dst_rmw_op", None)  # None: a plain copy
         form = FORMS.get(name)
         if form is not None and not _current_form(name, fn, args, kwargs):
             return self.legacy_call(name, fn, args, kwargs, mask, span)
@@ -432,8 +441,12 @@ _SPECIAL = (IndexedTile, PendingTile)
 
 
 def _special(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(a, _SPECIAL) for a in args) or any(
-        isinstance(v, _SPECIAL) for v in kwargs.values())
+    return any(_special_value(a) for a in (*args, *kwargs.values()))
+
+
+def _special_value(v: Any) -> bool:
+    return isinstance(v, _SPECIAL) or (isinstance(v, list) and any(
+        isinstance(u, _SPECIAL) for u in v))
 
 
 @cache
@@ -460,6 +473,22 @@ def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) 
         if not isinstance(value, (Tensor, IndexedTile, PendingTile)):
             return False
     return True
+
+
+def _read_modify_write(args: tuple, kwargs: dict) -> tuple[str, Callable[..., Any], tuple, dict]:
+    """The legacy `dma_copy(dst=, src=, dst_rmw_op=np.add)` ("adds the source data to the
+    existing destination data"; only np.add, only oob_mode=error) as the instruction the NKI
+    migration guide gives for it: `dma_compute(dst, [dst, src], reduce_op=nl.add)`."""
+    given = dict(zip(("dst", "src"), args)) | kwargs
+    op = given.pop("dst_rmw_op")
+    if not (op is np.add or getattr(op, "name", None) == "add"):
+        raise ApdslTypeError(f"dma_copy: dst_rmw_op={getattr(op, '__name__', op)!r}: the legacy "
+                             "reference supports only np.add", code="APK932",
+                             help="pass dst_rmw_op=np.add, or compute before the copy")
+    dst, src = given.pop("dst", None), given.pop("src", None)
+    given.pop("dge_mode", None)  # (the compiler's choice for dma_compute)
+    return "dma_compute", _impl("dma_compute"), (), {
+        "dst": dst, "srcs": [dst, src], "reduce_op": OPERATORS["add"], **given}
 
 
 # nl names that are not functions of tiles (index grids, shape markers)

@@ -36,7 +36,7 @@ PYTHON_ONLY = ("class", "try", "except", "finally", "with", "global", "nonlocal"
 CONSTANTS = ("True", "False", "None")
 # every instruction of the table with a Python name (`apdsl.runtime.table.PYTHON_NAMES`),
 # spelled out because the table imports NumPy; tests/test_table_lists.py keeps it in step
-INSTRUCTIONS = ("dma_copy", "tensor_copy", "memset", "iota", "nc_matmul", "mmad", "register_alloc",
+INSTRUCTIONS = ("dma_copy", "dma_compute", "tensor_copy", "memset", "iota", "nc_matmul", "mmad", "register_alloc",
                 "register_load", "reciprocal", "tensor_tensor", "tensor_scalar",
                 "scalar_tensor_tensor", "tensor_copy_predicated", "affine_select", "range_select",
                 "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce",

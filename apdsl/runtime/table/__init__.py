@@ -58,6 +58,12 @@ TABLE: dict[str, Instruction] = {e.name: e for e in (
         semantics.copy, writes_dst=True, cost="dma", routes=PATH_PIPES,
         summary="copy in logical row-major order, converting through float32", depends=ELEMENT),
     Instruction(
+        "dma_compute", "nki.dma_compute",
+        (Operand("dst", True, {"nki": NKI_DMA}), Operand("srcs", False, {"nki": NKI_DMA})),
+        {"nki": ("dma",)}, None, writes_dst=True, cost="dma",
+        summary="dst = srcs[0] + srcs[1] + ... in float32, element by element, by DMA",
+        depends=ELEMENT),
+    Instruction(
         "tensor_copy", "copies",
         (Operand("dst", True, {"nki": NKI_ONCHIP}), Operand("src", False, {"nki": NKI_ONCHIP})),
         {"nki": ("vector", "scalar", "gpsimd")}, semantics.copy, writes_dst=True,

@@ -2,14 +2,13 @@
 same queries and operations as an `.apk` `Program` (kernels, check, run), its kernels being
 the file's `@nki.jit` functions.
 
-The file is imported as a module named after it (so `if __name__ == "__main__":` does not
-run), with its folder first on sys.path (its helper modules import) and `nki` installed as
-apdsl when the real package is absent."""
+The file is imported as a module under a private name (`loading`: so `if __name__ ==
+"__main__":` does not run, a file called `copy.py` replaces no module, and its helper modules
+beside it import) with `nki` installed as apdsl when the real package is absent."""
 
 from __future__ import annotations
 
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 from ..errors import ApdslError, Span
 from ..semantics.program import RunResult, UsageError, pick_kernel, read_source
 from .kernel import Kernel, call, on_platform
+from .locate import char_column
 from .usercode import from_exception, users
 
 
@@ -51,7 +51,7 @@ class PyProgram:
     def _load(self, path: str) -> Any:
         from .install import install
         install()
-        return import_file(path, self.source)
+        return import_file(path, self.source, self)
 
     def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
                 raw: bool = False) -> Any:
@@ -207,9 +207,10 @@ class PyProgram:
                 a = node.args
                 for arg in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]:
                     if arg is not None and arg.arg == param:
-                        return Span(self.file, arg.lineno, arg.col_offset + 1,
-                                    arg.end_lineno or arg.lineno, (arg.end_col_offset or
-                                                                   arg.col_offset + 1) + 1)
+                        text = self.source.splitlines()[arg.lineno - 1]
+                        start = char_column(text, arg.col_offset)
+                        stop = char_column(text, arg.end_col_offset or arg.col_offset + 1)
+                        return Span(self.file, arg.lineno, start + 1, arg.lineno, stop + 1)
         return None
 
     def _sources(self) -> dict[str, str]:
@@ -238,30 +239,22 @@ def _user(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise from_exception(e) from None
 
 
-def import_file(path: str, source: str) -> Any:
-    """Run the file as module `<stem>` (its `__main__` block does not run).  It is compiled
-    under the path as given, so frames, spans and `lower` name the file as the command line
-    did."""
-    import types
-
-    p = Path(path).resolve()
-    folder = str(p.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = types.ModuleType(p.stem)
-    module.__file__ = path
+def import_file(path: str, source: str, owner: object) -> Any:
+    """Run the file as a module under a private name (`loading`: never its stem, so a kernel
+    called `copy.py` replaces nothing; its `__main__` block does not run); the module leaves
+    `sys.modules` with `owner`.  It is compiled under the path as given, so frames, spans
+    and `lower` name the file as the command line did."""
+    from .loading import load
     try:
         code = compile(source, path, "exec")
     except SyntaxError as e:  # the user's file does not parse: located like theirs
         raise _syntax(e, path) from None
-    sys.modules[p.stem] = module
     try:
-        exec(code, module.__dict__)
+        return load(path, source, code, owner)
     except BaseException as e:  # noqa: BLE001 - the user's Python, whatever it raises
         if not users(e):
             raise
         raise from_exception(e) from None
-    return module
 
 
 def _syntax(e: SyntaxError, path: str) -> ApdslError:

@@ -36,9 +36,23 @@ def _span(code: CodeType, lasti: int, line: int | None) -> Span:
         except (IndexError, ValueError):
             start = None
         if start is not None and col is not None:
-            return Span(file, start, col + 1, end or start, (end_col or col) + 1)
+            return Span(file, start, _column(file, start, col) + 1, end or start,
+                        _column(file, end or start, end_col or col) + 1)
     line = line or code.co_firstlineno
     return Span(file, line, 1, line, 1)
+
+
+def char_column(text: str, offset: int) -> int:
+    """The character offset in the line `text` of a UTF-8 byte offset (Python's
+    `co_positions` and `ast` columns count bytes; a Span counts characters)."""
+    if text.isascii():
+        return offset
+    return len(text.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
+
+
+def _column(file: str, line: int, offset: int) -> int:
+    import linecache
+    return char_column(linecache.getline(file, line), offset)
 
 
 def caller_span(depth: int = 1) -> Span | None:
@@ -135,7 +149,9 @@ def return_span(fn: Any) -> Span | None:
     where: ast.stmt = returns[0] if len(returns) == 1 else node
     end_line = where.end_lineno if where is not node else node.lineno
     end_col = where.end_col_offset if where is not node else None
-    if end_col is None:  # the def line: from `def` to the end of that line
+    if end_col is None:  # the def line: from `def` to the end of that line (in characters)
         end_col = len(linecache.getline(file, node.lineno).rstrip())
-    return Span(file, where.lineno, where.col_offset + 1, end_line or where.lineno,
-                end_col + 1)
+        return Span(file, where.lineno, _column(file, where.lineno, where.col_offset) + 1,
+                    node.lineno, end_col + 1)
+    return Span(file, where.lineno, _column(file, where.lineno, where.col_offset) + 1,
+                end_line or where.lineno, _column(file, end_line or where.lineno, end_col) + 1)

@@ -23,7 +23,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     `serial_order`: every instruction waits for all earlier ones (as with `--sync off`)."""
     from ..runtime.core.trace import EVENT_ROW, PART, Trace
     from ..tensor.machine import current
-    from .model import ASCEND_PIPES, Model
+    from .model import Model
     from .schedule import Scheduler
     trace = result.trace if result.trace is not None else Trace()
     family = "nki"
@@ -42,7 +42,7 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
     scheduler = Scheduler(model, serial_order)
     scheduler.run(trace)
     if family == "ascend":
-        tracks = list(ASCEND_PIPES)
+        tracks = _ascend_tracks(scheduler)
         notes = ["Ascend pipes are ordered across pipes by the kernel's set_flag/wait_flag "
                  "events and barriers"]
         if scheduler.unordered:
@@ -58,6 +58,21 @@ def profile_run(result: Any, *, serial_order: bool = False) -> ProfileResult:
         notes.append("some patterns hold registers: they are sized with each register's "
                      "last value")
     return ProfileResult(target, scheduler.table, tracks, result.kernel, notes, trace)
+
+
+def _ascend_tracks(scheduler: Any) -> list[str]:
+    """The rows of an Ascend profile: one core's seven pipes; on several cores, the pipes
+    that ran something, core by core (a pipe nobody has is no row)."""
+    from .model import ASCEND_PIPES
+    if not scheduler.cores:
+        return list(ASCEND_PIPES)
+    used = {row[7] for row in scheduler.table.rows}
+
+    def place(track: str) -> tuple[int, int]:
+        prefix, _, pipe = track.rpartition(": ")
+        core = scheduler.cores.get(f"{prefix}: ", -1) if prefix else -1
+        return core, ASCEND_PIPES.index(pipe) if pipe in ASCEND_PIPES else len(ASCEND_PIPES)
+    return sorted(used, key=place)
 
 
 def _has_registers(ap: Any) -> bool:

@@ -215,8 +215,9 @@ class ProfileResult:
                  f"{_us(self.total_ns)} for {len(self.slots)} instructions"]
         lines.append("")
         lines.append("estimated busy time per engine:")
+        width = max([8, *map(len, self.busy_ns)])
         for t, b in self.busy_ns.items():
-            lines.append(f"  {t:<8} {_us(b):>14}  {100 * self.utilisation(t):5.1f}%")
+            lines.append(f"  {t:<{width}} {_us(b):>14}  {100 * self.utilisation(t):5.1f}%")
         r = self.rates()
         lines.append("")
         lines.append(f"estimated rates: {r['flop_per_s'] / 1e12:.2f} TFLOP/s of matmul "
@@ -287,7 +288,8 @@ class ProfileResult:
                 row[i] = "#"
         out = [f"estimated timeline (0 to {_us(self.total_ns)}, a column is "
                f"{_us(total / width)}):"]
-        out.extend(f"  {t:<8} |{''.join(r)}|" for t, r in rows.items())
+        width = max([8, *map(len, rows)])
+        out.extend(f"  {t:<{width}} |{''.join(r)}|" for t, r in rows.items())
         return out
 
 

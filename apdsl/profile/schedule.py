@@ -134,6 +134,9 @@ class Scheduler:
         self._worlds: list[Any] = []
         self.syncs: list[Any] = []
         self.epoch: tuple[int, tuple[float, int]] = (-1, (0.0, -1))
+        # a launch on several cores: each core's track prefix and its place in the launch
+        # (the report lists the pipes of the cores that ran something, in core order)
+        self.cores: dict[str, int] = {}
 
     def _engines(self, t: float, dur: float, k: int) -> tuple[float, list[int], int]:
         """The earliest time >= t when k DMA engines are free for `dur`; which ones; and the
@@ -191,6 +194,8 @@ class Scheduler:
                 ends_slot.append([])
             pi = PIPE_INDEX[pipe] + base
             prefix = core_prefix(world, base)
+            if prefix and prefix not in self.cores:
+                self.cores[prefix] = base
             # when the events let it start: the latest end of an instruction of another pipe
             # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`, `ends_slot[q]`:
             # the end and slot of each of pipe q's so far), and of everything before its kernel

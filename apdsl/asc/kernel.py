@@ -196,7 +196,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool = False,
     watcher = observer()
     if watcher is None:
         return _call(fn, args, kwargs, dry, raw, cores)
-    watcher.started(fn)
+    watcher.started(fn, args, kwargs, (cores,))
     try:
         result = _call(fn, args, kwargs, dry, raw, cores)
     except BaseException as e:

@@ -24,11 +24,17 @@ asyncio.run(run_job({"op": "check", "file": "endless.apk", "source": "while True
     entry("APK981", "a kernel the editor cannot check on its own", """
 `apdsl check FILE` needs to know which kernel to check when a file has several, and a kernel
 whose parameters declare no shapes (a Python kernel's parameters, an untyped `.apk` one) needs
-`-i` inputs to be checked. The editor has neither: it checks each kernel that runs without
-inputs and puts this note (information, not an error) at each one it cannot. Check that kernel
-from the command line with its inputs (`apdsl check FILE KERNEL -i NAME=FILE.npy`), give its
-parameters defaults, or write it in `.apk` with typed parameters (`x: f32[128, 64] @ hbm`) so
-it checks as you type.
+`-i` inputs to be checked. The editor has no `-i`: it checks each kernel, and a Python kernel
+with parameters on the inputs its file gives, as `apdsl check FILE KERNEL -i ...` would with
+`.npy` files of those shapes: parameters annotated `nki.typing.tensor[shape, dtype]`
+(`a: nt.tensor[128, 64, nl.float32]`), else the first call of the kernel in the file's
+`if __name__ == "__main__":` block (the block runs until that call, at most 5 seconds, and stops
+there: the call's arrays give shapes and dtypes, its numbers their values, its launch the grid).
+Where the file gives none, this note (information, not an error) at the kernel says why: which
+parameter lacks an annotation, and whether the file has no such block, the block ended without
+calling the kernel, or stopped with an error first. Annotate the parameters, call the kernel
+from the `__main__` block, or check it from the command line with its inputs
+(`apdsl check FILE KERNEL -i NAME=FILE.npy`).
 """, """
 # python
 # (the editor's check of a Python kernel with a parameter: its shape comes from -i)

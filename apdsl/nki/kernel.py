@@ -229,7 +229,7 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
     watcher = observer()
     if watcher is None:
         return _call(fn, args, kwargs, grid, dry, out, raw)
-    watcher.started(fn)
+    watcher.started(fn, args, kwargs, grid)
     try:
         result = _call(fn, args, kwargs, grid, dry, out, raw)
     except BaseException as e:

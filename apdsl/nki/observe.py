@@ -14,7 +14,10 @@ from typing import Any, Protocol
 
 
 class KernelObserver(Protocol):
-    def started(self, fn: Callable[..., Any]) -> None: ...
+    def started(self, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
+                launch: tuple[int, ...]) -> None:
+        """`fn` is called with `args` and `kwargs` on `launch` (NKI: the grid, () without
+        one; pyasc: (cores,)); it has not run yet."""
 
     def finished(self, fn: Callable[..., Any], result: Any) -> None: ...
 

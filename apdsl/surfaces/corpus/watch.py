@@ -53,7 +53,8 @@ class Watch:
         return code is not None and getattr(fn, "__qualname__", "") == self.qualname and \
             os.path.realpath(code.co_filename) == self.file
 
-    def started(self, fn: Callable[..., Any]) -> None:
+    def started(self, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
+                launch: tuple[int, ...]) -> None:
         if self._target(fn):
             self._add(Event("start"))
 

@@ -57,7 +57,7 @@ async def run_job(request: dict[str, Any], budgets: Budgets) -> dict[str, Any]:
         stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(process.communicate(message), budgets.time_limit)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise _stopped(str(request.get("file")), budgets.time_limit) from None
     finally:
         if process.returncode is None:  # timed out or cancelled: the process goes with it

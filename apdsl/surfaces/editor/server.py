@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
@@ -36,6 +37,15 @@ _KIND = {"builtin": lsp.CompletionItemKind.Function, "method": lsp.CompletionIte
          "def": lsp.CompletionItemKind.Function, "namespace": lsp.CompletionItemKind.Module,
          "nl": lsp.CompletionItemKind.Function, "nisa": lsp.CompletionItemKind.Function,
          "asc": lsp.CompletionItemKind.Function}
+
+
+class Codec(Protocol):
+    """How the client counts columns (pygls's PositionCodec of the session: UTF-16 code units
+    unless the client chose UTF-8 or UTF-32); apdsl counts characters."""
+
+    def range_to_client_units(self, lines: Sequence[str], range: lsp.Range) -> lsp.Range: ...
+
+
 # how long typing must pause before a changed file is checked again
 DEBOUNCE = 0.25
 
@@ -53,8 +63,12 @@ def is_kernel_file(path: str) -> bool:
     return path.endswith((".apk", ".py"))
 
 
-def diagnostic(obj: dict[str, Any]) -> lsp.Diagnostic:
-    """An LSP diagnostic of one `check --json` object (kept whole as `data`)."""
+def diagnostic(obj: dict[str, Any], codec: Codec | None = None,
+               lines: Sequence[str] | None = None) -> lsp.Diagnostic:
+    """An LSP diagnostic of one `check --json` object (kept whole as `data`).  apdsl's
+    columns count characters; LSP's count the client's code units (UTF-16 unless it chose
+    otherwise): `codec` converts them, with `lines` the checked file's text (a label in
+    another file is converted with that file's text)."""
     notes = [f"note: {n}" for n in obj.get("notes") or ()]
     if obj.get("help"):
         notes.append(f"help: {obj['help']}")
@@ -62,11 +76,15 @@ def diagnostic(obj: dict[str, Any]) -> lsp.Diagnostic:
     for label in obj.get("labels") or ():
         if label.get("line") is None or not label.get("file"):
             continue
+        file = _real_file(label["file"])
+        there = lines if label["file"] == obj.get("file") else _lines_of(file)
         related.append(lsp.DiagnosticRelatedInformation(
-            location=lsp.Location(uri=uri_of(_real_file(label["file"])), range=_range(label)),
+            location=lsp.Location(uri=uri_of(file),
+                                  range=client_range(_range(label), codec, there)),
             message=label.get("message") or ""))
     return lsp.Diagnostic(
-        range=_range(obj), message="\n".join([obj.get("message") or "", *notes]),
+        range=client_range(_range(obj), codec, lines),
+        message="\n".join([obj.get("message") or "", *notes]),
         severity=_SEVERITY.get(obj.get("severity"), lsp.DiagnosticSeverity.Error),
         code=obj.get("code"), source="apdsl", related_information=related or None, data=obj)
 
@@ -85,6 +103,30 @@ def _span_range(line: int, column: int, end_line: int, end_column: int) -> lsp.R
     if (end.line, end.character) < (start.line, start.character):
         end = start
     return lsp.Range(start=start, end=end)
+
+
+def client_range(rng: lsp.Range, codec: Codec | None,
+                 lines: Sequence[str] | None) -> lsp.Range:
+    """A range in characters as the client counts columns (`codec`: pygls's
+    PositionCodec of the session; without it or the text, as it is)."""
+    if codec is None or lines is None:
+        return rng
+    return codec.range_to_client_units(lines, rng)
+
+
+def server_position(doc: Any, position: lsp.Position) -> tuple[int, int]:
+    """The 1-based line and character column of a client's position in `doc` (the client
+    counts UTF-16 code units unless it chose otherwise: `𝑥` is two, `é` one)."""
+    p = doc.position_codec.position_from_client_units(
+        doc.lines, lsp.Position(line=position.line, character=position.character))
+    return p.line + 1, p.character + 1
+
+
+def _lines_of(file: str) -> list[str] | None:
+    try:
+        return Path(file).read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _real_file(file: str) -> str:
@@ -127,8 +169,10 @@ class ApkServer:
         except ApdslError as e:  # stopped at the time limit, or no answer
             from ..plumbing import json_objects
             objects = json_objects([e], file)
+        lines = doc.source.splitlines(keepends=True)
         self.ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, version=version, diagnostics=[diagnostic(o) for o in objects]))
+            uri=uri, version=version,
+            diagnostics=[diagnostic(o, doc.position_codec, lines) for o in objects]))
 
     def close(self, uri: str) -> None:
         running = self.checks.pop(uri, None)
@@ -143,19 +187,19 @@ class ApkServer:
         uri = params.text_document.uri
         doc = self.ls.workspace.get_text_document(uri)
         file = path_of(uri)
-        line, column = params.position.line + 1, params.position.character + 1
+        line, column = server_position(doc, params.position)
         found = word_at(doc.source, line, column)
         if found is None:
             return None
         word, span = found
         text = words.explain_code(word)
         if text is not None:
-            return _hover(f"```text\n{text}\n```", span)
+            return _hover(f"```text\n{text}\n```", span, doc)
         shape = outline(file, doc.source)
         kind = "py" if file.endswith(".py") else "apk"
         said = words.meaning(word, kind, words.namespaces(shape))
         if said is not None and (word not in shape.names or "." in word):
-            return _hover(said.markdown("python" if kind == "py" else "apk"), span)
+            return _hover(said.markdown("python" if kind == "py" else "apk"), span, doc)
         if "." in word or word not in shape.names:
             return None
         scope = shape.scope_at(line)
@@ -163,7 +207,7 @@ class ApkServer:
         if key not in self.views:
             self.views[key] = await self._view(file, doc.source, line, column)
         shown = self.views[key]
-        return _hover(shown, span) if shown else None
+        return _hover(shown, span, doc) if shown else None
 
     async def _view(self, file: str, source: str, line: int, column: int) -> str | None:
         try:
@@ -223,26 +267,30 @@ class ApkServer:
         def define(ls: LanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
             doc = ls.workspace.get_text_document(params.text_document.uri)
             found = words.definition(doc.source, path_of(params.text_document.uri),
-                                     params.position.line + 1, params.position.character + 1)
+                                     *server_position(doc, params.position))
             if found is None:
                 return None
             file, line, column = found
-            return lsp.Location(uri=uri_of(file), range=_span_range(line, column, line, column))
+            rng = _span_range(line, column, line, column)
+            here = doc.lines if file == path_of(params.text_document.uri) else _lines_of(file)
+            return lsp.Location(uri=uri_of(file),
+                                range=client_range(rng, doc.position_codec, here))
 
         @ls.feature(lsp.TEXT_DOCUMENT_COMPLETION,
                     lsp.CompletionOptions(trigger_characters=["."]))
         def complete(ls: LanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
             doc = ls.workspace.get_text_document(params.text_document.uri)
             found = words.completions(doc.source, path_of(params.text_document.uri),
-                                      params.position.line + 1, params.position.character + 1)
+                                      *server_position(doc, params.position))
             return lsp.CompletionList(is_incomplete=False, items=[
                 lsp.CompletionItem(label=name, kind=_KIND.get(kind), detail=kind)
                 for name, kind in found])
 
 
-def _hover(markdown: str, span: Any) -> lsp.Hover:
+def _hover(markdown: str, span: Any, doc: Any) -> lsp.Hover:
+    rng = _span_range(span.line, span.column, span.end_line, span.end_column)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown),
-                     range=_span_range(span.line, span.column, span.end_line, span.end_column))
+                     range=client_range(rng, doc.position_codec, doc.lines))
 
 
 def view_markdown(view: dict[str, Any]) -> str:

@@ -78,24 +78,49 @@ def checked(file: str, source: str) -> list[ApdslError]:
 
 
 def _each_kernel(program: Any, why: str) -> list[ApdslError]:
-    """Several kernels, or one needing `-i`: `apdsl check FILE KERNEL` of each kernel that can
-    run without inputs; a kernel that cannot gets a note at its definition."""
-    from ...semantics.program import UsageError
+    """Several kernels, or one needing `-i`: `apdsl check FILE KERNEL` of each kernel, a
+    Python kernel's inputs found in its file (`inputs`) when it takes parameters; a kernel
+    that cannot be checked gets a note at its definition saying why."""
     names = _kernel_names(program)
+    if not names:
+        return [_unchecked(program, None, why)]
     found: list[ApdslError] = []
-    if len(names) < 2:
-        return [_unchecked(program, names[0] if names else None, why)]
     for name in names:
-        try:
-            found.extend(program.check(kernel=name))
-        except UsageError as e:
-            found.append(_unchecked(program, name, str(e)))
-        except ApdslError as e:
-            found.append(e)
+        found.extend(_kernel_checked(program, name))
     unique: dict[str, ApdslError] = {}
     for e in found:  # the top level's own errors are found once per kernel checked
         unique.setdefault(json.dumps(json_objects([e], program.file)), e)
     return list(unique.values())
+
+
+def _kernel_checked(program: Any, name: str) -> list[ApdslError]:
+    from ...semantics.program import UsageError
+    from .inputs import Missing, inputs_for
+    try:
+        return program.check(kernel=name)
+    except UsageError as e:
+        if not hasattr(program, "module"):  # a .apk kernel: its untyped parameters need -i
+            return [_unchecked(program, name, str(e))]
+    except ApdslError as e:
+        return [e]
+    got = inputs_for(program, name)
+    if isinstance(got, Missing):
+        params = ", ".join(_needed(program, name))
+        return [_unchecked(program, name, f"nothing in the file gives its inputs ({params}): "
+                           f"{got.why}")]
+    try:
+        return program.check(kernel=name, inputs=got.inputs, grid=got.grid)
+    except UsageError as e:
+        return [_unchecked(program, name, f"the inputs {got.origin} gives do not fit: {e}")]
+    except ApdslError as e:
+        return [e]
+
+
+def _needed(program: Any, name: str) -> list[str]:
+    import inspect
+    sig = inspect.signature(program.kernel_function(name))
+    return [p.name for p in sig.parameters.values() if p.default is inspect.Parameter.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _kernel_names(program: Any) -> list[str]:
@@ -109,8 +134,10 @@ def _unchecked(program: Any, kernel: str | None, why: str) -> ApdslError:
                   if d.name == kernel), None) if kernel else None
     return Unchecked(f"kernel {kernel} is not checked as you type: {why}" if kernel else why,
                      span=where or Span(program.file, 1, 1, 1, 1),
-                     help="the editor checks a kernel that runs without -i inputs (give a "
-                     ".apk kernel's parameters their types); check this one with "
+                     help="the editor checks a kernel whose inputs the file gives: a .apk "
+                     "kernel's typed parameters; a Python kernel's parameters annotated "
+                     "nki.typing.tensor[shape, dtype], else the first call of it in the file's "
+                     "`if __name__ == \"__main__\":` block; check this one with "
                      f"`apdsl check {program.file} {kernel or 'KERNEL'} -i NAME=FILE.npy`")
 
 

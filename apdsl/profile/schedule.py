@@ -193,9 +193,7 @@ class Scheduler:
                 ends.append([])
                 ends_slot.append([])
             pi = PIPE_INDEX[pipe] + base
-            prefix = core_prefix(world, base)
-            if prefix and prefix not in self.cores:
-                self.cores[prefix] = base
+            prefix = self._core_prefix(world, base)
             # when the events let it start: the latest end of an instruction of another pipe
             # that happens before it (`after[q]`: how many of pipe q's; `ends[q]`, `ends_slot[q]`:
             # the end and slot of each of pipe q's so far), and of everything before its kernel
@@ -242,6 +240,14 @@ class Scheduler:
             for i, piece in enumerate(pieces):
                 self._add(index, op, name, location, costs[i], i, n, piece, refs[i], keys,
                           piece.keys() if written is None else written)
+
+    def _core_prefix(self, world: Any, base: int) -> str:
+        """The track prefix of the core of `base` in its launch (`core_prefix`), noted with
+        the core's place for the report's order."""
+        prefix = core_prefix(world, base)
+        if prefix:
+            self.cores.setdefault(prefix, base)
+        return prefix
 
     def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None
                   ) -> tuple[list[dict[str, Any]], list[Cost], list[tuple[int, int]]]:

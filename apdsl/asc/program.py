@@ -21,7 +21,7 @@ class AscProgram(PyProgram):
         from ..nki.program import import_file
         from .install import install
         install()
-        return import_file(path, self.source, self)
+        return import_file(path, self.source)
 
     def buffers(self) -> set[str]:
         return {"ub"}  # a pyasc file: Ascend targets apply

@@ -11,8 +11,10 @@ and the package's path is the file's folder:
   beside it as Python does for a script (a module already imported by that name wins, as
   Python's own module cache does), as `<package>.helpers`: siblings are private too, so two
   folders' `utils.py` never meet;
-- the modules are in `sys.modules` while their program lives (pickle, `dataclasses`,
-  `inspect.getsource` and `typing` look them up there) and are removed with it;
+- the modules stay in `sys.modules` under their private names, as an imported module stays
+  (pickle, `dataclasses`, `inspect.getsource` and `typing` look them up there, and Python's
+  teardown flushes the files a module holds open: a module dropped from `sys.modules` while
+  something else kept it alive was never torn down, and its open files were left unwritten);
 - nothing is added to `sys.path`.
 """
 
@@ -25,16 +27,14 @@ import linecache
 import secrets
 import sys
 import types
-import weakref
 from pathlib import Path
 from typing import Any
 
 PREFIX = "_apdsl_user_"
 
 
-def load(path: str, source: str, code: types.CodeType, owner: object) -> types.ModuleType:
-    """The module of the file at `path` (its text `source`, compiled to `code`), executed;
-    its modules leave `sys.modules` when `owner` is collected."""
+def load(path: str, source: str, code: types.CodeType) -> types.ModuleType:
+    """The module of the file at `path` (its text `source`, compiled to `code`), executed."""
     p = Path(path).resolve()
     package = _package(str(p.parent))
     name = f"{package.__name__}.{p.stem}"
@@ -43,16 +43,9 @@ def load(path: str, source: str, code: types.CodeType, owner: object) -> types.M
     module.__package__ = package.__name__
     module.__builtins__ = _builtins(package.__name__, str(p.parent))  # type: ignore[attr-defined]
     _remember(path, source)
-    weakref.finalize(owner, forget, package.__name__)
     sys.modules[name] = module
     exec(code, module.__dict__)
     return module
-
-
-def forget(package: str) -> None:
-    """Remove a load's package and every module under it from `sys.modules`."""
-    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
-        sys.modules.pop(key, None)
 
 
 def _package(folder: str) -> types.ModuleType:

@@ -51,7 +51,7 @@ class PyProgram:
     def _load(self, path: str) -> Any:
         from .install import install
         install()
-        return import_file(path, self.source, self)
+        return import_file(path, self.source)
 
     def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
                 raw: bool = False) -> Any:
@@ -239,10 +239,9 @@ def _user(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise from_exception(e) from None
 
 
-def import_file(path: str, source: str, owner: object) -> Any:
+def import_file(path: str, source: str) -> Any:
     """Run the file as a module under a private name (`loading`: never its stem, so a kernel
-    called `copy.py` replaces nothing; its `__main__` block does not run); the module leaves
-    `sys.modules` with `owner`.  It is compiled under the path as given, so frames, spans
+    called `copy.py` replaces nothing; its `__main__` block does not run).  It is compiled under the path as given, so frames, spans
     and `lower` name the file as the command line did."""
     from .loading import load
     try:
@@ -250,7 +249,7 @@ def import_file(path: str, source: str, owner: object) -> Any:
     except SyntaxError as e:  # the user's file does not parse: located like theirs
         raise _syntax(e, path) from None
     try:
-        return load(path, source, code, owner)
+        return load(path, source, code)
     except BaseException as e:  # noqa: BLE001 - the user's Python, whatever it raises
         if not users(e):
             raise

@@ -28,14 +28,15 @@ HEAVY = ("lark", "regex", "rich", "pygments", "prompt_toolkit", "apdsl.profile",
          "difflib", "threading", "logging", "tempfile")
 
 
-def _imported_by_check(tmp_path: Path, text: str, *args: str) -> tuple[set[str], str]:
+def _imported_by_check(tmp_path: Path, text: str, *args: str,
+                       command: str = "check") -> tuple[set[str], str]:
     src = tmp_path / "small.apk"
     src.write_text(text)
     code = ("import io, sys, contextlib\n"
             "from apdsl.surfaces.cli import main\n"
             "out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out):\n"
-            f"    status = main(['check', sys.argv[1], *{list(args)!r}])\n"
+            f"    status = main([{command!r}, sys.argv[1], *{list(args)!r}])\n"
             "print(status, out.getvalue().strip())\n"
             "print(' '.join(sorted(sys.modules)))\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -44,7 +45,8 @@ def _imported_by_check(tmp_path: Path, text: str, *args: str) -> tuple[set[str],
                    capture_output=True)  # computes and caches the parser tables
     r = subprocess.run([sys.executable, "-c", code, str(src)], check=True, env=env,
                        capture_output=True, text=True)
-    first, modules = r.stdout.splitlines()
+    lines = r.stdout.splitlines()
+    first, modules = lines[0], lines[-1]
     return set(modules.split()), first
 
 
@@ -58,6 +60,18 @@ def test_checking_a_small_file_imports_none_of_the_heavy_modules(tmp_path: Path,
     assert first.startswith("0 ") and ": ok" in first, first
     loaded = sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
     assert loaded == [], f"the check path imported {loaded}"
+
+
+def test_running_a_program_without_ml_dtypes_types_never_loads_ml_dtypes(tmp_path: Path) -> None:
+    # ml_dtypes costs about a second of CPU to import (more than the rest of a run): only a
+    # program with bfloat16, float8 or int4 data pays for it
+    f32 = (ROOT / "examples" / "gather_rows.apk").read_text()
+    modules, first = _imported_by_check(tmp_path, f32, command="run")
+    assert first.startswith("0 gather_rows") and "ml_dtypes" not in modules, first
+    bf16 = ("x: bf16[4, 8] @ hbm = arange\ny: i32[4, 8] @ sbuf\ndma_copy(dst=y, src=x)\n"
+            "assert host(y)[3, 7] == 31\n")
+    modules, first = _imported_by_check(tmp_path, bf16, command="run")
+    assert first.startswith("0") and "ml_dtypes" in modules, first
 
 
 def test_a_syntax_error_still_imports_lark_and_reports_as_before(tmp_path: Path) -> None:

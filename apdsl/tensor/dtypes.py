@@ -168,7 +168,7 @@ def cast_array(values: object, to: DType) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         if arr.dtype.kind == "b":
             arr = arr.astype(np.uint8)
-        elif arr.dtype == DTYPES["int4"].np:
+        elif arr.dtype.name == "int4":  # ml_dtypes' int4, named so as not to load ml_dtypes
             arr = arr.astype(np.int8)
         if arr.dtype.kind in "iu":
             if to.kind in "iu":

@@ -74,6 +74,21 @@ def test_running_a_program_without_ml_dtypes_types_never_loads_ml_dtypes(tmp_pat
     assert first.startswith("0") and "ml_dtypes" in modules, first
 
 
+def test_a_python_kernel_on_numpy_types_never_loads_ml_dtypes(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(
+        "import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef double(x):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.load(x)\n    nl.store(out, t * 2)\n    return out\n")
+    np.save(tmp_path / "x.npy", np.arange(8, dtype=np.int32).reshape(2, 4))
+    code = ("import sys\nfrom apdsl.surfaces.cli import main\n"
+            "status = main(['run', 'k.py', 'double', '-i', 'x=x.npy', '-o', 'y.npy'])\n"
+            "print(status, 'ml_dtypes' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, check=True)
+    assert r.stdout.splitlines()[-1] == "0 False", r.stdout + r.stderr
+    assert (np.load(tmp_path / "y.npy") == 2 * np.arange(8).reshape(2, 4)).all()
+
+
 def test_a_syntax_error_still_imports_lark_and_reports_as_before(tmp_path: Path) -> None:
     modules, first = _imported_by_check(tmp_path, "x = (1,\n")
     assert first.startswith("1"), first

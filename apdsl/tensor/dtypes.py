@@ -39,6 +39,14 @@ class DType:
             self._np = np.dtype(getattr(import_module(module), attr))
         return self._np
 
+    def is_numpy(self, npd: np.dtype) -> bool:
+        """Whether `npd` is this dtype's NumPy dtype.  An ml_dtypes type is told apart by its
+        name first, so asking about a NumPy type never imports ml_dtypes."""
+        module, attr = self._source.split(".")
+        if module == "ml_dtypes" and npd.name != attr:
+            return False
+        return self.np == npd
+
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype (so `np.zeros(n, dtype=nl.float32)` takes apdsl's dtypes)."""
@@ -138,7 +146,7 @@ def dtype(value: object) -> DType:
     except TypeError:
         raise ApdslNameError(f"not a dtype: {value!r}", code="APK104") from None
     for d in DTYPES.values():
-        if d.np == npd:
+        if d.is_numpy(npd):
             return d
     raise ApdslNameError(f"NumPy dtype {npd} has no apdsl counterpart", code="APK104",
                          help="pass dtype= to convert it (for example dtype='float32')",

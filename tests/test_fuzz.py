@@ -2,7 +2,7 @@
 
 The harness is `tests/fuzzer.py`: programs run in a memory-capped worker process with a
 per-program time limit, command lines as subprocesses (see its docstring for what counts as a
-finding). Here it runs a fixed-seed sample (400 programs, about 20 s); `APDSL_FUZZ=N` runs N
+finding). Here it runs a fixed-seed sample (250 programs, about 10 s); `APDSL_FUZZ=N` runs N
 programs and N / 50 command lines, `APDSL_FUZZ_SEED` picks another seed.
 """
 
@@ -14,7 +14,7 @@ import fuzzer
 
 
 def test_fuzz_harness_finds_nothing():
-    n = int(os.environ.get("APDSL_FUZZ", "0")) or 400
+    n = int(os.environ.get("APDSL_FUZZ", "0")) or 250
     report = fuzzer.campaign(n, max(12, n // 50), seed=int(os.environ.get("APDSL_FUZZ_SEED", "0")))
     shown = "\n\n".join(
         f"{f['finding']} ({f['kind']} {f['index']}):\n"

@@ -4,6 +4,8 @@ layout operations with one error code per root cause, and patterns of any length
 Oracles: NumPy (the offsets a view must have: `Layout.offsets()` of the source rearranged or
 reshaped by NumPy) and einops (the values a rearrange must give)."""
 
+import os
+
 import einops
 import numpy as np
 import pytest
@@ -219,7 +221,8 @@ def _refused_soundly(e: ViewError, source, expected: np.ndarray, exact: bool) ->
         assert not is_layout(expected), ("refused, but the result is a layout", str(e))
 
 
-PROPERTY = settings(max_examples=800, deadline=None,
+# 250 examples per property in every run (derandomised); `APDSL_DEEP=1` tries 2,000
+PROPERTY = settings(max_examples=2000 if os.environ.get("APDSL_DEEP") else 250, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

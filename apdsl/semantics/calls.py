@@ -4,11 +4,9 @@ they name, the view a failing method was called on labelled), and calling a `def
 
 from __future__ import annotations
 
-from types import FunctionType
 from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError, LimitError, PatternError
-from ..runtime.core.trace import calling
 from ..syntax import ast
 from ..tensor.machine import current
 from ..tensor.view import Tensor
@@ -143,12 +141,10 @@ class CallCompiler:
         budget = self.budget
         origins = self.origins
         dry = self.dry
-        positional = _positional(args) if dry or not self.plans or len(args) < 4 else \
-            argument_tuple(self, node.args, args)
+        # run mode: generated code reads constants and locals inline (callsites)
+        positional = argument_tuple(self, node.args, args) if args and self.plans and \
+            not dry else _positional(args)
         keywords = _keywords(kwargs)
-        # Run mode: a builtin instruction is called straight, without its builtin wrapper and
-        # `Interpreter.instruction` (the same location set, the same trace bookkeeping).
-        direct = interp.direct_instructions
         location = (span.file, span.line)
 
         def run(frame: Frame) -> Any:
@@ -166,24 +162,6 @@ class CallCompiler:
                 a, kw = spread(frame)
                 if a is None:
                     return POISON  # check mode: `*xs` or `**kw` it cannot know
-            impl = direct.get(fn) if type(fn) is FunctionType else None
-            if impl is not None:  # a builtin instruction (run mode): no helper, no receiver
-                interp.call_span = span
-                m = current()
-                m.location = location
-                m.span = span
-                try:
-                    if m.trace is not None:
-                        result = calling(impl, a, kw)
-                    elif kw:
-                        result = impl(*a, **kw)
-                    else:
-                        result = impl(*a)
-                except CALL_ERRORS as e:
-                    raise failed(fn, e) from None
-                if type(result) is Tensor:
-                    origins.setdefault(result, span)
-                return result
             if type(fn) is Function and not dry:  # a def (run mode): no wrapper call
                 for i, made in unrecorded:
                     if type(a[i]) is Tensor:
@@ -279,15 +257,6 @@ def _positional(args: list[Closure]) -> Closure:
         return lambda frame: (a0(frame),)
     if n == 2:
         a0, a1 = args
-        name = getattr(a0, "local_name", None)
-        if name is not None:  # `dma_copy(t, ...)`: the local read inline
-            def named(frame: Frame) -> tuple:
-                try:
-                    first = frame.vars[name]
-                except KeyError:
-                    first = a0(frame)
-                return first, a1(frame)
-            return named
         return lambda frame: (a0(frame), a1(frame))
     if n == 3:
         a0, a1, a2 = args

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -167,8 +167,10 @@ def test_found_by_name_and_filename_through_the_entry_point() -> None:
 def test_pygmentize_cli(tmp_path) -> None:
     path = tmp_path / "sample.apk"
     path.write_text(SAMPLE, encoding="utf-8")
-    exe = shutil.which("pygmentize")
-    cmd = [exe] if exe else [sys.executable, "-m", "pygments"]
+    # the pygmentize of this interpreter's environment (the one apdsl's lexer plugin is
+    # installed in), not whichever one PATH finds first (a pyenv shim has no apk lexer)
+    exe = Path(sys.executable).with_name("pygmentize")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pygments"]
     out = subprocess.run([*cmd, "-l", "apk", "-f", "raw", str(path)], check=True,
                          capture_output=True, text=True).stdout
     assert "Token.Keyword.Type\t'f32'" in out

@@ -1,7 +1,7 @@
 """The operators of the language: Python's, with the size limits of SPEC section 15 checked
 on what they build, tuples and lists compared by elements, and check mode's unknown values
 absorbing every operation.  The hot binary operators are compiled into closures of their own
-(`FAST_BINOPS`), with a constant right operand read from the closure."""
+(`FAST_BINOPS`): the size limits checked on the result, by its type, without a call."""
 
 from __future__ import annotations
 
@@ -137,22 +137,7 @@ def built(r: Any, span: Span, budget: limits.Budget) -> None:
             raise e.with_span(span) from None
 
 
-def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
-              budget: limits.Budget) -> Closure:
-    if is_const:
-        def run_const(frame: Frame) -> Any:
-            a = left(frame)
-            try:
-                r = a + const
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
-            if type(r) is int:
-                if r > MAX_INT or r < MIN_INT:
-                    raise limit_error(r, span)
-                return r
-            return _add(r, span, budget)
-        return run_const
-
+def _fast_add(left: Closure, right: Closure, span: Span, budget: limits.Budget) -> Closure:
     def run(frame: Frame) -> Any:
         a = left(frame)
         b = right(frame)
@@ -168,20 +153,7 @@ def _fast_add(left: Closure, right: Closure, span: Span, const: Any, is_const: b
     return run
 
 
-def _fast_sub(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
-              budget: limits.Budget) -> Closure:
-    if is_const:
-        def run_const(frame: Frame) -> Any:
-            a = left(frame)
-            try:
-                r = a - const
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
-            if type(r) is int and (r > MAX_INT or r < MIN_INT):
-                raise limit_error(r, span)
-            return r
-        return run_const
-
+def _fast_sub(left: Closure, right: Closure, span: Span, budget: limits.Budget) -> Closure:
     def run(frame: Frame) -> Any:
         a = left(frame)
         b = right(frame)
@@ -205,25 +177,7 @@ def _mul(a: Any, b: Any, span: Span, budget: limits.Budget) -> Any:
         raise python_error(e, span) from None
 
 
-def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
-              budget: limits.Budget) -> Closure:
-    if is_const:
-        const_seq = type(const) in _SEQUENCES
-
-        def run_const(frame: Frame) -> Any:
-            a = left(frame)
-            ta = type(a)
-            if const_seq or ta is str or ta is list or ta is tuple:
-                return _mul(a, const, span, budget)
-            try:
-                r = a * const
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
-            if type(r) is int and (r > MAX_INT or r < MIN_INT):
-                raise limit_error(r, span)
-            return r
-        return run_const
-
+def _fast_mul(left: Closure, right: Closure, span: Span, budget: limits.Budget) -> Closure:
     def run(frame: Frame) -> Any:
         a = left(frame)
         b = right(frame)
@@ -240,30 +194,13 @@ def _fast_mul(left: Closure, right: Closure, span: Span, const: Any, is_const: b
     return run
 
 
-def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
-              budget: limits.Budget) -> Closure:
+def _fast_mod(left: Closure, right: Closure, span: Span, budget: limits.Budget) -> Closure:
     # `"%0999999999d" % 1` builds a long string: checked like `+`
-    if is_const:
-        def run_const(frame: Frame) -> Any:
-            a = left(frame)
-            try:
-                if type(a) is str:  # its widths checked before it is built
-                    limits.pay_percent(a, const, budget)
-                r = a % const
-            except PY_ERRORS as e:
-                raise python_error(e, span) from None
-            except LimitError as e:
-                raise e.with_span(span) from None
-            if type(r) is str:
-                built(r, span, budget)
-            return r
-        return run_const
-
     def run(frame: Frame) -> Any:
         a = left(frame)
         b = right(frame)
         try:
-            if type(a) is str:
+            if type(a) is str:  # its widths checked before it is built
                 limits.pay_percent(a, b, budget)
             r = a % b
         except PY_ERRORS as e:
@@ -278,16 +215,7 @@ def _fast_mod(left: Closure, right: Closure, span: Span, const: Any, is_const: b
 
 def _plain(op: Callable[[Any, Any], Any]) -> Callable[..., Closure]:
     """Operators whose result is never larger than their operands."""
-    def make(left: Closure, right: Closure, span: Span, const: Any, is_const: bool,
-              budget: limits.Budget) -> Closure:
-        if is_const:
-            def run_const(frame: Frame) -> Any:
-                try:
-                    return op(left(frame), const)
-                except PY_ERRORS as e:
-                    raise python_error(e, span) from None
-            return run_const
-
+    def make(left: Closure, right: Closure, span: Span, budget: limits.Budget) -> Closure:
         def run(frame: Frame) -> Any:
             a = left(frame)
             b = right(frame)

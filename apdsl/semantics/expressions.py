@@ -103,10 +103,7 @@ class ExpressionCompiler:
         left, right = self.compile_expr(node.left), self.compile_expr(node.right)
         span = node.span
         if node.op in FAST_BINOPS:
-            is_const = isinstance(node.right, ast.Const)
-            return FAST_BINOPS[node.op](left, right, span,
-                                        node.right.value if is_const else None, is_const,
-                                        self.budget)
+            return FAST_BINOPS[node.op](left, right, span, self.budget)
         # `**`, `<<` and `*` of sequences could build something huge: checked before they run
         op = limits.CHECKED.get(node.op) or BINOPS[node.op]
         if isinstance(node.right, ast.Const):

@@ -398,3 +398,39 @@ def test_a_passing_tests_false_comparison_is_no_mismatch(tmp_path: Path) -> None
     (tmp_path / "test_noise.py").write_text(EXPECTED_FALSE)
     v = _corpus(tmp_path, 300)["noise_kernel"]
     assert v["status"] == "matches", v
+
+
+SUB_FOLDER_TEST = '''
+import numpy as np
+
+import nki
+import nki.language as nl
+from mylib.factors import FACTOR
+
+
+@nki.jit
+def scaled_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), FACTOR))
+    return out
+
+
+def test_scaled():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_allclose(scaled_kernel(x), 3.0 * x)
+'''
+
+
+def test_a_sub_folder_of_a_checkout_imports_the_checkouts_own_packages(tmp_path: Path) -> None:
+    # the kernels measured are the sub-folder's; its tests import the checkout's src/ package
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src" / "mylib").mkdir(parents=True)
+    (tmp_path / "src" / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "src" / "mylib" / "factors.py").write_text("FACTOR = 3.0\n")
+    sub = tmp_path / "tests" / "ops"
+    sub.mkdir(parents=True)
+    (sub / "test_scaled.py").write_text(SUB_FOLDER_TEST)
+    (tmp_path / "other.py").write_text(GOES_ON)  # outside the sub-folder: not measured
+    got = _corpus(sub, 60)
+    assert list(got) == ["scaled_kernel"], got
+    assert got["scaled_kernel"]["status"] == "matches", got

@@ -251,7 +251,7 @@ def _show(sh: argparse.ArgumentParser) -> None:
 
 
 def _corpus(c: argparse.ArgumentParser) -> None:
-    c.add_argument("dir", metavar="DIR", help="a checkout of a repository with NKI kernels")
+    c.add_argument("dir", metavar="DIR", help="a checkout with NKI or pyasc kernels, or a folder inside one")
     c.add_argument("--json", action="store_true", help="the table and counts as one JSON "
                    "object")
     c.add_argument("--timeout", metavar="S", type=float, default=120.0,

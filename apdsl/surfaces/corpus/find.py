@@ -68,6 +68,20 @@ class Source:
     names: frozenset[str]  # every identifier and attribute name the file uses
 
 
+def checkout_top(folder: str) -> str:
+    """The top of the checkout `folder` lies in (the nearest folder holding `.git`, itself
+    included), or `folder` when it is in none: a run on a sub-folder imports the repository's
+    own packages (its `src/`, its `test` package) from there, as its tests do."""
+    here = os.path.realpath(folder)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return os.path.realpath(folder)
+        here = parent
+
+
 def python_files(root: str) -> Iterator[str]:
     for here, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .find import checkout_top
 from .harness import OrchestratorAdapter
 from .standins import install_stand_ins
 from .verdict import Verdict, classify, is_apdsl_fault
@@ -181,11 +182,12 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
     from ...nki import install
     from ...nki.observe import observing
     root = job["root"]
-    for extra in (root, os.path.join(root, "src")):
+    top = checkout_top(root)
+    for extra in (top, os.path.join(top, "src")):
         if os.path.isdir(extra) and extra not in sys.path:
             sys.path.append(extra)
     install()
-    install_stand_ins(root)
+    install_stand_ins(top)
     install_asc()  # pyasc kernels: `import asc` is apdsl.asc (a real pyasc is left alone)
     failures: list[Verdict] = []
     notes: list[str] = []

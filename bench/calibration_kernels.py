@@ -170,3 +170,109 @@ def scalar_chain(x):
     out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+# -- validation: kernels the model was not fitted to ------------------------------------------
+# The fused Mamba tutorial (aws-neuron-sdk nki/guides/tutorials/fused_mamba.rst): the selective
+# scan of one layer, delta and u [batch, channels, seq_len], A [channels, state], B and C
+# [batch, state, seq_len], out[b, c, t] = sum over states s of C[b, s, t] * h_s[c, t] where
+# h_s[c, t] = exp(delta[b, c, t] * A[c, s]) * h_s[c, t - 1] + delta[b, c, t] * u[b, c, t] *
+# B[b, s, t].  Channels on partitions in tiles of 128, seq_len on the free dimension; per
+# (state, channel tile): exp(delta * A) on the Scalar engine (A's column as the [P, 1] scale),
+# delta * u and then * B on the Vector engine, the recurrence as one tensor_tensor_scan, * C,
+# and the sum over states.  B's and C's rows reach every partition as the tutorial's
+# `broadcast_to` does it (`_row`).  v1 loops states outside channel tiles (delta and u
+# reloaded per state, a [128, tiles, seq_len] accumulator), v2 channel tiles outside states
+# (delta and u loaded once per tile).
+
+P = 128
+
+
+def _row(x, b, s, seq, ones):
+    """Row s of x[b] on every one of P partitions: loaded to one partition, then broadcast by
+    the Tensor engine into PSUM (ones.T @ row: the architecture guide's broadcast, which
+    `broadcast_to` of a one-partition tile issues)."""
+    row = nl.ndarray((1, seq), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x[b, s:s + 1, :])
+    wide = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=wide, stationary=ones, moving=row)
+    return wide
+
+
+def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, first, seq, dt):
+    """One state's contribution to a channel tile: acc (+)= C * scan(exp(delta A), delta u B)."""
+    dA = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+    nisa.activation(dst=dA, op=nl.exp, data=delta_t, scale=a_col)
+    dBu = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=dBu, data1=delta_t, data2=u_t, op=nl.multiply)
+    nisa.tensor_tensor(dst=dBu, data1=dBu, data2=b_row, op=nl.multiply)
+    h = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+    nisa.tensor_tensor_scan(dst=h, data0=dA, data1=dBu, initial=0.0, op0=nl.multiply,
+                            op1=nl.add)
+    if first:
+        nisa.tensor_tensor(dst=acc, data1=h, data2=c_row, op=nl.multiply)
+    else:
+        hc = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=hc, data1=h, data2=c_row, op=nl.multiply)
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=hc, op=nl.add)
+
+
+def _load_state(A, B, C, b, s, c0, seq, ones):
+    a_col = nl.ndarray((P, 1), dtype=A.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_col, src=A[c0:c0 + P, s:s + 1])
+    return a_col, _row(B, b, s, seq, ones), _row(C, b, s, seq, ones)
+
+
+def _ones(dt):
+    ones = nl.ndarray((1, P), dtype=dt, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    return ones
+
+
+@nki.jit
+def mamba_v1(delta, u, A, B, C):
+    """States outside channel tiles: each (state, tile) loads its delta and u tiles again."""
+    batch, channels, seq = delta.shape
+    _, states = A.shape
+    dt = delta.dtype
+    tiles = channels // P
+    out = nl.ndarray((batch, channels, seq), dtype=dt, buffer=nl.shared_hbm)
+    ones = _ones(dt)
+    for b in nl.affine_range(batch):
+        acc = nl.ndarray((P, tiles, seq), dtype=dt, buffer=nl.sbuf)
+        for s in nl.affine_range(states):
+            for t in nl.affine_range(tiles):
+                c0 = t * P
+                delta_t = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=delta_t, src=delta[b, c0:c0 + P, :])
+                u_t = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=u_t, src=u[b, c0:c0 + P, :])
+                a_col, b_row, c_row = _load_state(A, B, C, b, s, c0, seq, ones)
+                _state_step(delta_t, u_t, a_col, b_row, c_row, acc[:, t, :], s == 0, seq, dt)
+        for t in nl.affine_range(tiles):
+            nisa.dma_copy(dst=out[b, t * P:(t + 1) * P, :], src=acc[:, t, :])
+    return out
+
+
+@nki.jit
+def mamba_v2(delta, u, A, B, C):
+    """Channel tiles outside states: delta and u loaded once per tile, one [128, seq_len]
+    accumulator."""
+    batch, channels, seq = delta.shape
+    _, states = A.shape
+    dt = delta.dtype
+    out = nl.ndarray((batch, channels, seq), dtype=dt, buffer=nl.shared_hbm)
+    ones = _ones(dt)
+    for b in nl.affine_range(batch):
+        for t in nl.affine_range(channels // P):
+            c0 = t * P
+            delta_t = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+            nisa.dma_copy(dst=delta_t, src=delta[b, c0:c0 + P, :])
+            u_t = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+            nisa.dma_copy(dst=u_t, src=u[b, c0:c0 + P, :])
+            acc = nl.ndarray((P, seq), dtype=dt, buffer=nl.sbuf)
+            for s in nl.affine_range(states):
+                a_col, b_row, c_row = _load_state(A, B, C, b, s, c0, seq, ones)
+                _state_step(delta_t, u_t, a_col, b_row, c_row, acc, s == 0, seq, dt)
+            nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
+    return out

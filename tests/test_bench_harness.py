@@ -114,3 +114,25 @@ def test_every_bench_script_declares_cases_on_the_harness():
         text = path.read_text()
         assert "def cases(" in text and "harness" in text, path.name
     assert "run_all" in {p.stem for p in bench.glob("*.py")}
+
+
+def test_a_validation_row_prints_its_miss_and_does_not_fail_the_run(capsys):
+    """Calibration rows (SPEC 14) must lie in their band; a validation row (a kernel the model
+    was not fitted to) is printed ok or MISS as it comes out and its miss fails nothing."""
+    inside = harness.Case("in", "published 1 s", 0.0, lambda: (1.1, 1.0), band=(0.8, 1.25))
+    outside = harness.Case("out", "published 1 s", 0.0, lambda: (1.3, 1.0), band=(0.8, 1.25))
+    seen = harness.Case("seen", "published 1 s", 0.0, lambda: (1.3, 1.0), band=(0.8, 1.25),
+                        validation=True)
+    assert harness.main([inside], "t", []) == 0
+    assert harness.main([inside, seen], "t", []) == 0
+    out = capsys.readouterr().out
+    assert "1.30x  0.8-1.25  MISS (validation: not fitted)" in out
+    assert "1.10x  0.8-1.25  ok" in out
+    assert harness.main([inside, seen, outside], "t", []) == 1
+
+
+def test_run_all_runs_every_bench_script():
+    """One run of bench/run_all.py prints every benchmark, the calibration table included."""
+    bench = Path(harness.__file__).parent
+    import run_all
+    assert set(run_all.MODULES) == {p.stem for p in bench.glob("bench_*.py")}

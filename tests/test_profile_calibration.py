@@ -7,10 +7,12 @@ operand costs nothing; a contiguous copy is not slower than the same bytes in ro
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+from math import prod
 from pathlib import Path
 
 import ml_dtypes
@@ -338,3 +340,147 @@ def test_ascend_cores_share_the_chip_gm_bandwidth(tmp_path):
     assert rates[1] <= one_core * (1 + 1e-9)
     assert rates[20] <= f["gm_bandwidth"].value * 1e9 * (1 + 1e-9)
     assert rates[20] > 0.95 * f["gm_bandwidth"].value * 1e9  # 20 x 230 GB/s would be more
+
+
+# -- Ascend: GM runs and cores sharing GM -----------------------------------------------------
+
+def _launch(source: str, kernel: str, cores: int):
+    """The profile of `kernel` launched on `cores` cores (as `apdsl profile --grid`)."""
+    from apdsl.profile import profile_run
+    from apdsl.semantics.program import Program
+    from apdsl.tensor.machine import current
+    from apdsl.tensor.targets import set_target
+    machine = current().child()
+    with machine.active():
+        set_target("ascend-a2")
+        return profile_run(Program(source, "<test>").run(kernel, trace=True, grid=(cores,)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(0, 3)), min_size=1, max_size=3),
+       st.randoms(use_true_random=False))
+def test_a_gm_run_is_the_storage_run_whatever_order_the_copy_visits(dims, rnd):
+    """The run of an operand is the contiguous stretch of storage it reads, not of its visiting
+    order (MTE2 reformats on chip): brute force over the offsets of a sub-block of a row-major
+    array, its dimensions visited in a random order."""
+    from apdsl.profile.model import storage_run_elements
+    from apdsl.tensor.lowering import AccessPattern
+    counts = [c for c, _ in dims]
+    full = [c + extra for c, extra in dims]  # the array's extents: the block is cut from it
+    strides = [prod(full[i + 1:]) for i in range(len(full))]
+    order = list(range(len(dims)))
+    rnd.shuffle(order)
+    pattern = [[strides[i], counts[i]] for i in order]
+    ap = AccessPattern("t", "gm", "float16", "ND", 0, pattern)
+    offsets = sorted({sum(s * k for (s, _), k in zip(pattern, idx))
+                      for idx in itertools.product(*(range(c) for _, c in pattern))})
+    runs, run = [], 1
+    for a, b in zip(offsets, offsets[1:]):
+        if b == a + 1:
+            run += 1
+        else:
+            runs.append(run)
+            run = 1
+    runs.append(run)
+    assert set(runs) == {storage_run_elements(ap)}
+
+
+COLUMN_LOAD = """\
+kernel k(B: f16[{shape}] @ gm{fmt}) -> f16[{shape}] @ gm:
+    t = ndarray(({tile}), f16, l1, "{l1}")
+    dma_copy(t, B[{view}])
+    return B
+"""
+
+
+def test_a_column_major_matrix_is_read_in_columns():
+    """CATLASS reads a ColumnMajor B [K, N] into L1 (nZ) one column of K at a time: the same
+    runs, and the same time, as a row-major [N, K] matrix into zN.  (It was costed as 2-byte
+    runs: a descriptor per element, 100x too slow.)"""
+    def load(shape: str, fmt: str, tile: str, l1: str, view: str):
+        src = COLUMN_LOAD.format(shape=shape, fmt=fmt, tile=tile, l1=l1, view=view)
+        (slot,) = [s for s in apdsl.profile(src).slots if s.op == "dma_copy"]
+        return slot
+    # a [256, 64] tile of B [512, 64], and a [64, 256] tile of a row-major [64, 512]
+    column = load("512, 64", " as COLUMN_MAJOR", "256, 64", "ZN", "0:256, :")
+    rows = load("64, 512", "", "64, 256", "NZ", ":, 0:256")
+    assert column.cost.run_bytes == rows.cost.run_bytes == 256 * 2
+    assert column.end - column.start == pytest.approx(rows.end - rows.start)
+
+
+GM_STREAMS = """\
+kernel loads(A: f16[20, 8, 128, 256] @ gm) -> f16[20, 8, 128, 256] @ gm:
+    if asc.ascend_is_aic():
+        b = asc.get_block_idx()
+        t = ndarray((128, 256), f16, l1)
+        for i in range(8):
+            dma_copy(t, A[b, i, :, :])
+        asc.set_flag("MTE2_MTE1", 0)
+        asc.wait_flag("MTE2_MTE1", 0)
+    return A
+"""
+
+
+def test_cores_loading_at_once_share_gm_evenly():
+    """Twenty cores streaming at once each get a share of the chip's GM as they ask: they
+    finish together, at the chip's bandwidth (the interpreter runs core 0 to its end first;
+    scheduled in that order, core 0 took GM at its full rate and core 19 waited for all)."""
+    p = _launch(GM_STREAMS, "loads", 20)
+    f = costs.table("ascend-a2")
+    ends = {}
+    for s in p.slots:
+        ends[s.track] = max(ends.get(s.track, 0.0), s.end)
+    assert len(ends) == 20
+    chip = 20 * 8 * 128 * 256 * 2 / f["gm_bandwidth"].value  # ns at the chip's GM bandwidth
+    alone = 8 * 128 * 256 * 2 / (f["gm_bytes_per_cycle"].value * f["clock"].value)
+    assert chip > 2 * alone  # (the test's premise: GM, not a core's rate, is the limit)
+    assert max(ends.values()) == pytest.approx(chip)
+    # served in turn, a load of each core a round: they end within one round of each other
+    one_round = 20 * 128 * 256 * 2 / f["gm_bandwidth"].value
+    assert max(ends.values()) - min(ends.values()) <= one_round * (1 + 1e-9)
+
+
+def test_the_catlass_calibration_rows_are_in_band():
+    """SPEC 14's CATLASS rows, at their published size on 20 cores (about 3 s each)."""
+    assert 0.8 <= bench_calibration._catlass("case1_128x256", 20) / 72.5e-6 <= 1.25
+    assert 0.8 <= bench_calibration._catlass("case1_256x128", 20) / 48.6e-6 <= 1.25
+
+
+def test_a_repeated_gm_read_keeps_its_runs():
+    from apdsl.profile.model import storage_run_elements
+    from apdsl.tensor.lowering import AccessPattern
+    ap = AccessPattern("t", "gm", "float16", "ND", 0, [[0, 4], [1024, 8], [1, 256]])
+    assert storage_run_elements(ap) == 256
+
+
+# -- validation kernels (not fitted to) -------------------------------------------------------
+
+def _selective_scan(delta, u, A, B, C):
+    """The fused Mamba tutorial's recurrence, step by step in float64."""
+    batch, channels, seq = delta.shape
+    out = np.zeros((batch, channels, seq))
+    for b in range(batch):
+        for s in range(A.shape[1]):
+            h = np.zeros(channels)
+            for t in range(seq):
+                h = np.exp(delta[b, :, t] * A[:, s]) * h + delta[b, :, t] * u[b, :, t] * B[b, s, t]
+                out[b, :, t] += C[b, s, t] * h
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2"])
+def test_the_mamba_validation_kernels_compute_the_selective_scan(kernel):
+    from apdsl.nki.program import PyProgram
+    rng = np.random.default_rng(5)
+    batch, channels, seq, states = 2, 256, 48, 3
+    ins = {"delta": rng.uniform(0, 0.5, (batch, channels, seq)),
+           "u": rng.standard_normal((batch, channels, seq)),
+           "A": -rng.uniform(0.1, 1.0, (channels, states)),
+           "B": rng.standard_normal((batch, states, seq)),
+           "C": rng.standard_normal((batch, states, seq))}
+    ins = {k: v.astype(np.float32) for k, v in ins.items()}
+    with apdsl.target("trn1"):
+        got = PyProgram(str(ROOT / "bench" / "calibration_kernels.py")).run(
+            kernel, ins).value.numpy()
+    want = _selective_scan(*(ins[k].astype(np.float64) for k in ("delta", "u", "A", "B", "C")))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import raises_code
 from test_pipes_oracle import _tensors, programs, run_program
 
@@ -198,3 +199,12 @@ def test_a_plan_keeps_no_view_alive_and_goes_with_its_views():
         gc.collect()
         assert storage() is None
         assert not any(k in sync.PLANS for k in keys)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 60), max_size=40), st.lists(st.integers(0, 60), max_size=40))
+def test_common_bytes_is_the_intersection_of_two_byte_sets(a, b):
+    """The race checker's byte intersection (two sorted unique arrays) against NumPy's."""
+    from apdsl.runtime.sync.sync_facts import common_bytes
+    x, y = np.unique(np.array(a, np.int64)), np.unique(np.array(b, np.int64))
+    np.testing.assert_array_equal(common_bytes(x, y), np.intersect1d(x, y))

@@ -4,8 +4,9 @@ column range Python 3.11+ records for each instruction (`co_positions`)."""
 from __future__ import annotations
 
 import dis
+import os
 import sys
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from types import CodeType, FrameType, TracebackType
 from typing import Any
@@ -17,11 +18,23 @@ PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
 def is_user_file(filename: str) -> bool:
-    """A frame of the user's code (not apdsl's, not Python's own `<frozen ...>` machinery)."""
+    """A frame of the user's code (not apdsl's, not Python's own `<frozen ...>` machinery).
+
+    Asked for every frame of every traced instruction (the innermost user frame of each), so
+    the answer is kept per file: resolving a path is a system call per component.  A relative
+    name depends on the working directory, so it is kept per directory too."""
     if filename.startswith("<"):
         return False
+    if os.path.isabs(filename):
+        return _user_path(filename, "")
+    return _user_path(filename, os.getcwd())
+
+
+@lru_cache(maxsize=4096)
+def _user_path(filename: str, cwd: str) -> bool:
+    """`is_user_file` of `filename` (relative names: in `cwd`), computed once per pair."""
     try:
-        path = str(Path(filename).resolve())
+        path = str(Path(cwd, filename).resolve())
     except OSError:
         return False
     return not (path == PACKAGE or path.startswith(PACKAGE + "/"))

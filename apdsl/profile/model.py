@@ -90,6 +90,23 @@ def run_elements(ap: AccessPattern) -> int:
     return as_int(count) if as_int(stride) == 1 else 1
 
 
+def storage_run_elements(ap: AccessPattern) -> int:
+    """Elements of one contiguous run of the storage an operand covers, whatever order the
+    copy visits them in: its entries sorted by stride, each joined to the run below it while
+    its stride is that run's length.  On Ascend MTE2 and Fixpipe reformat on chip (Nd2Nz,
+    column-major into ZN: CATLASS reads each column of a ColumnMajor B as one run of K), so
+    GM is read in these runs even where the on-chip side's order crosses them.  A stride of 0
+    reads the same elements again: it cuts no run."""
+    entries = sorted((abs(as_int(s)), as_int(c)) for s, c in ap.pattern
+                     if as_int(c) > 1 and as_int(s) != 0)
+    run = 1
+    for stride, count in entries:
+        if stride != run:
+            break
+        run *= count
+    return run
+
+
 def _descriptors(aps: list[AccessPattern], n: int) -> int:
     """Runs of a copy of `n` elements: a descriptor ends where either side's run ends."""
     runs = [max(1, run_elements(ap)) for ap in aps]
@@ -233,7 +250,7 @@ class Model:
         gm = [ap for ap in aps if ap.buffer == "gm"]
         if gm:
             side = gm[0]
-            desc = _descriptors([side], elements(side))
+            desc = max(1, elements(side) // storage_run_elements(side))
             run = max(1, elements(side) * _bits(side) // 8 // desc)
             cycles = desc * max(run, self.v("dma_min_run")) / self.v("gm_bytes_per_cycle")
             return Cost(pipe, (issue + cycles) / clock, nbytes, desc, run, 1, issue / clock,

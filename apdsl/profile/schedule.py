@@ -21,11 +21,13 @@ vector_offset) may touch any byte of its storage.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import deque
+from heapq import heapify, heappop, heappush
 from math import inf
 from typing import Any
 
 from ..records import record
-from ..runtime.core.trace import AFTER, EVENT_ROW, PART
+from ..runtime.core.trace import AFTER, EVENT_ROW, PART, PIPE
 from ..runtime.sync.pipes import PIPE_INDEX
 from ..runtime.table import outputs
 from .model import Cost, Model, as_int
@@ -153,13 +155,82 @@ class Scheduler:
             t = tk
 
     def run(self, trace: Any) -> None:
-        """Schedule every instruction of a trace, in program order."""
+        """Schedule every instruction of a trace, in program order; the instructions of a
+        launch on several Ascend cores in the order of time (`_interleave`)."""
         add = self.add
         self.syncs = trace.syncs
-        parts, hints = trace.parts, trace.hints
-        for i, row in enumerate(trace.rows):
-            if len(row) != EVENT_ROW:  # (an event takes no time: its ordering is in `after`)
+        parts, hints, rows = trace.parts, trace.hints, trace.rows
+        i, n = 0, len(rows)
+        while i < n:
+            row = rows[i]
+            if len(row) == EVENT_ROW:  # (an event takes no time: its ordering is in `after`)
+                i += 1
+                continue
+            world = self._launch(row)
+            if world is None:
                 add(i, row, parts[row[PART]], hints.get(i))
+                i += 1
+                continue
+            j = i + 1  # the launch's rows: up to the first instruction of something else
+            while j < n and (len(rows[j]) == EVENT_ROW or self._launch(rows[j]) is world):
+                j += 1
+            self._interleave(trace, range(i, j))
+            i = j
+
+    def _launch(self, row: tuple[Any, ...]) -> Any:
+        """The world of a launch on several cores that trace row `row` ran in, else None."""
+        if row[PIPE] is None:
+            return None
+        sync = row[AFTER - 1]
+        world = getattr(self.syncs[sync], "world", None) if sync < len(self.syncs) else None
+        return world if getattr(world, "cores", 1) > 1 else None
+
+    def _interleave(self, trace: Any, span: range) -> None:
+        """The instructions of one launch on several cores, the next one always of the core
+        whose last instruction started earliest (of those whose events' instructions are all
+        scheduled).  The interpreter runs the cores one after another; scheduled in that order,
+        the first core's transfers would take the shared GM bandwidth at its full rate and the
+        last core's would find it taken, where the hardware serves the cores' concurrent
+        requests together: in time order each transfer takes its share when it asks for it."""
+        rows, parts, hints = trace.rows, trace.parts, trace.hints
+        queues: dict[int, deque[int]] = {}
+        for i in span:
+            if len(rows[i]) != EVENT_ROW:
+                queues.setdefault(self.syncs[rows[i][AFTER - 1]].base, deque()).append(i)
+        heap = [(0.0, q[0], core) for core, q in queues.items()]
+        heapify(heap)
+        waiting: list[tuple[float, int, int]] = []
+        while heap or waiting:
+            if not heap:  # (every head waits: the first in program order cannot)
+                waiting.sort(key=lambda w: w[1])
+                heap, waiting = waiting[:1], waiting[1:]
+                first = True
+            else:
+                first = False
+            clock, i, core = heappop(heap)
+            if not first and not self._ready(rows[i]):
+                waiting.append((clock, i, core))
+                continue
+            queue = queues[core]
+            queue.popleft()
+            self.add(i, rows[i], parts[rows[i][PART]], hints.get(i))
+            if queue:
+                heappush(heap, (self.table.rows[-1][9], queue[0], core))
+            for w in waiting:  # what it waited for may be scheduled now
+                heappush(heap, w)
+            waiting.clear()
+
+    def _ready(self, row: tuple[Any, ...]) -> bool:
+        """Every instruction that happens before Ascend row `row` (its events) is scheduled."""
+        checker = self.syncs[row[AFTER - 1]]
+        own = AFTER + checker.base  # (its own core's pipes are scheduled in program order)
+        if not any(row[AFTER:own]) and not any(row[own + len(PIPE_INDEX):]):
+            return True
+        got = self.pipe_ends.get(id(checker.world))
+        ends = got[0] if got is not None else []
+        pi = PIPE_INDEX[row[PIPE]] + checker.base
+        return all(not k or q == pi or (q < len(ends) and k <= len(ends[q]))
+                   for q, k in enumerate(row[AFTER:]))
 
     def add(self, index: int, row: tuple[Any, ...], part: tuple[Any, ...],
             hints: dict[str, Any] | None) -> None:
@@ -412,9 +483,9 @@ def core_prefix(world: Any, base: int) -> str:
     """The track prefix of a core's pipes in a launch on several cores ("AIV 3: "), or "".
 
     Each core's pipes are tracks of their own and run in parallel.  GM bandwidth: every core's
-    transfers (MTE2, MTE3, FIX) are costed at the per-core rates of the cost model, and the
-    cores do not yet slow each other down; sharing the target's GM bandwidth among the cores'
-    concurrent transfers (SPEC 14) belongs here, on the tracks this prefix names."""
+    transfers (MTE2, MTE3, FIX) are costed at the per-core rates of the cost model and share
+    the chip's GM bandwidth (`Scheduler.shared`), taken in the order of time
+    (`Scheduler._interleave`)."""
     if getattr(world, "cores", 1) <= 1:
         return ""
     return f"{world.name(base)}: "

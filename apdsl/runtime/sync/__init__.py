@@ -43,7 +43,7 @@ from .pipes import (
     PIPES,
     split_event,
 )
-from .sync_facts import PLANS, Record, Touch, plan_of
+from .sync_facts import PLANS, Record, Touch, common_bytes, plan_of
 from .world import SyncError, World, check_event, cross_race, no_pipe, op_at, reuse
 
 _N = len(PIPES)
@@ -218,7 +218,7 @@ class Sync:
                     or acc.write == 2 and rec[5] == 2:  # two atomic adds commute
                 continue
             e = Touch(rec)
-            both = np.intersect1d(e.exact(), acc.exact(), assume_unique=True)
+            both = common_bytes(e.exact(), acc.exact())
             if both.size:
                 return e, both
         return None

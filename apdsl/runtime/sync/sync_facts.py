@@ -49,14 +49,36 @@ class Touch:
         """The sorted region bytes the access touches."""
         if self.layout is None:
             return np.arange(self.lo, self.hi + 1, dtype=np.int64)
-        offs = np.unique(np.asarray(self.layout.offsets(), dtype=np.int64).ravel())
+        offs = _sorted_unique(np.asarray(self.layout.offsets(), dtype=np.int64).ravel())
         bits = self.bits
         if bits < 8:
-            out = np.unique(offs * bits // 8)
+            out = _sorted_unique(offs * bits // 8)
         else:
             size = bits // 8
             out = (offs[:, None] * size + np.arange(size, dtype=np.int64)).ravel()
-        return np.unique(out) + self.base
+        return _sorted_unique(out) + self.base
+
+
+def common_bytes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The bytes two `Touch.exact` arrays (sorted, unique) share, sorted: each of the smaller
+    looked up in the larger (`np.intersect1d` sorts both together, the checker's cost when two
+    cores' tiles interleave in one GM matrix)."""
+    if a.size > b.size:
+        a, b = b, a
+    if not a.size:
+        return a
+    at = np.searchsorted(b, a)
+    hit = at < b.size
+    hit[hit] = b[at[hit]] == a[hit]
+    return a[hit]
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """`np.unique(a)`; an array already strictly increasing (a tile's offsets in row-major
+    order, mostly) is returned as it is, found in one pass instead of a sort."""
+    if a.size < 2 or bool((a[1:] > a[:-1]).all()):
+        return a
+    return np.unique(a)
 
 
 def region_key(t: Any) -> tuple[Any, int]:

@@ -21,6 +21,7 @@ from apdsl.surfaces.corpus.standins import StandInFinder, neuron_dtypes
 
 KERNELS = '''
 import nki
+import nki.collectives as ncc
 import nki.isa as nisa
 import nki.language as nl
 
@@ -57,6 +58,23 @@ def mx_copy_kernel(x):
 
 
 @nki.jit
+def trn3_sum_kernel(x, replica_group):
+    # the sum over the ranks plus the NeuronCore version: 4 on trn3, 3 on trn2
+    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=x)
+    ncc.all_reduce(dsts=[dst], srcs=[src], op=nl.add, replica_group=replica_group)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(dst), float(nisa.get_nc_version())))
+    return out
+
+
+@nki.jit
+def env_kernel(x):
+    return x
+
+
+@nki.jit
 def cores_kernel(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, nl.add(nl.load(x), float(nl.num_programs(0))))
@@ -78,9 +96,28 @@ class Orchestrator:
         raise RuntimeError("no hardware")
 
 
+@dataclass(frozen=True)
+class Platform:
+    value: str
+
+
 @dataclass
 class CompilerArgs:
     logical_nc_config: int = 1
+    platform_target: Platform = Platform("trn2")
+
+
+@dataclass
+class InferenceArgs:
+    collective_ranks: int = 1
+
+
+@dataclass
+class PerRank:
+    generator: Callable
+
+    def for_rank(self, rank_id):
+        return self.generator(rank_id=rank_id)
 
 
 @dataclass
@@ -110,19 +147,62 @@ class Validation:
 class KernelArgs:
     kernel_func: Callable
     compiler_input: CompilerArgs
-    kernel_input: dict
+    kernel_input: Any
     validation_args: Validation = None
+    inference_args: InferenceArgs = field(default_factory=InferenceArgs)
 '''
 
+# the platform option becomes the mark expression, and each test is marked with the platforms
+# it does not exclude: a run for trn2 deselects the trn3-only tests
 CONFTEST = '''
 import pytest
 
-from hx.utils.orchestrator import Orchestrator
+from hx.utils.orchestrator import Orchestrator, Platform
+
+PLATFORMS = ("trn1", "trn2", "trn3")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--platform-target", default="trn2")
+
+
+def pytest_configure(config):
+    config.option.markexpr = config.getoption("platform_target")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        marker = item.get_closest_marker("platforms")
+        excluded = set(marker.kwargs.get("exclude") or []) if marker else set()
+        for p in PLATFORMS:
+            if p not in excluded:
+                item.add_marker(getattr(pytest.mark, p))
 
 
 @pytest.fixture
 def test_manager():
     return Orchestrator()
+
+
+@pytest.fixture
+def platform_target(request):
+    return Platform(request.config.getoption("platform_target"))
+'''
+
+# a conftest that imports a package this environment lacks
+ABSENT_CONFTEST = '''
+import os
+
+import apdsl_corpus_test_absent_package.extras
+'''
+
+ENV_TESTS = '''
+from pkg.kern import env_kernel
+
+
+def test_env():
+    env_kernel(1)
 '''
 
 TESTS = '''
@@ -130,10 +210,12 @@ import neuron_dtypes as dt
 import numpy as np
 import pytest
 
-from hx.utils.orchestrator import (CompilerArgs, KernelArgs, Lazy, Validation,
-                                   WithValidator)
+from nki.collectives import ReplicaGroup
+
+from hx.utils.orchestrator import (CompilerArgs, InferenceArgs, KernelArgs, Lazy, PerRank,
+                                   Validation, WithValidator)
 from pkg.kern import (cores_kernel, double_kernel, mx_copy_kernel, negate_kernel,
-                      square_kernel)
+                      square_kernel, trn3_sum_kernel)
 
 SEEN = []
 
@@ -175,6 +257,17 @@ def test_mx_copy(test_manager):
     test_manager.execute(_args(mx_copy_kernel, x, Lazy({"out": x}, lambda: {"out": x})))
 
 
+@pytest.mark.platforms(exclude=["trn1", "trn2"])
+def test_trn3_sum_on_four_ranks(test_manager, platform_target):
+    xs = np.arange(4 * 8 * 4, dtype=np.float32).reshape(4, 8, 4)
+    group = ReplicaGroup([[0, 1, 2, 3]])
+    test_manager.execute(KernelArgs(
+        trn3_sum_kernel, CompilerArgs(1, platform_target),
+        PerRank(lambda rank_id: {"x": xs[rank_id], "replica_group": group}),
+        Validation(PerRank(lambda rank_id: {"out": xs.sum(axis=0) + 4.0}), 1e-6, 1e-6),
+        InferenceArgs(collective_ranks=4)))
+
+
 def test_cores(test_manager):
     x = np.zeros((4, 4), np.float32)
     test_manager.execute(_args(cores_kernel, x, Lazy({"out": x}, lambda: {"out": x + 2}),
@@ -187,7 +280,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("harness_repo")
     files = {"pkg/__init__.py": "", "pkg/kern.py": KERNELS, "hx/__init__.py": "",
              "hx/utils/__init__.py": "", "hx/utils/orchestrator.py": ORCHESTRATOR,
-             "hx/conftest.py": CONFTEST, "hx/test_kern.py": TESTS}
+             "hx/conftest.py": CONFTEST, "hx/test_kern.py": TESTS,
+             "hy/__init__.py": "", "hy/conftest.py": ABSENT_CONFTEST,
+             "hy/test_env.py": ENV_TESTS}
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text))
@@ -212,6 +307,20 @@ def test_kernels_run_on_the_tests_inputs_and_match_their_golden(measured: dict) 
     assert measured["cores_kernel"]["status"] == "matches", measured["cores_kernel"]
 
 
+def test_a_trn3_only_collective_test_runs_every_rank_on_trn3(measured: dict) -> None:
+    # deselected on the option's default platform (trn2), it runs once the harness asks for
+    # trn3; the four ranks each get their own input and their golden holds trn3's version
+    v = measured["trn3_sum_kernel"]
+    assert v["status"] == "matches", v
+
+
+def test_a_conftest_needing_an_absent_package_is_an_environment_stop(measured: dict) -> None:
+    v = measured["env_kernel"]
+    assert (v["status"], v["code"], v["where"]) == ("environment", "ModuleNotFoundError",
+                                                    "hy/conftest.py:4"), v
+    assert "apdsl_corpus_test_absent_package" in v["detail"], v
+
+
 def test_a_result_the_golden_disagrees_with_is_a_mismatch(measured: dict) -> None:
     v = measured["negate_kernel"]
     assert v["status"] == "mismatch", v
@@ -223,7 +332,8 @@ def test_the_checkout_is_left_as_it_was(repo: Path, measured: dict) -> None:
                   if "__pycache__" not in p.parts)
     assert made == sorted(["pkg", "pkg/__init__.py", "pkg/kern.py", "hx", "hx/__init__.py",
                            "hx/utils", "hx/utils/__init__.py", "hx/utils/orchestrator.py",
-                           "hx/conftest.py", "hx/test_kern.py"])
+                           "hx/conftest.py", "hx/test_kern.py", "hy", "hy/__init__.py",
+                           "hy/conftest.py", "hy/test_env.py"])
 
 
 def test_within_is_the_max_criterion() -> None:

@@ -12,6 +12,9 @@ is classified.  The figure is meant to be honest:
 - `raises`: a Python exception raised by the repository's code while the kernel ran (its own
   assert, or a value apdsl gave it that it did not expect);
 - `timeout`: the run did not end within the time allowed;
+- `environment`: the repository's code that drives the kernel (its conftest, a test module,
+  the kernel's own module) imports a Python package that is not installed here (named, with
+  the line that imports it): neither apdsl's fault nor the kernel's;
 - `no inputs`: nothing in the repository calls the kernel in a way that can run here (its
   tests need packages that are absent, or no test calls it) and its signature gives no inputs."""
 
@@ -25,7 +28,8 @@ from typing import Any
 from ...errors import ApdslError
 from ...records import record
 
-STATUSES = ("matches", "runs", "mismatch", "error", "crash", "raises", "timeout", "no inputs")
+STATUSES = ("matches", "runs", "mismatch", "error", "crash", "raises", "timeout", "environment",
+            "no inputs")
 PASSING = frozenset({"matches", "runs"})
 PACKAGE = str(Path(__file__).resolve().parents[2])  # apdsl's own source folder
 NKI_ROOTS = ("nki", "neuronxcc")
@@ -76,8 +80,18 @@ def missing_nki_module(error: BaseException) -> str | None:
     return None
 
 
+def underlying(error: BaseException) -> BaseException:
+    """The error a test framework's wrapper stands for: pytest's ConftestImportFailure (a
+    conftest that does not import) and CollectError (a test module that does not)."""
+    kind = type(error).__name__
+    cause = getattr(error, "cause", None) if kind == "ConftestImportFailure" else \
+        error.__cause__ if kind == "CollectError" else None
+    return cause if isinstance(cause, BaseException) else error
+
+
 def classify(error: BaseException, root: str) -> Verdict:
     """The verdict of a run that ended in `error`."""
+    error = underlying(error)
     if isinstance(error, ApdslError):
         span = error.span
         where = f"{os.path.relpath(span.file, root)}:{span.line}" if span is not None and \
@@ -96,6 +110,10 @@ def classify(error: BaseException, root: str) -> Verdict:
                        f"{inner.lineno}", message)
     if isinstance(error, AttributeError) and _names_nki(error):
         return Verdict("crash", kind, _user_where(frames, root), message)
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return Verdict("environment", kind, _user_where(frames, root),
+                       f"module {error.name} is not installed (the repository's code imports "
+                       "it)")
     return Verdict("raises", kind, _user_where(frames, root), message)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .find import checkout_top
 from .harness import OrchestratorAdapter
+from .platforms import PlatformChooser
 from .standins import install_stand_ins
 from .verdict import Verdict, classify, is_apdsl_fault
 from .watch import Watch, comparisons_watched, verdict_of
@@ -54,6 +55,24 @@ class _PytestRecorder:
                 self.session.shouldstop = "the kernel is measured"
 
 
+def _conftest_watch(errors: list[BaseException]) -> Any:
+    """A pytest plugin keeping the error of a conftest of the tests' folders that does not
+    import (pytest.main prints it and returns; what it could not import is in the error)."""
+    import pytest
+
+    class ConftestWatch:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_load_initial_conftests(self, early_config: Any, parser: Any,
+                                          args: list[str]) -> Any:
+            try:
+                return (yield)
+            except BaseException as e:
+                errors.append(e)
+                raise
+
+    return ConftestWatch()
+
+
 def package_root(path: str) -> tuple[str, str]:
     """(the folder to put on sys.path, the dotted module name) of a Python file."""
     folder, stem = os.path.split(os.path.realpath(path))
@@ -74,7 +93,8 @@ def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            status = pytest.main(args, plugins=[recorder, adapter])
+            status = pytest.main(args, plugins=[recorder, adapter, PlatformChooser(),
+                                                _conftest_watch(recorder.errors)])
     except BaseException as e:  # noqa: BLE001 - the repository's harness failing is a fact
         return e
     if not watch.reached and recorder.errors:
@@ -215,6 +235,9 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             notes.append("signature: no shapes for its parameters")
     for why in failures:
         if is_apdsl_fault(why):
+            return why
+    for why in failures:  # nothing ran it because a package is missing: say which
+        if why.status == "environment":
             return why
     return Verdict("no inputs", "", "", "; ".join(notes)[:300], "")
 

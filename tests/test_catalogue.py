@@ -99,3 +99,21 @@ def test_example_triggers_its_code(code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     example = ENTRIES[code].example
     assert code in codes_of(code, example, tmp_path), example
+
+
+def test_a_code_is_found_however_it_is_typed_and_a_near_miss_names_real_neighbours():
+    from apdsl.catalogue import lookup, suggest
+    table = all_entries()
+    code = next(iter(table))
+    assert lookup(code.lower()) is lookup(f"  {code} ") is lookup(code[3:]) is table[code]
+    # a prefix names its group, in order, and only codes of that group
+    group = code[:5]
+    assert [e.code for e in suggest(group)] == sorted(c for c in table if c.startswith(group))[:5]
+    # a number outside the catalogue names its numeric neighbours (brute force over the table)
+    for typed in ("APK9999", "APK0", "APK2035"):
+        width = len(code) - 3
+        n = int(typed[3:][:width].ljust(width, "0"))
+        best = min(abs(int(c[3:]) - n) for c in table)
+        got = suggest(typed)
+        assert got and abs(int(got[0].code[3:]) - n) == best
+    assert suggest("XYZ") == ()

@@ -238,3 +238,19 @@ def test_unwritten_read_labels_the_allocation():
     e = error_of("a = ndarray((4, 4), f32, hbm)\nb = ndarray((4, 4), f32, hbm)\ndma_copy(b, a)\n")
     assert e.code == "APK404"
     assert [(lab.span.line, lab.message) for lab in e.labels] == [(1, "allocated here")]
+
+
+def test_a_capacity_refusal_names_what_fills_the_buffer_largest_first():
+    e = error_of("""
+small: f32[128, 1000] @ sbuf
+big: f32[128, 40000] @ sbuf
+gone: f32[128, 30000] @ sbuf
+more: f32[128, 19000] @ sbuf
+""".replace("gone: f32[128, 30000] @ sbuf\n", "for i in range(1):\n    gone: f32[128, 30000] @ sbuf\n"))
+    assert e.code == "APK302"
+    held = [n for n in e.notes if n.startswith("in use in sbuf: ")]
+    # freed tensors (the loop body's) are not named; the live ones are, largest first, with
+    # their lines and the bytes they take from each partition (40000 and 1000 float32)
+    assert held == ["in use in sbuf: big: float32[128, 40000] @ sbuf (line 3): 160000 bytes "
+                    "per partition; small: float32[128, 1000] @ sbuf (line 2): 4000 bytes per "
+                    "partition"]

@@ -48,5 +48,30 @@ def all_entries() -> dict[str, Entry]:
     return dict(sorted(table.items()))
 
 
+def normalise(code: str) -> str:
+    """`apk302`, ` APK302 ` and `302` all name APK302."""
+    code = code.strip().upper()
+    return f"APK{code}" if code.isdigit() else code
+
+
 def lookup(code: str) -> Entry | None:
-    return all_entries().get(code.upper())
+    return all_entries().get(normalise(code))
+
+
+def suggest(code: str, limit: int = 5) -> tuple[Entry, ...]:
+    """The entries a mistyped or partial code most likely meant.  Codes are grouped by their
+    leading digits (APK3xx: memory and capacity, ...), so a prefix (`APK30`) means that group and
+    a number means its numeric neighbours; spelling distance would pair APK30 with APK930."""
+    table = all_entries()
+    code = normalise(code)
+    group = [e for c, e in table.items() if c.startswith(code)]
+    if group:
+        return tuple(group[:limit])
+    digits = code.removeprefix("APK")
+    if not digits.isdigit():
+        return ()
+    # a digit too many or too few is the commonest slip: compare at the catalogue's width
+    width = len(next(iter(table), "APK000")) - 3
+    number = int(digits[:width].ljust(width, "0"))
+    near = sorted(table.values(), key=lambda e: (abs(int(e.code[3:]) - number), e.code))
+    return tuple(near[:min(limit, 3)])

@@ -268,7 +268,7 @@ def cmd_repl(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..catalogue import all_entries, lookup
+    from ..catalogue import all_entries, lookup, suggest
     from .diagnostics import render_explain, render_list, use_color
     color = use_color(sys.stdout)
     if args.list:
@@ -278,11 +278,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise usage("explain needs a CODE (for example APK203) or --list")
     entry = lookup(args.code)
     if entry is None:
-        from difflib import get_close_matches
-        close = get_close_matches(args.code.upper(), list(all_entries()), n=3)
+        close = suggest(args.code)
         raise usage(f"unknown error code '{args.code}'"
-                     + (f"; did you mean {', '.join(close)}?" if close else
-                        "; `apdsl explain --list` shows every code"))
+                    + ("; did you mean " + ", ".join(f"{e.code} ({e.title})" for e in close)
+                       + "?" if close else "; `apdsl explain --list` shows every code"))
     print(render_explain(entry, color=color))
     return 0
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -109,16 +109,26 @@ class Accounting:
     """Live bytes per buffer; on-chip: bytes per partition, with addresses so PSUM bank
     placement can be checked."""
 
-    __slots__ = ("live",)
+    __slots__ = ("live", "owners")
 
     def __init__(self) -> None:
         self.live: dict[str, list[tuple[int, int, int]]] = {}  # buffer -> [(id, start, size)]
+        # id -> a weak reference to the storage holding the block, so a refusal can name what
+        # fills the buffer (weak: a storage's lifetime is its own, `release` is told when it ends)
+        self.owners: dict[int, Callable[[], Any]] = {}
+
+    def holders(self, buffer: str) -> list[tuple[Any, int]]:
+        """The live storages of `buffer` with their sizes, largest first (None where the owner
+        is not known)."""
+        blocks = sorted(self.live.get(buffer, ()), key=lambda b: -b[2])
+        return [(ref() if (ref := self.owners.get(sid)) is not None else None, size)
+                for sid, _, size in blocks]
 
     def used(self, buffer: str) -> int:
         return sum(size for _, _, size in self.live.get(buffer, ()))
 
     def place(self, sid: int, buffer: str, size: int, capacity: int | None,
-              bank: int | None) -> int:
+              bank: int | None, owner: Callable[[], Any] | None = None) -> int:
         """The first address where `size` bytes fit (a small PSUM tile inside one bank), or -1
         past `capacity`.  A buffer's blocks are kept in address order (sorted in place, which
         costs nothing when they already are), the new one inserted where it fits."""
@@ -129,6 +139,8 @@ class Accounting:
             if capacity is not None and size > capacity:
                 return -1
             blocks.append((sid, 0, size))
+            if owner is not None:
+                self.owners[sid] = owner
             return 0
         if len(blocks) > 1:
             blocks.sort(key=_start)
@@ -148,6 +160,8 @@ class Accounting:
         if capacity is not None and addr + size > capacity:
             return -1
         blocks.insert(at, (sid, addr, size))
+        if owner is not None:
+            self.owners[sid] = owner
         return addr
 
     def release(self, sid: int, buffer: str) -> None:
@@ -156,6 +170,7 @@ class Accounting:
             for i, block in enumerate(blocks):
                 if block[0] == sid:
                     del blocks[i]
+                    self.owners.pop(sid, None)
                     return
 
 

@@ -20,6 +20,7 @@ garbage-collected.
 from __future__ import annotations
 
 import itertools
+import weakref
 from math import prod
 from typing import Any
 
@@ -31,6 +32,21 @@ from .dtypes import DType
 from .machine import Accounting, Memory, current
 
 _ids = itertools.count()
+
+
+def _holders_note(accounting: Accounting, buffer: str, unit: str) -> list[str]:
+    """What fills `buffer` now, largest first: the first thing to shrink or free."""
+    holders = accounting.holders(buffer)
+    if not holders:
+        return []
+    shown = []
+    for storage, size in holders[:4]:
+        what = "a tensor apdsl cannot name" if storage is None else storage.describe()
+        span = getattr(storage, "span", None)
+        where = f" (line {span.line})" if span is not None else ""
+        shown.append(f"{what}{where}: {size} bytes{unit}")
+    more = f"; and {len(holders) - 4} more" if len(holders) > 4 else ""
+    return [f"in use in {buffer}: " + "; ".join(shown) + more]
 
 
 class Storage:
@@ -119,7 +135,7 @@ class Storage:
             size = self.nbytes
         bank = t.psum_bank_bytes if self.buffer == "psum" else None
         accounting = current().accounting
-        addr = accounting.place(self.id, self.buffer, size, cap, bank)
+        addr = accounting.place(self.id, self.buffer, size, cap, bank, weakref.ref(self))
         if addr < 0:
             used = accounting.used(self.buffer)
             unit = " per partition" if onchip else ""
@@ -127,7 +143,8 @@ class Storage:
                 f"allocating {size} bytes{unit} in {self.buffer} exceeds its capacity "
                 f"({cap} bytes{unit} on {t.name}, {used} already in use)",
                 code="APK302", notes=[t.describe(self.buffer), f"shape = {self.shape}, "
-                                      f"dtype = {self.dtype}"],
+                                      f"dtype = {self.dtype}",
+                                      *_holders_note(accounting, self.buffer, unit)],
                 help="use smaller tiles, or free tensors by declaring them inside a loop body",
                 requested=size, capacity=cap, in_use=used)
         self._accounting = accounting

@@ -117,6 +117,34 @@ def test_the_vector_engine_performance_modes():
     assert t("bf16", target="trn1") == pytest.approx(t("f32", target="trn1"))
 
 
+TWO_INPUTS = """\
+kernel k(X: f32[128, 512] @ hbm) -> f32[128, 512] @ hbm:
+    x: f32[128, 512] @ sbuf
+    y: f32[128, 512] @ sbuf
+    p: f32[128, 512] @ psum
+    z: f32[128, 512] @ sbuf
+    dma_copy(dst=x, src=X)
+    tensor_copy(dst=p, src=x)
+    tensor_copy(dst=y, src=x)
+    nisa.tensor_tensor(dst=z, data1=x, data2={second}, op=nl.multiply)
+    out = ndarray((128, 512), f32, hbm)
+    dma_copy(dst=out, src=z)
+    return out
+"""
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_two_inputs_from_one_memory_take_twice_as_long_as_from_two(target):
+    """ISA (tensor_tensor's estimated cost): fp32 with both inputs in SBUF max(MIN_II, 2N)
+    Vector cycles; with one in PSUM and the other in SBUF max(MIN_II, N)."""
+    cycle = 1 / costs.table(target)["vector_clock"].value
+    # (the copy before it on the Vector engine writes y, which neither reads: not dependent)
+    both = _one(TWO_INPUTS.format(second="x"), "tensor_tensor", target)
+    mixed = _one(TWO_INPUTS.format(second="p"), "tensor_tensor", target)
+    assert both == pytest.approx(2 * 512 * cycle)
+    assert mixed == pytest.approx(512 * cycle)
+
+
 CHAIN = """\
 kernel k(X: f32[128, 8] @ hbm) -> f32[128, 8] @ hbm:
     t: f32[128, 8] @ sbuf

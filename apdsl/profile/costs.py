@@ -13,6 +13,9 @@ Source tags (paths in aws-neuron/aws-neuron-sdk unless noted):
   DMABW      nki/deep-dives/nki-dma-bandwidth-guide.rst (fixed DMA cost, size vs efficiency)
   SHARED     nki/api/nki.api.shared.rst (minimum instruction initiation interval)
   PERF       nki/deep-dives/nki_perf_guide.rst
+  ISA        nki/api/nki/isa/__init__.py at 1db4d74e (2025-10-17), each instruction's "Estimated
+             instruction cost": tensor_tensor max(MIN_II, N) with one input in PSUM and the
+             other in SBUF, max(MIN_II, 2N) with both in SBUF (fp32); tensor_tensor_scan 2N
   CMM        hicann/catlass docs/en/2_Design/01_kernel_design/04_matmul_summary.md
   CBOT       hicann/catlass docs/en/1_Practice/evaluation/bottleneck_analysis_and_optimization.md
   TBE        Huawei TBE guide, "compute units" (cube: a 16x16x16 fp16 product per execution)

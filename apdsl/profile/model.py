@@ -9,8 +9,9 @@ contiguous HBM -> HBM copy spreads over every engine).  What the schedule adds: 
 transfers share (HBM on NKI, the chip's GM on Ascend: `Cost.shared_bytes`) and the overhead of an
 instruction that waits for the output of the one before it on its engine (`Cost.dependent_ns`).
 
-Compute engines: the free size of dst or the summed free sizes of the inputs, whichever is
-larger, a cycle an element (ARCH1); a `[P, 1]` operand (activation's scale and bias, the scalar
+Compute engines: the free size of dst or the summed free sizes of the inputs read from one
+memory (SBUF, PSUM: each has its own read interface), whichever is larger, a cycle an element
+(ARCH1; the ISA cost tables); a `[P, 1]` operand (activation's scale and bias, the scalar
 operand of tensor_scalar) is read once per partition and costs nothing; the trn2 Vector
 performance modes; never under MIN_II, plus ~100 cycles for a small free size.
 """
@@ -107,6 +108,19 @@ def storage_run_elements(ap: AccessPattern) -> int:
     return run
 
 
+def _streamed(ins: list[AccessPattern]) -> int:
+    """Elements per partition the inputs stream through the busiest memory read interface:
+    the inputs read from one memory (SBUF, PSUM) share its interface, each memory has its
+    own (ISA cost tables: tensor_tensor max(MIN_II, N) with one input in PSUM and the other
+    in SBUF, 2N with both in SBUF).  A [P, 1] operand is read once: free."""
+    per: dict[str, int] = {}
+    for ap in ins:
+        f = elements(ap) // max(1, partitions(ap))
+        if f > 1:
+            per[ap.buffer] = per.get(ap.buffer, 0) + f
+    return max(per.values(), default=0)
+
+
 def _descriptors(aps: list[AccessPattern], n: int) -> int:
     """Runs of a copy of `n` elements: a descriptor ends where either side's run ends."""
     runs = [max(1, run_elements(ap)) for ap in aps]
@@ -191,11 +205,12 @@ class Model:
         written = outputs(op) or frozenset(("dst",))
         dst = piece.get("dst") or next(iter(piece.values()))
         free = elements(dst) // max(1, partitions(dst))
-        # each input streams its free size through the engine (ARCH1: N cycles for one input,
-        # 2N for two); a [P, 1] operand is one value per partition, read once: free
+        # each input streams its free size through the read interface of its memory (ARCH1:
+        # N cycles for one input, 2N for two; ISA: N when one input is in PSUM and the other
+        # in SBUF -- tensor_tensor, tensor_copy_predicated -- as each memory feeds its own);
+        # a [P, 1] operand is one value per partition, read once: free
         ins = [ap for role, ap in piece.items() if role not in written]
-        streamed = sum(f for f in (elements(ap) // max(1, partitions(ap)) for ap in ins) if f > 1)
-        size = max(free, streamed)
+        size = max(free, _streamed(ins))
         strided = any(_onchip(ap) and len(ap.pattern) > 1 and
                       abs(as_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
         rate = self.v("compute_elements_per_cycle") * self._mode(op, piece, engine, ins)

@@ -25,6 +25,12 @@ Source tags (paths in aws-neuron/aws-neuron-sdk unless noted):
              6.97 ms.  Their DMA traffic (5.44, 4.43, 2.28, 0.74 GB) runs at 103-106 GB/s in all
              four, whatever the run length (256 B to 4 KiB): a shared ceiling, not a per-run cost
   CMMOPT     hicann/catlass docs/en/1_Practice/11_matmul_optimization.md (TileShape case 1)
+  PERFTESTS  asc-devkit tests/perf/{mmad_perf,load_data_perf,fixpipe_perf} (README and
+             generate_roofline*.py, 2026): per-pipe bandwidth, cube fractal per cycle and
+             first-instruction latency on dav-2201 (Atlas A2/A3) at 1800 MHz
+  ASCMM      asc-devkit examples/01_simd_cpp_api/05_best_practices/01_matrix_compute/
+             matmul_high_performance/README_en.md (Ascend 910B1, 8192^3 fp16, per-pipe times)
+  ASCMMB     the same folder's sibling matmul_basic_api_high_performance/README_en.md
 
 A figure "fitted to" published measurements names them; `bench/bench_calibration.py` compares the
 model with every one of them (SPEC section 14's calibration table).
@@ -162,8 +168,8 @@ VECTOR_MODES: dict[str, str] = {"tensor_copy": "vector_mode_copy",
 
 _TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
 
-_ASCEND_CLOCK = ("assumption: 1.8 GHz (no official clock; CBOT's 11.06 TOPS vector peak = "
-                 "48 AIV x 128 fp16 x 1.8 GHz)")
+_ASCEND_CLOCK = ("PERFTESTS (dav-2201 clock 1800 MHz, 'hardware spec'); CBOT's 11.06 TOPS "
+                 "vector peak = 48 AIV x 128 fp16 x 1.8 GHz (ASCMMB computes with 1.85 GHz)")
 
 TABLE: dict[str, dict[str, Figure]] = {
     "trn1": _nki("trn1", 2.8, 1.12, 1.4, 1.4, 17, "ARCH1", _TRN_FIXED, 105),
@@ -172,22 +178,32 @@ TABLE: dict[str, dict[str, Figure]] = {
                  _TRN_FIXED + "; assumption: the same on trn3", 204),
     "ascend-a2": {
         "clock": _f(1.8, "GHz", _ASCEND_CLOCK),
-        "issue_cycles": _f(16, "cycles", "assumption: 16 cycles to issue any pipe instruction "
-                           "(no public number)"),
+        "issue_cycles": _f(16, "cycles", "assumption: 16 cycles to issue an MTE2, MTE3, V or S "
+                           "instruction (no public number)"),
+        # the first-instruction latency PERFTESTS measure on dav-2201 for the pipes it covers
+        "mmad_head_cycles": _f(21, "cycles", "PERFTESTS mmad_perf (dav-2201 head overhead)"),
+        "mte1_head_cycles": _f(28, "cycles", "PERFTESTS load_data_perf (LoadData 2D, L1 -> "
+                               "L0A/L0B, dav-2201)"),
+        "fix_head_cycles": _f(20, "cycles", "PERFTESTS fixpipe_perf (L0C -> L1, dav-2201)"),
         "gm_bytes_per_cycle": _f(128, "B/cycle", "assumption: one core alone reaches 128 B/cycle "
                                  "(230 GB/s) of the chip's ~1.8 TB/s GM bandwidth (CBOT), which "
-                                 "MTE2, MTE3 and FIX share"),
-        "mte1_bytes_per_cycle": _f(256, "B/cycle", "assumption: L1 -> L0A/L0B moves a 512-byte "
-                                   "fractal every 2 cycles (no public number)"),
-        "l0c_l1_bytes_per_cycle": _f(128, "B/cycle", "assumption: FIX L0C -> L1 (no public "
-                                     "number)"),
+                                 "MTE2, MTE3 and FIX share.  Checked against ASCMM case 1 (one "
+                                 "core, 910B1: 12.9 GB of 128-byte rows in 195.6 ms of MTE2, "
+                                 "65.9 GB/s): with the 512-byte floor this model gives 57.6 GB/s"),
+        "mte1_l0a_bytes_per_cycle": _f(256, "B/cycle", "PERFTESTS load_data_perf (L1 -> L0A, "
+                                       "dav-2201)"),
+        "mte1_l0b_bytes_per_cycle": _f(128, "B/cycle", "PERFTESTS load_data_perf (L1 -> L0B, "
+                                       "dav-2201)"),
+        "fix_elements_per_cycle": _f(64, "elements/cycle", "PERFTESTS fixpipe_perf (the egress "
+                                     "unit writes 64 output elements a cycle, L0C -> L1)"),
         "vector_bytes_per_cycle": _f(256, "B/cycle", "COPYAPI (a repeat is 256 bytes); "
                                      "assumption: one repeat per cycle"),
-        "cube_fp16_macs": _f(4096, "MAC/cycle", "TBE (16x16x16 fp16 per execution); Huawei "
-                             "HotChips 2019 via a third-party article: 4096 MAC/cycle"),
-        "cube_int8_factor": _f(2, "x", "TBE (int8 cube: 16x32x16 per execution)"),
-        "cube_fp32_factor": _f(0.5, "x", "assumption: half the fp16 rate (the 16x8 fp32 "
-                               "fractal); no public number"),
+        # the cube's fractal per cycle (PERFTESTS mmad_perf, dav-2201): 16 x 16 x 16 for b16,
+        # 16 x 16 x 32 for b8, 16 x 16 x 4 for b32 -- M and N in steps of 16, K in steps of k
+        "cube_fp16_macs": _f(4096, "MAC/cycle", "PERFTESTS mmad_perf (b16: 16 x 16 x 16 a "
+                             "cycle); TBE"),
+        "cube_int8_factor": _f(2, "x", "PERFTESTS mmad_perf (b8: 16 x 16 x 32 a cycle)"),
+        "cube_fp32_factor": _f(0.25, "x", "PERFTESTS mmad_perf (b32: 16 x 16 x 4 a cycle)"),
         "cube_int4_factor": _f(4, "x", "assumption: twice the int8 rate (no public number)"),
         "dma_min_run": _f(512, "bytes", _RUN_ASCEND),
         # GM bandwidth of the chip, shared by every core's MTE2, MTE3 and FIX transfers (CBOT:

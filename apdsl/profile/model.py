@@ -250,11 +250,16 @@ class Model:
             a, b, c = piece.get("a"), piece.get("b"), piece.get("dst")
             if a is None or b is None or c is None:
                 return Cost(pipe, issue / clock)
-            macs = (elements(a) * elements(b) * elements(c)) ** 0.5
-            rate = self.v("cube_fp16_macs") * {
-                "int8": self.v("cube_int8_factor"), "int4": self.v("cube_int4_factor"),
-                "float32": self.v("cube_fp32_factor")}.get(a.dtype, 1.0)
-            return Cost(pipe, (issue + macs / rate) / clock, flops=2.0 * macs)
+            ea, eb, ec = elements(a), elements(b), elements(c)
+            macs = (ea * eb * ec) ** 0.5
+            # the cube works in fractals (PERFTESTS): M and N in steps of 16, K in steps of
+            # the dtype's depth, so a short M (a GEMV's one row) costs a whole fractal
+            m, n = (ea * ec / eb) ** 0.5, (eb * ec / ea) ** 0.5
+            factor = {"int8": self.v("cube_int8_factor"), "int4": self.v("cube_int4_factor"),
+                      "float32": self.v("cube_fp32_factor")}.get(a.dtype, 1.0)
+            depth = self.v("cube_fp16_macs") / 256 * factor  # K a cycle per 16 x 16 fractal
+            cycles = ceil(round(m, 6) / 16) * ceil(round(n, 6) / 16) * ceil(macs / m / n / depth)
+            return Cost(pipe, (self.v("mmad_head_cycles") + cycles) / clock, flops=2.0 * macs)
         aps = list(piece.values())
         nbytes = max(elements(ap) * _bits(ap) // 8 for ap in aps)
         if cost != "dma":
@@ -270,10 +275,17 @@ class Model:
             cycles = desc * max(run, self.v("dma_min_run")) / self.v("gm_bytes_per_cycle")
             return Cost(pipe, (issue + cycles) / clock, nbytes, desc, run, 1, issue / clock,
                         shared_bytes=elements(side) * _bits(side) // 8)
-        rate = {"MTE1": "mte1_bytes_per_cycle", "FIX": "l0c_l1_bytes_per_cycle"}.get(
-            pipe, "vector_bytes_per_cycle")
-        return Cost(pipe, (issue + nbytes / self.v(rate)) / clock, nbytes, 1, nbytes, 1,
-                    issue / clock)
+        dst = piece.get("dst")
+        if pipe == "FIX":  # L0C -> L1: the egress unit writes 64 elements a cycle
+            head = self.v("fix_head_cycles")
+            cycles = max(elements(ap) for ap in aps) / self.v("fix_elements_per_cycle")
+        elif pipe == "MTE1":  # L1 -> L0A 256 B a cycle, -> L0B 128 (PERFTESTS)
+            head = self.v("mte1_head_cycles")
+            side = "l0b" if dst is not None and dst.buffer == "l0b" else "l0a"
+            cycles = nbytes / self.v(f"mte1_{side}_bytes_per_cycle")
+        else:
+            head, cycles = issue, nbytes / self.v("vector_bytes_per_cycle")
+        return Cost(pipe, (head + cycles) / clock, nbytes, 1, nbytes, 1, head / clock)
 
 
 def cost_class(op: str) -> str:

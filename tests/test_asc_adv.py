@@ -174,3 +174,64 @@ def test_asc_adv_names_apdsl_lacks_are_apk660_naming_them():
     with pytest.raises(apdsl.ApdslError, match=r"asc\.adv\.softmax") as e:
         asc.adv.softmax  # noqa: B018
     assert e.value.code == "APK660" and e.value.span.file == __file__
+
+
+def _typed_tiling(m, n, k, dtype, c_position, bias, trans_b=False):
+    t = host.MultiCoreMatmulTiling(host.get_ascendc_platform())
+    t.set_a_type(host.TPosition.GM, host.CubeFormat.ND, dtype, False)
+    t.set_b_type(host.TPosition.GM, host.CubeFormat.ND, dtype, trans_b)
+    t.set_c_type(c_position, host.CubeFormat.ND, host.DataType.DT_FLOAT)
+    t.set_bias_type(host.TPosition.GM, host.CubeFormat.ND, host.DataType.DT_FLOAT)
+    t.set_dim(16)
+    t.set_org_shape(m, n, k)
+    t.set_shape(m, n, k)
+    t.enable_bias(bias)
+    tiling = asc.adv.TCubeTiling()
+    assert t.get_tiling(tiling) == 0
+    return tiling
+
+
+@pytest.mark.parametrize("dtype", ["DT_FLOAT16", "DT_FLOAT"])
+@pytest.mark.parametrize("c_position", ["GM", "VECCALC"])
+@pytest.mark.parametrize(("m", "n", "k", "bias", "trans_b"), [
+    (1024, 512, 256, True, False), (128, 30720, 64, False, False), (40, 8, 8, True, True),
+    (4096, 4096, 4096, True, False), (96, 1000, 24, False, True)])
+def test_the_tiling_keeps_every_base_block_within_the_documented_limits(dtype, c_position, m,
+                                                                         n, k, bias, trans_b):
+    # oracle: the AscendC TCubeTiling page's table 2 (sizes of Atlas A2), and two C blocks in
+    # UB for a C the kernel takes into a vector position
+    t = _typed_tiling(m, n, k, host.DataType[dtype], host.TPosition[c_position], bias, trans_b)
+    size = 4 if dtype == "DT_FLOAT" else 2
+    bm, bn, bk = t.base_m, t.base_n, t.base_k
+    assert bm * bk * size * t.db_l0a <= 64 * 1024 and bk * bn * size * t.db_l0b <= 64 * 1024
+    assert bm * bn * 4 * t.db_l0c <= 128 * 1024
+    assert not bias or bn * 4 <= 1024
+    assert c_position == "GM" or 2 * bm * bn * 4 <= 192 * 1024
+    assert bm % 16 == 0 and bn % 16 == 0 and bk % (32 // size if trans_b else 16) == 0
+    assert bm <= -(-t.single_core_m // 16) * 16 and bn <= -(-t.single_core_n // 16) * 16
+    assert t.single_core_m % bm == 0 and t.single_core_n % bn == 0
+
+
+def test_a_fixed_base_block_past_l0c_is_apk674():
+    t = host.MultiCoreMatmulTiling(host.get_ascendc_platform())
+    t.set_shape(512, 512, 64)
+    t.set_fix_split(256, 256, -1)
+    with pytest.raises(apdsl.ApdslError, match="exceeds L0C") as e:
+        t.get_tiling(asc.adv.TCubeTiling())
+    assert e.value.code == "APK674"
+
+
+@pytest.mark.parametrize(("x", "y"), [(10, 3), (9, 3), (1, 16), (0, 5), (30720, 1280), (-5, 2)])
+def test_ceildiv_is_pyascs_rounding_up_division(x, y):
+    assert asc.ceildiv(x, y) == (x + y - 1) // y  # pyasc's definition
+    if y > 0:
+        assert asc.ceildiv(x, y) == -(-x // y)  # the ceiling of x / y
+    import asc as plain
+    assert plain.ceildiv is asc.ceildiv and plain.language.ceildiv is asc.ceildiv
+
+
+@pytest.mark.parametrize("args", [(5, 0), (5.0, 2), (True, 2)])
+def test_ceildiv_of_no_ints_is_a_located_apk666(args):
+    with pytest.raises(apdsl.ApdslError) as e:
+        asc.ceildiv(*args)
+    assert e.value.code == "APK666" and e.value.span.file == __file__

@@ -23,7 +23,7 @@ from .dtypes import DataType
 from .install import install, uninstall
 from .kernel import JitKernel, jit
 from .memory import GlobalAddress, GlobalTensor, LocalTensor
-from .names import ConstExpr, get_block_idx, get_block_num, property, range, static_range
+from .names import ConstExpr, ceildiv, get_block_idx, get_block_num, property, range, static_range
 from .plugin import pytest_configure, pytest_load_initial_conftests
 from .queues import TBuf, TPipe, TQue, TQueBind  # noqa: F401
 
@@ -32,7 +32,7 @@ pytest_plugins = ["apdsl.surfaces.pytest_report"]
 
 globals().update(_TYPES)  # asc.float16, asc.half, ...
 
-__all__ = ["adv", "property", "ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
+__all__ = ["adv", "ceildiv", "property", "ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
            "LocalTensor", "TBuf", "TPipe", "TQue", "TQueBind", "get_block_idx", "get_block_num", "install", "jit", "language",
            "lib", "pytest_configure", "runtime", "pytest_load_initial_conftests", "range",
            "static_range", "uninstall"]

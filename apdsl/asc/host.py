@@ -6,8 +6,17 @@ CANN computes its tiling in a library apdsl does not have; any tiling whose fiel
 describes the same product, so apdsl computes one of its own (kernels that read the fields
 compute the same C from it, on as many cores as it uses):
 
-- base block: `set_fix_split(base_m, base_n, base_k)` where given (-1: not fixed), else 128 x
-  256 x 64 clipped to the matrix rounded up to 16 (C0 for K);
+- base block: `set_fix_split(base_m, base_n, base_k)` where given (-1: not fixed), else the
+  docs' recommended 128 x 256 x 64 clipped to the matrix rounded up to its alignment, then
+  halved (base_n first, then base_m; base_k for L0A/L0B) until it meets the constraints of the
+  AscendC TCubeTiling page (table 2, for the double-buffered L0A/L0B the docs recommend:
+  dbL0A = dbL0B = 2): base_m * base_k * sizeof(A) * 2 <= L0A, base_k * base_n * sizeof(B) * 2
+  <= L0B, base_m * base_n * 4 <= L0C, base_n * sizeof(bias) <= the bias table (the page writes
+  `<`, but its own recommended block fills L0B exactly, so apdsl reads `<=`); base_m and
+  base_n multiples of 16, base_k of 16 (of C0 when A is not transposed and B is).  A C in a
+  vector position (VECIN, VECOUT, VECCALC) also keeps two base blocks of C within UB: the
+  published kernels take it there through a queue of depth 2 of base_m * base_n elements.
+  A fixed value that breaks a constraint is APK674;
 - split over the `set_dim` cores: the (mc, nc) grid with mc * nc <= dim that uses the most
   cores, each core's block (single_core_m x single_core_n) a whole number of base blocks,
   preferring grids without a tail block, then more rows than columns;
@@ -22,11 +31,17 @@ from typing import Any
 
 from ..errors import ApdslTypeError
 from ..nki.locate import caller_span
+from ..tensor.targets import get_target
 from .errors import missing
 
-# the L0 sizes a base block must fit on Atlas A2 (L0A/L0B 64 KiB, L0C 128 KiB)
-L0AB_BYTES = 64 * 1024
-L0C_BYTES = 128 * 1024
+# the buffers a base block must fit on Atlas A2 (the target's capacities: L0A/L0B 64 KiB,
+# L0C 128 KiB, UB 192 KiB, the bias table 1 KiB)
+_A2 = get_target("ascend-a2").capacity
+L0AB_BYTES = _A2["l0a"]
+L0C_BYTES = _A2["l0c"]
+UB_BYTES = _A2["ub"]
+BT_BYTES = _A2["bt"]
+_VECTOR = frozenset({"VECIN", "VECOUT", "VECCALC"})
 
 
 class TPosition(Enum):
@@ -145,10 +160,7 @@ class MultiCoreMatmulTiling:
             raise ApdslTypeError("get_tiling before set_shape / set_org_shape", code="APK674",
                                  help="matmul_tiling.set_shape(m, n, k) first")
         om, on, ok = self.org or (m, n, k)
-        a = self.types.get("a", (None, None, "DT_FLOAT16", False))
-        size = _BYTES.get(getattr(a[2], "name", str(a[2])), 2)
-        c0 = 32 // size
-        bm, bn, bk = self._base(m, n, k, c0, size)
+        bm, bn, bk = self._base(m, n, k)
         mc, nc = self._split(m, n, bm, bn)
         scm, scn = _up(-(-m // mc), bm), _up(-(-n // nc), bn)
         used = -(-m // scm) * -(-n // scn)
@@ -158,21 +170,55 @@ class MultiCoreMatmulTiling:
                              ("base_k", bk), ("depth_a1", 1), ("depth_b1", 1), ("step_m", 1),
                              ("step_n", 1), ("is_bias", int(self.bias)),
                              ("iterate_order", self.order), ("step_k_a", 1), ("step_k_b", 1),
-                             ("db_l0a", 1), ("db_l0b", 1), ("db_l0c", 1)):
+                             ("db_l0a", 2), ("db_l0b", 2), ("db_l0c", 1)):
             setattr(tiling, field, value)
         return 0
 
-    def _base(self, m: int, n: int, k: int, c0: int, size: int) -> tuple[int, int, int]:
+    def _bytes(self, role: str, default: str) -> int:
+        dtype = self.types.get(role, (None, None, default, False))[2]
+        return _BYTES.get(_name(dtype), 2)
+
+    def _base(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """The base block (see the module docstring)."""
+        sa, sb, sc = self._bytes("a", "DT_FLOAT16"), self._bytes("b", "DT_FLOAT16"), 4
+        c_out = self._bytes("c", "DT_FLOAT")
+        sbias = self._bytes("bias", "DT_FLOAT") if self.bias else 0
+        ub_c = _name(self.types.get("c", ("GM",))[0]) in _VECTOR
+        trans_a = self.types.get("a", (0, 0, 0, False))[3]
+        trans_b = self.types.get("b", (0, 0, 0, False))[3]
+        kq = 32 // sa if not trans_a and trans_b else 16
         fm, fn, fk = self.fixed
         bm = fm if fm > 0 else min(128, _up(m, 16))
         bn = fn if fn > 0 else min(256, _up(n, 16))
-        bk = fk if fk > 0 else min(64, _up(k, c0))
-        while fk <= 0 and bk > c0 and (bm * bk * size > L0AB_BYTES // 2
-                                       or bk * bn * size > L0AB_BYTES // 2):
-            bk //= 2
-        if bm * bn * 4 > L0C_BYTES:
-            raise ApdslTypeError(f"set_fix_split({bm}, {bn}, ...): a {bm} x {bn} float32 "
-                                 "block does not fit L0C (128 KiB)", code="APK674")
+        bk = fk if fk > 0 else min(64, _up(k, kq))
+
+        def c_fits(bm: int, bn: int) -> list[str]:
+            return [why for bad, why in (
+                (bm * bn * sc > L0C_BYTES, f"{bm} x {bn} float32 exceeds L0C (128 KiB)"),
+                (bn * sbias > BT_BYTES, f"{bn} bias values exceed the bias table (1 KiB)"),
+                (ub_c and 2 * bm * bn * c_out > UB_BYTES,
+                 f"two {bm} x {bn} blocks of C exceed UB (192 KiB)")) if bad]
+
+        def ab_fits(bk: int) -> list[str]:
+            return [why for bad, why in (
+                (bm * bk * sa * 2 > L0AB_BYTES, f"two {bm} x {bk} A blocks exceed L0A (64 KiB)"),
+                (bk * bn * sb * 2 > L0AB_BYTES, f"two {bk} x {bn} B blocks exceed L0B (64 KiB)"))
+                if bad]
+
+        while c_fits(bm, bn):
+            if fn <= 0 and bn > 16 and (bn >= bm or fm > 0):
+                bn = _up(bn // 2, 16)
+            elif fm <= 0 and bm > 16:
+                bm = _up(bm // 2, 16)
+            else:
+                break
+        while fk <= 0 and bk > kq and ab_fits(bk):
+            bk = _up(bk // 2, kq)
+        broken = c_fits(bm, bn) + ab_fits(bk)
+        if broken:
+            raise ApdslTypeError(f"set_fix_split({fm}, {fn}, {fk}): base block {bm} x {bn} x "
+                                 f"{bk}: " + "; ".join(broken), code="APK674",
+                                 help="a smaller base block, or -1 to let the tiling choose")
         return bm, bn, bk
 
     def _split(self, m: int, n: int, bm: int, bn: int) -> tuple[int, int]:
@@ -191,6 +237,10 @@ class MultiCoreMatmulTiling:
         if name.startswith("_"):
             raise AttributeError(name)
         raise missing(f"lib.host.MultiCoreMatmulTiling.{name}").replace(span=caller_span(2))
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "name", value)).rpartition(".")[2]
 
 
 def _positive(v: Any, what: str) -> int:

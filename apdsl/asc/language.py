@@ -8,7 +8,15 @@ from . import adv  # noqa: F401 - asc.language.adv
 from .dtypes import TYPES as _TYPES
 from .kernel import jit  # noqa: F401 - asc.language's names are asc's
 from .memory import GlobalAddress, GlobalTensor, LocalTensor  # noqa: F401
-from .names import ConstExpr, get_block_idx, get_block_num, property, range, static_range  # noqa: F401
+from .names import (  # noqa: F401
+    ConstExpr,
+    ceildiv,
+    get_block_idx,
+    get_block_num,
+    property,
+    range,
+    static_range,
+)
 from .queues import TBuf, TPipe, TQue, TQueBind  # noqa: F401
 
 globals().update(_TYPES)

@@ -10,6 +10,7 @@ import builtins as py
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from ..errors import ApdslTypeError
 from ..nki.host import current
 from ..nki.locate import caller_span
 from ..runtime.ascend import core_ops
@@ -22,6 +23,12 @@ T = TypeVar("T")
 # pyasc names apdsl does not model yet, with why (the rest of pyasc's names get APK660 too)
 NOT_YET = {
     "TBufPool": "buffer pools are not in apdsl yet; use TPipe.init_buffer",
+    # pyasc's compiler places these and its insert_sync pass synchronises them; which flags
+    # and barriers it inserts is that pass's choice, which pyasc's docs do not give, so apdsl
+    # cannot check such a kernel's pipes as the device runs them
+    "LocalTensorAuto": "pyasc's automatic synchronisation (the compiler's insert_sync pass "
+                       "chooses the flags, and its docs do not say which); use LocalTensor "
+                       "or TQue with explicit set_flag/wait_flag or enque/deque",
 }
 
 SYNC = ("set_flag", "wait_flag", "pipe_barrier")
@@ -90,6 +97,21 @@ def get_block_idx() -> int:
 def get_block_num() -> int:
     """The AI cores of the launch (`kernel[n_cores, stream]`)."""
     return core_ops.block_num()
+
+
+def ceildiv(x: Any, y: Any) -> int:
+    """`asc.ceildiv(x, y)`: pyasc's host helper, `(x + y - 1) // y` on ints (the ceiling of
+    x / y for y > 0, as a kernel's `used_core_num` counts blocks)."""
+    import numpy as np
+    for v in (x, y):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ApdslTypeError(f"asc.ceildiv({x!r}, {y!r}): takes two ints", code="APK666",
+                                 help="asc.ceildiv(size, block): ints, block > 0"
+                                 ).replace(span=caller_span(2))
+    if y == 0:
+        raise ApdslTypeError(f"asc.ceildiv({x}, 0): division by zero", code="APK666",
+                             help="the block size must not be 0").replace(span=caller_span(2))
+    return (int(x) + int(y) - 1) // int(y)
 
 
 def range(*args: Any, **kwargs: Any) -> py.range:  # noqa: A001 - pyasc's name

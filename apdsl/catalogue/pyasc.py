@@ -81,6 +81,14 @@ pyasc does not list, or a device id that is not a number, is this error.
 import apdsl.asc as asc
 asc.runtime.config.set_platform("GPU")
 """),
+    entry("APK666", "a pyasc helper given values it does not take", """
+`asc.ceildiv(x, y)` is pyasc's `(x + y - 1) // y` on two ints (the number of y-sized blocks
+that cover x, for y > 0); another value, or y = 0, has no such number.
+""", """
+# python
+import apdsl.asc as asc
+asc.ceildiv(5, 0)
+"""),
     entry("APK670", "an MmadParams pyasc builds empty", """
 pyasc's `asc.MmadParams` passes m, n and k to the device only together with one whole flag
 set: `unit_flag`, `cmatrix_source` and `cmatrix_init_val`, or `is_bias`, `fm_offset`,
@@ -158,7 +166,10 @@ tiling `register_matmul` (or `init`) gave and the tensors `set_tensor_a`/`set_te
 `get_tensor_c(t, en_sequential_write=True)` into UB or `get_tensor_c(c)` into GM.  Atomic
 accumulation (`en_atomic`), partial sums, other formats and a `with matmul.iterate()` apdsl
 could not turn into a loop (a nested function) are refused, as are the host tiling's calls
-out of order (get_tiling before set_shape).
+out of order (get_tiling before set_shape) and a `set_fix_split` base block that breaks the
+AscendC TCubeTiling constraints (its A and B blocks, double-buffered, within L0A/L0B, its C
+block within L0C, base_n bias values within the bias table, two C blocks within UB for a C in
+a vector position).
 """, """
 # python
 import apdsl.asc as asc

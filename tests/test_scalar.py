@@ -84,3 +84,24 @@ def test_lower_shows_scalar_accesses_on_pipe_s(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "get_value(1)  [pipe S]" in r.stdout and "set_value(15, -1.0)  [pipe S]" in r.stdout
+
+
+def test_the_race_is_found_after_other_programs_ran_in_the_same_process(tmp_path):
+    # regression: the missing MTE3_S wait went unreported inside the full suite (-n 2) with the
+    # race checker comparing row-wise accesses as byte runs, though the test passed alone: what
+    # one program's checks leave in the process must not answer for a later program.  Here the
+    # synchronised programs (the same views by value, other problem lists) run first, in one
+    # process, then the one without the event, then a synchronised one again
+    broken = GROUPED.replace("G", "2").replace('    set_flag("MTE3_S", 0)\n'
+                                               '    wait_flag("MTE3_S", 0)\n', "")
+    a = np.arange(64, dtype=np.float32)
+    for sizes in [(8, 16, 24), (8, 8), (16, 8, 8, 32), (4, 4)]:
+        run(tmp_path, GROUPED.replace("G", str(len(sizes))), {"P": np.array(sizes, np.int32),
+                                                              "A": a})
+    for _ in range(2):
+        with pytest.raises(ApdslError) as e:
+            run(tmp_path, broken, {"P": np.array([8, 8], np.int32), "A": a})
+        assert e.value.code == "APK570" and e.value.span.line == 21
+        assert e.value.labels[0].span.line == 7
+        res = run(tmp_path, GROUPED.replace("G", "2"), {"P": np.array([8, 8], np.int32), "A": a})
+        assert res.value.numpy()[15] == -1.0

@@ -145,6 +145,36 @@ def test_two_inputs_from_one_memory_take_twice_as_long_as_from_two(target):
     assert mixed == pytest.approx(512 * cycle)
 
 
+ONE_INPUT = """\
+kernel k(X: f32[128, 512] @ hbm) -> f32[128, 512] @ hbm:
+    x: f32[128, 512] @ sbuf
+    y: f32[128, 512] @ sbuf
+    r: f32[128, 1] @ sbuf
+    dma_copy(dst=x, src=X)
+    {call}
+    out = ndarray((128, 512), f32, hbm)
+    dma_copy(dst=out, src=y)
+    return out
+"""
+
+
+def test_the_isa_cost_tables_per_instruction():
+    """ISA: reciprocal max(MIN_II, 8N) Vector cycles, tensor_scalar max(MIN_II, N);
+    activation_reduce max(MIN_II, N) + MIN_II Scalar cycles, activation max(MIN_II, N)."""
+    f = costs.table("trn1")
+    vec, act = 1 / f["vector_clock"].value, 1 / f["scalar_clock"].value
+
+    def t(call, op):
+        return _one(ONE_INPUT.format(call=call), op, "trn1")
+    assert t("nisa.reciprocal(dst=y, data=x)", "reciprocal") == pytest.approx(8 * 512 * vec)
+    assert t("nisa.tensor_scalar(dst=y, data=x, op0=nl.multiply, operand0=2.0)",
+             "tensor_scalar") == pytest.approx(512 * vec)
+    assert t("nisa.activation(dst=y, op=nl.exp, data=x)", "activation") == \
+        pytest.approx(512 * act)
+    assert t("nisa.activation_reduce(dst=y, op=nl.exp, data=x, reduce_op=nl.add, "
+             "reduce_res=r)", "activation_reduce") == pytest.approx((512 + 64) * act)
+
+
 CHAIN = """\
 kernel k(X: f32[128, 8] @ hbm) -> f32[128, 8] @ hbm:
     t: f32[128, 8] @ sbuf

@@ -166,6 +166,19 @@ VECTOR_MODES: dict[str, str] = {"tensor_copy": "vector_mode_copy",
                                 "tensor_scalar": "vector_mode_copy",
                                 "tensor_tensor": "vector_mode_tensor_tensor"}
 
+# What the ISA's per-instruction cost tables add to the general rule (ISA, at 1db4d74e): cycles
+# per element of the free size, and cycles added after the MIN_II floor.  reciprocal
+# max(MIN_II, 8N); bn_aggr max(MIN_II, 13 N / 3); activation_reduce and tensor_scalar_reduce
+# max(MIN_II, N) + MIN_II; iota and affine_select ~150 + N (the GpSimd start-up).  Data beside
+# the figures, so that the model names no instruction.
+ISA_CYCLES_PER_ELEMENT: dict[str, float] = {"reciprocal": 8.0, "bn_aggr": 13.0 / 3.0}
+ISA_EXTRA_CYCLES: dict[str, float] = {"activation_reduce": 64.0, "tensor_scalar_reduce": 64.0,
+                                      "iota": 150.0, "affine_select": 150.0}
+# The instructions whose ISA table prices two inputs from different memories (one in PSUM,
+# the other in SBUF) at N cycles: each memory feeds one.  Any other reads all its inputs
+# through one interface (tensor_tensor_scan 2N, scalar_tensor_tensor 2N whatever the memories).
+SPLIT_READS = frozenset({"tensor_tensor", "tensor_copy_predicated"})
+
 _TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
 
 _ASCEND_CLOCK = ("PERFTESTS (dav-2201 clock 1800 MHz, 'hardware spec'); CBOT's 11.06 TOPS "

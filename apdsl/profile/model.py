@@ -25,7 +25,14 @@ from ..records import record
 from ..runtime.table import outputs
 from ..tensor import dtypes
 from ..tensor.lowering import AccessPattern
-from .costs import VECTOR_MODES, Figure, table
+from .costs import (
+    ISA_CYCLES_PER_ELEMENT,
+    ISA_EXTRA_CYCLES,
+    SPLIT_READS,
+    VECTOR_MODES,
+    Figure,
+    table,
+)
 
 # The engine or pipe of an instruction comes from the instruction table, through its trace
 # record (`Record.engine`: the default of its entry, or the engine= hint).  Register
@@ -108,16 +115,17 @@ def storage_run_elements(ap: AccessPattern) -> int:
     return run
 
 
-def _streamed(ins: list[AccessPattern]) -> int:
-    """Elements per partition the inputs stream through the busiest memory read interface:
-    the inputs read from one memory (SBUF, PSUM) share its interface, each memory has its
-    own (ISA cost tables: tensor_tensor max(MIN_II, N) with one input in PSUM and the other
-    in SBUF, 2N with both in SBUF).  A [P, 1] operand is read once: free."""
+def _streamed(ins: list[AccessPattern], split: bool) -> int:
+    """Elements per partition the inputs stream through the engine: their sum, or with
+    `split` (an instruction whose ISA table says so: tensor_tensor max(MIN_II, N) with one
+    input in PSUM and the other in SBUF, 2N with both in SBUF) the sum of the busiest memory's
+    inputs, each memory feeding its own.  A [P, 1] operand is read once: free."""
     per: dict[str, int] = {}
     for ap in ins:
         f = elements(ap) // max(1, partitions(ap))
         if f > 1:
-            per[ap.buffer] = per.get(ap.buffer, 0) + f
+            key = ap.buffer if split else ""
+            per[key] = per.get(key, 0) + f
     return max(per.values(), default=0)
 
 
@@ -205,19 +213,18 @@ class Model:
         written = outputs(op) or frozenset(("dst",))
         dst = piece.get("dst") or next(iter(piece.values()))
         free = elements(dst) // max(1, partitions(dst))
-        # each input streams its free size through the read interface of its memory (ARCH1:
-        # N cycles for one input, 2N for two; ISA: N when one input is in PSUM and the other
-        # in SBUF -- tensor_tensor, tensor_copy_predicated -- as each memory feeds its own);
-        # a [P, 1] operand is one value per partition, read once: free
+        # each input streams its free size (ARCH1: N cycles for one input, 2N for two; ISA:
+        # N for tensor_tensor with one input in PSUM and the other in SBUF, each memory
+        # feeding one); a [P, 1] operand is one value per partition, read once: free
         ins = [ap for role, ap in piece.items() if role not in written]
-        size = max(free, _streamed(ins))
+        size = max(free, _streamed(ins, op in SPLIT_READS))
         strided = any(_onchip(ap) and len(ap.pattern) > 1 and
                       abs(as_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
         rate = self.v("compute_elements_per_cycle") * self._mode(op, piece, engine, ins)
-        cycles = size / rate
+        cycles = size * ISA_CYCLES_PER_ELEMENT.get(op, 1.0) / rate
         if strided:
             cycles *= self.v("strided_factor")
-        cycles = max(cycles, self.v("compute_min_cycles"))
+        cycles = max(cycles, self.v("compute_min_cycles")) + ISA_EXTRA_CYCLES.get(op, 0.0)
         if max(free, max((elements(ap) // max(1, partitions(ap)) for ap in ins), default=0)) \
                 < self.v("small_free_size"):
             cycles += self.v("small_cycles")

@@ -7,11 +7,34 @@ test itself), so a run in CI and a run on a laptop try the same inputs and a fai
 """
 
 import os
+import sys
+import tempfile
 
-import pytest
-from hypothesis import settings
 
-from apdsl.tensor.machine import Machine
+def keep_bytecode(environ: "os._Environ[str] | dict[str, str]") -> None:
+    """When the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE), every process of
+    the run, the suite's workers and each `apdsl` the tests start, compiles apdsl, the tests and
+    their assertion rewrites from source again: a third of the suite's CPU.  Its bytecode goes
+    instead to a folder outside the checkout (so the tree stays as clean as that setting keeps
+    it), shared by the run's processes and reused by the next run; Python checks each file
+    against its source as always.  Without that setting Python's own `__pycache__` is left be."""
+    if not sys.dont_write_bytecode and not environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    prefix = sys.pycache_prefix or environ.get("PYTHONPYCACHEPREFIX") or os.path.join(
+        tempfile.gettempdir(), f"apdsl-tests-pycache-{getattr(os, 'getuid', int)()}")
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+    environ["PYTHONPYCACHEPREFIX"] = prefix
+    environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+# First, before this run imports apdsl and the test modules (and before xdist starts workers).
+keep_bytecode(os.environ)
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from apdsl.tensor.machine import Machine  # noqa: E402
 
 settings.register_profile("apdsl-fixed", derandomize=True, database=None, print_blob=True)
 settings.register_profile("apdsl-random", derandomize=False, print_blob=True)

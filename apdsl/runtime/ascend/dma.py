@@ -45,9 +45,9 @@ from ...tensor.machine import current
 from ...tensor.tla import reach, region, valid_shape, valid_view
 from ...tensor.view import Tensor
 from ..core import execute as ex
+from ..core.nd2nz import MATRIX_FRACTAL, column_major
 from ..plans import ascend_plans as plans
 
-MATRIX_FRACTAL = ("NZ", "ZZ", "ZN")
 L0 = ("l0a", "l0b", "l0c")
 ALIGNED = ("l1", "ub", "bt") + L0
 ALIGN_BYTES = 32
@@ -197,10 +197,10 @@ def copy_plan(dst: Tensor, src: Tensor, label: str) -> plans.CopyPlan:
         return plans.CopyPlan(load=True, dv=_other(region_cached(dst, sizes), dst),
                               sv=_other(region_cached(src, sizes), src))
     dv, sv = valid_view(dst), valid_view(src)
-    tails = src.buffer == "gm" and dst.format in plans.MATRIX_FRACTAL \
+    tails = src.buffer == "gm" and dst.format in MATRIX_FRACTAL \
         and not _is_fractal(src.format)
     return plans.CopyPlan(dv=_other(dv, dst), sv=_other(sv, src), tails=tails,
-                          column_major=tails and plans.column_major(sv))
+                          column_major=tails and column_major(sv))
 
 
 def _other(view: Tensor, t: Tensor) -> Tensor | None:

@@ -175,6 +175,29 @@ def test_the_isa_cost_tables_per_instruction():
              "reduce_res=r)", "activation_reduce") == pytest.approx((512 + 64) * act)
 
 
+MATMUL = """\
+kernel k(X: bf16[128, 512] @ hbm) -> f32[128, 512] @ hbm:
+    a: bf16[128, 512] @ sbuf
+    p: f32[128, 512] @ psum
+    o: f32[128, 512] @ sbuf
+    dma_copy(dst=a, src=X)
+    memset(dst=p, value=0.0)
+    nc_matmul(dst=p[0:{st}, 0:{mv}], stationary=a[:, 0:{st}], moving=a[:, 0:{mv}])
+    tensor_copy(dst=o, src=p)
+    out = ndarray((128, 512), f32, hbm)
+    dma_copy(dst=out, src=o)
+    return out
+"""
+
+
+@pytest.mark.parametrize("st, mv, cycles", [(128, 512, 512), (128, 16, 64), (32, 16, 32),
+                                            (16, 8, 16), (32, 48, 48)])
+def test_a_matmul_costs_its_moving_columns_above_the_stationary_floor(st, mv, cycles):
+    """ISA nc_matmul: max(min(64, N_stationary), N_moving) Tensor Engine cycles (bf16)."""
+    clock = costs.table("trn1")["tensor_clock"].value
+    assert _one(MATMUL.format(st=st, mv=mv), "nc_matmul", "trn1") == pytest.approx(cycles / clock)
+
+
 CHAIN = """\
 kernel k(X: f32[128, 8] @ hbm) -> f32[128, 8] @ hbm:
     t: f32[128, 8] @ sbuf

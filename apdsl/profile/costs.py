@@ -84,9 +84,11 @@ def _nki(name: str, tensor_ghz: float, vector_ghz: float, scalar_ghz: float,
         "scalar_clock": _f(scalar_ghz, "GHz", f"{arch} engine table"),
         "gpsimd_clock": _f(gpsimd_ghz, "GHz", f"{arch} engine table"),
         # nc_matmul: one moving column per cycle, at least MM_INIT_LATENCY cycles (ARCH1 cost
-        # model: II = max(N, 64) for bf16/fp16/tf32/fp8); fp32 inputs 4x (ARCH1; the 23/92 and
-        # 20/79 TFLOPS ratios of ARCH1-3)
-        "matmul_min_cycles": _f(64, "cycles", "ARCH1 cost model (MM_INIT_LATENCY, NeuronCore-v2)"
+        # model: II = max(N, 64) for bf16/fp16/tf32/fp8; ISA: max(min(64, N_stationary),
+        # N_moving), a narrower stationary tile lowering the floor); fp32 inputs 4x (ARCH1; the
+        # 23/92 and 20/79 TFLOPS ratios of ARCH1-3)
+        "matmul_min_cycles": _f(64, "cycles", "ARCH1 cost model (MM_INIT_LATENCY, NeuronCore-v2); "
+                                "ISA nc_matmul (max(min(64, N_stationary), N_moving))"
                                 + ("; assumption: the same on later NeuronCores" if later else "")),
         "matmul_fp32_factor": _f(4, "x", f"ARCH1 (fp32 4x the bf16 cost); {arch} TFLOPS table"),
         # compute engines: N cycles for N free elements per partition and one input, 2N for

@@ -206,8 +206,13 @@ class Model:
             mv = piece["moving"]
             n = elements(mv) // max(1, partitions(mv))
             factor = self.v("matmul_fp32_factor") if mv.dtype == "float32" else 1.0
-            cycles = max(float(n), self.v("matmul_min_cycles")) * factor
             st = piece.get("stationary")
+            # ISA: max(min(64, N_stationary), N_moving) cycles -- a narrow stationary tile
+            # lowers the floor
+            floor = self.v("matmul_min_cycles")
+            if st is not None:
+                floor = min(floor, elements(st) // max(1, partitions(st)))
+            cycles = max(float(n), floor) * factor
             flops = 2.0 * elements(st) * n if st is not None else 0.0
             return Cost(engine, cycles / clock, flops=flops)
         written = outputs(op) or frozenset(("dst",))

@@ -235,3 +235,14 @@ def test_ceildiv_of_no_ints_is_a_located_apk666(args):
     with pytest.raises(apdsl.ApdslError) as e:
         asc.ceildiv(*args)
     assert e.value.code == "APK666" and e.value.span.file == __file__
+
+
+def test_a_fixed_split_is_not_held_to_apdsls_own_ub_choice():
+    # tutorial 05: set_fix_split(256, 128, -1) with C in VECCALC; its kernel takes one 128 KiB
+    # C block into UB (a queue of depth 1), which fits: not APK674
+    t = host.MultiCoreMatmulTiling(host.get_ascendc_platform())
+    t.set_c_type(host.TPosition.VECCALC, host.CubeFormat.ND, host.DataType.DT_FLOAT)
+    t.set_shape(1024, 640, 256)
+    t.set_fix_split(256, 128, -1)
+    tiling = asc.adv.TCubeTiling()
+    assert t.get_tiling(tiling) == 0 and (tiling.base_m, tiling.base_n) == (256, 128)

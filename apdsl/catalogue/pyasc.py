@@ -168,8 +168,7 @@ accumulation (`en_atomic`), partial sums, other formats and a `with matmul.itera
 could not turn into a loop (a nested function) are refused, as are the host tiling's calls
 out of order (get_tiling before set_shape) and a `set_fix_split` base block that breaks the
 AscendC TCubeTiling constraints (its A and B blocks, double-buffered, within L0A/L0B, its C
-block within L0C, base_n bias values within the bias table, two C blocks within UB for a C in
-a vector position).
+block within L0C, base_n bias values within the bias table).
 """, """
 # python
 import apdsl.asc as asc

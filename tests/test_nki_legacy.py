@@ -549,3 +549,38 @@ def test_a_plain_tile_still_reduces_trailing_axes_only():
     with raises_code("APK158") as err:
         nki.simulate(kernel)(np.ones((8, 2, 3, 4), np.float32))
     assert "last contiguous dim(s)" in str(err.value)
+
+
+def test_a_tiles_broadcast_to_method_is_nl_broadcast_to():
+    """The legacy reference's `tensor.broadcast_to(shape)` (NumPy's broadcast rules), as the
+    legacy fused-mamba tutorial calls it on a one-row `nl.load` result: the same tile as
+    `nl.broadcast_to(t, shape)`, across partitions and along the free dimension."""
+    @nki.jit
+    def kernel(x, row, col):
+        out = nl.ndarray((96, 40), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        across = nl.load(row).broadcast_to((96, 40))     # [1, 40] -> every partition
+        along = nl.load(col)
+        along_b = along.broadcast_to((96, 40))             # [96, 1] -> every column
+        same = nl.broadcast_to(nl.load(row), shape=(96, 40))
+        prod = nisa.tensor_tensor(t, across, op=nl.multiply)
+        summed = nisa.tensor_tensor(prod, along_b, op=nl.add)
+        nl.store(out, nisa.tensor_tensor(summed, same, op=nl.subtract))
+        return out
+
+    x, row, col = rand(96, 40), rand(1, 40), rand(96, 1)
+    np.testing.assert_allclose(kernel(x, row, col), x * row + col - row, rtol=1e-6, atol=1e-6)
+
+
+def test_a_broadcast_to_the_shape_numpy_refuses_is_a_located_error():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(x).broadcast_to((8, 8)))
+        return out
+
+    with raises_code("APK926") as err:
+        kernel(rand(4, 8))
+    assert err.value.span.file == __file__
+    with raises_code("APK946"):
+        apdsl.ndarray((1, 4), "float32", "sbuf").broadcast_to((4, 4))

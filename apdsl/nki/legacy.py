@@ -342,6 +342,11 @@ class Legacy:
         its checks, its instruction and its new tile."""
         return self.host.builtins[f"nl.{op}"](left, right)
 
+    def broadcast_to(self, tile: Any, shape: Any) -> Any:
+        """`tile.broadcast_to(shape)`: `nl.broadcast_to(tile, shape)`, its checks, instructions
+        and new tile."""
+        return self.host.builtins["nl.broadcast_to"](tile, shape)
+
     def _target(self, dst: Any, mask: Predicate | None, limits: Limits | None) -> Any:
         if isinstance(dst, IndexedTile):
             return dst.resolve(limits)

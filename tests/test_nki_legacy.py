@@ -584,3 +584,54 @@ def test_a_broadcast_to_the_shape_numpy_refuses_is_a_located_error():
     assert err.value.span.file == __file__
     with raises_code("APK946"):
         apdsl.ndarray((1, 4), "float32", "sbuf").broadcast_to((4, 4))
+
+
+@nki.jit
+def window_sums_2x2(x):
+    """out[r, c] = x[r:r + 2, c:c + 2].sum(), 128 output rows a tile; the last tile's rows past
+    the end are masked off (a tile may keep none of them)."""
+    h, w = x.shape
+    out = nl.ndarray((h - 1, w - 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range((h + 127) // 128):
+        i_p, i_dr, i_c = nl.mgrid[0:128, 0:2, 0:w]
+        rows = nl.load(x[t * 128 + i_p + i_dr, i_c], mask=(t * 128 + i_p < h - 1))
+        i_p, i_dr, i_c, i_dc = nl.mgrid[0:128, 0:2, 0:w - 1, 0:2]
+        sums = nl.sum(rows[i_p, i_dr, i_c + i_dc], axis=[1, 3], mask=(t * 128 + i_p < h - 1))
+        assert tuple(sums.shape) == (128, w - 1)   # the whole tile, less the reduced axes
+        o_p, o_c = nl.mgrid[0:128, 0:w - 1]
+        nl.store(out[t * 128 + o_p, o_c], value=sums, mask=(t * 128 + o_p < h - 1))
+    return out
+
+
+@pytest.mark.parametrize("h", [129, 200, 256])
+def test_a_masked_reduction_gives_the_whole_tile_less_its_reduced_axes(h):
+    """A masked nl reduction's result is its operand's tile less the reduced axes, of which the
+    mask's part is computed (so a later mask over the result's own grid narrows it); a mask that
+    keeps nothing (h=129: the second tile) still gives the tile, with nothing computed."""
+    x = rand(h, 9)
+    want = x[:-1, :-1] + x[1:, :-1] + x[:-1, 1:] + x[1:, 1:]
+    np.testing.assert_allclose(nki.simulate(window_sums_2x2)(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_masked_call_that_keeps_nothing_issues_nothing(tmp_path):
+    (tmp_path / "k.py").write_text(textwrap.dedent("""\
+        import nki
+        import nki.language as nl
+
+        @nki.jit
+        def k(x):
+            out = nl.ndarray((64, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+            i_p, i_f = nl.mgrid[0:64, 0:8]
+            t = nl.load(x[i_p + 64, i_f], mask=(i_p + 64 < 64))
+            e = nl.exp(t, mask=(i_p < 0))
+            nl.store(out[i_p, i_f], value=e, mask=(i_p < 0))
+            nl.store(out, value=2.0)
+            return out
+        """))
+    np.save(tmp_path / "x.npy", rand(64, 8))
+    proc = subprocess.run([sys.executable, "-m", "apdsl", "lower", "k.py", "-i", "x=x.npy",
+                           "--json"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # the store of a number only (memset, then the DMA): no load, no exp, no masked store
+    assert [json.loads(line)["op"] for line in proc.stdout.splitlines()] == ["memset",
+                                                                             "dma_copy"]

@@ -72,6 +72,8 @@ class Legacy:
         # while a masked nl function runs: how the host allocates its result (the whole tile,
         # handed back narrowed to the mask, so the masked-off part stays unwritten)
         self.widen: Callable[..., Tensor] | None = None
+        # while a masked nl function whose mask keeps nothing runs: issue no instruction
+        self.skipping = False
 
     def wrap_builtins(self, table: dict[str, Any]) -> dict[str, Any]:
         """The host's builtins with every `nl.` function taking the legacy keywords."""
@@ -148,6 +150,8 @@ class Legacy:
         its mask), a legacy form (no `dst`) returning its pending result."""
         span = caller_span(2)
         self.flush()
+        if self.skipping:
+            return None
         # (an Ascend `asc.` instruction's `mask` is its vector mask, not an NKI predicate)
         mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs and \
             not name.startswith("asc.") else None
@@ -210,38 +214,61 @@ class Legacy:
                 made: tuple[tuple, dict] | None = (args, kwargs)
             else:
                 made = self.operands(args, kwargs, mask)
-                if made is None:
-                    return None
+                if made is None:  # the mask keeps nothing: the whole result, uncomputed
+                    return self._skipping(call, args, kwargs)
             a, kw = made
             if name in _REDUCTIONS:
                 a, kw = _reduced_last(args, kwargs, a, kw)
             if name == "store":
                 return self._store(fn, a, kw)
-            if name == "matmul" and mask is None:
+            if name == "matmul" and mask is None and not self.skipping:
                 pending = self._matmul(a, kw)
                 if pending is not None:
                     return pending
-            if name == "load" and mask is None:
+            if name == "load" and mask is None and not self.skipping:
                 pending = self._load(a, kw)
                 if pending is not None:
                     return pending
             if mask is None:
                 return fn(*a, **kw)
-            return self._masked(fn, (args, kwargs), (a, kw), mask)
+            return self._masked(name, fn, (args, kwargs), (a, kw), mask)
 
         call.__name__ = name
         call.__wrapped__ = fn  # type: ignore[attr-defined]
         return call
 
-    def _masked(self, fn: Callable[..., Any], given: tuple[tuple, dict],
+    def _skipping(self, call: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """A masked nl function whose mask keeps no element: called with every instruction it
+        would issue dropped, so it checks its operands and returns its result tile (nothing
+        of which is written, as with a legacy instruction's), and nothing moves.  An index
+        expression's view may exist only under its mask, so a new tile of its shape, indexed
+        by the whole grid, stands in for it (only its shape, dtype and memory are read)."""
+        from ..tensor.index_grid import MGRID
+        from ..tensor.view import ndarray
+
+        def stand_in(v: Any) -> Any:
+            if isinstance(v, IndexedTile):
+                tile = ndarray(v.shape, v.dtype, v.buffer, name=v.name)
+                return IndexedTile(tile, tuple(MGRID[tuple(slice(0, n) for n in v.shape)]))
+            return v
+
+        self.skipping = True
+        try:
+            return call(*(stand_in(a) for a in args),
+                        **{k: stand_in(v) for k, v in kwargs.items()})
+        finally:
+            self.skipping = False
+
+    def _masked(self, name: str, fn: Callable[..., Any], given: tuple[tuple, dict],
                 made: tuple[tuple, dict], mask: Predicate) -> Any:
         """A masked nl function: its result is the whole tile (of its first operand's shape
-        as written), of which the mask's part is computed."""
+        as written, less the axes a reduction drops), of which the mask's part is
+        computed."""
         whole = next((v for v in (*given[0], *given[1].values())
                       if isinstance(v, (Tensor, IndexedTile, PendingTile))), None)
         if whole is None:
             return fn(*made[0], **made[1])
-        whole_shape = tuple(whole.shape)
+        whole_shape, dropped = _masked_result(name, given, tuple(whole.shape))
         limits = mask.limits()
         regions: dict[int, Tensor] = {}
         from ..tensor.view import ndarray
@@ -250,7 +277,14 @@ class Legacy:
             if len(whole_shape) != len(shape) or buffer not in ("sbuf", "psum"):
                 return ndarray(shape, dtype, buffer, fmt, name=name, span=span)
             tile = ndarray(whole_shape, dtype, buffer, fmt, name=name, span=span)
-            region = self.narrow(tile, mask, limits)
+            # the mask bounds the operand's grid: narrow on that grid's axes, the dropped
+            # ones standing in as size 1 (which narrowing leaves alone)
+            probe = tile
+            for d in dropped:
+                probe = probe.expand_dim(d)
+            region = self.narrow(probe, mask, limits)
+            for d in reversed(dropped):
+                region = None if region is None else region.squeeze_dim(d)
             if region is None or tuple(region.shape) != tuple(shape):
                 return ndarray(shape, dtype, buffer, fmt, name=name, span=span)
             regions[id(region)] = tile
@@ -502,6 +536,29 @@ _NOT_FUNCTIONS = frozenset({"arange", "mgrid", "par_dim", "tile_size", "fp32", "
 _SHAPED = frozenset({"ndarray", "zeros", "ones", "full"})
 # nl reductions `(x, axis, ...)`
 _REDUCTIONS = frozenset({"sum", "max", "min", "prod", "all", "mean"})
+
+
+def _masked_result(name: str, given: tuple[tuple, dict], operand: tuple[int, ...]
+                   ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The whole result of a masked nl function whose first operand has shape `operand`, and
+    the operand axes it drops (ascending): for a reduction `(x, axis, ..., keepdims=False)`
+    the operand's shape less the reduced axes (1 there with keepdims); for any other
+    function the operand's shape.  Arguments the reduction itself refuses are left to it."""
+    if name not in _REDUCTIONS:
+        return operand, ()
+    args, kwargs = given
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    nd = len(operand)
+    if not items or not all(isinstance(a, int) and not isinstance(a, bool) and -nd <= a < nd
+                            for a in items):
+        return operand, ()
+    axes = sorted({a % nd for a in items})
+    if axes[0] == 0:  # (across partitions: not an nl reduction's form; it reports that)
+        return operand, ()
+    if kwargs.get("keepdims") or (len(args) > 3 and args[3]):
+        return tuple(1 if d in axes else n for d, n in enumerate(operand)), ()
+    return tuple(n for d, n in enumerate(operand) if d not in axes), tuple(axes)
 
 
 def _reduced_last(given: tuple, given_kw: dict, args: tuple, kwargs: dict

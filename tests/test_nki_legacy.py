@@ -635,3 +635,18 @@ def test_a_masked_call_that_keeps_nothing_issues_nothing(tmp_path):
     # the store of a number only (memset, then the DMA): no load, no exp, no masked store
     assert [json.loads(line)["op"] for line in proc.stdout.splitlines()] == ["memset",
                                                                              "dma_copy"]
+
+
+@pytest.mark.parametrize("grid", [0, (2, 0), (0, 3)])
+def test_a_launch_grid_with_no_program_says_so(grid):
+    """Neither reference defines a launch of no program (current: the number of logical
+    cores, 1 or 2; legacy: SPMD grid sizes, one program per position): APK141 says that the
+    kernel would never run, at the launch."""
+    @nki.jit
+    def kernel(x):
+        return x
+
+    with raises_code("APK141") as err:
+        kernel[grid]
+    assert "no program" in err.value.message and "never run" in err.value.message
+    assert err.value.span.file == __file__

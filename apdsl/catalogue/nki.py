@@ -17,7 +17,10 @@ kernel(np.zeros((4, 4)))
 """),
     entry("APK141", "launch grid not available", """
 `kernel[n](...)` launches the kernel on n logical NeuronCores: n is 1 or 2 on trn2 and trn3
-(LNC=2), and 1 on trn1, which has no logical NeuronCore configuration.
+(LNC=2), and 1 on trn1, which has no logical NeuronCore configuration.  The legacy API's SPMD
+grid, `kernel[gx, gy]`, runs one program per position.  A launch with no program
+(`kernel[0]`, `kernel[2, 0]`) would never run the kernel, and neither reference defines what
+it returns: it is refused too.
 """, """
 # python
 import apdsl.nki as nki

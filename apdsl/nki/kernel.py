@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
-from ..semantics.spmd import check_grid
+from ..semantics.spmd import check_grid, empty_grid
 from ..tensor import tile_writes
 from . import results
 from .arguments import parameter_names, to_numpy, to_tensor
@@ -207,10 +207,12 @@ def launch_grid(grid: Any, name: str) -> tuple[int, ...]:
     """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1); or
     the legacy API's SPMD grid of programs, `kernel[gx, gy]` (two or more sizes), whose
     programs run one after another, each with its `nl.program_id(axis)`."""
-    if isinstance(grid, tuple) and len(grid) > 1 and all(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in grid):
-        return grid
     try:
+        if isinstance(grid, tuple) and len(grid) > 1 and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in grid):
+            if min(grid) < 1:
+                raise empty_grid(f"{name}[{', '.join(map(str, grid))}]", name)
+            return grid
         return check_grid(grid, name)
     except ApdslError as e:
         raise e.replace(span=_here()) from None

@@ -31,6 +31,8 @@ def check_grid(grid: Any, name: str) -> tuple[int, ...]:
         grid = grid[0]
     tgt = targets.target_for("sbuf").name
     most = MOST_CORES.get(tgt, 2)
+    if isinstance(grid, int) and not isinstance(grid, bool) and grid < 1:
+        raise empty_grid(f"{name}[{grid}]", name, tgt)
     if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= most:
         shown = grid if isinstance(grid, int) else type(grid).__name__
         raise ApdslTypeError(
@@ -40,6 +42,21 @@ def check_grid(grid: Any, name: str) -> tuple[int, ...]:
                    "NKI docs: the bracket holds one number, the logical cores to use"],
             help=f"launch with {name}[1](...)" + ("" if most == 1 else f" or {name}[2](...)"))
     return (grid,)
+
+
+def empty_grid(launch: str, name: str, tgt: str | None = None) -> ApdslTypeError:
+    """APK141 for a launch with no program (`kernel[0]`, the legacy `kernel[2, 0]`): it would
+    run nothing, and no NKI reference defines what such a launch returns."""
+    tgt = tgt or targets.target_for("sbuf").name
+    cores = "1 or 2 logical NeuronCores" + (" (trn1: 1)" if tgt != "trn1" else "; trn1 has 1")
+    return ApdslTypeError(
+        f"{launch}: a launch grid with no program: the kernel would never run, and NKI "
+        f"defines no result for such a launch (a kernel launches on {cores}, or the legacy "
+        "API's SPMD grid of programs, each size at least 1)", code="APK141",
+        notes=[f"target: {tgt}",
+               "NKI docs: the bracket holds the number of logical cores to use (current API) "
+               "or the sizes of an SPMD grid, one program per position (legacy neuronxcc.nki)"],
+        help=f"launch one program with {name}[1](...), or call {name}(...) without a grid")
 
 
 def run_programs(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid: tuple[int, ...],

@@ -650,3 +650,86 @@ def test_a_launch_grid_with_no_program_says_so(grid):
         kernel[grid]
     assert "no program" in err.value.message and "never run" in err.value.message
     assert err.value.span.file == __file__
+
+
+# -- nl.divide in the legacy API ---------------------------------------------------------------
+
+LEGACY_DIVIDE = """\
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(a, b, c):
+    out = nl.ndarray((4, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    x, y, col = nl.load(a), nl.load(b), nl.load(c)
+    nl.store(out[0], nl.divide(x, y))
+    nl.store(out[1], x / col)
+    nl.store(out[2], 1.0 / y)
+    t = nl.copy(x)
+    t /= 8.0
+    nl.store(out[3], 3.0 / y + t)
+    return out
+"""
+
+
+def _divide_inputs(tmp_path: Path) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((128, 64)).astype(np.float32)
+    b = (rng.uniform(0.25, 4.0, (128, 64)) * rng.choice([-1.0, 1.0], (128, 64))
+         ).astype(np.float32)
+    c = rng.uniform(0.25, 4.0, (128, 1)).astype(np.float32)
+    for name, arr in (("a", a), ("b", b), ("c", c)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    return a, b, c
+
+
+def _apdsl_divide(tmp_path: Path, source: str, command: str, *extra: str):
+    (tmp_path / "kern.py").write_text(source)
+    return subprocess.run([sys.executable, "-m", "apdsl", command, "kern.py", "-i", "a=a.npy",
+                           "-i", "b=b.npy", "-i", "c=c.npy", *extra],
+                          cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_legacy_nl_divide_is_the_reciprocal_then_a_multiply(tmp_path):
+    """The legacy reference's nl.divide ("a tile that has x / y"), `/` and `/=`: the
+    divisor's float32 reciprocal, then a multiply (as the legacy attention tutorial's nki.isa
+    version divides): bit-exact to NumPy doing the same in float32, within 1 ulp of x / y."""
+    a, b, c = _divide_inputs(tmp_path)
+    proc = _apdsl_divide(tmp_path, LEGACY_DIVIDE, "run", "-o", "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(tmp_path / "out.npy")
+    one = np.float32(1.0)
+    wants = [a * (one / b), a * (one / c), one / b, np.float32(3.0) * (one / b) + a / 8]
+    for g, w, exact in zip(got, wants, [a / b, a / c, 1 / b, 3 / b + a / 8]):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_allclose(g, exact, rtol=2.5e-7, atol=0)
+    proc = _apdsl_divide(tmp_path, LEGACY_DIVIDE, "lower", "--json")
+    assert proc.returncode == 0, proc.stderr
+    by_line: dict[int, list[str]] = {}
+    for row in map(json.loads, proc.stdout.splitlines()):
+        by_line.setdefault(row["line"], []).append(row["op"])
+    assert by_line[11] == ["reciprocal", "tensor_tensor", "dma_copy"]    # tile / tile
+    assert by_line[12] == ["reciprocal", "tensor_scalar", "dma_copy"]    # tile / [P, 1]
+    assert by_line[13] == ["reciprocal", "dma_copy"]                     # 1.0 / tile
+    assert by_line[15] == ["tensor_scalar"]                              # t /= 8.0
+
+
+@pytest.mark.parametrize("change, code", [
+    (("from neuronxcc import nki\nimport neuronxcc.nki.isa as nisa\n"
+      "import neuronxcc.nki.language as nl\n",
+      "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"), "APK183"),
+    (("nl.divide(x, y)", "nisa.tensor_tensor(x, y, op=nl.divide)"), "APK183"),
+    (("x, y, col = nl.load(a), nl.load(b), nl.load(c)",
+      "x, y, col = nl.load(a, dtype=nl.int32), nl.load(b), nl.load(c)"), "APK183"),
+])
+def test_divide_stays_refused_outside_the_legacy_function(tmp_path, change, code):
+    """The current API (its reference: divide "not supported"), divide as an instruction's
+    operator in either API (no instruction takes it), and integer tiles (the legacy reference
+    does not say how their quotient rounds) stay located refusals."""
+    _divide_inputs(tmp_path)
+    proc = _apdsl_divide(tmp_path, LEGACY_DIVIDE.replace(*change), "run")
+    assert proc.returncode == 1 and f"error[{code}]" in proc.stderr, proc.stderr
+    assert "kern.py:11:" in proc.stderr.splitlines()[0] and "Traceback" not in proc.stderr

@@ -58,6 +58,12 @@ it as the compiler does. Multiply by the reciprocal instead: `inv = nl.reciproca
 `nl.multiply(a, inv)` (as instructions: `nisa.reciprocal(dst=inv, data=b)`, then
 `nisa.tensor_tensor(dst=out, data1=a, data2=inv, op=nl.multiply)`); by a number, multiply by
 its inverse.
+
+The legacy API (a file that imports `neuronxcc`) lists the function `nl.divide(x, y)` as
+supported, and there it runs (with `/` and `/=` on tiles): as that reciprocal, then that
+multiply, the legacy tutorials' form of a division. Its integer tiles are refused (APK183: the
+legacy reference does not say how an integer quotient rounds); `op=nl.divide` is refused in
+both APIs.
 """, """
 a: f32[4, 8] @ sbuf = 2.0
 c: f32[4, 8] @ sbuf

@@ -32,7 +32,7 @@ from ..semantics import host as hosts
 from ..tensor.grid_view import IndexedTile
 from ..tensor.index_grid import Limits, Predicate, is_empty
 from ..tensor.view import Tensor
-from . import legacy_shapes
+from . import legacy_divide, legacy_shapes
 from .legacy_forms import FORMS
 from .legacy_results import PendingTile
 from .locate import assigned_name, caller_span
@@ -201,7 +201,10 @@ class Legacy:
     def nl_function(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`nl.NAME` taking the legacy keywords too: `mask=`, index grids and pending results
         as operands; `nl.store` of a PSUM tile through SBUF; `nl.matmul(..., transpose_x=True)`
-        pending, so `+=` accumulates it in PSUM."""
+        pending, so `+=` accumulates it in PSUM; `nl.divide` in a legacy file
+        (`legacy_divide`)."""
+        if name == "divide":
+            fn = self._divide(fn)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.flush()
@@ -236,6 +239,15 @@ class Legacy:
         call.__name__ = name
         call.__wrapped__ = fn  # type: ignore[attr-defined]
         return call
+
+    def _divide(self, refused: Callable[..., Any]) -> Callable[..., Any]:
+        """`nl.divide`: the legacy API's function where the caller's file uses that API,
+        else the current API's refusal (APK183)."""
+        def divide(x: Any, y: Any, dtype: Any = None) -> Any:
+            if not legacy_divide.legacy_caller():
+                return refused(x, y, dtype=dtype)
+            return legacy_divide.divide(self.host.builtins, x, y, dtype)
+        return divide
 
     def _skipping(self, call: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """A masked nl function whose mask keeps no element: called with every instruction it
@@ -421,7 +433,8 @@ class Legacy:
                 pending.write_into(view, accumulate=accumulate)
                 return target
         self.flush()
-        if op == "divide":
+        legacy = op == "divide" and legacy_divide.legacy_caller()
+        if op == "divide" and not legacy:
             raise ApdslTypeError("`/=` on a tile divides, and no NKI instruction divides: the "
                                  "compiler rejects divide", code="APK946",
                                  help="multiply by the reciprocal: t *= nl.reciprocal(x)")
@@ -430,6 +443,9 @@ class Legacy:
         if isinstance(value, IndexedTile):
             value = value.view()
         b = self.host.builtins
+        if legacy and (isinstance(value, Tensor) or legacy_divide.is_number(value)):
+            # the legacy API divides (legacy_divide): multiply by the reciprocal
+            op, value = "multiply", legacy_divide.multiplier(b, value)
         if isinstance(value, Tensor):
             if value.buffer == "psum" and view.buffer == "psum":  # at most one input in PSUM
                 value = self._staged(value)

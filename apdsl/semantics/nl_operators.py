@@ -18,7 +18,8 @@ function's):
 - `nl.copy(x)` is the copy function of `nl_functions` (tensor_copy).
 An operator an instruction does not take is that instruction's coded refusal; nothing is
 computed outside an instruction.  `nl.divide` is refused as the function called (APK183: the
-device compiler rejects divide; multiply by the reciprocal).
+device compiler rejects divide; multiply by the reciprocal), except in the legacy API, where
+the frontend gives it that reciprocal and multiply (`apdsl.nki.legacy_divide`).
 
 Result dtype (`dtype=None`): the input tile's; of two tiles, the wider float, or the float of a
 float/integer pair, or the wider integer (bfloat16 with float16, and integers of one width but

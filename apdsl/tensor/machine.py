@@ -121,8 +121,7 @@ class Accounting:
         """The live storages of `buffer` with their sizes, largest first (None where the owner
         is not known)."""
         blocks = sorted(self.live.get(buffer, ()), key=lambda b: -b[2])
-        return [(ref() if (ref := self.owners.get(sid)) is not None else None, size)
-                for sid, _, size in blocks]
+        return [(self.owner(sid), size) for sid, _, size in blocks]
 
     def used(self, buffer: str) -> int:
         return sum(size for _, _, size in self.live.get(buffer, ()))
@@ -163,6 +162,18 @@ class Accounting:
         if owner is not None:
             self.owners[sid] = owner
         return addr
+
+    def claim(self, sid: int, buffer: str, start: int, size: int,
+              owner: Callable[[], Any]) -> None:
+        """Record `size` bytes at `start` as the block of storage `sid`, placed by its owner
+        (`address=`): where it goes is the program's choice, not `place`'s."""
+        self.live.setdefault(buffer, []).append((sid, start, size))
+        self.owners[sid] = owner
+
+    def owner(self, sid: int) -> Any:
+        """The live storage holding block `sid` (None: not known, or no longer alive)."""
+        ref = self.owners.get(sid)
+        return None if ref is None else ref()
 
     def release(self, sid: int, buffer: str) -> None:
         blocks = self.live.get(buffer)

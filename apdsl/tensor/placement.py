@@ -32,7 +32,6 @@ from .storage import Storage
 
 # where an address error points: the `address=` keyword (nl.ndarray's fifth parameter)
 ADDRESS = ("address", 4)
-REGISTRY = "placement"  # the machine's record of its placed storages (`Machine.engine_state`)
 
 
 class PlacedStorage(Storage):
@@ -81,13 +80,11 @@ class PlacedStorage(Storage):
                    ("the NKI reference publishes no SBUF alignment (nl.tile_size.sbuf_min_align "
                     "has no value); apdsl places elements whole",))
         accounting = current().accounting
-        placed = _registry()
         for sid, start, length in list(accounting.live.get(self.buffer, ())):
             if not (start < f0 + size and f0 < start + length):
                 continue
-            other = placed.get(sid)
-            old = other() if other is not None else None
-            if old is None:
+            old = accounting.owner(sid)
+            if not isinstance(old, PlacedStorage):
                 refuse("APK165", f"bytes {f0}..{f0 + size - 1} of {self.buffer} overlap a "
                        "tensor apdsl placed itself (one allocated without address=)",
                        "hardware does not fix where tensors without an address go: place "
@@ -97,21 +94,10 @@ class PlacedStorage(Storage):
             q0, q1 = old.partition, old.partition + old.shape[0]
             if q0 < p0 + parts and p0 < q1:
                 _supersede(old, self)
-        accounting.live.setdefault(self.buffer, []).append((self.id, f0, size))
-        placed[self.id] = weakref.ref(self)
+        accounting.claim(self.id, self.buffer, f0, size, weakref.ref(self))
         self._accounting = accounting
         return f0
 
-
-def _registry() -> dict[int, Any]:
-    """The current machine's placed storages by id (weak), dropping those no longer live."""
-    m = current()
-    placed = m.engine_state.setdefault(REGISTRY, {})
-    if placed:
-        live = {sid for blocks in m.accounting.live.values() for sid, _, _ in blocks}
-        for sid in [s for s in placed if s not in live]:
-            del placed[sid]
-    return placed
 
 
 def _supersede(old: PlacedStorage, new: PlacedStorage) -> None:

@@ -549,7 +549,7 @@ def _selective_scan(delta, u, A, B, C):
     return out
 
 
-@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2"])
+@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2", "mamba_v2_hoisted"])
 def test_the_mamba_validation_kernels_compute_the_selective_scan(kernel):
     from apdsl.nki.program import PyProgram
     rng = np.random.default_rng(5)
@@ -565,3 +565,65 @@ def test_the_mamba_validation_kernels_compute_the_selective_scan(kernel):
             kernel, ins).value.numpy()
     want = _selective_scan(*(ins[k].astype(np.float64) for k in ("delta", "u", "A", "B", "C")))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+FAST = """\
+kernel k(X: {dt}[128, 1024] @ hbm) -> {dt}[128, 512] @ hbm:
+    x: {dt}[128, 1024] @ sbuf
+    y: {dt}[128, 512] @ sbuf
+    z: {dt}[128, 512] @ sbuf
+    r: {dt}[128, 1] @ sbuf
+    dma_copy(dst=x, src=X)
+    dma_copy(dst=y, src=X[:, 0:512])
+    dma_copy(dst=z, src=X[:, 512:1024])
+    {call}
+    out = ndarray((128, 512), {dt}, hbm)
+    dma_copy(dst=out, src=z)
+    return out
+"""
+
+
+@pytest.mark.parametrize("dt, call, op, cycles", [
+    # tensor_tensor: N for bf16 add/multiply/subtract, both inputs in SBUF with stride 1
+    ("bf16", "nisa.tensor_tensor(dst=z, data1=x[:, 0:512], data2=y, op=nl.add)", None, 512),
+    ("bf16", "nisa.tensor_tensor(dst=z, data1=x[:, 0:512], data2=y, op=nl.subtract)", None,
+     512),
+    ("bf16", "nisa.tensor_tensor(dst=z, data1=x[:, 0:512], data2=y, op=nl.maximum)", None,
+     1024),
+    ("bf16", "nisa.tensor_tensor(dst=z, data1=x[:, 0:1024:2], data2=y, op=nl.add)", None,
+     1024),
+    ("f32", "nisa.tensor_tensor(dst=z, data1=x[:, 0:512], data2=y, op=nl.add)", None, 1024),
+    # scalar_tensor_tensor: N for bf16 subtract then multiply with N even
+    ("bf16", "nisa.scalar_tensor_tensor(dst=z, data=y, op0=nl.subtract, operand0=1.0, "
+     "op1=nl.multiply, operand1=x[:, 0:512])", None, 512),
+    ("bf16", "nisa.scalar_tensor_tensor(dst=z, data=y, op0=nl.add, operand0=1.0, "
+     "op1=nl.multiply, operand1=x[:, 0:512])", None, 1024),
+    ("f32", "nisa.scalar_tensor_tensor(dst=z, data=y, op0=nl.subtract, operand0=1.0, "
+     "op1=nl.multiply, operand1=x[:, 0:512])", None, 1024),
+    # tensor_reduce: N/2 for bf16 add or maximum
+    ("bf16", "nisa.tensor_reduce(dst=r, op=nl.add, data=x, axis=1)", None, 512),
+    ("bf16", "nisa.tensor_reduce(dst=r, op=nl.maximum, data=x, axis=1)", None, 512),
+    ("bf16", "nisa.tensor_reduce(dst=r, op=nl.multiply, data=x, axis=1)", None, 1024),
+    ("f32", "nisa.tensor_reduce(dst=r, op=nl.add, data=x, axis=1)", None, 1024),
+    # memset: N/2 for a zero fill of bf16, else N
+    ("bf16", "nisa.memset(dst=x, value=0.0)", "memset", 512),
+    ("bf16", "nisa.memset(dst=x, value=1.0)", "memset", 1024),
+    ("f32", "nisa.memset(dst=x, value=0.0)", "memset", 1024),
+])
+def test_the_isa_fast_rows_for_bf16(dt, call, op, cycles):
+    """ISA at 1db4d74e (each instruction's "Estimated instruction cost", ARCH1's exceptions to
+    its N / 2N rule) on trn1: the cycles of each row, on a [128, 1024]-wide kernel."""
+    name = op or call.split("(")[0].split(".")[-1]
+    vec = 1 / costs.table("trn1")["vector_clock"].value
+    assert _one(FAST.format(dt=dt, call=call), name, "trn1") == pytest.approx(cycles * vec)
+
+
+@pytest.mark.parametrize("op, cycles", [("nl.add", 512), ("nl.maximum", 512)])
+def test_the_fast_row_and_the_trn2_mode_do_not_add(op, cycles):
+    """trn2: the performance mode lifts a bf16 tensor_tensor with both inputs in SBUF 2x over
+    the v2 rule (ARCH2), the ISA's row makes add/multiply/subtract N: either gives N, both
+    together are not taken as N/2."""
+    vec = 1 / costs.table("trn2")["vector_clock"].value
+    call = f"nisa.tensor_tensor(dst=z, data1=x[:, 0:512], data2=y, op={op})"
+    assert _one(FAST.format(dt="bf16", call=call), "tensor_tensor", "trn2") == \
+        pytest.approx(cycles * vec)

@@ -181,6 +181,57 @@ ISA_EXTRA_CYCLES: dict[str, float] = {"activation_reduce": 64.0, "tensor_scalar_
 # through one interface (tensor_tensor_scan 2N, scalar_tensor_tensor 2N whatever the memories).
 SPLIT_READS = frozenset({"tensor_tensor", "tensor_copy_predicated"})
 
+
+@record
+class FastPath:
+    """A row of an instruction's ISA cost table that is faster than the general rule for its
+    data types and operators (ARCH1's VectorE cost model names such "exceptions, depending on
+    the data types and instruction type" and defers to the ISA tables).  When every condition
+    holds on the Vector engine, the instruction streams `scale` times the elements the
+    general rule counts."""
+
+    scale: float
+    dtypes: frozenset[str]          # the dtypes the checked operands must all have
+    source: str
+    roles: tuple[str, ...] = ()     # the operands whose dtype is checked (empty: every one)
+    # (argument, the values it must have): its JSON-plain value as the trace records it
+    arguments: tuple[tuple[str, frozenset[Any]], ...] = ()
+    sbuf_contiguous: bool = False   # every input in SBUF, each partition's elements adjacent
+    even: bool = False              # the free size is even
+
+
+_BF16 = frozenset({"bfloat16"})
+_ISA = "ISA at 1db4d74e, "
+# Each instruction's fast row (ISA at 1db4d74e, nki/api/nki/isa/__init__.py, "Estimated
+# instruction cost": tensor_tensor lines 1793-1813, scalar_tensor_tensor 1215-1226,
+# tensor_reduce 1597-1606, memset 709-713), the general rule being ARCH1's N cycles for one
+# input and 2N for two (trainium_inferentia2_arch.rst line 398 defers to these exceptions).
+# Data beside the figures, so that the model names no instruction.
+FAST_PATHS: dict[str, FastPath] = {
+    # max(MIN_II, N) when both inputs are in SBUF, every tile bfloat16, the operator add,
+    # multiply or subtract and each input contiguous along the free dimension (2N otherwise)
+    "tensor_tensor": FastPath(
+        0.5, _BF16, _ISA + "tensor_tensor: N cycles with both inputs in SBUF, every tile "
+        "bfloat16, op add/multiply/subtract, stride 1 in each partition (else 2N)",
+        arguments=(("op", frozenset({"nl.add", "nl.multiply", "nl.subtract"})),),
+        sbuf_contiguous=True),
+    # N when data and operand1 are bfloat16, op0 subtract, op1 multiply and N even (else 2N)
+    "scalar_tensor_tensor": FastPath(
+        0.5, _BF16, _ISA + "scalar_tensor_tensor: N cycles for bfloat16 data and operand1, "
+        "op0 subtract, op1 multiply, N even (else 2N)", roles=("data", "operand1"),
+        arguments=(("op0", frozenset({"nl.subtract"})), ("op1", frozenset({"nl.multiply"}))),
+        even=True),
+    # N/2 when input and output are bfloat16 and the operator add or maximum (else N)
+    "tensor_reduce": FastPath(
+        0.5, _BF16, _ISA + "tensor_reduce: N/2 cycles for bfloat16 in and out with add or "
+        "maximum (else N)", arguments=(("op", frozenset({"nl.add", "nl.maximum"})),)),
+    # max(MIN_II, N/2) for a zero fill of a bfloat16/float16 tile (else max(MIN_II, N))
+    "memset": FastPath(
+        0.5, frozenset({"bfloat16", "float16"}), _ISA + "memset: max(MIN_II, N/2) cycles "
+        "filling a bfloat16/float16 tile with zero (else max(MIN_II, N))",
+        arguments=(("value", frozenset({0})),)),
+}
+
 _TRN_FIXED = "DMABW (~1300 ns per DMA for descriptors, synchronisation and semaphores)"
 
 _ASCEND_CLOCK = ("PERFTESTS (dav-2201 clock 1800 MHz, 'hardware spec'); CBOT's 11.06 TOPS "

@@ -26,6 +26,7 @@ from ..runtime.table import outputs
 from ..tensor import dtypes
 from ..tensor.lowering import AccessPattern
 from .costs import (
+    FAST_PATHS,
     ISA_CYCLES_PER_ELEMENT,
     ISA_EXTRA_CYCLES,
     SPLIT_READS,
@@ -165,9 +166,10 @@ class Model:
         return "Vector"
 
     def cost(self, op: str, piece: dict[str, AccessPattern], hint: str | None = None,
-             dge_mode: str | None = None) -> Cost:
+             dge_mode: str | None = None, arguments: dict[str, Any] | None = None) -> Cost:
         """`hint`: the record's engine or pipe; `dge_mode`: the DMA's dge_mode= hint, if any
-        (hardware DGE has its own fixed cost)."""
+        (hardware DGE has its own fixed cost); `arguments`: the instruction's non-tensor
+        operands as the trace records them (`op=`, `value=`: an ISA fast row may need them)."""
         engine = self.engine_of(op, piece, hint)
         if self.family == "ascend":
             return self._ascend(op, piece, engine)
@@ -175,7 +177,7 @@ class Model:
             fixed = "dma_fixed_hwdge" if dge_mode == "hwdge" and "dma_fixed_hwdge" in self.f \
                 else "dma_fixed"
             return self._nki_dma(piece, self.v(fixed))
-        return self._nki_compute(op, piece, engine)
+        return self._nki_compute(op, piece, engine, arguments or {})
 
     # -- NKI --------------------------------------------------------------------------------
     def _nki_dma(self, piece: dict[str, AccessPattern], fixed: float) -> Cost:
@@ -198,7 +200,8 @@ class Model:
         return Cost("DMA", fixed + ceil(desc / engines) * per_run, nbytes, desc, run, engines,
                     fixed, shared_bytes=hbm)
 
-    def _nki_compute(self, op: str, piece: dict[str, AccessPattern], engine: str) -> Cost:
+    def _nki_compute(self, op: str, piece: dict[str, AccessPattern], engine: str,
+                     arguments: dict[str, Any]) -> Cost:
         clock = self.v(f"{engine.lower()}_clock") if engine != "Sync" else self.v("scalar_clock")
         if engine == "Sync":
             return Cost(engine, self.v("register_cycles") / clock)
@@ -225,7 +228,11 @@ class Model:
         size = max(free, _streamed(ins, op in SPLIT_READS))
         strided = any(_onchip(ap) and len(ap.pattern) > 1 and
                       abs(as_int(ap.pattern[-1][0])) * _bits(ap) // 8 > 16 for ap in piece.values())
-        rate = self.v("compute_elements_per_cycle") * self._mode(op, piece, engine, ins)
+        # the ISA's fast row and the trn2 performance mode are each a speed-up over the
+        # NeuronCore-v2 general rule: the larger applies, never both (costs.FastPath)
+        speedup = max(self._mode(op, piece, engine, ins),
+                      self._fast(op, piece, engine, ins, arguments, free))
+        rate = self.v("compute_elements_per_cycle") * speedup
         cycles = size * ISA_CYCLES_PER_ELEMENT.get(op, 1.0) / rate
         if strided:
             cycles *= self.v("strided_factor")
@@ -234,6 +241,30 @@ class Model:
                 < self.v("small_free_size"):
             cycles += self.v("small_cycles")
         return Cost(engine, cycles / clock, dependent_ns=self.v("dependent_cycles") / clock)
+
+    @staticmethod
+    def _fast(op: str, piece: dict[str, AccessPattern], engine: str,
+              ins: list[AccessPattern], arguments: dict[str, Any], free: int) -> float:
+        """The speed-up of the instruction's ISA fast row (`costs.FAST_PATHS`) when every
+        one of its conditions holds on the Vector engine, else 1."""
+        fast = FAST_PATHS.get(op)
+        if fast is None or engine != "Vector":
+            return 1.0
+        checked = [piece[r] for r in fast.roles if r in piece] if fast.roles \
+            else list(piece.values())
+        if not checked or any(ap.dtype not in fast.dtypes for ap in checked):
+            return 1.0
+        for name, allowed in fast.arguments:
+            value = arguments.get(name)
+            if value is None or isinstance(value, (list, dict)) or value not in allowed:
+                return 1.0
+        if fast.sbuf_contiguous and not all(
+                ap.buffer == "sbuf" and (len(ap.pattern) < 2 or as_int(ap.pattern[-1][0]) == 1)
+                for ap in ins):
+            return 1.0
+        if fast.even and free % 2:
+            return 1.0
+        return 1.0 / fast.scale
 
     def _mode(self, op: str, piece: dict[str, AccessPattern], engine: str,
               ins: list[AccessPattern]) -> float:

@@ -30,6 +30,7 @@ from ..records import record
 from ..runtime.core.trace import AFTER, EVENT_ROW, PART, PIPE
 from ..runtime.sync.pipes import PIPE_INDEX
 from ..runtime.table import outputs
+from .costs import FAST_PATHS
 from .model import Cost, Model, as_int
 
 
@@ -159,7 +160,7 @@ class Scheduler:
         launch on several Ascend cores in the order of time (`_interleave`)."""
         add = self.add
         self.syncs = trace.syncs
-        parts, hints, rows = trace.parts, trace.hints, trace.rows
+        parts, hints, rows, args = trace.parts, trace.hints, trace.rows, trace.arguments
         i, n = 0, len(rows)
         while i < n:
             row = rows[i]
@@ -168,7 +169,7 @@ class Scheduler:
                 continue
             world = self._launch(row)
             if world is None:
-                add(i, row, parts[row[PART]], hints.get(i))
+                add(i, row, parts[row[PART]], hints.get(i), args.get(i))
                 i += 1
                 continue
             j = i + 1  # the launch's rows: up to the first instruction of something else
@@ -213,7 +214,7 @@ class Scheduler:
                 continue
             queue = queues[core]
             queue.popleft()
-            self.add(i, rows[i], parts[rows[i][PART]], hints.get(i))
+            self.add(i, rows[i], parts[rows[i][PART]], hints.get(i), trace.arguments.get(i))
             if queue:
                 heappush(heap, (self.table.rows[-1][9], queue[0], core))
             for w in waiting:  # what it waited for may be scheduled now
@@ -233,19 +234,21 @@ class Scheduler:
                    for q, k in enumerate(row[AFTER:]))
 
     def add(self, index: int, row: tuple[Any, ...], part: tuple[Any, ...],
-            hints: dict[str, Any] | None) -> None:
+            hints: dict[str, Any] | None, arguments: tuple[Any, ...] | None = None) -> None:
         """Schedule the pieces of instruction row `index` of a trace (`apdsl.runtime.core.trace`):
-        `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords."""
+        `part` its lowered operands, pieces, storages and engine, `hints` its hint keywords,
+        `arguments` its non-tensor operands as (name, value) pairs."""
         op, name, file, line, p, pipe, _, sync = row[:AFTER]
         location = None
         if file is not None:  # one tuple per source line, shared by its slots
             location = (file, line)
             location = self._locations.setdefault(location, location)
         dge = hints.get("dge_mode") if hints else None
-        key = p if dge is None else (p, dge)
+        arguments = _fast_arguments(op, arguments)
+        key = p if dge is None and arguments is None else (p, dge, arguments)
         got = self._part_costs.get(key)
         if got is None:
-            got = self._part_costs[key] = self._costs_of(op, part, dge)
+            got = self._part_costs[key] = self._costs_of(op, part, dge, arguments)
         pieces, costs, refs = got
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
             # the cores of a launch share one order (their checkers' world): pipe q of it is
@@ -320,7 +323,8 @@ class Scheduler:
             self.cores.setdefault(prefix, base)
         return prefix
 
-    def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None
+    def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None,
+                  arguments: tuple[Any, ...] | None = None
                   ) -> tuple[list[dict[str, Any]], list[Cost], list[tuple[int, int]]]:
         """The pieces of a trace part, each one's cost, and where the slot table keeps each
         (piece, cost).  The trace shares lowered operands
@@ -331,10 +335,11 @@ class Scheduler:
         pieces = pieces or [{}]
         costs = []
         for piece in pieces:
-            ckey = (op, engine, dge, *map(id, piece.values()))
+            ckey = (op, engine, dge, arguments, *map(id, piece.values()))
             cost = self._costs.get(ckey)
             if cost is None:
-                cost = self._costs[ckey] = self.model.cost(op, piece, engine, dge)
+                cost = self._costs[ckey] = self.model.cost(
+                    op, piece, engine, dge, None if arguments is None else dict(arguments))
             costs.append(cost)
         table = self.table
         return pieces, costs, [(table.ref(piece), table.ref(cost))
@@ -623,3 +628,14 @@ def critical_path(slots: list[Slot]) -> list[Slot]:
         cur = slots[cur.pred]
         path.append(cur)
     return path[::-1]
+
+
+def _fast_arguments(op: str, arguments: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """The (name, value) pairs of an instruction's arguments that its ISA fast row looks at
+    (`costs.FAST_PATHS`; None when it has none): part of the key its cost is kept under."""
+    fast = FAST_PATHS.get(op)
+    if fast is None or not arguments:
+        return None
+    names = {name for name, _ in fast.arguments}
+    return tuple((k, v) for k, v in arguments
+                 if k in names and isinstance(v, (str, int, float))) or None

@@ -244,12 +244,7 @@ class Scheduler:
             location = (file, line)
             location = self._locations.setdefault(location, location)
         dge = hints.get("dge_mode") if hints else None
-        arguments = _fast_arguments(op, arguments)
-        key = p if dge is None and arguments is None else (p, dge, arguments)
-        got = self._part_costs.get(key)
-        if got is None:
-            got = self._part_costs[key] = self._costs_of(op, part, dge, arguments)
-        pieces, costs, refs = got
+        pieces, costs, refs = self._part_cost(op, p, part, dge, _fast_arguments(op, arguments))
         if pipe is not None:  # an Ascend instruction the synchroniser ordered: its events
             # the cores of a launch share one order (their checkers' world): pipe q of it is
             # core q // 7's pipe q % 7, each core's pipes tracks of their own
@@ -322,6 +317,16 @@ class Scheduler:
         if prefix:
             self.cores.setdefault(prefix, base)
         return prefix
+
+    def _part_cost(self, op: str, p: int, part: tuple[Any, ...], dge: str | None,
+                   arguments: tuple[Any, ...] | None
+                   ) -> tuple[list[dict[str, Any]], list[Cost], list[tuple[int, int]]]:
+        """`_costs_of` trace part `p`, kept per part, DGE mode and fast-row arguments."""
+        key = p if dge is None and arguments is None else (p, dge, arguments)
+        got = self._part_costs.get(key)
+        if got is None:
+            got = self._part_costs[key] = self._costs_of(op, part, dge, arguments)
+        return got
 
     def _costs_of(self, op: str, part: tuple[Any, ...], dge: str | None,
                   arguments: tuple[Any, ...] | None = None

@@ -549,11 +549,13 @@ def _selective_scan(delta, u, A, B, C):
     return out
 
 
-@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2", "mamba_v2_hoisted"])
+@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2", "mamba_v2_hoisted", "mamba_v3",
+                                    "mamba_v3_hoisted"])
 def test_the_mamba_validation_kernels_compute_the_selective_scan(kernel):
     from apdsl.nki.program import PyProgram
     rng = np.random.default_rng(5)
-    batch, channels, seq, states = 2, 256, 48, 3
+    # (v3 cuts seq_len in tiles of 512: two of them carry the scan from one to the next)
+    batch, channels, seq, states = 2, 256, 1024 if "v3" in kernel else 48, 3
     ins = {"delta": rng.uniform(0, 0.5, (batch, channels, seq)),
            "u": rng.standard_normal((batch, channels, seq)),
            "A": -rng.uniform(0.1, 1.0, (channels, states)),

@@ -733,3 +733,40 @@ def test_divide_stays_refused_outside_the_legacy_function(tmp_path, change, code
     proc = _apdsl_divide(tmp_path, LEGACY_DIVIDE.replace(*change), "run")
     assert proc.returncode == 1 and f"error[{code}]" in proc.stderr, proc.stderr
     assert "kern.py:11:" in proc.stderr.splitlines()[0] and "Traceback" not in proc.stderr
+
+
+LEGACY_MATMUL = """\
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(a, b, c):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a[0:64, :])
+    y = nl.load(b)
+    y_t = nl.transpose(y)
+    nl.store(out, nl.matmul(y_t, x, transpose_x=True))
+    return out
+"""
+
+
+def test_legacy_matmul_takes_a_psum_tile_through_sbuf(tmp_path):
+    """The legacy nl.matmul takes its operands in SBUF and the legacy API leaves tiles' memory
+    to the compiler: an nl.transpose result (PSUM) is copied to SBUF first, as the legacy
+    attention example's nki.isa version does (nc_transpose, then tensor_copy).  The current
+    API keeps its located refusal."""
+    a, b, _ = _divide_inputs(tmp_path)
+    proc = _apdsl_divide(tmp_path, LEGACY_MATMUL, "run", "-o", "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), b @ a[0:64, :],
+                               rtol=1e-4, atol=1e-4)
+    proc = _apdsl_divide(tmp_path, LEGACY_MATMUL, "lower", "--json")
+    assert proc.returncode == 0, proc.stderr
+    ops = [(row["line"], row["op"]) for row in map(json.loads, proc.stdout.splitlines())]
+    assert ops[2:] == [(10, "nc_transpose"), (11, "tensor_copy"), (11, "nc_matmul"),
+                       (11, "tensor_copy"), (11, "dma_copy")]
+    current = LEGACY_MATMUL.replace("from neuronxcc import nki\nimport neuronxcc.nki.language",
+                                    "import nki\nimport nki.language")
+    proc = _apdsl_divide(tmp_path, current, "run")
+    assert proc.returncode == 1 and "error[APK309]" in proc.stderr, proc.stderr

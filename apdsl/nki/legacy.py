@@ -35,7 +35,7 @@ from ..tensor.view import Tensor
 from . import legacy_divide, legacy_shapes
 from .legacy_forms import FORMS
 from .legacy_results import PendingTile
-from .locate import assigned_name, caller_span
+from .locate import assigned_name, caller_span, legacy_caller
 
 
 class Host(hosts.Host, Protocol):
@@ -224,6 +224,8 @@ class Legacy:
                 a, kw = _reduced_last(args, kwargs, a, kw)
             if name == "store":
                 return self._store(fn, a, kw)
+            if name == "matmul" and legacy_caller():
+                a, kw = self._in_sbuf(a, kw)
             if name == "matmul" and mask is None and not self.skipping:
                 pending = self._matmul(a, kw)
                 if pending is not None:
@@ -244,7 +246,7 @@ class Legacy:
         """`nl.divide`: the legacy API's function where the caller's file uses that API,
         else the current API's refusal (APK183)."""
         def divide(x: Any, y: Any, dtype: Any = None) -> Any:
-            if not legacy_divide.legacy_caller():
+            if not legacy_caller():
                 return refused(x, y, dtype=dtype)
             return legacy_divide.divide(self.host.builtins, x, y, dtype)
         return divide
@@ -308,6 +310,16 @@ class Legacy:
         finally:
             self.widen = None
         return regions.get(id(result), result)
+
+    def _in_sbuf(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The legacy `nl.matmul`'s operands with a PSUM tile copied to SBUF first (tensor_copy),
+        since its reference takes both in SBUF and the legacy API leaves tiles' memory to the
+        compiler: the legacy attention example's `nl.matmul(scores, nl.transpose(v))` is, in its
+        nki.isa version, `nisa.nc_transpose` into PSUM, then `nisa.tensor_copy` to SBUF."""
+        def staged(v: Any) -> Any:
+            return self._staged(v) if isinstance(v, Tensor) and v.buffer == "psum" else v
+        return (tuple(staged(v) for v in args),
+                {k: staged(v) if k in ("x", "y") else v for k, v in kwargs.items()})
 
     def _store(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         names = ("dst", "value")
@@ -433,7 +445,7 @@ class Legacy:
                 pending.write_into(view, accumulate=accumulate)
                 return target
         self.flush()
-        legacy = op == "divide" and legacy_divide.legacy_caller()
+        legacy = op == "divide" and legacy_caller()
         if op == "divide" and not legacy:
             raise ApdslTypeError("`/=` on a tile divides, and no NKI instruction divides: the "
                                  "compiler rejects divide", code="APK946",

@@ -4,7 +4,8 @@ The legacy reference (the Neuron SDK releases before the `nki` package) lists `n
 its math functions: "Divide the inputs, element-wise ... a tile that has x / y".  The current
 one lists it as not supported, and no instruction takes divide as its operator (SPEC 11:
 `op=nl.divide` stays refused, APK183).  So the function runs only where the legacy API is
-used: in a source file that imports `neuronxcc` (the legacy API's only import path).
+used: in a source file that imports `neuronxcc` (the legacy API's only import path:
+`locate.legacy_caller`).
 
 What it issues is what the legacy tutorials write for a division on the device: the divisor's
 reciprocal, then a multiply (the legacy attention example's `nki.isa` version of its
@@ -19,9 +20,6 @@ integer quotient is rounded.
 
 from __future__ import annotations
 
-import ast
-import linecache
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,29 +28,6 @@ from ..errors import ApdslTypeError
 from ..semantics.nl_operators import promote
 from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.view import Tensor
-from .locate import caller_span
-
-
-@lru_cache(maxsize=512)
-def _imports_legacy(file: str) -> bool:
-    """Does the Python source `file` hold an import statement of `neuronxcc` (parsed: an
-    import inside a string is not one)?"""
-    try:
-        tree = ast.parse("".join(linecache.getlines(file)))
-    except (SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        if any(n == "neuronxcc" or n.startswith("neuronxcc.") for n in names):
-            return True
-    return False
-
-
-def legacy_caller() -> bool:
-    """Is the user's code making the current call in a file that imports `neuronxcc`?"""
-    span = caller_span(2)
-    return span is not None and _imports_legacy(span.file)
 
 
 def is_number(v: Any) -> bool:

@@ -3,7 +3,9 @@ column range Python 3.11+ records for each instruction (`co_positions`)."""
 
 from __future__ import annotations
 
+import ast
 import dis
+import linecache
 import os
 import sys
 from functools import cache, lru_cache
@@ -168,3 +170,25 @@ def return_span(fn: Any) -> Span | None:
                     node.lineno, end_col + 1)
     return Span(file, where.lineno, _column(file, where.lineno, where.col_offset) + 1,
                 end_line or where.lineno, _column(file, end_line or where.lineno, end_col) + 1)
+
+
+@lru_cache(maxsize=512)
+def _imports_legacy(file: str) -> bool:
+    """Does the Python source `file` hold an import statement of `neuronxcc` (parsed: an
+    import inside a string is not one)?"""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(n == "neuronxcc" or n.startswith("neuronxcc.") for n in names):
+            return True
+    return False
+
+
+def legacy_caller() -> bool:
+    """Is the user's code making the current call in a file that imports `neuronxcc`?"""
+    span = caller_span(2)
+    return span is not None and _imports_legacy(span.file)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import subprocess
+import sys
+
 from apdsl.errors import ApdslError
 
 # The program of SPEC section 3.
@@ -65,3 +71,44 @@ def error_code(fn) -> str | None:
     except ApdslError as e:
         return e.code
     return None
+
+
+def apdsl_in_process(*args: str, cwd: str | os.PathLike | None = None
+                     ) -> subprocess.CompletedProcess:
+    """`apdsl ARGS` run by the command line's own `main` inside the test's process: its exit
+    status, stdout and stderr as `subprocess.run` gives them, without a process start (a tenth
+    to a half of a second of CPU each, most of a command-line test's cost).  For tests of what
+    a command reports; what only a process shows (start-up, exit, the streams as pipes) keeps
+    its subprocess tests, at least one per command.  The garbage-collector policy of a
+    one-command process (apdsl.surfaces.collector) is left out: it would outlive the command
+    here.  Each command runs on a fresh machine (apdsl.tensor.machine), as in its own process."""
+    from apdsl.surfaces import cli, collector
+    from apdsl.tensor.machine import Machine
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    nki_before = "nki" in sys.modules
+    tune, collector.tune_for_one_command = collector.tune_for_one_command, lambda: None
+    colour = os.environ.pop("NO_COLOR", None)
+    os.environ["NO_COLOR"] = "1"
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        # a fresh machine, as a new process has: no target or state of an earlier command
+        with Machine().active(), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            try:
+                status = cli.main([str(a) for a in args])
+            except SystemExit as e:  # argparse's usage errors
+                status = e.code if isinstance(e.code, int) else 1
+    finally:
+        if not nki_before and "apdsl.nki.install" in sys.modules:  # a .py kernel installed it
+            sys.modules["apdsl.nki.install"].uninstall()
+        os.chdir(here)
+        collector.tune_for_one_command = tune
+        if colour is None:
+            del os.environ["NO_COLOR"]
+        else:
+            os.environ["NO_COLOR"] = colour
+    return subprocess.CompletedProcess([str(a) for a in args], status, out.getvalue(),
+                                       err.getvalue())

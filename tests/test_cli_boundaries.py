@@ -1,7 +1,10 @@
-"""The command line's boundaries, run as a user runs them (a subprocess): `-i` arrays a kernel
-cannot take are refused at the parameter in the user's file, naming the `-i` argument; no
-output replaces the program or an input; every command that runs a program takes the run
-options; a usage error prints the command's own usage (SPEC sections 2 and 15)."""
+"""The command line's boundaries: `-i` arrays a kernel cannot take are refused at the
+parameter in the user's file, naming the `-i` argument; no output replaces the program or an
+input; every command that runs a program takes the run options; a usage error prints the
+command's own usage (SPEC sections 2 and 15).
+
+Each command runs as a user runs it (a subprocess) at least once here; the other variants run
+the command line's `main` in process (`support.apdsl_in_process`), which reports the same."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import apdsl_in_process
 
 PY_KERNEL = '''\
 import nki
@@ -54,10 +58,14 @@ kernel k() -> f32[4, 8] @ hbm:
 '''
 
 
-def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+def cli_process(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
                           text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1"},
                           timeout=timeout)
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return apdsl_in_process(*args, cwd=cwd)
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:
@@ -87,7 +95,8 @@ def folder(tmp_path: Path) -> Path:
                                                 ("u64.npy", "uint64", "uint32")])
 def test_a_64_bit_input_is_refused_at_the_parameter(folder, command, file, where, array, dtype,
                                                     cast):
-    proc = cli(command, file, "-i", f"x={array}", cwd=folder)
+    real = file == "double.py" and array == "x64.npy"  # a process per command
+    proc = (cli_process if real else cli)(command, file, "-i", f"x={array}", cwd=folder)
     no_traceback(proc)
     assert proc.returncode == 1, proc.stderr
     first = proc.stderr.splitlines()[0]
@@ -101,11 +110,12 @@ def test_a_64_bit_input_is_refused_at_the_parameter(folder, command, file, where
 
 
 def test_the_conversion_the_help_gives_works(folder):
-    proc = cli("run", "double.py", "-i", "x=i64.npy", cwd=folder)
+    proc = cli_process("run", "double.py", "-i", "x=i64.npy", cwd=folder)
     help_line = next(line for line in proc.stderr.splitlines() if "help:" in line)
     command = help_line.split('python -c "', 1)[1].split('"', 1)[0]
     subprocess.run([sys.executable, "-c", command], cwd=folder, check=True)
-    proc = cli("run", "double.py", "-i", "x=i64_int32.npy", "-o", "out.npy", cwd=folder)
+    proc = cli_process("run", "double.py", "-i", "x=i64_int32.npy", "-o", "out.npy",
+                       cwd=folder)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(folder / "out.npy"),
                                   np.arange(32, dtype=np.int32).reshape(4, 8) * 2)
@@ -145,7 +155,7 @@ def test_a_named_dimension_that_disagrees_says_so(folder):
 def test_an_input_fifo_is_refused_at_once(folder):
     os.mkfifo(folder / "pipe.npy")  # nothing ever writes it: opening it would block
     for command in ("run", "check"):
-        proc = cli(command, "double.py", "-i", "x=pipe.npy", cwd=folder, timeout=60)
+        proc = cli_process(command, "double.py", "-i", "x=pipe.npy", cwd=folder, timeout=60)
         no_traceback(proc)
         assert proc.returncode == 1 and "error[APK601]" in proc.stderr, proc.stderr
 
@@ -187,7 +197,7 @@ def test_an_empty_output_name_is_a_usage_error(folder, argv):
 
 
 def test_an_output_next_to_the_program_is_written(folder):
-    proc = cli("run", "typed.apk", "-i", "A=x32.npy", "-o", "out.npy", cwd=folder)
+    proc = cli_process("run", "typed.apk", "-i", "A=x32.npy", "-o", "out.npy", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(folder / "out.npy"), np.load(folder / "x32.npy"))
 
@@ -206,7 +216,8 @@ def test_every_command_that_runs_a_program_takes_the_run_options(folder, command
     options = ["--target", "trn2", "--strict-padding", "--sync", "off", "--max-steps",
                "100000", "--max-memory", "1G", "--grid", "1", "--ranks", "1"]
     for init in (["--no-init-check"], ["--strict-init"], []):
-        proc = cli(*_argv(command, "typed.apk"), *options, *init, cwd=folder)
+        run = cli if init else cli_process  # a process per command
+        proc = run(*_argv(command, "typed.apk"), *options, *init, cwd=folder)
         assert proc.returncode == 0, (init, proc.stderr)
 
 
@@ -228,8 +239,8 @@ def test_a_usage_error_prints_the_commands_usage(folder, command):
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith(f"usage: apdsl {command} "), proc.stderr
         assert "COMMAND ..." not in proc.stderr
-    proc = cli(command, "typed.apk", "nosuchkernel" if command != "show" else "nosuch.x",
-               cwd=folder)
+    proc = cli_process(command, "typed.apk", "nosuchkernel" if command != "show" else "nosuch.x",
+                       cwd=folder)
     assert proc.returncode == 2 and proc.stderr.startswith(f"usage: apdsl {command} ")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import EXPECTED_TO_FAIL
+from support import EXPECTED_TO_FAIL, apdsl_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.apk"))
@@ -151,9 +151,12 @@ def test_lower_keeps_the_last_instruction_when_a_later_statement_fails(tmp_path)
 
 
 def test_json_stdout_holds_only_json_lines():
-    runs = apdsl_many(*[[command, str(example), "--json"] for example in EXAMPLES
-                        for command in ("check", "lower")])
-    assert len(runs) == 2 * len(EXAMPLES) >= 18
+    # every example in process (what the commands write), two as real processes (stdout as
+    # the pipe a caller reads)
+    runs = [apdsl_in_process(command, str(example), "--json") for example in EXAMPLES
+            for command in ("check", "lower")]
+    runs += apdsl_many(*[[command, str(EXAMPLES[0]), "--json"] for command in ("check", "lower")])
+    assert len(runs) == 2 * len(EXAMPLES) + 2 >= 20
     for r in runs:
         name = Path(r.args[1]).name
         assert r.returncode == (1 if name in EXPECTED_TO_FAIL else 0), (r.args, r.stderr)

@@ -477,8 +477,14 @@ class Report:
 
 
 def campaign(n_programs: int, n_cli: int, seed: int, timeout: float = 20.0,
-             out: Path | None = None, log=None) -> Report:
-    """Run `n_programs` programs and `n_cli` command lines from `seed`; collect findings."""
+             out: Path | None = None, log=None, share: tuple[int, int] | None = (0, 1),
+             command_lines: bool = True) -> Report:
+    """Run `n_programs` programs and `n_cli` command lines from `seed`; collect findings.
+
+    A campaign can be run in parts that together make the whole (the suite's workers take one
+    each): `share=(k, n)` runs only the programs whose index is k mod n (None: none of them),
+    `command_lines=False` leaves the command lines out.  Every program is still generated, so
+    each index is the same program and the command lines the same lines however it is shared."""
     rng = random.Random(seed)
     corpus = seed_programs()
     tokens = grammar_tokens()
@@ -491,6 +497,8 @@ def campaign(n_programs: int, n_cli: int, seed: int, timeout: float = 20.0,
         try:
             for i in range(n_programs):
                 source = program(rng, corpus, tokens, npy_names)
+                if share is None or i % share[1] != share[0]:
+                    continue
                 result = worker.run(source, str(folder))
                 report.programs += 1
                 if "finding" in result:
@@ -504,6 +512,8 @@ def campaign(n_programs: int, n_cli: int, seed: int, timeout: float = 20.0,
                         f"{time.monotonic() - started:.0f} s")
         finally:
             worker.stop()
+        if not command_lines:
+            return report
         files = _cli_files(folder, rng, corpus, tokens, npy_names)
         for j in range(n_cli):
             argv = command_line(rng, files, npy_names)

@@ -67,3 +67,31 @@ def machine(request: pytest.FixtureRequest):
         m.options.plans = True
     with m.active():
         yield m
+
+
+# A property's examples in an ordinary run: half of what the test asks for, but never fewer
+# than SHARE_FLOOR (or than it asks for, when that is fewer).  The properties were a seventh of
+# the suite's CPU; half of each still tries the same kinds of inputs (derandomised, every run
+# the same), and `APDSL_DEEP=1` (the long run) or a random run (APDSL_HYPOTHESIS=random, a hunt
+# for new failures) gives each test all it asks for.
+SHARE_FLOOR = 25
+
+
+def examples_in_this_run(asked: int, environ: "os._Environ[str] | dict[str, str]") -> int:
+    """The examples a property that asks for `asked` tries in a run under `environ`."""
+    if environ.get("APDSL_DEEP") or hypothesis_profile(environ) == "apdsl-random":
+        return asked
+    return min(asked, max(SHARE_FLOOR, asked // 2))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    seen: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if getattr(test, "hypothesis", None) is None or id(test) in seen:
+            continue
+        seen.add(id(test))
+        asked = test._hypothesis_internal_use_settings  # what @settings (or the profile) says
+        wanted = examples_in_this_run(asked.max_examples, os.environ)
+        if wanted != asked.max_examples:
+            test._hypothesis_internal_use_settings = settings(asked, max_examples=wanted)

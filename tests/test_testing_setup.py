@@ -1,12 +1,14 @@
-"""The suite's own set-up: Hypothesis is derandomised unless a random run is asked for; the
-suite runs in parallel; CI runs the README's test command."""
+"""The suite's own set-up: Hypothesis is derandomised unless a random run is asked for, and tries
+half of each property's examples but in the long run (APDSL_DEEP=1) or a random one; the suite
+runs in parallel; CI runs the README's test command."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-from conftest import hypothesis_profile
+from conftest import examples_in_this_run, hypothesis_profile, pytest_collection_modifyitems
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +80,24 @@ def test_verbose_runs_name_each_test():
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{test} PASSED" in done.stdout
+
+
+def test_an_ordinary_run_tries_half_of_a_propertys_examples_and_the_long_run_all():
+    assert examples_in_this_run(200, {}) == 100
+    assert examples_in_this_run(30, {}) == 25 and examples_in_this_run(10, {}) == 10
+    assert examples_in_this_run(200, {"APDSL_DEEP": "1"}) == 200
+    assert examples_in_this_run(200, {"APDSL_HYPOTHESIS": "random"}) == 200
+
+
+def test_the_collection_gives_a_property_the_examples_of_this_run():
+    tried: list[int] = []
+
+    @settings(max_examples=120, deadline=None)
+    @given(st.integers(0, 2**62))
+    def prop(x: int) -> None:
+        tried.append(x)
+
+    pytest_collection_modifyitems([SimpleNamespace(obj=prop)])
+    prop()
+    wanted = examples_in_this_run(120, os.environ)
+    assert wanted // 2 < len(tried) <= wanted

@@ -336,11 +336,16 @@ def worker_main() -> None:
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
+    answers.write(json.dumps({"ready": True}) + "\n")  # its start-up is no program's time
+    answers.flush()
     for line in sys.stdin:
         job = json.loads(line)
         out = exercise(job["source"], job["base_dir"])
         answers.write(json.dumps(out) + "\n")
         answers.flush()
+
+
+STARTUP_TIMEOUT = 300.0  # seconds a worker may take to import apdsl
 
 
 class Worker:
@@ -360,6 +365,11 @@ class Worker:
     def run(self, source: str, base_dir: str) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
+            assert self.proc.stdout
+            # start-up (imports) on a busy machine is not a hang of the first program
+            ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_TIMEOUT)
+            if not ready or not self.proc.stdout.readline():
+                return self._died("the worker did not start")
         proc = self.proc
         assert proc.stdin and proc.stdout
         try:

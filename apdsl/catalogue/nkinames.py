@@ -40,10 +40,10 @@ class Tile(nl.NKIObject):
 Tile(rows=64, depth=2)
 """),
     entry("APK923", "legacy compiler scheduling control not supported", """
-The legacy compiler API's scheduling controls (`ncc.allocation_scope`, `ncc.multi_buffer`,
-`ncc.no_reorder`) steer how the compiler allocates and orders, which apdsl does not model, so
-a kernel that uses one stops where it calls it, naming it (naming one without calling it is
-fine).  Its direct allocation (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc(func)`) does run:
+The legacy compiler API's allocation controls (`ncc.allocation_scope`, `ncc.multi_buffer`)
+steer how the compiler allocates, which apdsl does not model, so a kernel that uses one stops
+where it calls it, naming it (naming one without calling it is fine).  `ncc.no_reorder()` does
+run: it keeps a loop body in program order, which is how apdsl runs and profiles it anyway.  Its direct allocation (`ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc(func)`) does run:
 each tile is placed where it says.
 """, """
 # python

@@ -76,7 +76,8 @@ x = nl.tile_size.psum_min_align
 `nl.dynamic_range(start, stop=None, step=1)` runs over int bounds here, as the other range
 functions; the step must be a positive int (the reference requires a positive compile-time
 step). On hardware its bounds may be held in registers; apdsl does not model register loop
-bounds, so a register bound is refused rather than guessed.
+bounds, so a register bound is refused rather than guessed.  Inside a `nl.no_reorder()` block
+a dynamic loop is refused too: the reference does not support one there.
 """, """
 for i in nl.dynamic_range(0, 8, 0):
     print(i)

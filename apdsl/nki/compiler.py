@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..semantics.nl_ordering import NoReorder
+
 
 def _directive(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
     if func is None:
@@ -102,9 +104,9 @@ sbuf = _Sbuf("sbuf")
 psum = _Psum("psum")
 
 
-# The legacy compiler API's scheduling controls (`allocation_scope`, `multi_buffer`,
-# `no_reorder`) are not modelled: a kernel stops, where it calls one, at a diagnostic naming
-# the call (a module may still name them).
+# The legacy compiler API's allocation controls (`allocation_scope`, `multi_buffer`) are not
+# modelled: a kernel stops, where it calls one, at a diagnostic naming the call (a module may
+# still name them).  `no_reorder()` is exact here: apdsl keeps program order anyway.
 
 
 class _Unsupported:
@@ -133,7 +135,13 @@ class _Unsupported:
 
 allocation_scope = _Unsupported("allocation_scope")
 multi_buffer = _Unsupported("multi_buffer")
-no_reorder = _Unsupported("no_reorder")
+
+
+def no_reorder() -> NoReorder:
+    """`nki.compiler.no_reorder()`: the loop directive (`nl.sequential_range(n,
+    directives=no_reorder())`) that keeps the loop body's instructions in program order, as
+    apdsl runs and profiles them anyway (`apdsl.semantics.nl_ordering`)."""
+    return NoReorder()
 
 
 def __getattr__(name: str) -> Any:

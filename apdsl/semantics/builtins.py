@@ -212,19 +212,22 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     from . import nl_constants  # broadcast_to, shared constants, device_print
     for name, fn in nl_constants.make(interp, table).items():
         overlay[f"nl.{name}"] = fn
+    from . import nl_ordering  # no_reorder, and the ranges' legacy directives=
+    for name, fn in nl_ordering.make().items():
+        overlay[f"nl.{name}"] = fn
     return overlay
 
 
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` and `asc_names` file, without building them."""
-    from . import nl_constants, nl_functions, nl_legacy, nl_transpose, placing
+    from . import nl_constants, nl_functions, nl_legacy, nl_ordering, nl_transpose, placing
     from .asc_names import names as asc_names
     from .nl_operators import VALUES_ONLY
     from .nl_random import NAMES as RANDOM
     from .nl_reductions import NAMES as REDUCTIONS
     nl = tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
                                     *placing.NAMES, *nl_transpose.NAMES, *RANDOM,
-                                    *nl_constants.NAMES,
+                                    *nl_constants.NAMES, *nl_ordering.NAMES,
                                     *(o for o in OPERATORS if o not in VALUES_ONLY)))
     # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
     return nl + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from .find import Driver, EntryPoint, Source, api_of, kernels
 
@@ -19,16 +19,7 @@ def is_test_file(path: str) -> bool:
 def imports_module(src: Source, stem: str) -> bool:
     """Does the file import a module called `stem` (by any dotted path, or by name from its
     package)?"""
-    for node in ast.walk(src.tree):
-        if isinstance(node, ast.Import):
-            if any(a.name.split(".")[-1] == stem for a in node.names):
-                return True
-        elif isinstance(node, ast.ImportFrom):
-            if node.module and node.module.split(".")[-1] == stem:
-                return True
-            if any(a.name == stem for a in node.names):
-                return True
-    return False
+    return stem in src.imported
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -95,18 +86,22 @@ def pytest_driver(src: Source, name: str, enclosing: str | None) -> Driver | Non
     return Driver("pytest", src.path, tuple(f"{src.path}::{t}" for t in chosen))
 
 
-def find_entry_points(sources: list[Source]) -> list[EntryPoint]:
-    """Every kernel of `sources` with its drivers."""
-    by_stem: dict[str, list[Source]] = {}
-    for s in sources:
-        by_stem.setdefault(os.path.splitext(os.path.basename(s.path))[0], []).append(s)
+def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
+                      ) -> list[EntryPoint]:
+    """Every kernel of `sources` with its drivers, found among `sources` and `elsewhere`
+    (the rest of the checkout: its kernels are not counted, its tests and `__main__` blocks
+    drive the kernels of `sources`)."""
+    users_of: dict[str, list[Source]] = {}
+    for s in (*sources, *elsewhere):
+        for stem in s.imported:
+            users_of.setdefault(stem, []).append(s)
     out = []
     for src in sources:
         found = list(kernels(src))
         if not found:
             continue
         stem = os.path.splitext(os.path.basename(src.path))[0]
-        users = [s for s in sources if s is not src and imports_module(s, stem)]
+        users = [s for s in users_of.get(stem, []) if s is not src]
         for qual, line in found:
             name = qual.split(".")[-1]
             drivers: list[Driver] = []

@@ -10,8 +10,9 @@ inside a test function count).  A pyasc entry point is a function decorated `@as
 of the file calls (pyasc kernels call jit helpers such as copy_in and compute, which are part
 of the kernel, not kernels of their own).  Drivers, tried in this order for each entry point:
 
-- `pytest`: the repository's tests (`test_*.py`, `*_test.py`) that name the kernel and import
-  its module (or are its file), narrowed to the test functions that name it (directly or
+- `pytest`: the repository's tests (`test_*.py`, `*_test.py`, anywhere in the checkout: a run
+  on a folder of kernels is driven by the tests of the checkout it lies in) that name the
+  kernel and import its module (or are its file), narrowed to the test functions that name it (directly or
   through a module-level helper that does);
 - `main`: an `if __name__ == "__main__":` block naming the kernel, in its file or in a file
   that imports it;
@@ -66,6 +67,8 @@ class Source:
     path: str
     tree: ast.Module
     names: frozenset[str]  # every identifier and attribute name the file uses
+    imports: tuple[ast.Import | ast.ImportFrom, ...]  # its import statements, at any depth
+    imported: frozenset[str]  # the last part of every module it imports and name it imports
 
 
 def checkout_top(folder: str) -> str:
@@ -90,24 +93,48 @@ def python_files(root: str) -> Iterator[str]:
                 yield os.path.join(here, f)
 
 
-def parse(path: str) -> Source | None:
+def read(path: str) -> str | None:
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-        tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError, OSError):
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return None
-    return Source(path, tree, frozenset(_identifiers(tree)))
 
 
-def _identifiers(tree: ast.AST) -> Iterator[str]:
+def parse(path: str, text: str | None = None) -> Source | None:
+    """The file's syntax and what it names and imports (one walk of its tree), or None when
+    it cannot be read or parsed; `text`, when given, is its contents, already read."""
+    text = read(path) if text is None else text
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    imports: list[ast.Import | ast.ImportFrom] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            yield node.id
+            names.add(node.id)
         elif isinstance(node, ast.Attribute):
-            yield node.attr
+            names.add(node.attr)
         elif isinstance(node, ast.alias):
-            yield (node.asname or node.name).split(".")[-1]
-            yield node.name.split(".")[-1]
+            names.add((node.asname or node.name).split(".")[-1])
+            names.add(node.name.split(".")[-1])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+    return Source(path, tree, frozenset(names), tuple(imports),
+                  frozenset(_imported(imports)))
+
+
+def _imported(imports: list[ast.Import | ast.ImportFrom]) -> Iterator[str]:
+    """The last part of each module imported (`import a.b` -> b, `from a.b import c` -> b)
+    and each name imported from a module (c): how a file names a module it imports, by any
+    dotted path or by name from its package."""
+    for node in imports:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module.split(".")[-1]
+        for a in node.names:
+            yield a.name.split(".")[-1] if isinstance(node, ast.Import) else a.name
 
 
 def dotted(node: ast.AST) -> str:
@@ -121,11 +148,11 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
-def imported_nki(tree: ast.Module) -> dict[str, str]:
+def imported_nki(src: Source) -> dict[str, str]:
     """What the file imports of NKI: local name -> "nki" or "legacy" (for `nki`, `nl`, ...
     aliases and for `jit`/`baremetal` imported by name)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in src.imports:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] in ("nki", "neuronxcc") and (
@@ -154,11 +181,11 @@ def _kernel_decorator(dec: ast.AST, nki: dict[str, str]) -> bool:
     return last in ("jit", "baremetal") and head in nki
 
 
-def imported_asc(tree: ast.Module) -> set[str]:
+def imported_asc(src: Source) -> set[str]:
     """The local names a file binds to pyasc's `asc` module (`import asc`, `import apdsl.asc
     as asc`, `from apdsl import asc`), and `jit` when imported from it."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in src.imports:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "asc" or a.name.startswith("asc."):
@@ -202,7 +229,7 @@ def _walk(body: list[ast.stmt], prefix: str, is_kernel: Any
 
 def kernels(src: Source) -> Iterator[tuple[str, int]]:
     """(qualified name, line) of every kernel function the file defines."""
-    asc = imported_asc(src.tree)
+    asc = imported_asc(src)
     if asc:
         found = list(_walk(src.tree.body, "", lambda d: _asc_decorator(d, asc)))
         called = {n.func.id for _, fn in found for n in ast.walk(fn)
@@ -211,7 +238,7 @@ def kernels(src: Source) -> Iterator[tuple[str, int]]:
             if node.name not in called:
                 yield qual, node.lineno
         return
-    nki = imported_nki(src.tree)
+    nki = imported_nki(src)
     if not nki and "nki_jit" not in src.names:
         return
     for qual, node in _walk(src.tree.body, "", lambda d: _kernel_decorator(d, nki)):
@@ -219,7 +246,7 @@ def kernels(src: Source) -> Iterator[tuple[str, int]]:
 
 
 def api_of(src: Source) -> str:
-    if imported_asc(src.tree):
+    if imported_asc(src):
         return "pyasc"
-    apis = set(imported_nki(src.tree).values())
+    apis = set(imported_nki(src).values())
     return "legacy" if apis == {"legacy"} else "nki"

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...records import record
 from .drivers import find_entry_points
-from .find import EntryPoint, parse, python_files
+from .find import EntryPoint, Source, checkout_top, kernels, parse, python_files, read
 from .verdict import PASSING, STATUSES, Verdict
 
 
@@ -31,8 +32,31 @@ class Measured:
 
 
 def discover(root: str) -> list[EntryPoint]:
+    """The kernels under `root`, each with its drivers from anywhere in the checkout `root`
+    lies in (a folder of kernels is driven by the checkout's tests, wherever they are)."""
     sources = [s for s in (parse(p) for p in python_files(root)) if s is not None]
-    return find_entry_points(sources)
+    top = checkout_top(root)
+    if top == root:
+        return find_entry_points(sources)
+    return find_entry_points(sources, list(_may_drive(sources, top, root)))
+
+
+def _may_drive(sources: list[Source], top: str, root: str) -> Iterator[Source]:
+    """The files of the checkout outside `root` that name a kernel of `sources` (only those
+    can drive one: a test names the kernel it calls), each read and parsed once."""
+    names = {qual.split(".")[-1] for src in sources for qual, _ in kernels(src)}
+    if not names:
+        return
+    naming = re.compile("|".join(re.escape(n) for n in sorted(names)))
+    inside = os.path.join(root, "")
+    for path in python_files(top):
+        if path.startswith(inside):
+            continue
+        text = read(path)
+        if text is not None and naming.search(text):
+            src = parse(path, text)
+            if src is not None:
+                yield src
 
 
 def _job(entry: EntryPoint, root: str) -> dict[str, Any]:

@@ -201,13 +201,14 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
     from ...asc import install as install_asc
     from ...nki import install
     from ...nki.observe import observing
-    root = job["root"]
-    top = checkout_top(root)
-    for extra in (top, os.path.join(top, "src")):
+    # the drivers may lie anywhere in the checkout (a folder of kernels is driven by the
+    # checkout's tests): paths are told from its top, and pytest runs from there
+    root = checkout_top(job["root"])
+    for extra in (root, os.path.join(root, "src")):
         if os.path.isdir(extra) and extra not in sys.path:
             sys.path.append(extra)
     install()
-    install_stand_ins(top)
+    install_stand_ins(root)
     install_asc()  # pyasc kernels: `import asc` is apdsl.asc (a real pyasc is left alone)
     failures: list[Verdict] = []
     notes: list[str] = []
@@ -249,7 +250,7 @@ def main(argv: list[str]) -> int:
     try:
         verdict = measure(job, out_path)
     except BaseException as e:  # noqa: BLE001 - the worker always writes a verdict
-        verdict = classify(e, job["root"])
+        verdict = classify(e, checkout_top(job["root"]))
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(verdict.as_json(), f)
     return 0

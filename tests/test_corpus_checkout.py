@@ -1,0 +1,149 @@
+"""`apdsl corpus DIR` on a folder of a checkout whose tests live elsewhere in it (kernels in
+`src/`, tests in `test/`, as nki-library keeps them): the kernels measured are DIR's, and the
+checkout's own tests drive them.  A checkout made here, of kernels and tests written for this
+test, run through the command line as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from apdsl.surfaces.corpus import run
+
+OPS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def scale_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 3.0))
+    return out
+
+
+@nki.jit
+def shift_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), 1.0))
+    return out
+
+
+@nki.jit
+def lonely_kernel(a):
+    return a
+'''
+
+OTHER = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def negate_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.negative(nl.load(a)))
+    return out
+'''
+
+OPS_TESTS = '''
+import numpy as np
+
+from mylib.ops.scale import scale_kernel, shift_kernel
+
+
+def test_scale():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_allclose(scale_kernel(x), 3.0 * x)
+
+
+def test_shift():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_allclose(shift_kernel(x), x + 2.0)  # a wrong reference
+'''
+
+OTHER_TESTS = '''
+import nki
+import nki.language as nl
+import numpy as np
+
+from mylib.other.neg import negate_kernel
+
+
+def test_negate():
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_allclose(negate_kernel(x), -x)
+
+
+def test_own_kernel():
+    @nki.jit
+    def copy_kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_allclose(copy_kernel(x), x)
+'''
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    top = tmp_path_factory.mktemp("checkout")
+    (top / ".git").mkdir()
+    for package in ("mylib", "mylib/ops", "mylib/other"):
+        _write(top / "src" / package / "__init__.py", "")
+    _write(top / "src" / "mylib" / "ops" / "scale.py", OPS)
+    _write(top / "src" / "mylib" / "other" / "neg.py", OTHER)
+    _write(top / "test" / "ops" / "test_scale.py", OPS_TESTS)
+    _write(top / "test" / "other" / "test_neg.py", OTHER_TESTS)
+    _write(top / "test" / "conftest.py", "")
+    return top
+
+
+def test_a_folder_of_kernels_is_driven_by_the_checkouts_tests(checkout: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus",
+                           str(checkout / "src" / "mylib" / "ops"), "--json", "--timeout", "120"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    got = {k["kernel"]: k for k in doc["kernels"]}
+    # the folder's kernels only (not the other package's, nor a kernel a test defines)
+    assert sorted(got) == ["scale.py::lonely_kernel", "scale.py::scale_kernel",
+                           "scale.py::shift_kernel"], got
+    assert got["scale.py::scale_kernel"]["status"] == "matches", got
+    assert got["scale.py::scale_kernel"]["driver"] == "pytest:test/ops/test_scale.py"
+    # a test outside the folder comparing with a wrong reference: located in that test
+    assert got["scale.py::shift_kernel"]["status"] == "mismatch", got
+    assert got["scale.py::shift_kernel"]["where"] == "test/ops/test_scale.py:14"
+    assert got["scale.py::lonely_kernel"]["status"] == "no inputs", got
+
+
+def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
+        checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real, base = run.parse, os.path.realpath(checkout)
+
+    def spy(path: str, text: str | None = None) -> object:
+        parsed.append(os.path.relpath(path, base))
+        return real(path, text)
+
+    monkeypatch.setattr(run, "parse", spy)
+    entries = run.discover(os.path.join(base, "src", "mylib", "ops"))
+    assert sorted(parsed) == ["src/mylib/ops/__init__.py", "src/mylib/ops/scale.py",
+                              "test/ops/test_scale.py"]
+    scale = next(e for e in entries if e.qualname == "scale_kernel")
+    assert [(d.kind, os.path.relpath(d.file, base)) for d in scale.drivers] == \
+        [("pytest", "test/ops/test_scale.py"), ("signature", "src/mylib/ops/scale.py")]
+    assert [t.split("::")[-1] for t in scale.drivers[0].tests] == ["test_scale"]

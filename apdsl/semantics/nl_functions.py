@@ -87,6 +87,25 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
         table["dma_copy"](dst=dst, src=src)
         return dst
 
+    def load_transpose2d(src: Any, dtype: Any = None) -> Tensor:
+        """`nl.load_transpose2d(src, dtype=None)`: a new SBUF tile [M, N] holding the 2-D HBM
+        tensor `src` [N, M] transposed, by one dma_copy that reads `src` through its
+        transposed view (the reference says only that the load transposes; element by
+        element is what a DMA access pattern does for it, on every target)."""
+        src = _tile(src, "load_transpose2d", "src")
+        _memory(src, "load_transpose2d", "src", ("hbm",),
+                "transpose a tile already on chip with nl.transpose or nisa.nc_transpose")
+        if len(src.shape) != 2:
+            raise ApdslTypeError(
+                f"nl.load_transpose2d: src {src.name} has shape {tuple(src.shape)}; it takes a "
+                "2-D tensor [N, M] and loads it as an [M, N] tile", code="APK152",
+                param="src", help="slice src to two dimensions first")
+        n, m = src.shape
+        shape = _tile_shape((m, n), "load_transpose2d", f"src {src.name} transposed")
+        dst = alloc(shape, _dtype(dtype, src.dtype), "sbuf")
+        table["dma_copy"](dst=dst, src=src.permute((1, 0)))
+        return dst
+
     def store(dst: Any, value: Any) -> None:
         """`nl.store(dst, value)`: write the SBUF tile `value` (or a number, to every
         element) to `dst` in HBM (dma_copy)."""
@@ -199,11 +218,12 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
         table["tensor_copy"](dst=out, src=psum)
         return out
 
-    return {"load": load, "store": store, "copy": copy, "zeros": zeros, "ones": ones,
+    return {"load": load, "load_transpose2d": load_transpose2d, "store": store,
+            "copy": copy, "zeros": zeros, "ones": ones,
             "full": full, "zeros_like": zeros_like, "empty_like": empty_like,
             "matmul": matmul}
 
 
 # the names `make` returns, known without building them (the checker, completion)
-NAMES = ("load", "store", "copy", "zeros", "ones", "full", "zeros_like", "empty_like",
+NAMES = ("load", "load_transpose2d", "store", "copy", "zeros", "ones", "full", "zeros_like", "empty_like",
          "matmul")

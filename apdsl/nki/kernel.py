@@ -16,7 +16,7 @@ from . import results
 from .arguments import parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .legacy_results import computed
-from .locate import caller_span, is_user_file, traceback_span
+from .locate import caller_span, imports_legacy, is_user_file, legacy_caller, traceback_span
 from .observe import observer
 
 # `platform_target` values: the NEURON_PLATFORM_TARGET_OVERRIDE names of the nki.jit docstring
@@ -42,7 +42,9 @@ class Kernel:
             return call(self.fn, args, kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return Launched(self.fn, launch_grid(grid, self.fn.__name__), self.platform)
+        code = getattr(self.fn, "__code__", None)
+        legacy = (code is not None and imports_legacy(code.co_filename)) or legacy_caller()
+        return Launched(self.fn, launch_grid(grid, self.fn.__name__, legacy), self.platform)
 
     @property
     def name(self) -> str:
@@ -203,12 +205,18 @@ def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     return simulate(kernel)(*args, **kwargs)
 
 
-def launch_grid(grid: Any, name: str) -> tuple[int, ...]:
+def launch_grid(grid: Any, name: str, legacy: bool = False) -> tuple[int, ...]:
     """The launch shape of `kernel[grid]`: one number of logical cores, 1 or 2 (trn1: 1); or
     the legacy API's SPMD grid of programs, `kernel[gx, gy]` (two or more sizes), whose
-    programs run one after another, each with its `nl.program_id(axis)`."""
+    programs run one after another, each with its `nl.program_id(axis)`.  In the legacy API
+    (`legacy`: the kernel's or the launching file imports `neuronxcc`) one number is such a
+    grid too, of that many programs (the legacy tutorials launch `kernel[batch]`)."""
     try:
-        if isinstance(grid, tuple) and len(grid) > 1 and all(
+        if legacy and isinstance(grid, tuple) and len(grid) == 1:
+            grid = grid[0]
+        if legacy and isinstance(grid, int) and not isinstance(grid, bool):
+            grid = (grid,)
+        if isinstance(grid, tuple) and (len(grid) > 1 or legacy) and all(
                 isinstance(n, int) and not isinstance(n, bool) for n in grid):
             if min(grid) < 1:
                 raise empty_grid(f"{name}[{', '.join(map(str, grid))}]", name)

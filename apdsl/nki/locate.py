@@ -173,7 +173,7 @@ def return_span(fn: Any) -> Span | None:
 
 
 @lru_cache(maxsize=512)
-def _imports_legacy(file: str) -> bool:
+def imports_legacy(file: str) -> bool:
     """Does the Python source `file` hold an import statement of `neuronxcc` (parsed: an
     import inside a string is not one)?"""
     try:
@@ -191,4 +191,4 @@ def _imports_legacy(file: str) -> bool:
 def legacy_caller() -> bool:
     """Is the user's code making the current call in a file that imports `neuronxcc`?"""
     span = caller_span(2)
-    return span is not None and _imports_legacy(span.file)
+    return span is not None and imports_legacy(span.file)

@@ -183,7 +183,10 @@ def launch_of(args: argparse.Namespace, program: Any = None) -> dict[str, Any]:
         if getattr(program, "is_ascend", None) is not None and program.is_ascend(kernel):
             from ..semantics.spmd import check_ascend_grid
             return {**launch, "grid": check_ascend_grid(n, kernel or "kernel")}
-        return {**launch, "grid": launch_grid(n, kernel or "kernel")}
+        from ..nki.locate import imports_legacy
+        file = str(args.file)  # (a legacy-API file's --grid N is N programs, as kernel[N])
+        legacy = file.endswith(".py") and imports_legacy(os.path.abspath(file))
+        return {**launch, "grid": launch_grid(n, kernel or "kernel", legacy)}
     except ApdslError as e:
         raise usage(f"--grid {n}: {e.message}") from None
 

@@ -147,3 +147,95 @@ def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
     assert [(d.kind, os.path.relpath(d.file, base)) for d in scale.drivers] == \
         [("pytest", "test/ops/test_scale.py"), ("signature", "src/mylib/ops/scale.py")]
     assert [t.split("::")[-1] for t in scale.drivers[0].tests] == ["test_scale"]
+
+
+TUTORIAL_KERNELS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def double_v1(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), nl.load(a)))
+    return out
+
+
+@nki.jit
+def double_v2(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 2.0))
+    return out
+
+
+@nki.jit
+def double_v3(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 3.0))  # a wrong version of the tutorial
+    return out
+'''
+
+# the test takes the kernel as a parameter (no fixture gives it: pytest cannot run it), and
+# the file calls it at module level with one version; it names no other version
+TUTORIAL_TEST = '''
+import numpy as np
+
+from tutorial_kernels import *
+
+
+def test_tutorial(mode, version):
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    if mode == "accuracy":
+        assert np.allclose(version(x), 2.0 * x)
+
+
+test_tutorial("accuracy", double_v1)
+'''
+
+
+def test_a_test_taking_the_kernel_as_a_parameter_drives_every_version(tmp_path: Path) -> None:
+    _write(tmp_path / "tutorial_kernels.py", TUTORIAL_KERNELS)
+    _write(tmp_path / "test_tutorial.py", TUTORIAL_TEST)
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
+                           "--timeout", "120"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    got = {k["kernel"].split("::")[-1]: k for k in json.loads(done.stdout)["kernels"]}
+    assert got["double_v1"]["status"] == "matches", got
+    assert got["double_v2"]["status"] == "matches", got
+    assert got["double_v2"]["driver"] == "call:test_tutorial.py"
+    # v3 is run by the same test, with its own result compared: a mismatch, not v1's match
+    assert got["double_v3"]["status"] == "mismatch", got
+    assert got["double_v3"]["where"] == "test_tutorial.py:10"
+
+
+CLASS_TESTS = '''
+import numpy as np
+
+from mylib.ops.scale import scale_kernel, shift_kernel
+
+
+class TestOps:
+    def run_case(self, x):
+        np.testing.assert_allclose(scale_kernel(x), 3.0 * x)
+
+    def test_scale(self):
+        self.run_case(np.ones((4, 4), np.float32))
+
+    def test_shift(self):
+        np.testing.assert_allclose(shift_kernel(np.ones((4, 4), np.float32)), 2.0)
+'''
+
+
+def test_a_test_method_reaching_the_kernel_through_a_method_is_chosen(tmp_path: Path) -> None:
+    from apdsl.surfaces.corpus.drivers import find_entry_points
+    from apdsl.surfaces.corpus.find import parse
+    _write(tmp_path / "mylib" / "ops" / "scale.py", OPS)
+    _write(tmp_path / "test_ops.py", CLASS_TESTS)
+    sources = [parse(str(p)) for p in (tmp_path / "mylib" / "ops" / "scale.py",
+                                       tmp_path / "test_ops.py")]
+    entries = {e.qualname: e for e in find_entry_points([s for s in sources if s])}
+    # only the test that reaches it (through `run_case`), not the whole file
+    assert [t.split("::", 1)[1] for t in entries["scale_kernel"].drivers[0].tests] == \
+        ["TestOps::test_scale"]
+    assert [t.split("::", 1)[1] for t in entries["shift_kernel"].drivers[0].tests] == \
+        ["TestOps::test_shift"]

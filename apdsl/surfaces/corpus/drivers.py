@@ -33,9 +33,18 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def _helpers(src: Source) -> dict[str, set[str]]:
-    """Module-level functions and classes: name -> the names their bodies use."""
-    return {n.name: _names(n) for n in src.tree.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    """Module-level functions and classes, and the methods of those classes that are not
+    tests (a test class's `self.run_case(...)`): name -> the names their bodies use."""
+    out: dict[str, set[str]] = {}
+    for n in src.tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[n.name] = _names(n)
+        if isinstance(n, ast.ClassDef):
+            for m in n.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        not m.name.startswith("test"):
+                    out.setdefault(m.name, _names(m))
+    return out
 
 
 def _reaches(used: set[str], name: str, helpers: dict[str, set[str]]) -> bool:
@@ -86,6 +95,29 @@ def pytest_driver(src: Source, name: str, enclosing: str | None) -> Driver | Non
     return Driver("pytest", src.path, tuple(f"{src.path}::{t}" for t in chosen))
 
 
+def module_calls(src: Source, kernels: frozenset[str]) -> Iterator[tuple[int, str]]:
+    """(line, argument) of each module-level call of one of the file's test functions passing
+    one of `kernels` by name: its position, or its keyword."""
+    tests = {name for name, _ in tests_of(src) if "::" not in name}
+    for node in src.tree.body:
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id in tests):
+            continue
+        passed = [*((str(i), a) for i, a in enumerate(node.value.args)),
+                  *((k.arg, k.value) for k in node.value.keywords if k.arg)]
+        for argument, value in passed:
+            if isinstance(value, ast.Name) and value.id in kernels:
+                yield node.lineno, argument
+
+
+def _call_driver(s: Source, kernels: frozenset[str]) -> Driver | None:
+    """The first module-level call of a test of `s` with a kernel of the module (any one of
+    them, the test taking the kernel as a parameter)."""
+    for line, argument in module_calls(s, kernels):
+        return Driver("call", s.path, (), line, argument)
+    return None
+
+
 def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
                       ) -> list[EntryPoint]:
     """Every kernel of `sources` with its drivers, found among `sources` and `elsewhere`
@@ -102,6 +134,9 @@ def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
             continue
         stem = os.path.splitext(os.path.basename(src.path))[0]
         users = [s for s in users_of.get(stem, []) if s is not src]
+        module_kernels = frozenset(q for q, _ in found if "." not in q)
+        calls = [d for d in (_call_driver(s, module_kernels) for s in (src, *users)
+                             if is_test_file(s.path)) if d is not None]
         for qual, line in found:
             name = qual.split(".")[-1]
             drivers: list[Driver] = []
@@ -116,6 +151,7 @@ def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
                         d = pytest_driver(s, name, None)
                         if d is not None:
                             drivers.append(d)
+                drivers.extend(calls)
                 for s in [src, *users]:
                     block = main_block(s)
                     if block is not None and _reaches(_names(block), name, _helpers(s)):

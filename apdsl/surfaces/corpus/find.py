@@ -14,6 +14,10 @@ of the kernel, not kernels of their own).  Drivers, tried in this order for each
   on a folder of kernels is driven by the tests of the checkout it lies in) that name the
   kernel and import its module (or are its file), narrowed to the test functions that name it (directly or
   through a module-level helper that does);
+- `call`: a test file that calls one of its own test functions at module level with a kernel
+  of the module as an argument (`test_attn_tutorial("accuracy", attn_fwd_v1)`, the test taking
+  the kernel as a parameter) drives every kernel of that module: that call, with the kernel
+  in the argument's place;
 - `main`: an `if __name__ == "__main__":` block naming the kernel, in its file or in a file
   that imports it;
 - `signature`: the kernel's module imported, inputs from the parameters' `nki.typing`
@@ -40,11 +44,15 @@ NKI_MODULES = ("nki", "neuronxcc.nki")
 @record
 class Driver:
     """One way to run an entry point: `kind` is "pytest" (`tests` are pytest node ids; empty:
-    the whole file), "main" (run `file` as `__main__`) or "signature"."""
+    the whole file), "call" (the module-level call at `line` of `file` of one of its test
+    functions, with the kernel as its argument `argument`: a position or a keyword), "main"
+    (run `file` as `__main__`) or "signature"."""
 
     kind: str
     file: str
     tests: tuple[str, ...] = ()
+    line: int = 0
+    argument: str = ""
 
 
 @record

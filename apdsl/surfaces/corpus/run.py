@@ -61,8 +61,8 @@ def _may_drive(sources: list[Source], top: str, root: str) -> Iterator[Source]:
 
 def _job(entry: EntryPoint, root: str) -> dict[str, Any]:
     return {"root": root, "file": entry.file, "qualname": entry.qualname,
-            "drivers": [{"kind": d.kind, "file": d.file, "tests": list(d.tests)}
-                        for d in entry.drivers]}
+            "drivers": [{"kind": d.kind, "file": d.file, "tests": list(d.tests),
+                         "line": d.line, "argument": d.argument} for d in entry.drivers]}
 
 
 # A kernel's time limit counts the CPU time its worker spends, so that a figure does not depend

@@ -130,6 +130,48 @@ def run_main(watch: Watch, driver: dict[str, Any], root: str) -> BaseException |
     return error
 
 
+def run_call(watch: Watch, driver: dict[str, Any], kernel_file: str, qualname: str
+             ) -> BaseException | None:
+    """The test file's module-level call of its test function at `line`, with the kernel in
+    place of the kernel it passes.  The file runs as a module without its module-level calls
+    of its test functions (those are other kernels' runs), then the call is made."""
+    import ast
+    import types
+    path = driver["file"]
+    tree = ast.parse(open(path, encoding="utf-8", errors="replace").read(), filename=path)
+    call = next(n.value for n in tree.body if isinstance(n, ast.Expr) and
+                n.lineno == driver["line"] and isinstance(n.value, ast.Call))
+    tested = call.func.id if isinstance(call.func, ast.Name) else ""
+    tree.body = [n for n in tree.body if not (
+        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and
+        isinstance(n.value.func, ast.Name) and n.value.func.id == tested)]
+    folder, name = package_root(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = types.ModuleType(name)
+    module.__file__, module.__package__ = path, name.rpartition(".")[0]
+    sys.modules[name] = module
+    try:
+        exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102 - the test file
+        kernel = getattr(import_file(kernel_file), qualname)
+    except BaseException as e:  # noqa: BLE001 - the file not running is the driver's outcome
+        return e
+    slot = ast.Name("__apdsl_kernel__", ast.Load())
+    if driver["argument"].isdigit():
+        call.args[int(driver["argument"])] = slot
+    else:
+        call.keywords = [ast.keyword(k.arg, slot if k.arg == driver["argument"] else k.value)
+                         for k in call.keywords]
+    code = compile(ast.fix_missing_locations(ast.Expression(call)), path, "eval")
+    error: BaseException | None = None
+    try:
+        eval(code, {**vars(module), "__apdsl_kernel__": kernel})  # noqa: S307 - its own call
+    except BaseException as e:  # noqa: BLE001 - seen by the watch, and the driver's outcome
+        error = e
+    watch.test_ended(f"{os.path.basename(path)}:{driver['line']}", error)
+    return error
+
+
 def import_file(path: str) -> Any:
     folder, name = package_root(path)
     if folder not in sys.path:
@@ -219,6 +261,8 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             found = True
             if driver["kind"] == "pytest":
                 stopped = run_pytest(watch, driver, root)
+            elif driver["kind"] == "call":
+                stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":
                 stopped = run_main(watch, driver, root)
             else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import adv, language, lib, runtime
+from .auto import LocalTensorAuto
 from .dtypes import TYPES as _TYPES
 from .dtypes import DataType
 from .install import install, uninstall
@@ -33,7 +34,7 @@ pytest_plugins = ["apdsl.surfaces.pytest_report"]
 globals().update(_TYPES)  # asc.float16, asc.half, ...
 
 __all__ = ["adv", "ceildiv", "property", "ConstExpr", "DataType", "GlobalAddress", "GlobalTensor", "JitKernel",
-           "LocalTensor", "TBuf", "TPipe", "TQue", "TQueBind", "get_block_idx", "get_block_num", "install", "jit", "language",
+           "LocalTensor", "LocalTensorAuto", "TBuf", "TPipe", "TQue", "TQueBind", "get_block_idx", "get_block_num", "install", "jit", "language",
            "lib", "pytest_configure", "runtime", "pytest_load_initial_conftests", "range",
            "static_range", "uninstall"]
 

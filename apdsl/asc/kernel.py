@@ -6,6 +6,7 @@ Ascend synchronisation checker is always on, across the cores too (SPEC 18)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from ..nki.observe import observer
 from . import errors
 from .memory import GlobalAddress
 from .placement import PLACEMENT, Placement
-from .served import CUBE_ONLY, ServedByCube
+from .served import AUTO, CUBE_ONLY, ServedByCube
 
 
 class JitKernel:
@@ -65,11 +66,21 @@ def check_cores(cores: Any) -> int:
 
 def _launched(kernel: JitKernel, cores: int, *args: Any, **kwargs: Any) -> Any:
     kwargs.pop("always_compile", None)  # pyasc's compile option: no meaning on apdsl
-    token = CUBE_ONLY.set(bool(kernel.options.get("matmul_cube_only")))
-    try:
+    with compiled_as(kernel.fn, kernel.options):
         return call(kernel.fn, args, kwargs, cores=cores)
+
+
+@contextlib.contextmanager
+def compiled_as(fn: Callable[..., Any], options: dict[str, Any]) -> Any:
+    """Run kernel `fn`'s launch as pyasc compiles it with these `@asc.jit` options: who runs
+    its Matmul (`matmul_cube_only`) and whether the compiler synchronises it (`insert_sync`)."""
+    cube = CUBE_ONLY.set(bool(options.get("matmul_cube_only")))
+    auto = AUTO.set(insert_sync(fn, options.get("insert_sync")))
+    try:
+        yield
     finally:
-        CUBE_ONLY.reset(token)
+        AUTO.reset(auto)
+        CUBE_ONLY.reset(cube)
 
 
 def block_loops(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -170,10 +181,12 @@ def _run_cores(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
     LocalTensor placement, pipes and flags; the cores take turns at cross-core waits)."""
     from ..runtime.ascend.cores import CoreLaunch, CoreState
     cube = CUBE_ONLY.get()  # the cores run on threads of their own: each sets it again
+    auto = AUTO.get()
 
     def body(st: CoreState) -> None:
         token = PLACEMENT.set(Placement(host))
         CUBE_ONLY.set(cube)
+        AUTO.set(auto)
         try:
             fn(*args, **kwargs)
         except ServedByCube:  # REGIST_MATMUL_OBJ on a mixed kernel's cube core: it returns
@@ -232,3 +245,31 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool, raw: boo
         return tuple(c.tensor for _, c in pairs) if raw else None
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
+
+
+def uses_auto(fn: Any, seen: set[int] | None = None) -> bool:
+    """Does kernel `fn`, or an `@asc.jit` function it calls, name `LocalTensorAuto` (pyasc's
+    `need_insert_sync`: the module holds a LocalTensorAuto operation)?"""
+    seen = set() if seen is None else seen
+    code = getattr(fn, "__code__", None)
+    if code is None or id(code) in seen:
+        return False
+    seen.add(id(code))
+    scope = getattr(fn, "__globals__", {})
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        if "LocalTensorAuto" in c.co_names:
+            return True
+        codes.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+        for name in c.co_names:
+            callee = scope.get(name)
+            if isinstance(callee, JitKernel) and uses_auto(callee.fn, seen):
+                return True
+    return False
+
+
+def insert_sync(kernel_fn: Any, option: Any) -> bool:
+    """Whether a launch of `kernel_fn` is synchronised by the compiler: pyasc's `insert_sync`
+    option, or (unset) whether the kernel makes a LocalTensorAuto."""
+    return bool(option) if option is not None else uses_auto(kernel_fn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import adv  # noqa: F401 - asc.language.adv
+from .auto import LocalTensorAuto  # noqa: F401
 from .dtypes import TYPES as _TYPES
 from .kernel import jit  # noqa: F401 - asc.language's names are asc's
 from .memory import GlobalAddress, GlobalTensor, LocalTensor  # noqa: F401

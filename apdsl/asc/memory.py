@@ -186,10 +186,20 @@ def _scalar(op: str, t: Tensor, *args: Any) -> Any:
     from ..nki.locate import caller_span
     from ..runtime.ascend import scalar
     from ..runtime.core import trace
+    from ..tensor.machine import current
     span = caller_span(3)
     if span is not None:
         trace.set_location(span.file, span.line, span)
-    return getattr(scalar, op)(t, *args)
+    from .served import auto_sync
+    sync = current().sync if auto_sync() else None
+    if sync is None:
+        return getattr(scalar, op)(t, *args)
+    from ..runtime.sync.auto import scalar_after, scalar_before
+    scalar_before(sync)  # insert_sync fences the scalar access with the vector pipe
+    try:
+        return getattr(scalar, op)(t, *args)
+    finally:
+        scalar_after(sync)
 
 
 def unwrap(value: Any) -> Any:

@@ -17,18 +17,13 @@ from ..runtime.ascend import core_ops
 from ..semantics import cores as cores_names
 from .errors import missing
 from .memory import unwrap
+from .served import auto_sync
 
 T = TypeVar("T")
 
 # pyasc names apdsl does not model yet, with why (the rest of pyasc's names get APK660 too)
 NOT_YET = {
     "TBufPool": "buffer pools are not in apdsl yet; use TPipe.init_buffer",
-    # pyasc's compiler places these and its insert_sync pass synchronises them; which flags
-    # and barriers it inserts is that pass's choice, which pyasc's docs do not give, so apdsl
-    # cannot check such a kernel's pipes as the device runs them
-    "LocalTensorAuto": "pyasc's automatic synchronisation (the compiler's insert_sync pass "
-                       "chooses the flags, and its docs do not say which); use LocalTensor "
-                       "or TQue with explicit set_flag/wait_flag or enque/deque",
 }
 
 SYNC = ("set_flag", "wait_flag", "pipe_barrier")
@@ -50,7 +45,11 @@ def instruction(name: str) -> Callable[..., Any]:
     unwrapped from pyasc's Global/LocalTensor."""
     key = name if name in SYNC or name in CORES or name in PLAIN else f"asc.{name}"
 
+    erased = name in SYNC  # insert_sync's EraseSync pass removes the kernel's own events
+
     def run(*args: Any, **kwargs: Any) -> Any:
+        if erased and auto_sync():
+            return None
         fn = current().builtins[key]
         return fn(*unwrap(args), **{k: unwrap(v) for k, v in kwargs.items()})
 

@@ -1,5 +1,6 @@
 """Where a kernel call's LocalTensors are: `asc.LocalTensor(dtype, TPosition.X, addr, n)` by
-buffer, byte address and size (the call under way's `Placement`, a context variable)."""
+buffer, byte address and size, and `asc.LocalTensorAuto` by the operation that makes it (one
+UB buffer each, `AutoSite`) (the call under way's `Placement`, a context variable)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ import numpy as np
 from ..errors import ApdslRuntimeError, ApdslTypeError
 from ..nki.host import Host
 from ..nki.locate import caller_span
+from ..runtime.ascend.queues import Buffers
+from ..runtime.sync.auto import register
+from ..runtime.sync.sync_facts import facts_of
+from ..tensor.dtypes import dtype as to_dtype
+from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import errors
 
@@ -27,6 +33,16 @@ class Placement:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.placed: list[tuple[str, int, int, str, Tensor]] = []
+        self.sites: dict[Any, Any] = {}  # LocalTensorAuto operations: (file, line, col)
+
+    def auto(self, dtype: str, n: int, span: Any, name: str) -> Tensor:
+        """The tensor a `LocalTensorAuto` operation at `span` makes: its operation's one
+        UB buffer (made the first time it runs), the tensor it held before freed."""
+        key = (span.file, span.line, span.column) if span is not None else None
+        site = self.sites.get(key)
+        if site is None:
+            site = self.sites[key] = AutoSite(dtype, n, name or "auto")
+        return site.allocate(dtype, n, span)
 
     def local(self, dtype: Any, pos: str, addr: Any, tile_size: Any) -> Tensor:
         bare = pos.rpartition(".")[2]
@@ -76,3 +92,38 @@ def placement() -> Placement:
     return p
 
 
+class AutoSite:
+    """The UB buffer of one LocalTensorAuto operation on one core, and the tensor it holds."""
+
+    def __init__(self, dtype: str, n: int, name: str) -> None:
+        self.buffers = Buffers(name, "VECCALC", 1, n * _itemsize(dtype))
+        self.name = name
+        self.held: Any = None
+        sync = current().sync
+        self.sync_buffer = None
+        if sync is not None:
+            key, _base, lo, hi, *_ = facts_of(self.buffers.backing)
+            self.sync_buffer = register(sync, key, lo, hi)
+
+    def allocate(self, dtype: str, n: int, span: Any) -> Any:
+        """The operation runs (again): the tensor before is freed, a new one made over the
+        buffer's bytes."""
+        nbytes = n * _itemsize(dtype)
+        if nbytes > self.buffers.size:
+            raise ApdslRuntimeError(
+                f"asc.LocalTensorAuto: {n} {dtype} elements ({nbytes} bytes) here, but this "
+                f"operation's buffer was made for {self.buffers.size} bytes when it first ran",
+                code="APK667", notes=["the compiler gives each LocalTensorAuto operation one "
+                                      "buffer, sized when the kernel starts"],
+                help="give the tensor the same size every time the operation runs"
+            ).replace(span=span)
+        if self.held is not None:
+            self.held.storage.free()  # a use of the tensor before is APK408
+        if self.sync_buffer is not None:
+            self.sync_buffer.reallocate()
+        self.held = self.buffers.slot(0, dtype, self.name, (n,))
+        return self.held
+
+
+def _itemsize(dtype: str) -> int:
+    return max(1, to_dtype(dtype).bits // 8)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..nki.program import PyProgram
-from .kernel import JitKernel, call, check_cores
+from .kernel import JitKernel, call, check_cores, compiled_as
 
 
 class AscProgram(PyProgram):
@@ -51,17 +51,12 @@ class AscProgram(PyProgram):
 
     def _invoke(self, fn: Any, args: tuple, grid: tuple[int, ...], *, dry: bool = False,
                 raw: bool = False) -> Any:
-        from .served import CUBE_ONLY
         cores = check_cores(grid[0]) if grid else 1
         params = list(inspect.signature(fn).parameters.values())
         given = tuple(_scalar(a, p) for a, p in zip(args, params))
-        cube = any(k.fn is fn and k.options.get("matmul_cube_only")
-                   for k in self._kernels().values())
-        token = CUBE_ONLY.set(bool(cube))
-        try:
+        options = next((k.options for k in self._kernels().values() if k.fn is fn), {})
+        with compiled_as(fn, options):
             return call(fn, given, {}, dry=dry, raw=raw, cores=cores)
-        finally:
-            CUBE_ONLY.reset(token)
 
 
 def _names(code: Any) -> set[str]:

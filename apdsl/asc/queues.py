@@ -10,6 +10,7 @@ from typing import Any
 
 from ..nki.locate import assigned_name, caller_span
 from ..runtime.ascend import queues as model
+from .auto import refuse_queues
 from .errors import missing
 from .memory import LocalTensor, unwrap
 
@@ -27,6 +28,7 @@ class TQue:
     """`asc.TQue(pos, depth)`: a queue from the position's producer pipe to its consumer."""
 
     def __init__(self, pos: Any = "VECIN", depth: Any = 1, mask: Any = 0) -> None:
+        refuse_queues("TQue")
         self.model = model.TQue(pos, 1 if depth is None else depth)
         self.model.name = assigned_name() or self.model.name  # diagnostics say in_queue_x[0]
 
@@ -98,6 +100,7 @@ class TQueBind(TQue):
 
     def __init__(self, src: Any = "VECIN", dst: Any = "VECIN", depth: Any = 0,
                  mask: Any = 0) -> None:
+        refuse_queues("TQueBind")
         pos = model.bind_position(src, dst, "TQueBind")
         self.model = model.TQue(pos, 0 if depth is None else depth)
         self.model.name = assigned_name() or self.model.name
@@ -107,6 +110,7 @@ class TBuf:
     """`asc.TBuf(pos)`: a buffer without a queue (scratch space; no synchronisation)."""
 
     def __init__(self, pos: Any = "VECCALC") -> None:
+        refuse_queues("TBuf")
         self.model = model.TBuf(pos)
         self.model.name = assigned_name() or self.model.name
 

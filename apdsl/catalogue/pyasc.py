@@ -89,6 +89,21 @@ that cover x, for y > 0); another value, or y = 0, has no such number.
 import apdsl.asc as asc
 asc.ceildiv(5, 0)
 """),
+    entry("APK667", "a LocalTensorAuto the compiler would not place or synchronise", """
+`asc.LocalTensorAuto(dtype, shape)` is a UB tensor pyasc's compiler places and synchronises:
+its `insert_sync` pass, on for a kernel that makes one (or with `@asc.jit(insert_sync=True)`),
+gives each `LocalTensorAuto` operation one buffer, sized when the kernel starts, and orders
+the tensor's on-chip dependencies itself.  A kernel compiled with `insert_sync=False` has
+nothing that does so; an operation that makes a bigger tensor than the first time it ran
+does not fit its buffer; the shape is a positive element count or a tuple of them.
+""", """
+# python
+import apdsl.asc as asc
+@asc.jit(insert_sync=False)
+def kernel(x: asc.GlobalAddress):
+    asc.LocalTensorAuto(asc.float32, 64)
+kernel[1, None](np.zeros(64, np.float32))
+"""),
     entry("APK670", "an MmadParams pyasc builds empty", """
 pyasc's `asc.MmadParams` passes m, n and k to the device only together with one whole flag
 set: `unit_flag`, `cmatrix_source` and `cmatrix_init_val`, or `is_bias`, `fm_offset`,

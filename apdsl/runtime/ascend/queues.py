@@ -123,7 +123,7 @@ class _Slot(Storage):
         return self.at
 
 
-class _Buffers:
+class Buffers:
     """The `num` buffers `init_buffer` gave a queue or TBuf: one storage holding them all."""
 
     def __init__(self, owner: str, position: str, num: int, nbytes: int) -> None:
@@ -184,7 +184,7 @@ class TQue:
         self.depth = depth
         TQue._count += 1
         self.name = f"que{TQue._count}"
-        self.buffers: _Buffers | None = None
+        self.buffers: Buffers | None = None
         self.state: list[str] = []       # per buffer: free, held, queued, dequeued
         self.tensor: list[Tensor | None] = []
         self.free_snap: list[Any] = []  # per buffer: what its last free_tensor carried
@@ -202,7 +202,7 @@ class TQue:
             raise _err(f"init_buffer: {num} buffers; a queue has at most {MAX_BUFFERS} on "
                        "Atlas A2 (one event id each)", "APK592",
                        help="double buffering uses 2")
-        self.buffers = _Buffers(self.name, self.position, num, nbytes)
+        self.buffers = Buffers(self.name, self.position, num, nbytes)
         self.state = ["free"] * num
         self.tensor = [None] * num
         self.free_snap = [None] * num
@@ -228,7 +228,7 @@ class TQue:
                    "was freed)", "APK595",
                    help="pass the tensor alloc_tensor or deque of this queue returned")
 
-    def _ready(self, what: str) -> _Buffers:
+    def _ready(self, what: str) -> Buffers:
         if self.buffers is None:
             raise _err(f"{self.name}.{what}: the queue has no buffers", "APK592",
                        help="pipe.init_buffer(que, num, bytes) first")
@@ -338,12 +338,12 @@ class TBuf:
         self.position = position_name(position, "TBuf")
         TBuf._count += 1
         self.name = f"tbuf{TBuf._count}"
-        self.buffers: _Buffers | None = None
+        self.buffers: Buffers | None = None
 
     def init(self, nbytes: Any) -> None:
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
             raise _err(f"init_buffer: len {nbytes!r} is not a positive int", "APK592")
-        self.buffers = _Buffers(self.name, self.position, 1, nbytes)
+        self.buffers = Buffers(self.name, self.position, 1, nbytes)
         # one storage over the whole buffer, its bytes seen through every dtype asked for
         self.bytes = self.buffers.slot(0, "uint8", self.name)
 

@@ -35,6 +35,8 @@ import numpy as np
 from ...errors import Span, Warning_
 from ...records import record
 from ...tensor.machine import current
+from .auto import order as auto_order
+from .auto import record as auto_record
 from .pipes import (
     BARRIER_PIPES,
     EVENT_IDS,
@@ -93,6 +95,9 @@ class Sync:
         self.pipes: frozenset[int] | None = None
         # the unit flags of this core's L0C blocks (`apdsl.runtime.ascend.unitflag`)
         self.units: dict[tuple[int, int], tuple[int, Any, Any]] = {}
+        # per region, the buffers whose dependencies a compiler orders (`auto`: pyasc's
+        # insert_sync); empty in every other kernel, which the hot path tests first
+        self.auto: dict[Any, list[Any]] = {}
 
     @property
     def failed(self) -> bool:
@@ -132,6 +137,7 @@ class Sync:
         same = p != _V  # instructions of one pipe (but V) run in program order
         if same:
             clk[P] = seq - 1
+        touched = auto_order(self, p, plan[2]) if self.auto else None
         n = w.accesses
         opname = (op, name)
         regions = self.regions
@@ -190,6 +196,8 @@ class Sync:
                             del writes[j]
             (writes if write else reads).append(rec)
         w.accesses = n
+        if touched:
+            auto_record(self, p, touched)
         return Order(plan[0], seq, tuple(clk), self) if order else None
 
     def _check(self, rec: Record, earlier: tuple[list[Record], list[Record]],

@@ -80,3 +80,56 @@ def test_compute_instructions_record_their_engine_hint():
         reciprocal(ndarray((4, 4), "float32", "sbuf"), a, engine="vector")
         reciprocal(ndarray((4, 4), "float32", "sbuf"), a)
     assert [r.to_json()[0].get("hints") for r in tr.records] == [{"engine": "vector"}, None]
+
+
+NUMBERED_KERNEL = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+_DGE_MODE_NONE = 3  # the member's number, as published kernels write it
+
+
+@nki.jit
+def copy_twice(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a, dge_mode=_DGE_MODE_NONE)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=2.0, engine=5)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u, dge_mode=DGE)
+    return out
+"""
+
+
+def _numbered(tmp_path, dge: str, command: str, *extra: str):
+    import numpy as np
+    path = tmp_path / "numbered.py"
+    path.write_text(NUMBERED_KERNEL.replace("DGE", dge))
+    x = np.arange(128 * 6, dtype=np.float32).reshape(128, 6)
+    np.save(tmp_path / "a.npy", x)
+    r = subprocess.run([sys.executable, "-m", "apdsl", command, str(path), "-i",
+                        f"a={tmp_path / 'a.npy'}", *extra], capture_output=True, text=True)
+    return x, r
+
+
+def test_an_enum_hint_given_by_its_number_is_that_member(tmp_path):
+    # the NKI reference numbers the members (dge_mode: unknown 0, swdge 1, hwdge 2, none 3;
+    # engine: vector 5): 3 is dge_mode.none, recorded (and costed) as the name would be
+    import numpy as np
+    x, r = _numbered(tmp_path, "2", "run", "-o", str(tmp_path / "out.npy"))
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), 2.0 * x)
+    _, r = _numbered(tmp_path, "2", "lower", "--json")
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line).get("hints") for line in r.stdout.splitlines()]
+    assert got == [{"dge_mode": "none"}, {"engine": "vector"}, {"dge_mode": "hwdge"}]
+    assert hints.given(dge_mode=1, engine=0, oob_mode=1) == {"dge_mode": "swdge",
+                                                             "oob_mode": "skip"}
+
+
+def test_a_number_no_member_has_is_refused(tmp_path):
+    _, r = _numbered(tmp_path, "7", "run")
+    assert r.returncode != 0
+    assert "APK347" in r.stderr and "dge_mode must be one of unknown, swdge, hwdge, none, got 7" \
+        in r.stderr, r.stderr

@@ -2,7 +2,7 @@
 checked where the NKI API reference gives a rule.
 
 A hint is a name of the reference's enums (`nisa.engine.vector`, `nisa.dge_mode.hwdge`,
-`nisa.oob_mode.skip`) or that name as a string.  The rules (NKI isa docstrings and the
+`nisa.oob_mode.skip`), that name as a string, or the member's number in the reference.  The rules (NKI isa docstrings and the
 Trainium/Inferentia2 architecture guide): GpSimd cannot access PSUM; on NeuronCore-v2 (trn1)
 `tensor_copy` does not run on the Scalar engine and hardware DGE does not exist; a DMA `engine`
 only chooses the HWDGE trigger (sync or scalar); `priority` (0-3) is NeuronCore-v4 (trn3) only
@@ -20,10 +20,25 @@ from ...tensor import targets
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "unknown")
 DGE_MODES = ("unknown", "swdge", "hwdge", "none")
 OOB_MODES = ("error", "skip")
+# The members' values as the NKI API reference numbers its enums (nki.isa: engine.vector = 5,
+# dge_mode.none = 3, oob_mode.skip = 1): published kernels pass the number itself (nki-library's
+# `_DGE_MODE_NONE = 3  # Use STATIC DMA mode`), which names the same member.
+NUMBERED = {"engine": {0: "unknown", 1: "tensor", 2: "scalar", 3: "gpsimd", 4: "dma",
+                       5: "vector", 6: "sync"},
+            "dge_mode": dict(enumerate(DGE_MODES)), "oob_mode": dict(enumerate(OOB_MODES))}
+
+
+def member(what: str, value: Any) -> Any:
+    """The member name of an enum hint given as a member, its name or its number; anything
+    else as it is (to be checked)."""
+    name = getattr(value, "name", value)
+    if isinstance(name, int) and not isinstance(name, bool):
+        return NUMBERED.get(what, {}).get(name, name)
+    return name
 
 
 def _name(value: Any, what: str, allowed: tuple[str, ...], label: str) -> str:
-    name = getattr(value, "name", value)
+    name = member(what, value)
     name = "unknown" if name is None and "unknown" in allowed else name
     if not isinstance(name, str) or name not in allowed:
         raise TargetError(f"{label}: {what} must be one of {', '.join(allowed)}, got {value!r}",
@@ -127,7 +142,7 @@ def given(**hints: Any) -> dict[str, Any] | None:
     The values must be checked already."""
     out = {}
     for key, value in hints.items():
-        value = getattr(value, "name", value)
+        value = member(key, value)
         if value is not None and value != DEFAULTS.get(key):
             out[key] = value
     return out or None

@@ -80,3 +80,56 @@ def test_grid_on_the_command_line_follows_the_files_api(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), _want(a, 3))
+
+
+GRID_KERNEL = """\
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def tiles(a):
+    # program (i, j) writes block (i, j) of a, plus i * 10 + j
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i, j = nl.program_id(0), nl.program_id(1)
+    t = nl.load(a[i * 8:(i + 1) * 8, j * 4:(j + 1) * 4])
+    nl.store(out[i * 8:(i + 1) * 8, j * 4:(j + 1) * 4], nl.add(t, float(i * 10 + j)))
+    return out
+
+
+a = np.load("a.npy")
+for k, launched in enumerate([{grids}]):
+    np.save(f"out{{k}}.npy", launched(a))
+"""
+
+
+GRIDS = ["nl.spmd_dim(2, nl.nc(2)), 3", "nl.spmd_dim(nl.nc(2), 2), 3", "nl.nc(2) * 2, 3",
+         "2 * nl.nc(2), 3", "4, 3"]
+
+
+def test_nc_and_spmd_dim_make_one_grid_dimension_of_their_product(tmp_path):
+    """Every spelling of the (4, 3) grid runs the 12 programs, each with its ids."""
+    a = np.random.default_rng(5).standard_normal((32, 12)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    launches = ", ".join(f"tiles[{g}]" for g in GRIDS)
+    (tmp_path / "k.py").write_text(GRID_KERNEL.format(grids=launches))
+    runner = "import apdsl.nki, runpy; apdsl.nki.install(); runpy.run_path('k.py')"
+    r = subprocess.run([sys.executable, "-c", runner], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env={"PYTHONPATH": str(ROOT),
+                                                   "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    i, j = np.meshgrid(np.arange(4), np.arange(3), indexing="ij")
+    plus = np.kron(i * 10 + j, np.ones((8, 4))).astype(np.float32)
+    for k in range(len(GRIDS)):
+        np.testing.assert_array_equal(np.load(tmp_path / f"out{k}.npy"), a + plus)
+
+
+@pytest.mark.parametrize("target, expr", [("trn2", "nl.nc(3)"), ("trn2", "nl.nc(0)"),
+                                          ("trn1", "nl.nc(2)"), ("trn2", "nl.spmd_dim(2, 0)")])
+def test_a_core_count_the_target_lacks_is_refused(target, expr):
+    import apdsl
+    import apdsl.nki.language as nl
+    with apdsl.target(target), pytest.raises(apdsl.errors.ApdslError) as e:
+        eval(expr, {"nl": nl})
+    assert e.value.code == "APK141"

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ApdslError, ApdslTypeError, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
-from ..semantics.spmd import check_grid, empty_grid
+from ..semantics.spmd import check_grid, empty_grid, grid_sizes
 from ..tensor import tile_writes
 from . import results
 from .arguments import parameter_names, to_numpy, to_tensor
@@ -212,6 +212,8 @@ def launch_grid(grid: Any, name: str, legacy: bool = False) -> tuple[int, ...]:
     (`legacy`: the kernel's or the launching file imports `neuronxcc`) one number is such a
     grid too, of that many programs (the legacy tutorials launch `kernel[batch]`)."""
     try:
+        if legacy:
+            grid = grid_sizes(grid)
         if legacy and isinstance(grid, tuple) and len(grid) == 1:
             grid = grid[0]
         if legacy and isinstance(grid, int) and not isinstance(grid, bool):

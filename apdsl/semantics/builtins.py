@@ -215,6 +215,8 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     from . import nl_ordering  # no_reorder, and the ranges' legacy directives=
     for name, fn in nl_ordering.make().items():
         overlay[f"nl.{name}"] = fn
+    from .spmd import nc, spmd_dim  # the legacy launch grid's dimensions
+    overlay["nl.nc"], overlay["nl.spmd_dim"] = nc, spmd_dim
     return overlay
 
 
@@ -227,7 +229,7 @@ def nki_names() -> tuple[str, ...]:
     from .nl_reductions import NAMES as REDUCTIONS
     nl = tuple(f"nl.{n}" for n in (*nl_functions.NAMES, *nl_legacy.LEGACY, *REDUCTIONS,
                                     *placing.NAMES, *nl_transpose.NAMES, *RANDOM,
-                                    *nl_constants.NAMES, *nl_ordering.NAMES,
+                                    *nl_constants.NAMES, *nl_ordering.NAMES, "nc", "spmd_dim",
                                     *(o for o in OPERATORS if o not in VALUES_ONLY)))
     # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
     return nl + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)

@@ -44,6 +44,72 @@ def check_grid(grid: Any, name: str) -> tuple[int, ...]:
     return (grid,)
 
 
+class GridDim:
+    """A dimension of the legacy API's SPMD launch grid built with `nl.nc(n)` (n logical
+    NeuronCores) and `nl.spmd_dim(...)` (sizes multiplied, `nl.nc(2) * 2` its sugar): `size`
+    programs along the axis, each with its `nl.program_id` from 0 to size - 1.  The legacy
+    reference says the annotation only chooses which physical core runs which program; apdsl
+    runs the programs one after another, so their results do not depend on it."""
+
+    __slots__ = ("size", "cores")
+
+    def __init__(self, size: int, cores: int) -> None:
+        self.size, self.cores = size, cores
+
+    def __mul__(self, other: Any) -> GridDim:
+        return spmd_dim(self, other)
+
+    def __rmul__(self, other: Any) -> GridDim:
+        return spmd_dim(other, self)
+
+    def __repr__(self) -> str:
+        return f"spmd_dim(size={self.size}, nc={self.cores})"
+
+
+def _grid_size(v: Any, what: str) -> int:
+    if isinstance(v, GridDim):
+        return v.size
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ApdslTypeError(f"{what}: a grid size must be a positive int (or nl.nc(n)), not "
+                             f"{v!r}", code="APK141")
+    return v
+
+
+def nc(n: Any) -> GridDim:
+    """`nl.nc(n)` (legacy API): a launch-grid dimension of n logical NeuronCores, 1 or 2 (trn1:
+    1), as a launch on logical cores allows."""
+    tgt = targets.target_for("sbuf").name
+    most = MOST_CORES.get(tgt, 2)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+        raise ApdslTypeError(f"nl.nc({n!r}): a kernel's programs are spread over 1 or 2 "
+                             "logical NeuronCores" + (" (trn1: 1)" if tgt != "trn1" else
+                                                      f"; {tgt} has 1"), code="APK141",
+                             notes=[f"target: {tgt}"], help="nl.nc(2) on trn2 and trn3")
+    return GridDim(n, n)
+
+
+def spmd_dim(*parts: Any) -> GridDim:
+    """`nl.spmd_dim(a, b, ...)` (legacy API): one launch-grid dimension of a * b * ...
+    programs, the `nl.nc` parts saying how they are spread over cores."""
+    if not parts:
+        raise ApdslTypeError("nl.spmd_dim(): give the sizes it multiplies", code="APK141")
+    size = cores = 1
+    for p in parts:
+        size *= _grid_size(p, "nl.spmd_dim")
+        cores *= p.cores if isinstance(p, GridDim) else 1
+    return GridDim(size, cores)
+
+
+def grid_sizes(grid: Any) -> Any:
+    """A launch grid with its `nl.nc`/`nl.spmd_dim` dimensions as their sizes (anything else
+    as it is, for the launch's own checks)."""
+    if isinstance(grid, GridDim):
+        return grid.size
+    if isinstance(grid, tuple):
+        return tuple(g.size if isinstance(g, GridDim) else g for g in grid)
+    return grid
+
+
 def empty_grid(launch: str, name: str, tgt: str | None = None) -> ApdslTypeError:
     """APK141 for a launch with no program (`kernel[0]`, the legacy `kernel[2, 0]`): it would
     run nothing, and no NKI reference defines what such a launch returns."""

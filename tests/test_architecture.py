@@ -7,6 +7,7 @@ ones under `if TYPE_CHECKING:` (they never run, but a type named upward or in a 
 dependency all the same).  The allow-lists below are explicit and may only shrink."""
 
 import ast
+import functools
 from pathlib import Path
 
 import apdsl
@@ -92,17 +93,25 @@ def all_modules() -> dict[str, Path]:
 MODULES = all_modules()
 
 
-def imports(name: str) -> list[tuple[str, str | None, int]]:
+# Parsing every module takes about 2 s of CPU; the tests below read the same trees, so a
+# worker parses each module once (the trees are only read, never changed).
+@functools.cache
+def tree(name: str) -> ast.Module:
+    """The syntax tree of module `name`."""
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
+@functools.cache
+def imports(name: str) -> tuple[tuple[str, str | None, int], ...]:
     """(imported module, imported name or None, line) for every apdsl import of a module,
     those under `if TYPE_CHECKING:` included."""
     path = MODULES[name]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     if path.name == "__init__.py":
         package = name.removesuffix(".__init__")
     else:
         package = name.rsplit(".", 1)[0]
     out = []
-    for node in ast.walk(tree):
+    for node in ast.walk(tree(name)):
         if isinstance(node, ast.Import):
             out.extend((a.name, None, node.lineno) for a in node.names
                        if a.name.split(".")[0] == "apdsl")
@@ -120,7 +129,7 @@ def imports(name: str) -> list[tuple[str, str | None, int]]:
                     out.append((sub, None, node.lineno))
                 else:
                     out.append((target, a.name, node.lineno))
-    return out
+    return tuple(out)
 
 
 def canonical(target: str) -> str:
@@ -241,9 +250,8 @@ def function_sizes() -> dict[tuple[str, str], int]:
     """Lines of every function and method (outermost only: a nested helper counts toward the
     function that holds it), by (module, name); the longest wins a repeated name."""
     out: dict[tuple[str, str], int] = {}
-    for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        todo: list[ast.AST] = [tree]
+    for name in MODULES:
+        todo: list[ast.AST] = [tree(name)]
         while todo:
             node = todo.pop()
             for child in ast.iter_child_nodes(node):
@@ -291,8 +299,8 @@ FROZEN_DATACLASSES_ALLOWED = {
 
 def _frozen_dataclasses() -> list[tuple[str, str]]:
     found = []
-    for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for name in MODULES:
+        for node in ast.walk(tree(name)):
             if not isinstance(node, ast.ClassDef):
                 continue
             for d in node.decorator_list:

@@ -10,6 +10,10 @@ import sys
 
 from apdsl.errors import ApdslError
 
+# The long run (`APDSL_DEEP=1`, README "Tests and benchmarks"): the tests that try a fixed
+# sample of a larger set in an ordinary run (mutants, stack depths, fuzz programs) try it all.
+DEEP = bool(os.environ.get("APDSL_DEEP"))
+
 # The program of SPEC section 3.
 SPEC_EXAMPLE = """\
 t: f32[128, 64] @ sbuf                  # declaration: allocates a tensor

@@ -2,8 +2,9 @@
 
 The harness is `tests/fuzzer.py`: programs run in a memory-capped worker process with a
 per-program time limit, command lines as subprocesses (see its docstring for what counts as a
-finding). Here it runs a fixed-seed sample (250 programs, about 10 s); `APDSL_FUZZ=N` runs N
-programs and N / 50 command lines, `APDSL_FUZZ_SEED` picks another seed.  The campaign runs in
+finding). Here it runs a fixed-seed sample: the first 125 programs and 12 command lines (about
+15 s of CPU), 250 programs in the long run (`APDSL_DEEP=1`); `APDSL_FUZZ=N` runs N programs and
+N / 50 command lines (at least 12), `APDSL_FUZZ_SEED` picks another seed.  The campaign runs in
 parts (a third of the programs each, then the command lines) that the suite's workers share,
 so it is not one long test that the rest of the suite waits for.
 """
@@ -14,6 +15,7 @@ import os
 
 import fuzzer
 import pytest
+from support import DEEP
 
 PARTS = 3
 
@@ -22,7 +24,7 @@ PARTS = 3
                          ids=[*(f"programs {k + 1} of {PARTS}" for k in range(PARTS)),
                               "command lines"])
 def test_fuzz_harness_finds_nothing(part):
-    n = int(os.environ.get("APDSL_FUZZ", "0")) or 250
+    n = int(os.environ.get("APDSL_FUZZ", "0")) or (250 if DEEP else 125)
     lines = part == "command lines"
     report = fuzzer.campaign(n, max(12, n // 50), seed=int(os.environ.get("APDSL_FUZZ_SEED", "0")),
                              share=None if lines else (part, PARTS), command_lines=lines)

@@ -147,6 +147,24 @@ def test_legacy_forms_compute_what_numpy_computes():
     np.testing.assert_allclose(kernel(x, y), want, rtol=1e-2, atol=1e-2)
 
 
+def test_a_current_form_with_a_positional_dst_and_a_number_operand_is_current():
+    # `activation(dst, op=..., data=..., scale=0.5, bias=t)`: dst given by position and scale
+    # a number (the current signature allows a float) is the current form, not a legacy call
+    @nki.jit
+    def kernel(x, b):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        a = nl.load(x)
+        r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(r[...], op=nl.exp, data=a[...], scale=0.5, bias=nl.load(b))
+        s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(s, data=r, op0=nl.multiply, operand0=3)
+        nl.store(out, s)
+        return out
+
+    x, b = rand(128, 64), rand(128, 1)
+    np.testing.assert_allclose(kernel(x, b), 3 * np.exp(0.5 * x + b), rtol=1e-5)
+
+
 def test_iota_and_affine_select_take_index_expressions():
     @nki.jit
     def kernel(x):

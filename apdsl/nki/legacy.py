@@ -523,7 +523,8 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature:
 
 def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
     """Is this call the current API's form: its arguments bind to the current signature with
-    a tensor for every tensor operand it names (`dst` first of all)?"""
+    a tensor for every tensor operand it names (`dst` first of all), or a number where the
+    operand may be a scalar (`activation(t, op=..., data=..., scale=0.5)`)?"""
     if "dst" in kwargs:
         return True
     if not args:
@@ -537,7 +538,9 @@ def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) 
         value = bound.arguments.get(operand.role)
         if value is None and operand.role != "dst":
             continue
-        if not isinstance(value, (Tensor, IndexedTile, PendingTile)):
+        scalar = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        if not isinstance(value, (Tensor, IndexedTile, PendingTile)) and \
+                (operand.role == "dst" or not scalar):
             return False
     return True
 

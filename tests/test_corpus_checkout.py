@@ -239,3 +239,119 @@ def test_a_test_method_reaching_the_kernel_through_a_method_is_chosen(tmp_path: 
         ["TestOps::test_scale"]
     assert [t.split("::", 1)[1] for t in entries["shift_kernel"].drivers[0].tests] == \
         ["TestOps::test_shift"]
+
+
+BLOCKS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def inner_kernel(t):
+    return nl.multiply(t, 2.0)
+
+
+@nki.jit
+def outer_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(inner_kernel(nl.load(a)), 1.0))
+    return out
+
+
+@nki.jit
+def late_inner(t):
+    return nl.multiply(t, 3.0)
+
+
+@nki.jit
+def late_outer(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, late_inner(nl.load(a)))
+    return out
+'''
+
+API = '''
+from mylib.ops.blocks import late_outer, outer_kernel
+
+
+def run_block(a):
+    return outer_kernel(a)
+
+
+def run_late(a):
+    return late_outer(a)
+'''
+
+BROKEN = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def broken_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.frobnicate(nl.load(a)))
+    return out
+'''
+
+BLOCKS_COMMON = '''
+import numpy as np
+
+from mylib.ops.api import run_block
+
+
+def check_block(x):
+    np.testing.assert_allclose(run_block(x), 2.0 * x + 1.0)
+'''
+
+BLOCKS_TESTS = '''
+import numpy as np
+
+from test_blocks_common import check_block
+
+
+def test_block():
+    check_block(np.arange(32, dtype=np.float32).reshape(4, 8))
+'''
+
+LATE_TESTS = '''
+import numpy as np
+
+from mylib.ops.api import run_late
+from mylib.other.broken import broken_kernel
+
+
+def test_broken_then_late():
+    x = np.ones((4, 4), np.float32)
+    broken_kernel(x)  # refused: the test stops here
+    np.testing.assert_allclose(run_late(x), 3.0 * x)
+'''
+
+
+def test_kernels_reached_through_wrappers_and_other_kernels(tmp_path: Path) -> None:
+    # the tests call a helper module's function calling a wrapper calling a kernel, which
+    # calls another kernel: both kernels are measured by those tests
+    (tmp_path / ".git").mkdir()
+    for package in ("mylib", "mylib/ops", "mylib/other"):
+        _write(tmp_path / "src" / package / "__init__.py", "")
+    _write(tmp_path / "src" / "mylib" / "ops" / "blocks.py", BLOCKS)
+    _write(tmp_path / "src" / "mylib" / "ops" / "api.py", API)
+    _write(tmp_path / "src" / "mylib" / "other" / "broken.py", BROKEN)
+    _write(tmp_path / "test" / "test_blocks_common.py", BLOCKS_COMMON)
+    _write(tmp_path / "test" / "test_blocks.py", BLOCKS_TESTS)
+    _write(tmp_path / "test" / "test_late.py", LATE_TESTS)
+    folder = os.path.realpath(tmp_path / "src" / "mylib" / "ops")
+    entries = {e.qualname: e for e in run.discover(folder)}
+    assert [(d.kind, os.path.basename(d.file)) for d in entries["inner_kernel"].drivers] == \
+        [("pytest", "test_blocks.py"), ("signature", "blocks.py")]
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", folder, "--json",
+                           "--timeout", "120"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    got = {k["kernel"].split("::")[-1]: k for k in json.loads(done.stdout)["kernels"]}
+    assert got["outer_kernel"]["status"] == "matches", got
+    assert got["inner_kernel"]["status"] == "matches", got
+    assert got["inner_kernel"]["driver"] == "pytest:test/test_blocks.py"
+    # the test stopped at another kernel's refusal before reaching these: not their error
+    for name in ("late_outer", "late_inner"):
+        assert got[name]["status"] == "no inputs", got
+        assert "APK144" in got[name]["detail"], got

@@ -37,7 +37,7 @@ class Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if active() is not None:  # called from a kernel under way: a plain call
-            return self.fn(*args, **kwargs)
+            return inner_call(self.fn, args, kwargs)
         with on_platform(self.platform, self.fn.__name__):
             return call(self.fn, args, kwargs)
 
@@ -248,6 +248,23 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...
         watcher.failed(fn, e)
         raise
     watcher.finished(fn, result)
+    return result
+
+
+def inner_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """A kernel called from a kernel under way: a plain call of its function, told to an
+    observer that listens for such calls (`inner_started`, `inner_finished`, `inner_failed`:
+    the corpus runner measuring a kernel that a tested kernel calls)."""
+    watcher = observer()
+    if watcher is None or not hasattr(watcher, "inner_started"):
+        return fn(*args, **kwargs)
+    watcher.inner_started(fn)
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as e:
+        watcher.inner_failed(fn, e)
+        raise
+    watcher.inner_finished(fn)
     return result
 
 

@@ -83,6 +83,9 @@ def main_block(src: Source) -> ast.If | None:
 
 def pytest_driver(src: Source, name: str, enclosing: str | None) -> Driver | None:
     helpers = _helpers(src)
+    if not any(True for _ in tests_of(src)) and not any(
+            isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) for n in src.tree.body):
+        return None  # a helper module named like a test (test_*_common.py): nothing runs
     chosen = []
     for ident, node in tests_of(src):
         if enclosing is not None:
@@ -118,22 +121,86 @@ def _call_driver(s: Source, kernels: frozenset[str]) -> Driver | None:
     return None
 
 
+# How many calls deep a kernel is looked for behind the functions that call it (a test calling
+# a wrapper calling the kernel that calls this one: nki-library's moe_tkg sub-kernels)
+HOPS = 4
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _is_test_name(name: str) -> bool:
+    return name.startswith(("test", "Test"))
+
+
+class Callers:
+    """Which functions of the files call what: the functions (module-level, and methods of
+    module-level classes) that are not tests, by the names their bodies use."""
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self.users_of: dict[str, list[Source]] = {}
+        for s in sources:
+            for stem in s.imported:
+                self.users_of.setdefault(stem, []).append(s)
+        self._helpers: dict[str, dict[str, set[str]]] = {}
+
+    def helpers(self, src: Source) -> dict[str, set[str]]:
+        if src.path not in self._helpers:
+            self._helpers[src.path] = _helpers(src)
+        return self._helpers[src.path]
+
+    def users(self, src: Source) -> list[Source]:
+        """The files that import `src`'s module (by its name)."""
+        return [s for s in self.users_of.get(_stem(src.path), []) if s is not src]
+
+    def through(self, name: str, home: Source) -> list[tuple[str, Source]]:
+        """(function, its file) of the functions that call `name` of file `home`, or call one
+        that does (HOPS deep at most): each in the file of the one it calls or in a file
+        importing that file's module."""
+        found: list[tuple[str, Source]] = []
+        seen = {(name, home.path)}
+        frontier = [(name, home)]
+        for _ in range(HOPS):
+            reached = []
+            for callee, file in frontier:
+                for s in (file, *self.users(file)):
+                    for fn, used in self.helpers(s).items():
+                        if callee in used and not _is_test_name(fn) and \
+                                (fn, s.path) not in seen:
+                            seen.add((fn, s.path))
+                            reached.append((fn, s))
+            found += reached
+            frontier = reached
+        return found
+
+
+def reaching(sources: Sequence[Source], wanted: set[str]) -> set[str]:
+    """The names of the functions of `sources` (not tests) whose bodies use one of `wanted`,
+    or use one that does (HOPS deep at most): what a file driving one of `wanted` may name
+    instead."""
+    found = set(wanted)
+    for _ in range(HOPS):
+        more = {fn for s in sources for fn, used in _helpers(s).items()
+                if not _is_test_name(fn) and fn not in found and used & found}
+        if not more:
+            break
+        found |= more
+    return found - wanted
+
+
 def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
                       ) -> list[EntryPoint]:
     """Every kernel of `sources` with its drivers, found among `sources` and `elsewhere`
     (the rest of the checkout: its kernels are not counted, its tests and `__main__` blocks
     drive the kernels of `sources`)."""
-    users_of: dict[str, list[Source]] = {}
-    for s in (*sources, *elsewhere):
-        for stem in s.imported:
-            users_of.setdefault(stem, []).append(s)
+    callers = Callers((*sources, *elsewhere))
     out = []
     for src in sources:
         found = list(kernels(src))
         if not found:
             continue
-        stem = os.path.splitext(os.path.basename(src.path))[0]
-        users = [s for s in users_of.get(stem, []) if s is not src]
+        users = callers.users(src)
         module_kernels = frozenset(q for q, _ in found if "." not in q)
         calls = [d for d in (_call_driver(s, module_kernels) for s in (src, *users)
                              if is_test_file(s.path)) if d is not None]
@@ -151,6 +218,7 @@ def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
                         d = pytest_driver(s, name, None)
                         if d is not None:
                             drivers.append(d)
+                drivers.extend(_indirect(callers, name, src, drivers))
                 drivers.extend(calls)
                 for s in [src, *users]:
                     block = main_block(s)
@@ -159,6 +227,23 @@ def find_entry_points(sources: list[Source], elsewhere: Sequence[Source] = ()
             drivers.append(Driver("signature", src.path))
             out.append(EntryPoint(src.path, qual, line, api_of(src), tuple(drivers)))
     return out
+
+
+def _indirect(callers: Callers, name: str, src: Source, direct: list[Driver]
+              ) -> list[Driver]:
+    """The tests that reach kernel `name` through the functions calling it (a wrapper in a
+    helper module, a kernel calling it), one driver per test file, after the files of
+    `direct`; only tests that name such a function (never a whole file)."""
+    chosen: dict[str, list[str]] = {}
+    for fn, home in callers.through(name, src):
+        for s in (home, *callers.users(home)):
+            if is_test_file(s.path) and fn in s.names and \
+                    not any(d.file == s.path for d in direct):
+                d = pytest_driver(s, fn, None)
+                for t in d.tests if d is not None else ():
+                    if t not in chosen.setdefault(s.path, []):
+                        chosen[s.path].append(t)
+    return [Driver("pytest", f, tuple(tests)) for f, tests in chosen.items() if tests]
 
 
 def _enclosing_test(qual: str) -> str | None:

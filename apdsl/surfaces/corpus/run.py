@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...records import record
-from .drivers import find_entry_points
+from .drivers import find_entry_points, reaching
 from .find import EntryPoint, Source, checkout_top, kernels, parse, python_files, read
 from .verdict import PASSING, STATUSES, Verdict
 
@@ -42,21 +42,25 @@ def discover(root: str) -> list[EntryPoint]:
 
 
 def _may_drive(sources: list[Source], top: str, root: str) -> Iterator[Source]:
-    """The files of the checkout outside `root` that name a kernel of `sources` (only those
-    can drive one: a test names the kernel it calls), each read and parsed once."""
-    names = {qual.split(".")[-1] for src in sources for qual, _ in kernels(src)}
-    if not names:
+    """The files of the checkout outside `root` that name a kernel of `sources`, or a function
+    calling one (only those can drive one: a test names the kernel it calls, or the wrapper
+    that calls it), each read once and parsed once."""
+    wanted = {qual.split(".")[-1] for src in sources for qual, _ in kernels(src)}
+    if not wanted:
         return
-    naming = re.compile("|".join(re.escape(n) for n in sorted(names)))
+    wanted |= reaching(sources, wanted)
     inside = os.path.join(root, "")
+    pending = {}
     for path in python_files(top):
-        if path.startswith(inside):
-            continue
-        text = read(path)
-        if text is not None and naming.search(text):
-            src = parse(path, text)
-            if src is not None:
-                yield src
+        text = None if path.startswith(inside) else read(path)
+        if text is not None:
+            pending[path] = text
+    while wanted and pending:
+        naming = re.compile("|".join(re.escape(n) for n in sorted(wanted)))
+        matched = [p for p, t in pending.items() if naming.search(t)]
+        found = [s for s in (parse(p, pending.pop(p)) for p in matched) if s is not None]
+        yield from found
+        wanted = reaching(found, wanted)  # the wrappers those files define, named elsewhere
 
 
 def _job(entry: EntryPoint, root: str) -> dict[str, Any]:

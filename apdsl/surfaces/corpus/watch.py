@@ -41,6 +41,7 @@ class Watch:
         self.root = root
         self.events: list[Event] = []
         self._comparing = 0
+        self.others = 0  # calls of other kernels (a test running several)
         self._noted = noted  # told of each event (the worker keeps an interim verdict)
 
     def _add(self, event: Event) -> None:
@@ -57,6 +58,8 @@ class Watch:
                 launch: tuple[int, ...]) -> None:
         if self._target(fn):
             self._add(Event("start"))
+        else:
+            self.others += 1
 
     def finished(self, fn: Callable[..., Any], result: Any) -> None:
         if self._target(fn):
@@ -65,6 +68,17 @@ class Watch:
     def failed(self, fn: Callable[..., Any], error: BaseException) -> None:
         if self._target(fn):
             self._add(Event("fail", ok=False, error=error))
+
+    # the same events for the target called from another kernel (a kernel the test's kernel
+    # calls: it ran with the test's inputs, and the test compares what it contributed to)
+    def inner_started(self, fn: Callable[..., Any]) -> None:
+        self.started(fn, (), {}, ())
+
+    def inner_finished(self, fn: Callable[..., Any]) -> None:
+        self.finished(fn, None)
+
+    def inner_failed(self, fn: Callable[..., Any], error: BaseException) -> None:
+        self.failed(fn, error)
 
     def test_ended(self, name: str, error: BaseException | None) -> None:
         self._add(Event("test", ok=error is None, name=name, error=error))

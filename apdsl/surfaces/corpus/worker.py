@@ -272,6 +272,8 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             return verdict
         if stopped is not None:
             why = classify(stopped, root).by(label)
+            if watch.others and not _about(why, job["file"], root):
+                why = Verdict("no inputs", why.code, why.where, why.detail, label)
             failures.append(why)
             notes.append(f"{label}: {why.code} {why.detail}".strip())
         elif driver["kind"] != "signature":
@@ -285,6 +287,15 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         if why.status == "environment":
             return why
     return Verdict("no inputs", "", "", "; ".join(notes)[:300], "")
+
+
+def _about(why: Verdict, kernel_file: str, root: str) -> bool:
+    """Is what stopped a driver that ran other kernels before it reached this one about this
+    one?  A located error elsewhere than in the kernel's file is another kernel's (a test
+    running several stopped at one before it): a note, not the kernel's verdict."""
+    if not is_apdsl_fault(why) or not why.where or why.where.startswith("apdsl/"):
+        return True
+    return why.where.rpartition(":")[0] == os.path.relpath(os.path.realpath(kernel_file), root)
 
 
 def main(argv: list[str]) -> int:

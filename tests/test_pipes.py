@@ -1,5 +1,8 @@
 """Ascend pipes and events (SPEC section 13): each rule of the checker, the CLI's --sync and
-`apdsl lower`'s pipes.  The brute-force oracle is tests/test_pipes_oracle.py."""
+`apdsl lower`'s pipes.  The brute-force oracle is tests/test_pipes_oracle.py.
+
+The commands run through the command line's `main` in process (`support.apdsl_in_process`:
+what they report); the read-after-write test runs a real `python -m apdsl`, as a user does."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import raises_code
+from support import apdsl_in_process, raises_code
 
 import apdsl
 from apdsl.runtime.sync.pipes import HARD_EVENTS
@@ -38,11 +41,16 @@ def kernel(lines: list[str]) -> str:
     return HEAD + "".join(f"    {s}\n" for s in lines) + "    return C\n"
 
 
-def run(source: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
+def run(source: str, tmp_path, *args: str, process: bool = False
+        ) -> subprocess.CompletedProcess:
+    """`apdsl COMMAND k.apk ARGS` on `source`: in a real process when `process`."""
     path = tmp_path / "k.apk"
     path.write_text(source)
-    return subprocess.run([sys.executable, "-m", "apdsl", *args[:1], str(path), *args[1:]],
-                          capture_output=True, text=True, cwd=tmp_path)
+    argv = [*args[:1], str(path), *args[1:]]
+    if not process:
+        return apdsl_in_process(*argv, cwd=tmp_path)
+    return subprocess.run([sys.executable, "-m", "apdsl", *argv], capture_output=True,
+                          text=True, cwd=tmp_path)
 
 
 def program_run(source: str, tmp_path, inputs=None):
@@ -62,7 +70,7 @@ def test_the_synchronised_step_passes_and_matches_numpy(tmp_path):
 
 def test_read_after_write_points_at_both_lines(tmp_path):
     lines = [s for s in SYNCED if "MTE1_M" not in s]
-    r = run(kernel(lines), tmp_path, "run")
+    r = run(kernel(lines), tmp_path, "run", process=True)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     head = r.stderr.splitlines()[0]
     assert "error[APK570]" in head and "read-after-write" in head

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import lower_header, raises_code
+from support import apdsl_in_process, lower_header, raises_code
 
 import apdsl
 from apdsl.runtime.core import trace
@@ -517,8 +517,7 @@ def test_cli_errors_are_located(tmp_path, code):
     f = tmp_path / "bad.apk"
     f.write_text("a: f32[4, 8] @ sbuf = 1.0\np: f32[4, 8] @ psum = 1.0\n"
                  "i: i32[4, 8] @ sbuf = 1\nc: f32[4, 8] @ sbuf\n" + programs[code] + "\n")
-    out = subprocess.run([sys.executable, "-m", "apdsl", "run", str(f)], capture_output=True,
-                         text=True, check=False)
+    out = apdsl_in_process("run", str(f))  # what `run` reports (lower's test is a real process)
     assert out.returncode == 1
     assert f"{f}:5:1: error[{code}]" in out.stderr and "help:" in out.stderr
     assert "Traceback" not in out.stderr
@@ -542,8 +541,7 @@ def test_lower_json_records_the_engine_hint(tmp_path):
     f.write_text("a: i32[4, 8] @ sbuf = 3\nc: i32[4, 8] @ sbuf\n"
                  "tensor_tensor(c, a, a, nl.add, engine=nisa.engine.vector)\n"
                  "tensor_tensor(c, a, a, nl.add)\n")
-    out = subprocess.run([sys.executable, "-m", "apdsl", "lower", str(f), "--json"],
-                         capture_output=True, text=True, check=False)
+    out = apdsl_in_process("lower", str(f), "--json")
     assert out.returncode == 0, out.stderr
     recs = [json.loads(line) for line in out.stdout.splitlines()]
     tt = [r for r in recs if r["op"] == "tensor_tensor"]

@@ -111,3 +111,33 @@ def test_the_profile_is_the_same_with_the_control(tmp_path: Path):
         assert r.returncode == 0, r.stderr
         printed.append(r.stdout)
     assert "estimate" in printed[0] and printed[0] == printed[1]
+
+
+def python_range(*args):
+    """What Python's range gives for these arguments (`range(n, None, 1)` is not valid
+    Python, but `nl.affine_range(n)` passes stop=None and step=1: that is `range(n)`)."""
+    if args[1:] == (None, 1):
+        return list(range(args[0]))
+    try:
+        return list(range(*args))
+    except TypeError:
+        return "TypeError"
+
+
+@pytest.mark.parametrize("args", [(3,), (1, 7, 2), (5, 0, -1), (4, None, 1), (5, None, 2)])
+def test_the_ranges_are_pythons_range(args):
+    """With or without `directives=`, the values of `range(*args)`, or its TypeError."""
+    seen = []
+
+    @nki.jit
+    def k(a):
+        for name in ("affine_range", "sequential_range", "static_range"):
+            for extra in ({}, {"directives": ncc.no_reorder()}):
+                try:
+                    seen.append(list(getattr(nl, name)(*args, **extra)))
+                except TypeError:
+                    seen.append("TypeError")
+        return a
+
+    k(np.zeros((2, 2), np.float32))
+    assert seen == [python_range(*args)] * 6

@@ -54,7 +54,7 @@ def _ranged(name: str) -> Callable[..., range]:
                 f"nl.{name}: directives={directives!r} is not a loop directive apdsl knows",
                 code="APK152", help="the directive apdsl takes is nki.compiler.no_reorder(); "
                 "leave directives= out for a loop the compiler may schedule freely")
-        return range(start) if stop is None else range(start, stop, step)
+        return range(start) if stop is None and step == 1 else range(start, stop, step)
 
     ranged.__name__ = ranged.__qualname__ = name
     ranged.__doc__ = (f"`nl.{name}(start, stop=None, step=1, directives=None)`: Python's "

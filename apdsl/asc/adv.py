@@ -1,7 +1,8 @@
 """`asc.adv`: the advanced API the published pyasc kernels call -- the Matmul high-level API
-(`Matmul`, `MatmulType`, `register_matmul`, `TCubeTiling`, `MatmulConfig`) -- on apdsl's
-`asc.adv.matmul` instruction.  Any other `asc.adv` name (softmax, quant, the math functions,
-...) is APK660 at the user's line, naming it.
+(`Matmul`, `MatmulType`, `register_matmul`, `TCubeTiling`, `MatmulConfig`) on apdsl's
+`asc.adv.matmul` instruction, and AscendQuant per tensor (`quant`, `QuantConfig`) on
+`asc.adv.quant`.  Any other `asc.adv` name (softmax, the math functions, ...) is APK660 at the
+user's line, naming it.
 
 A Matmul object computes, on each core that uses it, the core's block C (single_core_m x
 single_core_n, or the tail `set_tail` gives) = A @ B (+ bias) from the GM tensors
@@ -26,12 +27,14 @@ from typing import Any
 from ..errors import ApdslRuntimeError, ApdslTypeError
 from ..nki.locate import caller_span
 from ..records import record
+from .builtin import call_builtin
 from .errors import missing
 from .memory import GlobalTensor, LocalTensor
 from .served import ServedByCube, cube_only
 
 # the asc.adv names apdsl models; every other one is APK660
-MODELLED = ("Matmul", "MatmulType", "MatmulConfig", "TCubeTiling", "register_matmul")
+MODELLED = ("Matmul", "MatmulType", "MatmulConfig", "TCubeTiling", "register_matmul",
+            "quant", "QuantConfig")
 
 
 def _err(message: str, **kw: Any) -> ApdslRuntimeError:
@@ -295,6 +298,33 @@ class MatmulIterator:
 
     def __exit__(self, *args: Any) -> None:
         return None
+
+
+@record
+class QuantConfig:
+    """`asc.adv.QuantConfig(calc_count, offset_count, scale_count, work_local_size)`:
+    AscendQuant's compile-time sizes (0: given at run time)."""
+
+    calc_count: int = 0
+    offset_count: int = 0
+    scale_count: int = 0
+    work_local_size: int = 0
+
+
+def quant(dst: Any, src: Any, scale: Any, offset: Any, count: Any = None,
+          temp_buffer: Any = None, reuse_source: Any = False, config: Any = None) -> None:
+    """`asc.adv.quant(dst, src, scale, offset, count, temp_buffer)`: AscendQuant per tensor,
+    the table's `asc.adv.quant` (`apdsl.runtime.ascend.quant`).  A config's calc_count, when
+    set, is the count the kernel was compiled for: another count is APK674."""
+    if config is not None:
+        if not isinstance(config, QuantConfig):
+            raise _err("quant: config must be an asc.adv.QuantConfig")
+        fixed = int(config.calc_count)
+        if fixed and count is not None and int(count) != fixed:
+            raise _err(f"quant: count {count} but the QuantConfig was made for calc_count "
+                       f"{fixed}", help="give the same count to both, or calc_count=0")
+        count = fixed if count is None and fixed else count
+    call_builtin("asc.adv.quant", (dst, src, scale, offset, count, temp_buffer), {})
 
 
 def _gm(tensor: Any, what: str) -> GlobalTensor:

@@ -15,8 +15,8 @@ from ..nki.host import current
 from ..nki.locate import caller_span
 from ..runtime.ascend import core_ops
 from ..semantics import cores as cores_names
+from .builtin import call_builtin
 from .errors import missing
-from .memory import unwrap
 from .served import auto_sync
 
 T = TypeVar("T")
@@ -50,8 +50,7 @@ def instruction(name: str) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         if erased and auto_sync():
             return None
-        fn = current().builtins[key]
-        return fn(*unwrap(args), **{k: unwrap(v) for k, v in kwargs.items()})
+        return call_builtin(key, args, kwargs)
 
     run.__name__ = run.__qualname__ = name
     return run

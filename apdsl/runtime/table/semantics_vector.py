@@ -115,3 +115,18 @@ DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
     "reciprocal": ("src != 0", lambda x: x != 0),
     "div": ("src1 != 0", lambda x: x != 0),
 }
+
+
+def ascend_quant(src: np.ndarray, scale: float, offset: float) -> np.ndarray:
+    """AscendQuant per tensor (Atlas A2): src, scale and offset (pyasc passes them in src's
+    dtype) to half, Muls, Adds (each in float32 rounded to half), then to int8 rounding half
+    to even, saturating."""
+    half = np.float16
+    x = np.asarray(src)
+
+    def to_half(v: float) -> np.float32:
+        return np.float32(np.asarray(v, dtype=x.dtype).astype(half))
+
+    t = (x.astype(half).astype(np.float32) * to_half(scale)).astype(half).astype(np.float32)
+    t = (t + to_half(offset)).astype(half).astype(np.float64)
+    return np.clip(np.rint(t), -128, 127).astype(np.int8)

@@ -101,6 +101,11 @@ ENTRIES: tuple[Instruction, ...] = (
     Instruction("asc.cast", "ascend.vector.ops_more", (_ub("dst", True, CAST), _ub("src", False, CAST)),
                 VECTOR, None,
                 summary="dst = src converted, rounded as round_mode says (Cast)", depends=ELEMENT),
+    Instruction("asc.adv.quant", "ascend.quant",
+                (_ub("dst", True, ("int8",)), _ub("src", False, HALF_FLOAT),
+                 _ub("temp_buffer", False, ("uint8",))), VECTOR, arith.ascend_quant,
+                summary="dst = int8 of src * scale + offset computed in half, rounded half to "
+                "even (AscendQuant per tensor, the advanced API)", depends=ELEMENT),
     Instruction("asc.brcb", "ascend.vector.ops_more",
                 (_ub("dst", True, DUPLICATE), _ub("src0", False, DUPLICATE)), VECTOR, None,
                 summary="each of 8 src elements a repeat fills one 32-byte block (Brcb)",

@@ -64,21 +64,21 @@ def generic(tmp_path: Path) -> Path:
 def test_check_takes_inputs_for_shapes_and_values(generic):
     f = str(generic / "head.apk")
     a, n, far = (str(generic / x) for x in ("a.npy", "n.npy", "far.npy"))
-    bare = apdsl("check", f)
+    bare = apdsl("check", f)  # a real process; the rest what `check` reports, in process
     assert bare.returncode == 1 and "APK132" in codes(bare.stderr)  # M is not bound
-    ok = apdsl("check", f, "-i", f"A={a}", "-i", f"n={n}")
+    ok = apdsl_in_process("check", f, "-i", f"A={a}", "-i", f"n={n}")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith(f"{f}: ok")
     # the value 9 read from n makes every slice by k out of range: check reports them all
-    bad = apdsl("check", f, "head", "-i", f"A={a}", "-i", f"n={far}")
+    bad = apdsl_in_process("check", f, "head", "-i", f"A={a}", "-i", f"n={far}")
     assert bad.returncode == 1 and codes(bad.stderr) == ["APK215"] * 3, bad.stderr
-    js = apdsl("check", f, "-i", f"A={a}", "-i", f"n={far}", "--json")
+    js = apdsl_in_process("check", f, "-i", f"A={a}", "-i", f"n={far}", "--json")
     assert [json.loads(line)["code"] for line in js.stdout.splitlines()] == ["APK215"] * 3
-    wrong = apdsl("check", f, "-i", f"B={a}")
+    wrong = apdsl_in_process("check", f, "-i", f"B={a}")
     assert wrong.returncode == 2 and "no kernel parameter is called 'B'" in wrong.stderr
-    assert apdsl("check", f, "nope", "-i", f"A={a}").returncode == 2
+    assert apdsl_in_process("check", f, "nope", "-i", f"A={a}").returncode == 2
     (generic / "junk.npy").write_text("not an array\n")
-    junk = apdsl("check", f, "-i", f"A={generic / 'junk.npy'}", "--json")
+    junk = apdsl_in_process("check", f, "-i", f"A={generic / 'junk.npy'}", "--json")
     assert junk.returncode == 1 and json.loads(junk.stdout)["code"] == "APK605"
 
 
@@ -180,10 +180,11 @@ def test_target_of_the_other_family_is_a_usage_error(tmp_path):
     gemm = str(ROOT / "examples" / "ascend_gemm.apk")
     commands = (["run", str(nki)], ["check", str(nki)], ["lower", str(nki)],
                 ["show", str(nki), "x"])
-    other = apdsl_many(*[[*c, "--target", "ascend-a2"] for c in commands],
-                       *[[*c, "--target", "trn9"] for c in commands],
-                       ["check", str(nki), "--target", "trn1"],
-                       ["lower", gemm, "--target", "trn2"])
+    # what each command reports, in process (the two below are real processes)
+    other = [apdsl_in_process(*c) for c in (*[[*c, "--target", "ascend-a2"] for c in commands],
+                                            *[[*c, "--target", "trn9"] for c in commands],
+                                            ["check", str(nki), "--target", "trn1"],
+                                            ["lower", gemm, "--target", "trn2"])]
     for r in other[:4]:
         assert r.returncode == 2, (r.args, r.stderr)
         assert "Ascend target" in r.stderr and "NKI buffers (hbm, sbuf)" in r.stderr

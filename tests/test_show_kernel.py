@@ -1,6 +1,8 @@
 """`apdsl show` of views inside kernels (KERNEL.NAME), the names it offers, and windows of
 large storage grids (--rows/--cols/--zoom).  Which cells a picture marks is checked against the
-storage offsets NumPy gives for the same indexing."""
+storage offsets NumPy gives for the same indexing.  The commands run through the command
+line's `main` in process (what `show` reports and writes); the first picture of a view in a
+kernel is drawn by a real `python -m apdsl`, as a user runs it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import apdsl_in_process
 
 from apdsl.surfaces.picture import Picture
 from apdsl.tensor.view import ndarray
@@ -47,7 +50,10 @@ kernel g(A: f32[M, N] @ hbm):
 """
 
 
-def apdsl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def apdsl(*args: str, cwd: Path, process: bool = False) -> subprocess.CompletedProcess:
+    """`apdsl ARGS` in `cwd`: in a real process when `process`."""
+    if not process:
+        return apdsl_in_process(*args, cwd=cwd)
     return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
                           text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
 
@@ -77,7 +83,7 @@ def oracle(shape: tuple[int, int], rows: slice, cols: slice) -> dict[tuple[int, 
 
 
 def test_kernel_view_is_the_last_view_bound_even_after_its_storage_is_freed(prog) -> None:
-    proc = apdsl("show", "p.apk", "k.v", "--zoom", "--svg", "v.svg", cwd=prog)
+    proc = apdsl("show", "p.apk", "k.v", "--zoom", "--svg", "v.svg", cwd=prog, process=True)
     assert proc.returncode == 0, proc.stderr
     # the second iteration's tile[4:8, 2:8]; `v = 7` later is not a view
     assert svg_cells(prog / "v.svg") == oracle((128, 64), slice(4, 8), slice(2, 8))

@@ -24,6 +24,7 @@ import builtins
 import importlib.abc
 import importlib.machinery
 import linecache
+import os
 import secrets
 import sys
 import types
@@ -62,14 +63,21 @@ def _package(folder: str) -> types.ModuleType:
 
 
 def _remember(path: str, source: str) -> None:
-    """An editor's unsaved text is what `inspect.getsource` and tracebacks read of the file
-    (linecache reads the disk otherwise)."""
+    """The text being run is what `inspect.getsource`, tracebacks and diagnostics read of the
+    file, always: an editor's unsaved text, and the file as it is now when a process runs it
+    again after it changed (an entry left from an earlier run, above all an unsaved text's,
+    which linecache never checks against the disk, would locate errors in the old text).  Text
+    equal to the disk's is kept with the file's size and time, so linecache drops it once the
+    file changes; other text is kept as given."""
+    lines = source.splitlines(keepends=True)
     try:
         on_disk = Path(path).read_text(encoding="utf-8")
+        stat = os.stat(path)
     except (OSError, UnicodeDecodeError):
-        on_disk = None
-    if on_disk != source:
-        lines = source.splitlines(keepends=True)
+        on_disk = stat = None
+    if on_disk == source and stat is not None:
+        linecache.cache[path] = (stat.st_size, stat.st_mtime, lines, path)
+    else:
         linecache.cache[path] = (len(source), None, lines, path)
 
 

@@ -104,12 +104,11 @@ def explain_a_miss(tmp_path, text: str, inputs: dict) -> str:
         mp.setattr(sync_mod.Sync, "access", spy)
         attempt("re-run in this process")
     attempt("re-run with plans off", plans=False)
-    for name in ("k.apk",):
-        np.save(tmp_path / "p.npy", inputs["P"])
-        np.save(tmp_path / "a.npy", inputs["A"])
-        r = subprocess.run([sys.executable, "-m", "apdsl", "run", name, "-i", "P=p.npy",
-                            "-i", "A=a.npy"], capture_output=True, text=True, cwd=tmp_path)
-        lines.append(f"fresh process: exit {r.returncode} {r.stderr[:200]!r}")
+    np.save(tmp_path / "p.npy", inputs["P"])
+    np.save(tmp_path / "a.npy", inputs["A"])
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", "k.apk", "-i", "P=p.npy",
+                        "-i", "A=a.npy"], capture_output=True, text=True, cwd=tmp_path)
+    lines.append(f"fresh process: exit {r.returncode} {r.stderr[:200]!r}")
     lines.append(f"kept sync plans {len(sync_facts.PLANS)}, facts {len(sync_facts._facts)}")
     return "\n".join(lines)
 

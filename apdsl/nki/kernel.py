@@ -214,10 +214,8 @@ def launch_grid(grid: Any, name: str, legacy: bool = False) -> tuple[int, ...]:
     try:
         if legacy:
             grid = grid_sizes(grid)
-        if legacy and isinstance(grid, tuple) and len(grid) == 1:
-            grid = grid[0]
-        if legacy and isinstance(grid, int) and not isinstance(grid, bool):
-            grid = (grid,)
+            if isinstance(grid, int) and not isinstance(grid, bool):
+                grid = (grid,)
         if isinstance(grid, tuple) and (len(grid) > 1 or legacy) and all(
                 isinstance(n, int) and not isinstance(n, bool) for n in grid):
             if min(grid) < 1:

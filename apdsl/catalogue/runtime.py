@@ -30,8 +30,10 @@ out: f32[128, 512] @ hbm
 dma_copy(out, A.select(0, idx))
 """),
     entry("APK403", "runtime offset moves the access outside its storage", """
-With `.ap(..., scalar_offset=, vector_offset=, indirect_dim=)` the index is scaled by
-`prod(base.shape[indirect_dim + 1:])` of the base tensor and added to the pattern's offset.
+With `.ap(..., scalar_offset=, vector_offset=, indirect_dim=)` the index is scaled by the step
+of dim `indirect_dim` of the tensor `.ap` is called on (`prod(shape[indirect_dim + 1:])` for a
+whole tensor or a reshape of it; a slice keeps its storage's row stride) and added to the
+pattern's offset.
 Every element the instruction then touches must still lie in the tensor's storage.
 """, """
 A: f32[512, 512] @ hbm = random(0)
@@ -187,7 +189,7 @@ with apdsl.options(max_memory=2**62):
 """),
     entry("APK450", "vector_offset ignores the leading stride (warning)", """
 With `.ap(pattern, vector_offset=idx, indirect_dim=0)` the hardware steps between rows by the
-base tensor's row size, `prod(base.shape[1:])`, and ignores the stride written in the pattern's
+row size of the tensor `.ap` is called on (`prod(shape[1:])`), and ignores the stride written in the pattern's
 leading pair (seed 000). apdsl does the same and warns, once per instruction, when the written
 stride differs, so code stays correct if the limitation is lifted.
 """, """

@@ -194,7 +194,9 @@ u = t.ap([[32, 16], [1, 32]], 1.5)
 """),
     entry("APK222", "dynamic .ap arguments", """
 At most one of scalar_offset and vector_offset; vector_offset supports indirect_dim=0 only;
-indirect_dim is a dim of the base tensor; registers in the pattern exclude dynamic offsets.
+indirect_dim is a dim of the tensor `.ap` is called on, whose step the NKI docs define
+(a whole tensor, a reshape or a slice of one; not a stepped slice or a permuted view);
+registers in the pattern exclude dynamic offsets.
 """, """
 A: f32[128, 512] @ hbm
 o: i32[64, 1] @ sbuf = 0

@@ -303,9 +303,9 @@ def warn_static(t: Any, op: str, role: str) -> None:
     if is_static(parts) and parts > 1 and lead != dyn.scale:
         trace.warn(Warning_(
             f"{op}: the leading stride {lead} of {role} {t.name} is ignored with "
-            f"vector_offset; rows are {dyn.scale} elements apart in the base tensor",
-            code="APK450", notes=["hardware scales vector offsets by the base tensor's row "
-                                  f"size prod(shape[1:]) = {dyn.scale}"],
+            f"vector_offset; rows are {dyn.scale} elements apart in the tensor indexed",
+            code="APK450", notes=["hardware scales vector offsets by the row size of the "
+                                  f"tensor .ap was called on, {dyn.scale} elements"],
             help=f"write the leading pair as [{dyn.scale}, {parts}] so the code stays correct "
             "if the limitation is lifted"), key=("APK450", op, role))
 

@@ -391,8 +391,8 @@ class Tensor(TensorCore):
            *more: Any) -> Tensor:
         """The view replaced by an explicit access pattern over the same storage: `pattern` is a list
         of `[stride, count]` pairs, outermost first; `offset` is added to the view's offset (None
-        keeps it).  `scalar_offset=`/`vector_offset=` add a runtime index scaled by the base tensor's
-        `indirect_dim`; `dtype=` counts the pattern in elements of another dtype.
+        keeps it).  `scalar_offset=`/`vector_offset=` add a runtime index scaled by the stride of this
+        view's dim `indirect_dim` (of a reshape, its own rows); `dtype=` counts the pattern in elements of another dtype.
 
         >>> t = apdsl.ndarray((16, 32), "float32", "sbuf")
         >>> u = t.ap([[32, 16], [1, 8]], offset=4)

@@ -142,13 +142,7 @@ def ap(t: Any, pattern: Any, offset: Any = None, scalar_offset: Any = None,
                        "scalar_offset or vector_offset", "APK222")
         if t.dynamic is not None:
             raise _err("ap: this view already has a runtime index", "APK216")
-        nd = len(storage_shape)
-        if not (isinstance(indirect_dim, (int, np.integer)) and 0 <= indirect_dim < nd):
-            raise _err(f"ap: indirect_dim {indirect_dim} is not a dim of the base tensor "
-                       f"{storage_shape}", "APK222")
-        scale = prod(storage_shape[indirect_dim + 1:])
-        if new_dtype.bits != t.storage.dtype.bits:
-            scale = scale * t.storage.dtype.bits // new_dtype.bits
+        scale = _indirect_scale(t, indirect_dim, new_dtype)
         if vector_offset is not None:
             if indirect_dim != 0:
                 raise _err("ap: vector_offset supports only indirect_dim=0", "APK222")
@@ -174,6 +168,42 @@ def ap(t: Any, pattern: Any, offset: Any = None, scalar_offset: Any = None,
         dyn = None  # .ap addresses storage directly: the view's own index is replaced
     return replace(t, dtype=new_dtype, layout=layout, dynamic=dyn, coord=None,
                    origin_shape=None)
+
+
+def _indirect_scale(t: TensorCore, dim: Any, new_dtype: Any) -> int:
+    """How many elements (of the pattern's dtype) one step of an `.ap` runtime index moves.
+
+    The NKI reference: "indirect_dim: dimension in self.shape whose stride scales the
+    indirect scalar/vector offset", self being the tensor `.ap` is called on; the migration
+    guide's formula `prod(A.shape[indirect_dim + 1:])` says the same of a whole tensor.  So a
+    reshaped view's own dims count (nki-library's KV-cache update reshapes the cache to
+    (B * S, d_head) and relies on a step of d_head), and a slice keeps its storage's row
+    stride.  Where the view's stride agrees with neither reading of the formula (a stepped
+    slice, a permuted view) the docs do not settle what hardware does: refused.
+    """
+    if not (isinstance(dim, (int, np.integer)) and 0 <= dim < t.ndim):
+        raise _err(f"ap: indirect_dim {dim} is not a dim of the tensor {t.shape}", "APK222")
+    stride = t.layout.dims[dim].stride
+    readings = {prod(t.shape[dim + 1:])}
+    if dim < len(t.storage.shape):
+        readings.add(prod(t.storage.shape[dim + 1:]) * t.storage.dtype.bits // t.dtype.bits)
+    if t.shape[dim] == 1 and len(readings) == 1:  # a dim of one has no stride of its own
+        stride = next(iter(readings))
+    if not is_static(stride) or stride not in readings:
+        own = "none" if stride is None else stride if is_static(stride) else "a register"
+        raise _err(f"ap: the NKI docs do not settle how far a runtime index of indirect_dim "
+                   f"{dim} steps on this view: the dim's stride is {own}, "
+                   f"prod(shape[{dim} + 1:]) gives {' or '.join(map(str, sorted(readings)))}",
+                   "APK222",
+                   help="call .ap on the tensor itself, or on a reshape or slice of it whose "
+                   f"dim {dim} steps by prod(shape[{dim} + 1:]) elements")
+    if new_dtype.bits != t.dtype.bits:
+        if (stride * t.dtype.bits) % new_dtype.bits:
+            raise _err(f"ap: a step of indirect_dim {dim} ({stride} {t.dtype} elements) is "
+                       f"not a whole number of {new_dtype} elements", "APK212")
+        return stride * t.dtype.bits // new_dtype.bits
+    return int(stride)
+
 
 # -- indexing sugar -------------------------------------------------------------------------
 

@@ -224,6 +224,42 @@ def test_plus_equals_of_a_matmul_accumulates_onto_the_psum_tile(start):
     np.testing.assert_allclose(got, start + a_t.T @ b, rtol=1e-4, atol=1e-3)
 
 
+def test_plus_equals_onto_an_untouched_psum_tile_starts_the_accumulation():
+    # nki-samples' attention v8a-v11: one PSUM slot per query tile, never zeroed; the first
+    # `+=` overwrites (the NKI reference's inference: first write overwrites, later ones add)
+    @nki.jit
+    def kernel(a_t, b):
+        out = nl.ndarray((3, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((3, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        for q in nl.affine_range(3):
+            for k in nl.affine_range(2):
+                acc[q, :, :] += nisa.nc_matmul(nl.load(a_t[q, k * 128:(k + 1) * 128, :]),
+                                               nl.load(b[k * 128:(k + 1) * 128, :]))
+            res = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+            res[...] = nisa.tensor_copy(acc[q, :, :])
+            nl.store(out[q], res)
+        return out
+
+    a_t, b = rand(3, 256, 128), rand(256, 512)
+    want = np.einsum("qkm,kn->qmn", a_t, b)
+    np.testing.assert_allclose(kernel(a_t, b), want, rtol=1e-4, atol=1e-3)
+
+
+def test_plus_equals_onto_a_partly_untouched_psum_tile_is_refused():
+    @nki.jit
+    def kernel(a_t, b):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        acc[:, 0:256] = nisa.nc_matmul(nl.load(a_t), nl.load(b[:, 0:256]))
+        acc += nisa.nc_matmul(nl.load(a_t), nl.load(b))  # half accumulating, half untouched
+        nl.store(out, nisa.tensor_copy(acc))
+        return out
+
+    with pytest.raises(ApdslError) as e:
+        kernel(rand(128, 128), rand(128, 512))
+    assert e.value.code == "APK404", e.value  # the untouched half, read by the add
+
+
 def test_assigning_a_result_computes_it_into_the_target():
     @nki.jit
     def kernel(x):

@@ -471,14 +471,17 @@ class Legacy:
 
     def _accumulate(self, acc: Tensor) -> Any:
         """How `acc += matmul` accumulates (None: as `nc_matmul(accumulate=None)` infers it).
-        Onto an accumulation a matmul started, in PSUM; onto zeros (`nl.zeros(...,
-        buffer=nl.psum)`) by starting one (the matmul overwrites: the same sum); onto anything
+        Onto an accumulation a matmul started, in PSUM; onto a tile nothing has touched since
+        it was allocated (`nl.ndarray(..., buffer=nl.psum)`), or onto zeros (`nl.zeros(...,
+        buffer=nl.psum)`), by starting one (the matmul overwrites: the same sum); onto anything
         else, which a matmul cannot add to on every target, by computing the product apart and
-        adding it (`_ADD`)."""
+        adding it (`_ADD`).  The untouched tile is the NKI reference's inference ("first write
+        overwrites, subsequent writes accumulate", kept from the earlier compiler), which the
+        published legacy attention tutorials (nki-samples v8a-v11) rely on."""
         if self.host.dry:
             return None
-        if _matmul_wrote(acc) or not acc.numpy().any():
-            return None  # the matmul infers it: accumulating, or starting on fresh zeros
+        if _matmul_wrote(acc) or _untouched(acc) or not acc.numpy().any():
+            return None  # the matmul infers it: accumulating, or starting afresh
         return _ADD
 
 
@@ -492,6 +495,15 @@ def _matmul_wrote(t: Tensor) -> bool:
     from ..runtime.core.resolve import resolve
     c = psum.counts(resolve(t, "read", "dst"))
     return int(c[psum.ACCUMULATING] + c[psum.MATMUL_LAST_WROTE]) == int(c.sum())
+
+
+def _untouched(t: Tensor) -> bool:
+    """Has no instruction read or written any element of the PSUM view `t` since it was
+    allocated?"""
+    from ..runtime.core import psum
+    from ..runtime.core.resolve import resolve
+    c = psum.counts(resolve(t, "read", "dst"))
+    return int(c[psum.NEW]) == int(c.sum())
 
 
 def _impl(name: str) -> Callable[..., Any]:

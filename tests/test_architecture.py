@@ -57,7 +57,6 @@ LONG_FUNCTIONS_ALLOWED: set[tuple[str, str]] = {
     ("apdsl.semantics.callsites", "_call_emitter"),
     ("apdsl.runtime.nki.elementwise", "tensor_scalar"),
     ("apdsl.semantics.nl_operators", "make"),
-    ("apdsl.tensor.view.dynamic", "ap"),
     ("apdsl.runtime.sync", "access"),
     ("apdsl.runtime.ascend.vector.reduce", "reduce_all"),
 }

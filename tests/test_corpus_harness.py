@@ -70,6 +70,17 @@ def trn3_sum_kernel(x, replica_group):
 
 
 @nki.jit
+def cache_update_kernel(x, cache):
+    # writes one of its inputs too (as a KV-cache update does): apdsl writes it back into
+    # the caller's array after the run, which is not a comparison of a result
+    t = nl.load(x)
+    nisa.dma_copy(dst=cache, src=t)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(t, 1.0))
+    return out
+
+
+@nki.jit
 def env_kernel(x):
     return x
 
@@ -214,8 +225,8 @@ from nki.collectives import ReplicaGroup
 
 from hx.utils.orchestrator import (CompilerArgs, InferenceArgs, KernelArgs, Lazy, PerRank,
                                    Validation, WithValidator)
-from pkg.kern import (cores_kernel, double_kernel, mx_copy_kernel, negate_kernel,
-                      square_kernel, trn3_sum_kernel)
+from pkg.kern import (cache_update_kernel, cores_kernel, double_kernel, mx_copy_kernel,
+                      negate_kernel, square_kernel, trn3_sum_kernel)
 
 SEEN = []
 
@@ -268,6 +279,14 @@ def test_trn3_sum_on_four_ranks(test_manager, platform_target):
         InferenceArgs(collective_ranks=4)))
 
 
+def test_cache_update(test_manager):
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    test_manager.execute(KernelArgs(cache_update_kernel, CompilerArgs(1),
+                                    {"x": x, "cache": np.zeros((4, 4), np.float32)},
+                                    Validation(Lazy({"out": x}, lambda: {"out": x + 1}),
+                                               1e-6, 1e-6)))
+
+
 def test_cores(test_manager):
     x = np.zeros((4, 4), np.float32)
     test_manager.execute(_args(cores_kernel, x, Lazy({"out": x}, lambda: {"out": x + 2}),
@@ -305,6 +324,9 @@ def test_kernels_run_on_the_tests_inputs_and_match_their_golden(measured: dict) 
     assert measured["mx_copy_kernel"]["status"] == "matches", measured["mx_copy_kernel"]
     # two logical cores, as the test's compiler arguments ask
     assert measured["cores_kernel"]["status"] == "matches", measured["cores_kernel"]
+    # an input the kernel writes is no failed comparison (it was a false mismatch)
+    assert measured["cache_update_kernel"]["status"] == "matches", \
+        measured["cache_update_kernel"]
 
 
 def test_a_trn3_only_collective_test_runs_every_rank_on_trn3(measured: dict) -> None:
@@ -324,7 +346,10 @@ def test_a_conftest_needing_an_absent_package_is_an_environment_stop(measured: d
 def test_a_result_the_golden_disagrees_with_is_a_mismatch(measured: dict) -> None:
     v = measured["negate_kernel"]
     assert v["status"] == "mismatch", v
-    assert "comparison" in v["detail"], v
+    # which output, how many elements and how far: -1 everywhere against a golden of 1
+    assert "output out: outside rtol 1e-05 / atol 1e-06 of the test's golden output " \
+        "(16 of 16 elements differ, the largest by 2; the first at [0, 0]: -1, golden 1)" \
+        in v["detail"], v
 
 
 def test_the_checkout_is_left_as_it_was(repo: Path, measured: dict) -> None:

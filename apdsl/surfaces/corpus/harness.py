@@ -26,7 +26,7 @@ from .standins import packed_name, unpack_values
 class Comparisons(Protocol):
     """Where the outcome of each comparison goes (the corpus watch)."""
 
-    def compared(self, ok: bool) -> None: ...
+    def compared(self, ok: bool, boolean: bool = False, detail: str = "") -> None: ...
 
 
 def _outputs(result: Any) -> list[Any]:
@@ -72,6 +72,28 @@ def within(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
     with np.errstate(invalid="ignore"):
         close = (np.abs(a - b) <= atol + rtol * scale) | (a == b)
     return bool(close.all())
+
+
+def differences(actual: Any, expected: Any) -> str:
+    """Where and how far an output is from the golden one (for the verdict's detail)."""
+    try:
+        a = np.asarray(actual, dtype=np.float32)
+        b = np.asarray(expected, dtype=np.float32)
+        if a.size != b.size:
+            return ""
+        a, b = a.reshape(b.shape), b
+        with np.errstate(invalid="ignore"):
+            off = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        if not off.any():
+            return ""
+        first = tuple(int(i) for i in np.argwhere(off)[0])
+        with np.errstate(invalid="ignore"):
+            err = np.abs(a - b)[off]
+        return (f" ({int(off.sum())} of {b.size} elements differ, the largest by "
+                f"{float(np.nanmax(err)) if np.isfinite(err).any() else float('nan'):.4g}; "
+                f"the first at {list(first)}: {float(a[first]):.6g}, golden {float(b[first]):.6g})")
+    except (TypeError, ValueError):  # an output NumPy cannot read as numbers
+        return ""
 
 
 def _platform(compiler_input: Any) -> str:
@@ -132,9 +154,10 @@ class OrchestratorAdapter:
             result = results[rank]
             label = f"rank {rank}: " if ranks > 1 else ""
             if len(result) != len(names):
-                self.comparisons.compared(False)
-                raise AssertionError(f"{label}the kernel returned {len(result)} outputs, the "
-                                     f"test expects {len(names)} ({', '.join(names)})")
+                why = (f"{label}the kernel returned {len(result)} outputs, the test expects "
+                       f"{len(names)} ({', '.join(names)})")
+                self.comparisons.compared(False, detail=why)
+                raise AssertionError(why)
             for name, actual in zip(names, result):
                 self._compare(f"{label}output {name}", actual, golden[name], validation)
 
@@ -142,7 +165,8 @@ class OrchestratorAdapter:
         if hasattr(expected, "validator"):  # the test's own validator decides
             ok = bool(expected.validator(None).validate(
                 np.asarray(actual, dtype=expected.output_ndarray.dtype)))
-            detail = "the test's validator rejects it"
+            detail = "the test's validator rejects it" + differences(
+                actual, expected.output_ndarray)
         else:
             rtol, atol = validation.relative_accuracy, validation.absolute_accuracy
             packed = packed_name(expected)
@@ -157,9 +181,9 @@ class OrchestratorAdapter:
                 got = got.reshape(expected.shape)
             ok = within(got, expected, rtol, atol)
             detail = f"outside rtol {rtol:g} / atol {atol:g} of the test's golden output" \
-                if got.size == expected.size else \
+                + differences(got, expected) if got.size == expected.size else \
                 f"{got.size} elements, the test's golden output has {expected.size}"
-        self.comparisons.compared(ok)
+        self.comparisons.compared(ok, detail="" if ok else f"{name}: {detail}")
         if not ok:
             raise AssertionError(f"{name}: {detail}")
 

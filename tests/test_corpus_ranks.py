@@ -93,9 +93,11 @@ class Recorded:
 
     def __init__(self) -> None:
         self.outcomes: list[bool] = []
+        self.details: list[str] = []
 
-    def compared(self, ok: bool) -> None:
+    def compared(self, ok: bool, boolean: bool = False, detail: str = "") -> None:
         self.outcomes.append(ok)
+        self.details.append(detail)
 
 
 def _kernel_args(kernel: Any, inputs: Any, golden: Any, ranks: int) -> SimpleNamespace:
@@ -138,6 +140,9 @@ def test_a_golden_wrong_for_one_rank_is_found_on_that_rank() -> None:
         OrchestratorAdapter(seen).execute(_kernel_args(
             summed, PerRank(lambda r: {"x": xs[r], "replica_group": _group(2)}), golden, 2))
     assert seen.outcomes == [True, False]
+    # the verdict's detail: the rank, the output, how far (each element off by exactly 1)
+    assert seen.details[1].startswith("rank 1: output out: outside rtol"), seen.details
+    assert "(8 of 8 elements differ, the largest by 1;" in seen.details[1], seen.details
 
 
 def test_a_single_golden_checks_rank_0_only() -> None:

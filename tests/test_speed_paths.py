@@ -1,6 +1,5 @@
-"""The fast paths of issue 16 compute exactly what the general code computes: indexing built in
-one step (`indexing.fast_index`) against the dimension-by-dimension path, against NumPy; an
-access memoised on its view; the entry-limit test and the unrolled injectivity test against
+"""The fast paths of issue 16 compute exactly what the general code computes: an access
+memoised on its view; the entry-limit test and the unrolled injectivity test against
 their general definitions.  No timing here (bench/ measures)."""
 
 from __future__ import annotations
@@ -16,54 +15,48 @@ from apdsl.runtime.core import trace
 from apdsl.runtime.core.access import Strided
 from apdsl.runtime.core.resolve import resolve
 from apdsl.tensor.layout import Layout, terms_injective
-from apdsl.tensor.view.indexing import fast_index, index_view
 
 pytestmark = pytest.mark.plans  # (the fast paths on, whatever APDSL_PLANS says)
-
-
-def _outcome(fn):
-    try:
-        return fn()
-    except ApdslError as e:
-        return (type(e), e.code, e.message)
 
 
 _index = st.one_of(st.integers(-9, 9), st.none())
 _key_item = st.one_of(
     st.integers(-9, 9),
-    st.builds(slice, _index, _index, st.one_of(st.none(), st.integers(-1, 3))),
+    st.builds(slice, _index, _index, st.one_of(st.none(), st.integers(1, 3))),
     st.just(slice(None)),
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(shape=st.lists(st.integers(1, 6), min_size=2, max_size=3),
-       buffer=st.sampled_from(["hbm", "sbuf"]),
        key=st.lists(_key_item, min_size=1, max_size=3), pre=st.booleans())
-def test_fast_indexing_is_the_general_path(shape, buffer, key, pre):
-    t = apdsl.ndarray(tuple(shape), "float32", buffer)
+def test_indexing_addresses_what_numpy_indexes(shape, key, pre):
+    # off chip, where an int index drops its dim as NumPy's does; out-of-range bounds refuse
+    t = apdsl.ndarray(tuple(shape), "float32", "hbm")
     if pre and shape[-1] > 1:  # a view that is already sliced
         t = t[..., 1:]
     key = tuple(key)
-    fast = _outcome(lambda: fast_index(t, key))
-    general = _outcome(lambda: index_view(t, key))
-    if fast is None or isinstance(fast, tuple):
-        assert fast is None, fast  # the fast path never raises: it leaves errors to the other
+    offsets = t.layout.offsets()
+    try:
+        want = offsets[key]
+    except IndexError:
+        want = None
+    try:
+        got = t[key]
+    except ApdslError:
+        assert want is None or want.size == 0 or any(
+            type(k) is slice and (k.start is not None and not -n <= k.start <= n or
+                                  k.stop is not None and not -n <= k.stop <= n)
+            for k, n in zip(key, t.shape)), key
         return
-    assert not isinstance(general, tuple), general
-    assert fast.layout == general.layout and fast.shape == general.shape
-    assert fast.storage is t.storage and fast.dtype == t.dtype
-    # and both address what NumPy's indexing reads (off chip, where ints drop dims as NumPy's)
-    if buffer == "hbm":
-        want = t.layout.offsets()[key]
-        np.testing.assert_array_equal(fast.layout.offsets(), want)
+    assert want is not None, key
+    np.testing.assert_array_equal(got.layout.offsets(), want)
 
 
-def test_getitem_errors_stay_the_general_ones():
+def test_getitem_errors():
     t = apdsl.ndarray((8, 8), "float32", "sbuf")
     for key in [(slice(0, 9), slice(None)), (slice(3, 3),), (slice(None), slice(0, 8, 0)),
                 (slice(0, 8, 2),)]:
-        assert fast_index(t, key) is None
         with pytest.raises(ApdslError):
             t[key]
 

@@ -33,7 +33,7 @@ from .core import (
     tla_fields,
     with_layout,
 )
-from .indexing import fast_index, index_view
+from .indexing import index_view
 from .regroup import sliced_across
 
 __all__ = ["Dynamic", "Tensor", "from_numpy", "ndarray", "new_view"]
@@ -435,9 +435,7 @@ class Tensor(TensorCore):
             view = viewcache.child(self, k)
             if view is not None:
                 return view
-        view = fast_index(self, key) if current().options.plans else None
-        if view is None:
-            view = index_view(self, key)
+        view = index_view(self, key)
         return view if k is None else viewcache.keep(self, k, view)
 
 

@@ -12,24 +12,11 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ...errors import ApdslTypeError, ViewError
-from ..dims import Dim
-from ..dtypes import DType
-from ..layout import Layout
-from ..storage import Storage
-from ..targets import NKI_ONCHIP
-from .core import Dynamic
 
 
 class Indexable(Protocol):
-    """What indexing needs of a view (`apdsl.tensor.view.Tensor` is one): its fields, and the
-    two view methods an index is spelled in."""
-
-    storage: Storage
-    dtype: DType
-    layout: Layout
-    dynamic: Dynamic | None
-    label: str
-    origin_shape: tuple[int, ...] | None
+    """What indexing needs of a view (`apdsl.tensor.view.Tensor` is one): its shape, whether it
+    is on chip, and the two view methods an index is spelled in."""
 
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -72,75 +59,6 @@ def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
                         help=f"use {-n} <= index < {n}" if not allow_end
                         else f"slice bounds must lie in {-n}..{n}", dim=d, size=n)
     return i
-
-
-def fast_index(t: V, key: Any) -> V | None:
-    """The view `index_view` makes, built in one step, for the common key: ints and slices
-    of ints over plain, static dims of a view without a runtime index or TLA tile, where
-    every bound is in range (ints only off chip).  None for anything else, which
-    `index_view` then handles (and reports).  Its layout is exactly the one `slice` and
-    `select` would build dimension by dimension."""
-    if t.dynamic is not None or t.origin_shape is not None:
-        return None
-    items = key if type(key) is tuple else (key,)
-    layout = t.layout
-    dims = layout.dims
-    base = layout.base
-    if len(items) > len(dims) or type(base) is not int:
-        return None
-    onchip = t.storage.buffer in NKI_ONCHIP
-    out: list[Dim] = []
-    changed = False
-    for k, d in enumerate(dims):
-        modes = d.modes
-        n = d.size
-        if len(modes) != 1 or d.start != 0 or d.step != 1 or type(n) is not int:
-            return None  # nested, irregular or register-sized: the general path
-        s = modes[0][1]
-        if type(s) is not int:
-            return None
-        if k >= len(items):
-            out.append(d)
-            continue
-        item = items[k]
-        if type(item) is slice:
-            a, b, step = item.start, item.stop, item.step
-            if step is None:
-                step = 1
-            elif type(step) is not int or step < 1 or (step != 1 and k == 0 and onchip):
-                return None
-            if a is None:
-                a = 0
-            elif type(a) is not int:
-                return None
-            elif a < 0:
-                a += n
-            if b is None:
-                b = n
-            elif type(b) is not int:
-                return None
-            elif b < 0:
-                b += n
-            if not 0 <= a < b <= n:
-                return None  # out of range or empty: the general path says which
-            if a == 0 and b == n and step == 1:
-                out.append(d)
-                continue
-            count = -(-(b - a) // step)
-            out.append(Dim(count, ((count, s * step if count > 1 else s),)))
-            base += a * s
-            changed = True
-        elif type(item) is int and not onchip:
-            i = item + n if item < 0 else item
-            if not 0 <= i < n:
-                return None
-            base += i * s
-            changed = True
-        else:
-            return None  # ints on chip (the partition rule), `...`, anything else
-    if not changed:
-        return t
-    return type(t)(t.storage, t.dtype, Layout(tuple(out), base), None, t.label)
 
 
 def index_view(t: V, key: Any) -> Any:

@@ -131,7 +131,8 @@ def test_indexing_errors_are_not_cached():
     assert error_code(lambda: t[True]) == "APK111"  # True hashes like 1, but is no index
     assert error_code(lambda: t[0:9]) == "APK215"
     assert error_code(lambda: t[0:9]) == "APK215"
-    assert error_code(lambda: t[np.int64(1)]) is None and t[np.int64(1)] is not t[1]
+    # a NumPy integer is no cache key (the general path), and gives the view an int gives
+    assert error_code(lambda: t[np.int64(1)]) is None and t[np.int64(1)].layout == t[1].layout
     for i in range(3 * KIDS_PER_VIEW):  # a loop over ever new keys: the table stays bounded
         t[i % 8, i % 7:]
     assert len(t.kids) <= KIDS_PER_VIEW

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -116,3 +117,56 @@ def apdsl_in_process(*args: str, cwd: str | os.PathLike | None = None
             os.environ["NO_COLOR"] = colour
     return subprocess.CompletedProcess([str(a) for a in args], status, out.getvalue(),
                                        err.getvalue())
+
+
+# ---- `apdsl` in a process under an address-space cap and a timeout --------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MEMORY_CAP = 1 << 30  # bytes of address space a capped command may use
+
+
+def address_space(limit: int):
+    """A `preexec_fn` capping the child's address space at `limit` bytes."""
+    def apply() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
+
+
+def _capped_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": ROOT, "OPENBLAS_NUM_THREADS": "1", "NO_COLOR": "1"}
+
+
+def capped_cli(*args: str, cwd: str | os.PathLike, memory: int = MEMORY_CAP,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m apdsl ARGS` as a user runs it, in a process whose address space is capped
+    and which has `timeout` seconds: a regression (a hang, a runaway allocation) fails the
+    test instead of the machine."""
+    return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
+                          text=True, cwd=cwd, env=_capped_env(), timeout=timeout,
+                          preexec_fn=address_space(memory))
+
+
+# The child of `capped_commands`: each command through `apdsl_in_process`, then one JSON line.
+_COMMANDS = """\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from support import apdsl_in_process
+done = [apdsl_in_process(*args) for args in json.loads(sys.argv[2])]
+print(json.dumps([[p.args, p.returncode, p.stdout, p.stderr] for p in done]))
+"""
+
+
+def capped_commands(*commands: list[str], cwd: str | os.PathLike, memory: int = MEMORY_CAP,
+                    timeout: float = 120) -> list[subprocess.CompletedProcess]:
+    """Several `apdsl` commands, each run by the command line's `main` on a fresh machine
+    (`apdsl_in_process`), all in one new process with `capped_cli`'s cap and timeout: what
+    they report, for one process start (most of a command's cost) instead of one each.  The
+    commands' exits as processes keep their own tests (`capped_cli`)."""
+    proc = subprocess.run([sys.executable, "-c", _COMMANDS, os.path.dirname(__file__),
+                           json.dumps([[str(a) for a in c] for c in commands])],
+                          capture_output=True, text=True, cwd=cwd, env=_capped_env(),
+                          timeout=timeout, preexec_fn=address_space(memory))
+    assert proc.returncode == 0 and proc.stdout, proc.stderr
+    return [subprocess.CompletedProcess(*done)
+            for done in json.loads(proc.stdout.splitlines()[-1])]

@@ -2,7 +2,9 @@
 source nesting, odd inputs and the isolation of a program from its caller.
 
 Command-line tests run `python -m apdsl` in a subprocess with an address-space cap and a
-timeout, so a regression (a hang, a runaway allocation) fails the test instead of the machine.
+timeout, so a regression (a hang, a runaway allocation) fails the test instead of the machine;
+where a test compares what several commands report, they share one such process
+(`support.capped_commands`), and each command keeps a test of its own process.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import raises_code
+from support import (
+    MEMORY_CAP,
+    address_space,
+    apdsl_in_process,
+    capped_cli,
+    capped_commands,
+    raises_code,
+)
 
 import apdsl
 from apdsl.errors import ApdslError
@@ -27,22 +35,8 @@ from apdsl.semantics.program import Program
 from apdsl.tensor import targets
 
 ROOT = Path(__file__).resolve().parent.parent
-MEMORY_CAP = 1 << 30  # bytes of address space a command may use
+cli = capped_cli
 HUGE_LOOP = "total = 0\nfor i in range(10**12):\n    total = total + i\n"
-
-
-def _cap(limit: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    return apply
-
-
-def cli(*args: str, cwd: Path, memory: int = MEMORY_CAP,
-        timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
-           "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "apdsl", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=timeout, preexec_fn=_cap(memory))
 
 
 def codes(text: str) -> list[str]:
@@ -56,12 +50,12 @@ def located(stderr: str) -> list[tuple[str, int, int]]:
 
 
 def everywhere(tmp_path: Path, source: str, *extra: str, name: str = "prog.apk") -> dict:
-    """Run, check and check --json one program; the located diagnostics of each."""
+    """Run, check and check --json one program (in one capped process); the located
+    diagnostics of each."""
     path = tmp_path / name
     path.write_text(source)
-    run = cli("run", name, *extra, cwd=tmp_path)
-    check = cli("check", name, *extra, cwd=tmp_path)
-    as_json = cli("check", "--json", name, *extra, cwd=tmp_path)
+    run, check, as_json = capped_commands(["run", name, *extra], ["check", name, *extra],
+                                          ["check", "--json", name, *extra], cwd=tmp_path)
     for proc in (run, check, as_json):
         assert proc.returncode == 1, proc.stderr
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
@@ -178,10 +172,12 @@ def test_the_python_api_takes_the_budget():
 
 def test_max_steps_must_be_a_positive_integer(tmp_path):
     (tmp_path / "p.apk").write_text("x = 1\n")
+    # usage errors: argparse's, through the command line's `main` (nothing runs, nothing to cap)
     for value in ("0", "-3", "many"):
-        proc = cli("run", "p.apk", "--max-steps", value, cwd=tmp_path)
+        proc = apdsl_in_process("run", "p.apk", "--max-steps", value, cwd=tmp_path)
         assert proc.returncode == 2 and "--max-steps" in proc.stderr
-    assert cli("check", "p.apk", "--max-steps", "1_000", cwd=tmp_path).returncode == 0
+    proc = apdsl_in_process("check", "p.apk", "--max-steps", "1_000", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
 
 
 # ---- integers, strings and lists ------------------------------------------------------------
@@ -293,8 +289,8 @@ def test_long_flat_expressions_are_not_nesting(tmp_path):
     program.interpreter().exec_module(program.module, ns)
     assert ns["x"] == 600 and ns["u"].shape == (128, 64)
     (tmp_path / "flat.apk").write_text("x = " + "+".join(["1"] * 600) + "\n" + chain)
-    for command in (["run"], ["check"], ["check", "--json"]):
-        proc = cli(*command, "flat.apk", cwd=tmp_path)
+    for proc in capped_commands(["run", "flat.apk"], ["check", "flat.apk"],
+                                ["check", "--json", "flat.apk"], cwd=tmp_path):
         assert proc.returncode == 0, proc.stderr
 
 
@@ -355,8 +351,8 @@ def test_a_5mb_string_literal_lexes_in_modest_memory(tmp_path):
     (tmp_path / "escapes.apk").write_text('x = "' + "\\n" * 2_500_000 + '"\nassert len(x) == '
                                           '2500000\n')
     (tmp_path / "long.apk").write_text('x = """' + "ab\n" * 1_500_000 + '"""\n')
-    for name in ("plain.apk", "escapes.apk", "long.apk"):
-        proc = cli("run", name, cwd=tmp_path, memory=450 << 20)
+    for proc in capped_commands(["run", "plain.apk"], ["run", "escapes.apk"],
+                                ["run", "long.apk"], cwd=tmp_path, memory=450 << 20):
         assert proc.returncode == 0, proc.stderr
 
 
@@ -392,15 +388,20 @@ def test_the_repl_gives_each_input_the_budget(tmp_path):
            "APDSL_HISTORY": str(tmp_path / "history")}
     proc = subprocess.run([sys.executable, "-m", "apdsl", "repl", "--max-steps", "1000"],
                           input=script, capture_output=True, text=True, env=env, timeout=120,
-                          preexec_fn=_cap(MEMORY_CAP), cwd=tmp_path)
+                          preexec_fn=address_space(MEMORY_CAP), cwd=tmp_path)
     assert codes(proc.stderr) == ["APK801", "APK802"], proc.stderr
     assert proc.stdout.split() == [str(int(proc.stdout.split()[0])), "2"]
     assert 0 < int(proc.stdout.split()[0]) <= 1000  # the loop ran until its budget
 
 
 def test_building_long_sequences_costs_steps():
-    # quadratic copying (each `+` copies the whole string) is paid for, so it ends
+    # quadratic copying (each `+` copies the whole string) is paid for, a step per 64 elements
+    # copied: within 200,000 steps each loop stops after a few thousand iterations (about
+    # sqrt(64 x 200,000)), where the statements' own steps would allow 50,000 and more
     for body in ('    s = s + "ab"\n', "    x += [i]\n", "    s = s * 1 + 'ab'\n"):
-        with apdsl.options(max_steps=2_000_000), raises_code("APK801"):
-            apdsl.run('s = ""\nx = []\nfor i in range(10**8):\n' + body)
+        ns: dict = {}
+        program = Program('s = ""\nx = []\nfor i in range(10**8):\n' + body)
+        with apdsl.options(max_steps=200_000), raises_code("APK801"):
+            program.interpreter().exec_module(program.module, ns)
+        assert 1_000 < ns["i"] < 20_000, (body, ns["i"])
     assert steps_used("s = 'a' * 6400\n") == 1 + 100  # the statement and 6,400 / 64 copies

@@ -20,6 +20,7 @@ from ..nki.host import Host, active, hosting
 from ..nki.kernel import locate
 from ..nki.locate import caller_span
 from ..nki.observe import observer
+from ..tensor import torch_arrays
 from . import errors
 from .memory import GlobalAddress
 from .placement import PLACEMENT, Placement
@@ -152,12 +153,12 @@ def _as_array(value: Any) -> np.ndarray | None:
     the kernel writes reaches the tensor); None for other values."""
     if isinstance(value, np.ndarray):
         return value
-    if type(value).__module__.startswith("torch") and hasattr(value, "numpy"):
-        try:
-            return value.detach().numpy()
-        except (RuntimeError, TypeError):
-            raise ApdslTypeError("a torch tensor given to an @asc.jit kernel must be on the "
-                                 "CPU", code="APK662") from None
+    if torch_arrays.is_torch(value):
+        try:  # (bfloat16 and float8 too, through their bits)
+            return torch_arrays.as_numpy(value)
+        except ValueError as e:
+            raise ApdslTypeError(f"a torch tensor given to an @asc.jit kernel must be a CPU "
+                                 f"tensor NumPy can view: {e}", code="APK662") from None
     return None
 
 

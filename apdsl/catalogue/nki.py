@@ -121,4 +121,18 @@ with open("user_kernel.py", "w") as f:
     f.write("def kernel(:")
 PyProgram("user_kernel.py")
 """),
+    entry("APK171", "torch tensor a kernel cannot read", """
+A kernel launched from PyTorch reads its torch tensors in place on the CPU (apdsl's XLA device,
+`torch_xla.device()`, is the CPU when torch_xla is absent): a tensor on another device, or of a
+dtype with no NumPy or ml_dtypes form (a complex or quantized tensor), cannot be given to it.
+Move it to the CPU, or cast it to a dtype NKI has (`t.to(torch.bfloat16)`).
+""", """
+# python
+import torch
+import apdsl.nki as nki
+@nki.jit
+def kernel(a):
+    return a
+kernel(torch.zeros((4, 4), device="meta"))
+"""),
 ]

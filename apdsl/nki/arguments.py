@@ -1,5 +1,7 @@
 """A Python kernel's arguments and results: NumPy arrays in become HBM tensors, returned
-tensors (and tuples of them) come back as NumPy."""
+tensors (and tuples of them) come back as NumPy.  A kernel launched from PyTorch takes CPU
+torch tensors (read and written in place through NumPy views, `tensor.torch_arrays`) and
+returns torch tensors, as a launch on an XLA device does."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 
 from ..errors import ApdslTypeError
 from ..semantics.host import Host
+from ..tensor import torch_arrays
 from ..tensor.dtypes import no_nki_form
 from ..tensor.view import Tensor
 
@@ -57,6 +60,28 @@ def to_tensor(value: Any, param: str, host: Host) -> Any:
         if dt is not None:
             return ndarray(value.shape, dt, "hbm", name=param)
     return from_numpy(value, "hbm", name=param)
+
+
+def from_torch(value: Any, param: str) -> Any:
+    """A torch tensor argument as the NumPy view of its memory (other values as they are)."""
+    if not torch_arrays.is_torch(value):
+        return value
+    try:
+        return torch_arrays.as_numpy(value)
+    except ValueError as e:
+        raise ApdslTypeError(f"parameter {param} is a torch tensor apdsl cannot read: {e}",
+                             code="APK171", input=param,
+                             help="give a CPU tensor (apdsl's XLA device is the CPU: "
+                             "torch_xla.device()) of a dtype NKI has") from None
+
+
+def to_torch(value: Any) -> Any:
+    """`to_numpy`'s result as torch tensors, for a launch from PyTorch."""
+    if isinstance(value, np.ndarray):
+        return torch_arrays.to_torch(value)
+    if isinstance(value, tuple):
+        return tuple(to_torch(v) for v in value)
+    return value
 
 
 def to_numpy(value: Any) -> Any:

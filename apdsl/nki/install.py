@@ -1,7 +1,9 @@
 """`install()`: unchanged `import nki`, `import nki.language as nl`, `import nki.isa as nisa`,
 the other NKI module paths and the legacy `import neuronxcc.nki ...` (see `modules`) resolve to
-apdsl when the real packages are absent.  A real `nki` is never shadowed: then install() warns
-and leaves it in place (a real `neuronxcc` likewise keeps its own name)."""
+apdsl when the real packages are absent, and so does `torch_xla` (its device the CPU,
+`torch_xla_cpu`) where torch is installed without it, so that a PyTorch script launching
+kernels on an XLA device runs unchanged.  A real `nki` is never shadowed: then install() warns
+and leaves it in place (a real `neuronxcc` or `torch_xla` likewise keeps its own name)."""
 
 from __future__ import annotations
 
@@ -55,14 +57,18 @@ def install() -> bool:
             "apdsl.nki.isa as nisa), or remove the real nki from this environment"),
             stacklevel=2)
         return False
+    from . import torch_xla_cpu
     from .modules import Finder, table
     legacy_real = _real("neuronxcc")[0] is not None
     provided = {k: v for k, v in table().items()
                 if not (legacy_real and k.startswith("neuronxcc"))}
+    roots = ["nki"] if legacy_real else ["nki", "neuronxcc"]
+    if _real("torch_xla")[0] is None and _real("torch")[0] is not None:
+        provided.update(torch_xla_cpu.modules())
+        roots.append("torch_xla")
     sys.modules.update(provided)
     if not any(isinstance(f, Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, Finder(list(provided),
-                                       ("nki",) if legacy_real else ("nki", "neuronxcc")))
+        sys.meta_path.insert(0, Finder(list(provided), tuple(roots)))
     return True
 
 
@@ -75,5 +81,8 @@ def uninstall() -> None:
     for name in ours:
         if name in sys.modules and (name == "neuronxcc" and getattr(
                 sys.modules[name], "nki", None) is _ours() or sys.modules[name] is ours[name]):
+            del sys.modules[name]
+    for name in [n for n in sys.modules if n.partition(".")[0] == "torch_xla"]:
+        if getattr(sys.modules[name], "apdsl_stand_in", False):
             del sys.modules[name]
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, Finder)]

@@ -11,8 +11,8 @@ from typing import Any
 from ..errors import ApdslError, ApdslTypeError, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..semantics.spmd import check_grid, empty_grid, grid_sizes
-from ..tensor import tile_writes
-from . import results
+from ..tensor import tile_writes, torch_arrays
+from . import arguments, results
 from .arguments import parameter_names, to_numpy, to_tensor
 from .host import Host, active, hosting
 from .legacy_results import computed
@@ -269,6 +269,10 @@ def inner_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
           dry: bool, out: Any, raw: bool) -> Any:
     names = parameter_names(fn, args, kwargs)
+    from_torch = any(torch_arrays.is_torch(v) for v in (*args, *kwargs.values()))
+    if from_torch:  # launched from PyTorch: the tensors' memory, results as tensors
+        args = tuple(arguments.from_torch(a, n) for a, n in zip(args, names))
+        kwargs = {k: arguments.from_torch(v, k) for k, v in kwargs.items()}
     shared = SharedHbm()  # shared_hbm allocations, the same tensors in every program
     outputs: list[Any] = []  # every program's shared_hbm allocations (`results.unreturned`)
     result: Any = None
@@ -308,7 +312,9 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
             caller.warnings.extend(results.unreturned(result, outputs, fn))
         if not dry and converted is not None:
             _write_back([*args, *kwargs.values()], [*converted, *kw.values()])
-        return result if dry or raw else to_numpy(result)
+        if dry or raw:
+            return result
+        return arguments.to_torch(to_numpy(result)) if from_torch else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
 

@@ -71,6 +71,14 @@ class Finder:
                   ) -> ModuleSpec | None:
         if fullname.split(".")[0] not in self.roots or fullname in sys.modules:
             return None
+        if fullname.startswith("torch_xla."):
+            raise NkiModuleError(
+                f"apdsl's torch_xla has no module {fullname}", module=fullname,
+                span=caller_span(2), notes=[
+                    "with torch_xla absent, apdsl provides torch_xla (device, sync) and "
+                    "torch_xla.core.xla_model (xla_device, mark_step, ...), the XLA device "
+                    "being the CPU, where apdsl runs kernels"],
+                help="distributed training, metrics and data loaders need the real torch_xla")
         raise NkiModuleError(
             f"apdsl.nki has no module {fullname}", module=fullname, span=caller_span(2),
             notes=[f"the NKI modules apdsl provides: {', '.join(self.provided)}"],

@@ -282,6 +282,12 @@ def _explain(e: argparse.ArgumentParser) -> None:
 
 
 # The commands in `apdsl -h` order: (help line, declaration of their arguments).
+def _script(s: argparse.ArgumentParser) -> None:
+    s.add_argument("file", metavar="FILE.py")
+    s.add_argument("args", metavar="ARG", nargs=argparse.REMAINDER,
+                   help="the program's own arguments (its sys.argv[1:])")
+
+
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": ("run the top level, then a kernel", _run),
     "check": ("parse and check without moving data", _check),
@@ -291,6 +297,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "repl": ("interactive session", program_options),
     "explain": ("explain an error code", _explain),
     "corpus": ("run every NKI kernel of a repository unchanged; table and counts", _corpus),
+    "script": ("run a Python program unchanged, as `python FILE.py ARG...` (a launch script: "
+               "nki, neuronxcc.nki, torch_xla and asc resolve to apdsl)", _script),
     "lsp": ("language server for editors (LSP over stdio; pip install 'apdsl[lsp]')", _lsp),
 }
 

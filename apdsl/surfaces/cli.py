@@ -291,6 +291,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs)
 
 
+def cmd_script(args: argparse.Namespace) -> int:
+    from .script import run_script
+    return run_script(args.file, args.args)
+
+
 def cmd_lsp(args: argparse.Namespace) -> int:
     if args.hover and not args.probe:
         raise usage("--hover needs --probe FILE")
@@ -313,7 +318,8 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "lower": cmd_lower, "profile": cmd_profile,
             "show": cmd_show,
-            "repl": cmd_repl, "explain": cmd_explain, "corpus": cmd_corpus, "lsp": cmd_lsp}
+            "repl": cmd_repl, "explain": cmd_explain, "corpus": cmd_corpus, "script": cmd_script,
+            "lsp": cmd_lsp}
 
 
 if __name__ == "__main__":  # pragma: no cover

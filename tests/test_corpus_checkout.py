@@ -108,6 +108,18 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write(top / "src" / "mylib" / "other" / "neg.py", OTHER)
     _write(top / "test" / "ops" / "test_scale.py", OPS_TESTS)
     _write(top / "test" / "other" / "test_neg.py", OTHER_TESTS)
+    # a test importing the kernel from where it no longer is (nki-library's topk_reduce test: the kernel moved to another package)
+    _write(top / "test" / "ops" / "test_lonely.py", """
+        import inspect
+
+        import numpy as np
+        from mylib.subops.scale import lonely_kernel
+
+        def test_lonely():
+            # (as nki-library's harness checks the inputs against the kernel's signature)
+            assert list(inspect.signature(lonely_kernel).parameters) == ["a"]
+            lonely_kernel(np.ones((4, 4), np.float32))
+        """)
     _write(top / "test" / "conftest.py", "")
     return top
 
@@ -128,6 +140,9 @@ def test_a_folder_of_kernels_is_driven_by_the_checkouts_tests(checkout: Path) ->
     assert got["scale.py::shift_kernel"]["status"] == "mismatch", got
     assert got["scale.py::shift_kernel"]["where"] == "test/ops/test_scale.py:14"
     assert got["scale.py::lonely_kernel"]["status"] == "no inputs", got
+    # ... and the note says why its test could not call it
+    assert "it imports mylib.subops.scale, which the checkout lacks" in \
+        got["scale.py::lonely_kernel"]["detail"], got
 
 
 def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
@@ -142,7 +157,7 @@ def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
     monkeypatch.setattr(run, "parse", spy)
     entries = run.discover(os.path.join(base, "src", "mylib", "ops"))
     assert sorted(parsed) == ["src/mylib/ops/__init__.py", "src/mylib/ops/scale.py",
-                              "test/ops/test_scale.py"]
+                              "test/ops/test_lonely.py", "test/ops/test_scale.py"]
     scale = next(e for e in entries if e.qualname == "scale_kernel")
     assert [(d.kind, os.path.relpath(d.file, base)) for d in scale.drivers] == \
         [("pytest", "test/ops/test_scale.py"), ("signature", "src/mylib/ops/scale.py")]

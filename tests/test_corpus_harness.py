@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from apdsl.surfaces.corpus.harness import within
-from apdsl.surfaces.corpus.standins import StandInFinder, neuron_dtypes
+from apdsl.surfaces.corpus.standins import AbsentFromCheckout, StandInFinder, neuron_dtypes
+from apdsl.surfaces.corpus.verdict import classify
 
 KERNELS = '''
 import nki
@@ -383,8 +384,13 @@ def test_absent_repository_modules_import_and_refuse_use(tmp_path: Path) -> None
         mod = importlib.import_module("rp.private.deeper")
         made = mod.Thing
         assert issubclass(made, object) and made is mod.Thing
-        with pytest.raises(RuntimeError, match="rp.private.deeper.Thing is not in the checkout"):
+        with pytest.raises(AbsentFromCheckout, match="rp.private.deeper.Thing is not in the "
+                           "checkout") as e:
             made()
+        # what the repository's code needs and its checkout lacks: not apdsl's fault
+        v = classify(e.value, str(tmp_path))
+        assert (v.status, v.code) == ("environment", "AbsentFromCheckout"), v
+        assert v.detail.startswith("rp.private.deeper.Thing is not in the checkout"), v
         # a module outside the checkout is not stood in for
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module("json.no_such_module")

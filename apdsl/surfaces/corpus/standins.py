@@ -29,14 +29,23 @@ from typing import Any
 import numpy as np
 
 
+class AbsentFromCheckout(RuntimeError):
+    """A name of a module the checkout leaves out was used (called, instantiated): the
+    repository's code needs what its public checkout does not have."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not in the checkout (the public repository leaves this "
+                         "module out)")
+        self.name = name
+
+
 class AbsentName:
     """The type of what an absent module's names are (each a subclass)."""
 
     module = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(f"{self.module}.{type(self).__name__} is not in the checkout "
-                           "(the public repository leaves this module out)")
+        raise AbsentFromCheckout(f"{self.module}.{type(self).__name__}")
 
 
 class AbsentModule(types.ModuleType):

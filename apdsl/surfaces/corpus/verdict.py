@@ -27,6 +27,7 @@ from typing import Any
 
 from ...errors import ApdslError
 from ...records import record
+from .standins import AbsentFromCheckout
 
 STATUSES = ("matches", "runs", "mismatch", "error", "crash", "raises", "timeout", "environment",
             "no inputs")
@@ -104,6 +105,10 @@ def classify(error: BaseException, root: str) -> Verdict:
     if module is not None:
         where = _user_where(frames, root)
         return Verdict("crash", kind, where, f"module {module} does not import")
+    if isinstance(error, AbsentFromCheckout):  # (raised by apdsl's stand-in, not its fault)
+        return Verdict("environment", kind, _user_where(frames, root),
+                       f"{error.name} is not in the checkout: the repository's code uses a "
+                       "module its public checkout leaves out")
     inner = frames[-1] if frames else None
     if inner is not None and _in_apdsl(inner.filename):
         return Verdict("crash", kind, f"apdsl/{os.path.relpath(inner.filename, PACKAGE)}:"

@@ -250,13 +250,14 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         if os.path.isdir(extra) and extra not in sys.path:
             sys.path.append(extra)
     install()
-    install_stand_ins(root)
+    stand_ins = install_stand_ins(root)
     install_asc()  # pyasc kernels: `import asc` is apdsl.asc (a real pyasc is left alone)
     failures: list[Verdict] = []
     notes: list[str] = []
     for driver in job["drivers"]:
         label = f"{driver['kind']}:{os.path.relpath(driver['file'], root)}"
         watch = Watch(job["file"], job["qualname"], root, _interim(interim, label))
+        stood_in = len(stand_ins.used)
         with observing(watch), comparisons_watched(watch):
             found = True
             if driver["kind"] == "pytest":
@@ -275,7 +276,11 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             if watch.others and not _about(why, job["file"], root):
                 why = Verdict("no inputs", why.code, why.where, why.detail, label)
             failures.append(why)
-            notes.append(f"{label}: {why.code} {why.detail}".strip())
+            used = stand_ins.used[stood_in:]
+            absent = [m for m in used if not any(o.startswith(m + ".") for o in used)]
+            lacks = (f"it imports {', '.join(absent)}, which the checkout lacks (apdsl stood "
+                     "in for it); " if absent else "")  # (first: the notes are cut at 300)
+            notes.append(f"{label}: {lacks}{why.code} {why.detail}".strip())
         elif driver["kind"] != "signature":
             notes.append(f"{label}: does not call it")
         elif not found:

@@ -154,15 +154,19 @@ offset that is a whole number of the tensor's elements and refuses the rest rath
 """, """
 p = nl.ndarray((128, 128), nl.float32, buffer=nl.psum, address=(0, 1024))
 """),
-    entry("APK165", "placed tensor over an automatically placed one", """
-A tensor allocated without `address=` is placed by apdsl, at an address hardware does not fix
-(the NKI compiler chooses its own). A tensor placed with `address=` over such a tensor's bytes
-would share them only because of apdsl's choice, so it is refused: in one buffer, give every
-tensor whose bytes you manage an address (as the NKI library's allocator does), or none.
+    entry("APK165", "no room for the tensors placed without an address", """
+A kernel may place some SBUF or PSUM tensors by hand (`address=`) and leave the rest to the
+compiler, which puts those around the placed ones. apdsl does the same: when a placed tensor
+lands on the bytes of a tensor apdsl placed itself, apdsl moves its own choice (never
+observable) clear of every live tensor, so no two live tensors share bytes. The error means
+no such room is left at that moment: the placed tensors and the live tensors without an
+address need more bytes a partition than the buffer has (the message says how many more), or
+the placed tensors split the free bytes into runs too short for one of them. A placed tensor
+counts on every partition here. Free tensors without an address earlier, or place fewer by hand.
 """, """
 kernel k():
-    a = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-    b = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 0))
+    a = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf)
+    b = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf, address=(0, 0))
 """),
     entry("APK166", "tensor used after a placement took its bytes", """
 With `address=` the kernel manages on-chip memory itself: the NKI docs place tensors over

@@ -170,6 +170,14 @@ class Accounting:
         self.live.setdefault(buffer, []).append((sid, start, size))
         self.owners[sid] = owner
 
+    def move(self, sid: int, buffer: str, start: int) -> None:
+        """Block `sid` now starts at `start` (apdsl moved its own choice: `apdsl.tensor.room`)."""
+        blocks = self.live.get(buffer, [])
+        for i, block in enumerate(blocks):
+            if block[0] == sid:
+                blocks[i] = (sid, start, block[2])
+                return
+
     def owner(self, sid: int) -> Any:
         """The live storage holding block `sid` (None: not known, or no longer alive)."""
         ref = self.owners.get(sid)

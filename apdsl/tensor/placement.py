@@ -17,7 +17,9 @@ The docs' own examples let a tensor be placed over an earlier one still referenc
 allocator reference's `buf4` over `buf2`): the user manages the bytes, so the newer tensor
 takes them and the older one may no longer be used (APK166), rather than apdsl modelling two
 live tensors sharing bytes.  apdsl places tensors without an address itself, at addresses
-hardware does not fix; a placed tensor over one of those is refused (APK165).
+hardware does not fix (the compiler places them around the placed ones, and so does apdsl): a
+placed tensor over one of those moves apdsl's choice out of the way (`apdsl.tensor.room`),
+and only when no room is left for them is it refused (APK165).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import weakref
 from typing import Any
 
 from ..errors import ApdslTypeError, TargetError
-from . import targets
+from . import room, targets
 from .machine import current
 from .storage import Storage
 
@@ -80,24 +82,81 @@ class PlacedStorage(Storage):
                    ("the NKI reference publishes no SBUF alignment (nl.tile_size.sbuf_min_align "
                     "has no value); apdsl places elements whole",))
         accounting = current().accounting
+        mine = range(p0, p0 + parts)
+        taken, movers = [], []
         for sid, start, length in list(accounting.live.get(self.buffer, ())):
-            if not (start < f0 + size and f0 < start + length):
-                continue
             old = accounting.owner(sid)
-            if not isinstance(old, PlacedStorage):
-                refuse("APK165", f"bytes {f0}..{f0 + size - 1} of {self.buffer} overlap a "
-                       "tensor apdsl placed itself (one allocated without address=)",
-                       "hardware does not fix where tensors without an address go: place "
-                       f"every {self.buffer} tensor whose bytes you choose with address=, or "
-                       "none of them", (f"that tensor holds bytes {start}..{start + length - 1} "
-                                        "of every partition",))
-            q0, q1 = old.partition, old.partition + old.shape[0]
-            if q0 < p0 + parts and p0 < q1:
-                _supersede(old, self)
+            if old is None:  # a storage being collected: its bytes are free
+                accounting.release(sid, self.buffer)
+                continue
+            hit = start < f0 + size and f0 < start + length
+            if isinstance(old, PlacedStorage):
+                if hit and _meet(mine, range(old.partition, old.partition + old.shape[0])):
+                    taken.append((sid, old))  # the newer placement takes its bytes
+                    continue
+            elif hit and _meet(mine, range(old.shape[0] if old.shape else 1)):
+                movers.append((sid, start, length))
+        if movers:
+            _make_room(accounting, self, size, movers, {sid for sid, _ in taken}, cap, refuse)
+        for _, old in taken:
+            _supersede(old, self)
         accounting.claim(self.id, self.buffer, f0, size, weakref.ref(self))
         self._accounting = accounting
         return f0
 
+
+def _meet(a: range, b: range) -> bool:
+    return a.start < b.stop and b.start < a.stop
+
+
+def _make_room(accounting: Any, new: PlacedStorage, size: int,
+               movers: list[tuple[int, int, int]], gone: set[int], capacity: int | None,
+               refuse: Any) -> None:
+    """Move the tensors apdsl placed itself (`movers`: id, start, size) off the bytes `new`
+    takes (`apdsl.tensor.room`); when they do not fit, move all of apdsl's own tensors of the
+    buffer; when those do not fit either, refuse (APK165) with the shortfall."""
+    buffer = new.buffer
+    bank = new.target.psum_bank_bytes if buffer == "psum" else None
+    cap = capacity if capacity is not None else 1 << 62
+    here = (new.at[1], size)
+    live = [b for b in accounting.live.get(buffer, ()) if b[0] not in gone]
+    mine = {sid for sid, _, _ in movers}
+    moved = room.plan([here, *((s, n) for sid, s, n in live if sid not in mine)], movers,
+                      cap, bank)
+    if moved is None:  # all of apdsl's own at once
+        auto = [b for b in live if not isinstance(accounting.owner(b[0]), PlacedStorage)]
+        placed = [(s, n) for sid, s, n in live if isinstance(accounting.owner(sid), PlacedStorage)]
+        moved = room.plan([here, *placed], auto, cap, bank)
+        if moved is None:
+            _no_room(accounting, new, [here, *placed], auto, cap, refuse)
+    for sid, start in moved.items():
+        accounting.move(sid, buffer, start)
+        accounting.owner(sid).address = start
+
+
+def _no_room(accounting: Any, new: PlacedStorage, placed: list[room.Block],
+             auto: list[tuple[int, int, int]], capacity: int, refuse: Any) -> None:
+    held = sum(n for _, n in room.merged(placed))
+    need = sum(n for _, _, n in auto)
+    largest = max(auto, key=lambda b: b[2])
+    runs = sorted((n for _, n in room.gaps(placed, capacity)), reverse=True)
+    if held + need > capacity:
+        why = (f"with this one, the placed tensors hold {held} bytes a partition and those "
+               f"without an address {need} more, {held + need - capacity} past the "
+               f"{capacity} a {new.buffer} partition has")
+    elif not runs or largest[2] > runs[0]:
+        why = (f"with this one, the placed tensors leave free runs of at most "
+               f"{runs[0] if runs else 0} bytes a partition, and "
+               f"{accounting.owner(largest[0]).describe()} needs {largest[2]}")
+    else:
+        why = (f"with this one, the placed tensors leave free runs of "
+               f"{', '.join(map(str, runs[:6]))} bytes a partition, too short for the "
+               f"tensors without an address together ({need} bytes)")
+    refuse("APK165", f"no room left for the tensors without an address: {why}",
+           "free tensors without an address earlier (declare them inside the loop that uses "
+           "them), or place fewer tensors by hand", tuple(
+               f"placed without address=: {accounting.owner(sid).describe()}, {n} bytes a "
+               "partition" for sid, _, n in sorted(auto, key=lambda b: -b[2])[:4]))
 
 
 def _supersede(old: PlacedStorage, new: PlacedStorage) -> None:

@@ -197,6 +197,14 @@ def test_table_and_counts_as_printed(repo: Path) -> None:
     assert lines[0].split() == ["kernel", "status", "code", "where", "detail"]
     assert lines[1].split()[:2] == ["k/one.py::add_kernel", "matches"]
     assert lines[-1] == "1 kernel entry point: 1 matches (100% match, 100% run)"
+    # --jsonl: each verdict as measured, then the counts
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(lone), "--jsonl"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kernel, end = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (kernel["kernel"], kernel["status"]) == ("k/one.py::add_kernel", "matches")
+    assert end == {"root": str(lone.resolve()), "counts": {**end["counts"], "matches": 1},
+                   "total": 1}
 
 
 def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:
@@ -247,6 +255,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "is not one" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
+                           "--jsonl"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr, done.stderr
 
 
 def test_an_exception_raised_in_apdsl_is_a_crash(tmp_path: Path) -> None:

@@ -252,8 +252,12 @@ def _show(sh: argparse.ArgumentParser) -> None:
 
 def _corpus(c: argparse.ArgumentParser) -> None:
     c.add_argument("dir", metavar="DIR", help="a checkout with NKI or pyasc kernels, or a folder inside one")
-    c.add_argument("--json", action="store_true", help="the table and counts as one JSON "
-                   "object")
+    shown = c.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="the table and counts as one JSON "
+                       "object")
+    shown.add_argument("--jsonl", action="store_true", help="each kernel's verdict as one JSON "
+                       "line the moment it is measured, then the counts (a stopped run keeps "
+                       "what it measured)")
     c.add_argument("--timeout", metavar="S", type=float, default=120.0,
                    help="CPU seconds each kernel may use (default 120; a worker that "
                    "waits instead is stopped after ten times as many of wall clock)")

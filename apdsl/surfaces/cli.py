@@ -288,7 +288,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_corpus(args: argparse.Namespace) -> int:
     from .corpus.command import corpus
-    return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs)
+    return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs,
+                  lines=args.jsonl)
 
 
 def cmd_script(args: argparse.Namespace) -> int:

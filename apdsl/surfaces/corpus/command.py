@@ -1,5 +1,7 @@
 """The `apdsl corpus` command: its checks of the command line, the table or JSON, progress on
-stderr when it is a terminal."""
+stderr when it is a terminal.  `--jsonl` writes each kernel's verdict the moment it is
+measured (one JSON object a line, flushed), then the counts: a run of hours that is stopped
+keeps what it measured."""
 
 from __future__ import annotations
 
@@ -8,11 +10,11 @@ import os
 import sys
 
 from ..plumbing import usage
-from .run import Measured, json_document, measure_all, summary, table
+from .run import Measured, counts, json_document, kernel_json, measure_all, summary, table
 
 
 def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
-           jobs: int = 1) -> int:
+           jobs: int = 1, lines: bool = False) -> int:
     if not os.path.isdir(directory):
         raise usage(f"corpus needs a folder; {directory!r} is not one")
     if timeout <= 0:
@@ -25,6 +27,8 @@ def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
 
     def progress(m: Measured) -> None:
         done[0] += 1
+        if lines:
+            print(json.dumps(kernel_json(m)), flush=True)
         if live:
             print(f"\r{done[0]} measured: {m.label[-60:]:<60}", end="", file=sys.stderr,
                   flush=True)
@@ -32,7 +36,9 @@ def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
     results = measure_all(root, timeout, jobs, progress)
     if live:
         print("\r" + " " * 80 + "\r", end="", file=sys.stderr)
-    if as_json:
+    if lines:
+        print(json.dumps({"root": root, "counts": counts(results), "total": len(results)}))
+    elif as_json:
         print(json.dumps(json_document(root, results), indent=1))
     else:
         print(table(results))

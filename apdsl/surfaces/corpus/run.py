@@ -201,8 +201,11 @@ def table(results: list[Measured]) -> str:
     return "\n".join(lines)
 
 
+def kernel_json(m: Measured) -> dict[str, Any]:
+    return {"kernel": m.label, "api": m.api, "seconds": round(m.seconds, 2),
+            "cpu_seconds": round(m.cpu, 2), **m.verdict.as_json()}
+
+
 def json_document(root: str, results: list[Measured]) -> dict[str, Any]:
     return {"root": root, "counts": counts(results), "total": len(results),
-            "kernels": [{"kernel": m.label, "api": m.api, "seconds": round(m.seconds, 2),
-                         "cpu_seconds": round(m.cpu, 2),
-                         **m.verdict.as_json()} for m in results]}
+            "kernels": [kernel_json(m) for m in results]}

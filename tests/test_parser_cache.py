@@ -43,6 +43,21 @@ def parsers(tmp_path_factory: pytest.TempPathFactory) -> tuple[P._Parser, P._Par
     return fast, lark_only
 
 
+@pytest.fixture(scope="module")
+def cacheless() -> P._Parser:
+    """A parser with no cache (its tables built in memory): the oracle of the cached ones.
+    One for the module: each build costs half a second of CPU."""
+    return P._Parser(None)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, bytes]:
+    """The name and bytes of a tables file as the parser writes it, built once for the
+    module; a test that damages or reads tables starts from a copy (`_written`)."""
+    path = _build(tmp_path_factory.mktemp("stored"))
+    return path.name, path.read_bytes()
+
+
 def _outcome(parser: P._Parser, text: str) -> tuple:
     try:
         return ("ok", dump(parser.parse(text, "t.apk")))
@@ -86,12 +101,12 @@ def _key() -> str:
     return T.cache_key(P.grammar_text(), repr((P._OPTIONS, P._STARTS)))
 
 
-def test_tables_are_cached_and_reused(tmp_path: Path) -> None:
+def test_tables_are_cached_and_reused(tmp_path: Path, cacheless: P._Parser) -> None:
     P._Parser(tmp_path)
     (tables,) = tmp_path.glob("*.tables")
     again = P._Parser(tmp_path)
     assert again._lark is None and again.fast is not None  # served from the file
-    assert dump(again.parse(SPEC_EXAMPLE, "a")) == dump(P._Parser(None).parse(SPEC_EXAMPLE, "a"))
+    assert dump(again.parse(SPEC_EXAMPLE, "a")) == dump(cacheless.parse(SPEC_EXAMPLE, "a"))
     assert list(tmp_path.glob("*.tables")) == [tables]
 
 
@@ -115,10 +130,10 @@ def test_lark_version_is_read_without_importing_lark() -> None:
     assert out.stdout.split() == [lark.__version__, "False"]
 
 
-def test_stale_tables_are_not_used(tmp_path: Path) -> None:
+def test_stale_tables_are_not_used(tmp_path: Path, stored: tuple[str, bytes]) -> None:
     """Tables stored under another key (another grammar, Lark or Python) are never read."""
     key = _key()
-    good = T.read_cache(str(_written(tmp_path)), key)
+    good = T.read_cache(str(_written(tmp_path, stored)), key)
     assert good is not None
     path = tmp_path / "other.tables"
     T.write_cache(str(path), "f1-other-grammar", good)
@@ -126,16 +141,26 @@ def test_stale_tables_are_not_used(tmp_path: Path) -> None:
     assert T.read_cache(str(path), key) is None
 
 
-def _written(tmp_path: Path) -> Path:
-    P._Parser(tmp_path)
-    (path,) = tmp_path.glob("*.tables")
+def _build(folder: Path) -> Path:
+    """The tables file a parser computes and writes in an empty `folder`."""
+    P._Parser(folder)
+    (path,) = folder.glob("*.tables")
+    return path
+
+
+def _written(tmp_path: Path, stored: tuple[str, bytes]) -> Path:
+    """A copy of the module's tables file in `tmp_path`, where a parser looks for it."""
+    name, blob = stored
+    path = tmp_path / name
+    path.write_bytes(blob)
     return path
 
 
 @pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "flipped byte",
                                     "bad data, good checksum"])
-def test_damaged_tables_are_rebuilt(tmp_path: Path, damage: str) -> None:
-    path = _written(tmp_path)
+def test_damaged_tables_are_rebuilt(tmp_path: Path, damage: str, stored: tuple[str, bytes],
+                                    cacheless: P._Parser) -> None:
+    path = _written(tmp_path, stored)
     blob = path.read_bytes()
     if damage == "empty":
         blob = b""
@@ -156,16 +181,16 @@ def test_damaged_tables_are_rebuilt(tmp_path: Path, damage: str) -> None:
     assert T.read_cache(str(path), _key()) is None
     parser = P._Parser(tmp_path)  # rebuilt from Lark and rewritten
     assert parser.fast is not None
-    assert dump(parser.parse(SPEC_EXAMPLE, "a")) == dump(P._Parser(None).parse(SPEC_EXAMPLE, "a"))
+    assert dump(parser.parse(SPEC_EXAMPLE, "a")) == dump(cacheless.parse(SPEC_EXAMPLE, "a"))
     assert T.read_cache(str(path), _key()) is not None
 
 
-def test_unwritable_cache_directory(tmp_path: Path) -> None:
+def test_unwritable_cache_directory(tmp_path: Path, cacheless: P._Parser) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")  # a cache directory under a file cannot be created
     parser = P._Parser(blocker / "apdsl")
     assert parser.fast is not None
-    assert dump(parser.parse("x = 1\n", "a").body) == dump(P._Parser(None).parse("x = 1\n", "a").body)
+    assert dump(parser.parse("x = 1\n", "a").body) == dump(cacheless.parse("x = 1\n", "a").body)
     if os.geteuid() != 0:  # root writes anywhere: the read-only case only means something
         ro = tmp_path / "ro"
         ro.mkdir()
@@ -177,14 +202,17 @@ def test_unwritable_cache_directory(tmp_path: Path) -> None:
             ro.chmod(0o700)
 
 
-def test_a_builder_lark_would_treat_differently_is_left_to_lark(tmp_path: Path) -> None:
+def test_a_builder_lark_would_treat_differently_is_left_to_lark(
+        tmp_path: Path, stored: tuple[str, bytes]) -> None:
     """A builder method named after a terminal (Lark calls it on each such token) or after an
     inlined `_rule`: the runtime declines and Lark parses."""
     class Odd(P.Builder):
         def NAME(self, tok):  # noqa: N802 - Lark's naming of terminal callbacks
             return tok
-    parser = P._Parser(tmp_path)
-    tables = T.read_cache(str(next(tmp_path.glob("*.tables"))), _key())
+    path = _written(tmp_path, stored)
+    parser = P._Parser(tmp_path)  # reads the copy
+    assert parser._lark is None
+    tables = T.read_cache(str(path), _key())
     names = {n for m in parser.fast.mres for n in m.groupindex}
     with pytest.raises(ValueError, match="terminal NAME"):
         T.check_builder(Odd(), tables, names)

@@ -32,7 +32,6 @@ from .core.operands import (
 )
 from .nki import hints, oob
 from .plans import dmaplan
-from .plans.ascend_plans import Kept, run_kept
 
 MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 
@@ -62,9 +61,6 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     # (off: the general path only, the plans' oracle; under set_atomic_add a GM write reads
     # GM, which no plan does)
     planned = m.options.plans and "ascend.atomic" not in m.engine_state
-    kept = getattr(dst, "pair", None) if planned else None
-    if type(kept) is Kept and run_kept(kept, dst, src, name):  # an Ascend pair copied before
-        return
     defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
     # an NKI pair copied before (`dmaplan`: it records nothing for the Ascend race checker, so
     # it never sees an Ascend view, whose plans are `ascend_plans`')

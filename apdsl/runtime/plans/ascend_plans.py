@@ -118,19 +118,6 @@ def keep(table: Table, first: Tensor, rest: tuple[Tensor, ...], extra: Any, plan
     per[key] = (tuple(weakref.ref(t, drop) for t in rest), plan)
 
 
-def run_kept(per: Kept, dst: Any, src: Any, name: str | None) -> bool:
-    """`dma_copy(dst, src)` by the copy plan kept for this very pair (every rule of the pair
-    passed before), `per` being dst's plans; False (nothing done) when there is none."""
-    got = per.get((None, id(src)))
-    if got is None or got[0][0]() is not src:
-        return False
-    plan = got[1]
-    if plan.fast is not None and run_fast(plan, dst, src, name):
-        return True
-    run_copy(plan, dst, src, name, _label(name))
-    return True
-
-
 def cacheable(*ts: Tensor) -> bool:
     """Views whose checks depend on nothing but the views: no runtime index, no register
     (and plans on: with the `plans` option off nothing is kept)."""
@@ -144,13 +131,12 @@ def cacheable(*ts: Tensor) -> bool:
 class CopyPlan:
     """What an Ascend `dma_copy` moves once its rules passed: the views it moves (`dv`, `sv`;
     None: dst or src itself), whether it is a whole-fractal load (LoadData/Load2D: bytes and
-    their written state) or a row-major copy (with Nd2Nz's row-tail zero fill into `tails`),
-    and, once known, the two NumPy arrays the copy is.  `fast`, set after the first call that
-    ran in full: the resolved accesses and arrays of a copy of two static strided views, which
-    later calls use directly (`run_fast`)."""
+    their written state) or a row-major copy (with Nd2Nz's row-tail zero fill into `tails`).
+    `fast`, set after the first call that ran in full (the general copy): the resolved
+    accesses and NumPy arrays of a copy of two static strided views that is one np.copyto,
+    which later calls use directly (`run_fast`)."""
 
-    __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "arrays", "counted",
-                 "fast", "sync")
+    __slots__ = ("empty", "load", "dv", "sv", "tails", "column_major", "counted", "fast", "sync")
 
     def __init__(self, *, empty: bool = False, load: bool = False, dv: Tensor | None = None,
                  sv: Tensor | None = None, tails: bool = False,
@@ -159,7 +145,6 @@ class CopyPlan:
         self.load = load
         self.dv, self.sv = dv, sv
         self.tails, self.column_major = tails, column_major
-        self.arrays: tuple[np.ndarray, np.ndarray] | None | bool = False  # False: not yet
         self.counted = False  # the element counts were found equal (static views: for good)
         self.fast: tuple[Any, ...] | None = None
         self.sync: tuple[Any, ...] | None = None  # (`trace.kept_plan`, with `fast`)
@@ -190,17 +175,15 @@ def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: 
     sacc, dacc = accs
     if plan.load:  # whole fractals as stored, written state too; not an init-checked read
         check_unique(dacc, label, "dst")
-        if not _copy_arrays(plan, dacc, sacc):
-            if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
-                ex.strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
-            else:
-                dacc.write(sacc.read().reshape(dacc.shape))
+        if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
+            ex.strided_copy(dacc.array(), sacc.array(), False, dacc.dtype)
+        else:
+            dacc.write(sacc.read().reshape(dacc.shape))
         ex.copy_written(dacc, sacc)
         _keep_fast(plan, dacc, sacc, dv, sv)
         return
-    if not (dacc.dtype == sacc.dtype and _fast_copy(plan, dacc, sacc, label)):
-        ex.copy(dacc, sacc, label)
-    elif plan.counted:
+    ex.copy(dacc, sacc, label)
+    if plan.counted and dacc.dtype == sacc.dtype:
         _keep_fast(plan, dacc, sacc, dv, sv)
     if not current().check and plan.tails:
         zero_row_tails(dv, plan.column_major)
@@ -208,12 +191,15 @@ def run_copy(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None, label: 
 
 def _keep_fast(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, dv: Tensor,
                sv: Tensor) -> None:
-    """After a full run of a copy of two static views by one np.copyto: what `run_fast` needs
-    (the accesses are the ones `resolve` memoises on the views, so they are what resolving
-    would give; the tails' offsets are the ones `zero_row_tails` keeps for the view)."""
-    arrays = plan.arrays
-    if not arrays or not cacheable(dv, sv) or getattr(dv, "memo", None) is not dacc \
-            or getattr(sv, "memo", None) is not sacc:
+    """After a full run of a copy of two static strided views that is one np.copyto: what
+    `run_fast` needs (the accesses are the ones `resolve` memoises on the views, so they are
+    what resolving would give; the tails' offsets are the ones `zero_row_tails` keeps for the
+    view)."""
+    if type(dacc) is not ex.Strided or type(sacc) is not ex.Strided or not cacheable(dv, sv) \
+            or getattr(dv, "memo", None) is not dacc or getattr(sv, "memo", None) is not sacc:
+        return
+    arrays = plain_pair(dacc.array(), sacc.array())
+    if arrays is None:
         return
     tails = None
     if plan.tails:
@@ -267,38 +253,6 @@ def run_fast(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None) -> bool
 
 def _label(name: str | None) -> str:
     return "dma_copy" if name is None else trace.instruction_label("dma_copy", name)
-
-
-def _copy_arrays(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access) -> bool:
-    """np.copyto of the plan's arrays (found on first use: both sides strided); False when the
-    copy takes another form."""
-    arrays = plan.arrays
-    if arrays is False:
-        arrays = plan.arrays = None
-        if not current().options.plans:
-            return False  # the general copy
-        if type(dacc) is ex.Strided and type(sacc) is ex.Strided:
-            arrays = plan.arrays = plain_pair(dacc.array(), sacc.array())
-    if arrays is None:
-        return False
-    np.copyto(arrays[0], arrays[1])  # type: ignore[index]
-    return True
-
-
-def _fast_copy(plan: CopyPlan, dacc: ex.Access, sacc: ex.Access, label: str) -> bool:
-    """`ex.copy` of a same-dtype strided pair with the plan's arrays (False: not that case)."""
-    if plan.arrays is None or not (type(dacc) is ex.Strided and type(sacc) is ex.Strided) \
-            or not current().options.plans:
-        return False
-    try:
-        check_init(sacc, label, "src")
-        check_unique(dacc, label, "dst")
-        if not _copy_arrays(plan, dacc, sacc):
-            return False  # (nothing written yet: ex.copy does it all)
-        mark_written(dacc)
-    except MemoryError as e:
-        raise oom(label, "dst", dacc.storage, e) from None
-    return True
 
 
 # -- plans by value (a GM tile and an on-chip view) -------------------------------------------
@@ -370,11 +324,9 @@ class ValuePlan:
         if self.role == 0:
             plan = CopyPlan(dv=view, tails=has_tails, column_major=column_major)
             plan.fast = (cacc, acc, cst, st, carr, arr, bits, tails)
-            plan.arrays = (carr, arr)
         else:
             plan = CopyPlan(sv=view, tails=has_tails, column_major=column_major)
             plan.fast = (acc, cacc, st, cst, arr, carr, bits, tails)
-            plan.arrays = (arr, carr)
         plan.counted = True  # (the element counts: values of the layouts, equal)
         dst, src = (o, g) if self.role == 0 else (g, o)
         plan.sync = trace.kept_plan("dma_copy", {"dst": dst if plan.dv is None else plan.dv,

@@ -21,6 +21,9 @@ indexing, the view methods and the TLA functions make, so a view costs the same 
 spelled), and in the interpreter, decided when a program is compiled, `semantics/callsites`
 (generated code for calls, assignments and straight blocks) and the direct instruction calls.
 
+Each fast path is here because a SPEC 10 row needs it (measured switched off alone; the
+README's "How it is built" gives the figures); one whose removal leaves every row ok goes.
+
 A plan never changes what a call checks each time it runs: freed storage, the init check,
 duplicate writes, written marks, PSUM and accumulator state, the sync checker and the trace.
 """

@@ -220,7 +220,6 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
     from apdsl.runtime.core import resolve
     from apdsl.runtime.plans import matmul_run, table
     from apdsl.runtime.sync import sync_facts
-    from apdsl.tensor.view import tiles
 
     planned = set(sync_facts.PLANS)
     kept = set(table.PLANS)
@@ -239,7 +238,7 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
         views += [a, b, p, h]
     tables = [ascend_dma.COPY_PLANS,
               ascend_dma._aligned, ascend_dma._regions, ascend_dma._whole, mmad.PLANS,
-              sync_facts._facts, tiles._reaches]
+              sync_facts._facts]
     storages = [resolve._row_plans, matmul_run._works]
     for t in views:
         for slot in ("memo", "kids", "key", "pair"):

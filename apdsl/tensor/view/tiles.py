@@ -4,14 +4,12 @@ that `Tensor.numpy` and the runtime can ask without importing the tile construct
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, TypeVar
 
 from ...errors import FormatError
 from ...records import replace
 from .. import formats
 from ..layout import Layout
-from ..machine import current
 from .core import TensorCore
 
 Shape = tuple[int, ...]
@@ -33,24 +31,14 @@ def root_layout(t: TensorCore, padded: bool) -> Layout:
     return formats.stored(s.format, whole.padded, s.dtype, s.buffer, s.c0).layout()
 
 
-# Per view: its reach (loops ask again for the same tiles).
-_reaches: weakref.WeakKeyDictionary[TensorCore, Shape] = weakref.WeakKeyDictionary()
-
-
 def reach(t: TensorCore) -> Shape:
     """Per dimension, how far `region` can extend view `t`: a whole declared fractal tensor
     reaches its padded shape (its layout says where the padding lies), any other view its
     shape (a tile's shape already covers whole fractals)."""
-    planned = current().options.plans
-    out = _reaches.get(t) if planned else None
-    if out is None:
-        out = tuple(t.shape)
-        if t.storage.format != "ND" and t.dtype == t.storage.dtype \
-                and t.layout == root_layout(t, padded=False):
-            out = tuple(root_layout(t, padded=True).shape)
-        if planned:
-            _reaches[t] = out
-    return out
+    if t.storage.format != "ND" and t.dtype == t.storage.dtype \
+            and t.layout == root_layout(t, padded=False):
+        return tuple(root_layout(t, padded=True).shape)
+    return tuple(t.shape)
 
 
 def region(t: V, sizes: Shape, *, op: str = "read", role: str = "view") -> V:

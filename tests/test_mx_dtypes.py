@@ -49,3 +49,27 @@ def test_kernel_names_resolve(tmp_path):
     r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(src), "-i",
                         f"a={tmp_path / 'a.npy'}"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_an_array_made_with_a_packed_dtype_reaches_a_kernel_as_it():
+    """nki-library's tests make MX weights with `np.zeros(shape, dtype=nl.float4_e2m1fn_x4)`
+    and fill them with packed bits: the kernel sees that dtype, not uint16, and the corpus
+    stand-in's static_cast unpacks such an array."""
+    import apdsl.nki as nki
+    import apdsl.nki.language as nl
+    from apdsl.surfaces.corpus.standins import neuron_dtypes
+
+    a = np.zeros((2, 3), dtype=nl.float4_e2m1fn_x4)
+    # e2m1 nibbles, first value lowest: 0010 = 1.0, 0111 = 6.0, 0000 = 0.0, 1010 = -1.0
+    a[...] = 0x2 | 0x7 << 4 | 0x0 << 8 | 0xA << 12
+    seen = []
+
+    @nki.jit
+    def k(x, y):
+        seen.append((x.dtype, y.dtype))
+        return x.shape
+
+    k(a, np.zeros((2, 3), np.uint16))
+    assert seen == [(nl.float4_e2m1fn_x4, nl.uint16)]
+    values = neuron_dtypes().static_cast(a, np.float32)
+    np.testing.assert_array_equal(values, np.tile([1.0, 6.0, 0.0, -1.0], (2, 3)))

@@ -45,7 +45,7 @@ def to_tensor(value: Any, param: str, host: Host) -> Any:
     if refused is not None:
         raise refused
     from ..tensor.view import from_numpy, ndarray
-    named = getattr(value, "apdsl_dtype", "")
+    named = getattr(value, "apdsl_dtype", "") or (value.dtype.metadata or {}).get("apdsl_dtype")
     if named:  # the bits of a dtype NumPy has no type for (packed MX), naming it
         from ..tensor.dtypes import dtype as to_dtype
         dt = to_dtype(named)

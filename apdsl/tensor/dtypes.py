@@ -49,7 +49,13 @@ class DType:
 
     @property
     def dtype(self) -> np.dtype:
-        """The NumPy dtype (so `np.zeros(n, dtype=nl.float32)` takes apdsl's dtypes)."""
+        """The NumPy dtype (so `np.zeros(n, dtype=nl.float32)` takes apdsl's dtypes).  A
+        packed MX dtype's is the unsigned integer of its width naming it in its metadata
+        (`apdsl_dtype`), so an array made with it (nki-library's tests fill
+        `np.zeros(shape, dtype=nl.float4_e2m1fn_x4)` with packed weights) is still that dtype
+        when it reaches a kernel."""
+        if self.kind == "x":
+            return np.dtype(self.np, metadata={"apdsl_dtype": self.name})
         return self.np
 
     @property

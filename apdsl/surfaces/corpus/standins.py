@@ -100,7 +100,9 @@ def packed_name(value: Any) -> str:
     from ...tensor.dtypes import DType
     if isinstance(value, DType) and value.name in ELEMENTS:
         return value.name
-    return str(getattr(value, "apdsl_dtype", "") or "")
+    meta = getattr(value, "metadata", None) or getattr(getattr(value, "dtype", None),
+                                                        "metadata", None) or {}
+    return str(getattr(value, "apdsl_dtype", "") or meta.get("apdsl_dtype", "") or "")
 
 
 def pack_values(data: Any, name: str) -> PackedArray:

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -115,7 +114,7 @@ def test_a_launch_script_on_an_xla_device_runs_unchanged(tmp_path: Path):
     assert "torch_xla.distributed" in proc.stderr, proc.stderr
 
 
-def test_install_leaves_a_real_torch_xla_and_uninstall_removes_the_stand_in(tmp_path: Path):
+def test_install_provides_the_stand_in_and_uninstall_removes_it(tmp_path: Path):
     (tmp_path / "user.py").write_text(textwrap.dedent("""
         import sys
         import apdsl.nki
@@ -128,4 +127,4 @@ def test_install_leaves_a_real_torch_xla_and_uninstall_removes_the_stand_in(tmp_
     proc = subprocess.run([sys.executable, "user.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert proc.stdout.split("\n")[:2] == ["cpu True", "[]"], proc.stdout + proc.stderr
-    np.testing.assert_equal(proc.returncode, 0)
+    assert proc.returncode == 0, proc.stderr

@@ -61,7 +61,7 @@ def is_master_ordinal(local: bool = True) -> bool:
 
 def master_print(*args: Any, fd: Any = None, **kwargs: Any) -> None:
     """print, on the master replica (the only one)."""
-    print(*args, **kwargs) if fd is None else print(*args, file=fd, **kwargs)
+    print(*args, file=fd, **kwargs)  # (file=None: stdout)
 
 
 def modules() -> dict[str, types.ModuleType]:

@@ -370,3 +370,26 @@ def test_kernels_reached_through_wrappers_and_other_kernels(tmp_path: Path) -> N
     for name in ("late_outer", "late_inner"):
         assert got[name]["status"] == "no inputs", got
         assert "APK144" in got[name]["detail"], got
+
+
+def test_a_repository_kept_inside_another_checkout_imports_from_its_own_top(
+        tmp_path: Path) -> None:
+    """apdsl's own examples/nki_corpus in a clone of apdsl: its tests import `kernels.rows`
+    from the folder measured, below the top that holds `.git`."""
+    (tmp_path / ".git").mkdir()
+    inner = tmp_path / "examples" / "inner"
+    _write(inner / "kernels" / "__init__.py", "")
+    _write(inner / "kernels" / "neg.py", OTHER)
+    _write(inner / "tests" / "test_neg.py", """
+        import numpy as np
+        from kernels.neg import negate_kernel
+
+        def test_negate():
+            x = np.arange(16, dtype=np.float32).reshape(4, 4)
+            np.testing.assert_allclose(negate_kernel(x), -x)
+        """)
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(inner), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)["kernels"]
+    assert row["status"] == "matches", row

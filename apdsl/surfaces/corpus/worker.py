@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
+import importlib.util
 import io
 import json
 import os
 import runpy
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 from .find import checkout_top
 from .harness import OrchestratorAdapter
 from .platforms import PlatformChooser
+from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
 from .verdict import Verdict, classify, is_apdsl_fault
 from .watch import Watch, comparisons_watched, verdict_of
@@ -179,50 +181,52 @@ def import_file(path: str) -> Any:
     return importlib.import_module(name)
 
 
-def signature_inputs(fn: Any) -> list[Any] | None:
-    """Arrays for the parameters without defaults, from annotations that give a shape and a
-    dtype (`nki.typing.tensor[shape, dtype]`); None when one does not."""
-    import numpy as np
-    rng = np.random.default_rng(0)
-    args = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL,
-                                                                   p.VAR_KEYWORD):
-            break
-        shape = getattr(p.annotation, "shape", None)
-        dtype = getattr(p.annotation, "dtype", None)
-        if shape is None or dtype is None:
-            return None
-        dt = np.dtype(getattr(dtype, "numpy", dtype))
-        data = rng.standard_normal(tuple(shape)) if dt.kind == "f" else \
-            rng.integers(0, 8, tuple(shape))
-        args.append(data.astype(dt))
-    return args
+def import_kernel_file(path: str) -> Any:
+    """The kernel's module.  When its package cannot be imported for a reason outside the file
+    (an `__init__.py` importing the model code around the kernels), the file alone: a kernel
+    file that imports only `nki` runs without its package."""
+    try:
+        return import_file(path)
+    except BaseException as e:
+        here = os.path.realpath(path)
+        if any(os.path.realpath(f.filename) == here for f in traceback.extract_tb(
+                e.__traceback__)):
+            raise  # the file's own code stopped: that is its verdict
+        spec = importlib.util.spec_from_file_location(
+            "apdsl_alone_" + os.path.basename(path)[:-3], path)
+        if spec is None or spec.loader is None:
+            raise
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:  # noqa: BLE001 - it needs its package after all: its error
+            raise e from None
+        return module
 
 
 def run_signature(watch: Watch, driver: dict[str, Any], qualname: str
-                  ) -> tuple[BaseException | None, bool]:
-    """(what stopped the import or the call, whether inputs were found)."""
+                  ) -> tuple[BaseException | None, Inputs | None]:
+    """(what stopped the import or the call, the inputs found from the signature)."""
     try:
-        module = import_file(driver["file"])
+        module = import_kernel_file(driver["file"])
     except BaseException as e:  # noqa: BLE001 - the module's import failing is the verdict
-        return e, True
+        return e, None
     if "." in qualname:
-        return None, False
+        return None, None
     kernel = getattr(module, qualname, None)
     fn = getattr(kernel, "fn", None)
     if fn is None:
-        return None, False
-    args = signature_inputs(fn)
-    if args is None:
-        return None, False
+        return None, None
+    inputs = signature_inputs(fn)
+    if inputs is None:
+        return None, None
     try:
-        kernel(*args)
+        kernel(*inputs.args)
     except BaseException as e:  # noqa: BLE001 - seen by the watch
         watch.test_ended("signature", e)
-        return None, True
+        return None, inputs
     watch.test_ended("signature", None)
-    return None, True
+    return None, inputs
 
 
 def _interim(path: str | None, label: str) -> Callable[[Watch], None] | None:
@@ -246,7 +250,9 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
     # the drivers may lie anywhere in the checkout (a folder of kernels is driven by the
     # checkout's tests): paths are told from its top, and pytest runs from there
     root = checkout_top(job["root"])
-    for extra in (root, os.path.join(root, "src")):
+    # the folder measured imports as its own top too: a repository kept inside another's
+    # checkout (apdsl's examples/nki_corpus in a clone of apdsl) finds its modules
+    for extra in (root, os.path.join(root, "src"), os.path.realpath(job["root"])):
         if os.path.isdir(extra) and extra not in sys.path:
             sys.path.append(extra)
     install()
@@ -259,7 +265,7 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         watch = Watch(job["file"], job["qualname"], root, _interim(interim, label))
         stood_in = len(stand_ins.used)
         with observing(watch), comparisons_watched(watch):
-            found = True
+            found, inputs = True, None
             if driver["kind"] == "pytest":
                 stopped = run_pytest(watch, driver, root)
             elif driver["kind"] == "call":
@@ -267,10 +273,11 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             elif driver["kind"] == "main":
                 stopped = run_main(watch, driver, root)
             else:
-                stopped, found = run_signature(watch, driver, job["qualname"])
+                stopped, inputs = run_signature(watch, driver, job["qualname"])
+                found = inputs is not None
         verdict = verdict_of(watch, label)
         if verdict is not None:
-            return verdict
+            return verdict if inputs is None else _on(verdict, inputs)
         if stopped is not None:
             why = classify(stopped, root).by(label)
             if watch.others and not _about(why, job["file"], root):
@@ -292,6 +299,16 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         if why.status == "environment":
             return why
     return Verdict("no inputs", "", "", "; ".join(notes)[:300], "")
+
+
+def _on(verdict: Verdict, inputs: Inputs) -> Verdict:
+    """The verdict of a run on inputs made from the signature, saying where their shapes came
+    from and what was assumed."""
+    said = f"inputs from the {inputs.source}"
+    if inputs.assumed:
+        said += f" (assumed: {'; '.join(inputs.assumed)})"
+    detail = f"{verdict.detail}; {said}" if verdict.detail else said
+    return Verdict(verdict.status, verdict.code, verdict.where, detail[:300], verdict.driver)
 
 
 def _about(why: Verdict, kernel_file: str, root: str) -> bool:

@@ -391,6 +391,17 @@ def test_absent_repository_modules_import_and_refuse_use(tmp_path: Path) -> None
         v = classify(e.value, str(tmp_path))
         assert (v.status, v.code) == ("environment", "AbsentFromCheckout"), v
         assert v.detail.startswith("rp.private.deeper.Thing is not in the checkout"), v
+        # it has no file: pytest importing a test file under a name a stand-in holds (NxDI's
+        # two `test` packages, driven one after the other) reports the mismatch, rather than
+        # an AttributeError from apdsl
+        assert mod.__file__ is None
+        from _pytest.pathlib import ImportPathMismatchError, import_path
+        (tmp_path / "rp" / "private").mkdir()
+        for name in ("__init__.py", "deeper.py"):
+            (tmp_path / "rp" / "private" / name).write_text("")
+        with pytest.raises(ImportPathMismatchError):
+            import_path(tmp_path / "rp" / "private" / "deeper.py", root=tmp_path,
+                        consider_namespace_packages=False)
         # a module outside the checkout is not stood in for
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module("json.no_such_module")

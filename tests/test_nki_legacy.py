@@ -224,6 +224,22 @@ def test_plus_equals_of_a_matmul_accumulates_onto_the_psum_tile(start):
     np.testing.assert_allclose(got, start + a_t.T @ b, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("lazy", [True, False])
+def test_lazy_initialization_changes_when_a_tile_is_filled_not_what_it_holds(lazy):
+    # legacy `nl.zeros/full(..., lazy_initialization=...)` (NxDI's sliding-window attention)
+    @nki.jit
+    def kernel(a_t, b):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum, lazy_initialization=lazy)
+        low = nl.full((128, 512), -2.5, nl.float32, buffer=nl.sbuf, lazy_initialization=lazy)
+        acc += nisa.nc_matmul(nl.load(a_t), nl.load(b))
+        nl.store(out, nl.add(nl.copy(acc), low))
+        return out
+
+    a_t, b = rand(128, 128), rand(128, 512)
+    np.testing.assert_allclose(kernel(a_t, b), a_t.T @ b - 2.5, rtol=1e-4, atol=1e-3)
+
+
 def test_plus_equals_onto_an_untouched_psum_tile_starts_the_accumulation():
     # nki-samples' attention v8a-v11: one PSUM slot per query tile, never zeroed; the first
     # `+=` overwrites (the NKI reference's inference: first write overwrites, later ones add)

@@ -210,6 +210,9 @@ class Legacy:
             self.flush()
             mask = _mask_of(kwargs.pop("mask", None)) if "mask" in kwargs else None
             if name in _SHAPED:
+                # the legacy compiler's hint of when the fill is done (at once, or deferred to
+                # the tile's first use): what the tile holds when read is the same either way
+                kwargs.pop("lazy_initialization", None)
                 made_here = legacy_shapes.allocate(self.host, name, fn, args, kwargs)
                 if made_here is not None:
                     return made_here

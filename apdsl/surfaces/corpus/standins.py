@@ -50,7 +50,11 @@ class AbsentName:
 
 class AbsentModule(types.ModuleType):
     """A module of the repository that its checkout leaves out: every name is a class that
-    cannot be instantiated (it can still be imported, subclassed and used in annotations)."""
+    cannot be instantiated (it can still be imported, subclassed and used in annotations).
+    It has no file: pytest, asked to import a test file under a name a stand-in holds (two
+    test folders both named `test`, driven one after the other), reports the mismatch."""
+
+    __file__: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -117,7 +117,18 @@ def doubled(
 
 
 @nki.jit
-def needs_what_is_missing(x):  # (4, 4)
+def wants_512_rows(
+    x,  # (N, 8) float32
+):
+    assert x.shape[0] % 512 == 0, "N must be a multiple of 512"
+    return x
+
+
+@nki.jit
+def refused_at_its_size(
+    x,  # (128, 65536) float32
+):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)  # more than a partition holds
     return x
 '''
 
@@ -142,6 +153,14 @@ def test_a_kernel_file_runs_without_the_package_that_cannot_import(tmp_path):
     ran = rows["doubled@doubled"]
     assert ran["status"] == "runs", ran["detail"]
     assert "inputs from the comments (assumed: S = 128)" in ran["detail"]
+    # stopped on a size apdsl made up: not the kernel's verdict
+    guessed = rows["wants_512_rows@doubled"]
+    assert guessed["status"] == "no inputs", guessed
+    assert "N must be a multiple of 512" in guessed["detail"]
+    assert "(assumed: N = 128)" in guessed["detail"]
+    # on the sizes the comment gives, a refusal is the kernel's
+    told = rows["refused_at_its_size@doubled"]
+    assert told["status"] == "error" and told["code"].startswith("APK"), told
     # the kernel file's own import of the missing package is still its verdict
     assert rows["other@lacking"]["status"] == "environment", rows["other@lacking"]
     assert "a_package_this_machine_lacks" in rows["other@lacking"]["detail"]

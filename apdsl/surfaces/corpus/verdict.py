@@ -16,7 +16,9 @@ is classified.  The figure is meant to be honest:
   the kernel's own module) imports a Python package that is not installed here (named, with
   the line that imports it): neither apdsl's fault nor the kernel's;
 - `no inputs`: nothing in the repository calls the kernel in a way that can run here (its
-  tests need packages that are absent, or no test calls it) and its signature gives no inputs."""
+  tests need packages that are absent, or no test calls it) and its signature gives no inputs,
+  or the inputs made from its signature needed sizes apdsl assumed and the run stopped (the
+  stop may be the assumed size's)."""
 
 from __future__ import annotations
 

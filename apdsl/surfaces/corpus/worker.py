@@ -307,8 +307,13 @@ def _on(verdict: Verdict, inputs: Inputs) -> Verdict:
     said = f"inputs from the {inputs.source}"
     if inputs.assumed:
         said += f" (assumed: {'; '.join(inputs.assumed)})"
+    status = verdict.status
+    if inputs.assumed and status in ("raises", "error", "timeout"):
+        # on sizes apdsl made up, a stop may be the made-up size's (a kernel asserting N is a
+        # multiple of 512): neither the kernel's verdict nor a refusal apdsl can stand by
+        status = "no inputs"
     detail = f"{verdict.detail}; {said}" if verdict.detail else said
-    return Verdict(verdict.status, verdict.code, verdict.where, detail[:300], verdict.driver)
+    return Verdict(status, verdict.code, verdict.where, detail[:300], verdict.driver)
 
 
 def _about(why: Verdict, kernel_file: str, root: str) -> bool:

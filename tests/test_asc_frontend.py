@@ -121,6 +121,49 @@ def test_a_global_address_parameter_needs_an_array():
     assert e.value.code == "APK662"
 
 
+def test_a_patched_launcher_leaves_the_arrays_and_still_checks_the_kernel():
+    # pyasc's unit tests patch asc.runtime.launcher.Launcher.run out to test code generation
+    # without a device: the kernel is still run on the model (and checked), once per launch,
+    # and what it wrote does not reach the caller's arrays
+    from unittest.mock import patch
+    asc.install()
+    m = _example()
+    x, y = np.ones(m.TILE, np.float16), np.full(m.TILE, 2, np.float16)
+    z = np.zeros(m.TILE, np.float16)
+    with patch("asc.runtime.launcher.Launcher.run", return_value=None) as run:
+        m.vadd[1, None](x, y, z, m.TILE)
+        assert run.call_count == 1
+        (compiled, name, args), _ = run.call_args
+        assert name == "vadd" and args[2] is z
+        got = dict((id(a), w) for a, w in compiled.results)[id(z)]
+        np.testing.assert_array_equal(got, np.full(m.TILE, 3, np.float16))
+        np.testing.assert_array_equal(z, 0)
+        with pytest.raises(apdsl.ApdslError) as e:  # checked all the same: a race is refused
+            _unsynchronised[1, None](x, z)
+        assert e.value.code == "APK570" and run.call_count == 1
+    m.vadd[1, None](x, y, z, m.TILE)  # unpatched: the writes arrive
+    np.testing.assert_array_equal(z, 3)
+
+
+@asc.jit
+def _unsynchronised(x: asc.GlobalAddress, z: asc.GlobalAddress):
+    xg, zg = asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x, 256)
+    zg.set_global_buffer(z, 256)
+    t = asc.LocalTensor(asc.float16, asc.TPosition.VECIN, 0, 256)
+    asc.data_copy(t, xg, 256)
+    asc.data_copy(zg, t, 256)  # no MTE2_MTE3 order: a race
+
+
+def test_a_mock_tensor_argument_is_apk662_naming_it():
+    asc.install()
+    from asc.runtime.jit import JITFunction, MockTensor
+    assert JITFunction is asc.JitKernel
+    with pytest.raises(apdsl.ApdslError, match="MockTensor") as e:
+        _unsynchronised[1, None](MockTensor(asc.float16), np.zeros(256, np.float16))
+    assert e.value.code == "APK662" and e.value.span.file == __file__
+
+
 def test_install_resolves_import_asc():
     import sys as _sys
     assert asc.install()

@@ -34,6 +34,13 @@ def cores(n: object, most: int) -> ApdslTypeError:
 
 
 def bad_argument(param: str, value: object) -> ApdslTypeError:
+    if type(value).__name__ == "MockTensor":
+        return ApdslTypeError(
+            f"parameter {param} is a MockTensor: apdsl runs the kernel, and a MockTensor has "
+            "no memory for it to read or write", code="APK662", input=param,
+            notes=["pyasc's MockTensor stands for a global address when code is generated "
+                   "without a device"],
+            help="pass a NumPy array (or a CPU torch tensor) of the kernel's data")
     return ApdslTypeError(
         f"parameter {param} is an asc.GlobalAddress but got {type(value).__name__}; a "
         "GlobalAddress takes a NumPy array (or a CPU torch tensor)", code="APK662",

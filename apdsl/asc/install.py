@@ -1,5 +1,5 @@
 """`install()`: an unchanged `import asc` (and `asc.language`, `asc.lib.runtime`,
-`asc.lib.host`, `asc.runtime.config`) resolves to
+`asc.lib.host`, `asc.runtime.config`, `.launcher`, `.jit`) resolves to
 apdsl when the real pyasc is absent.  A real `asc` is never shadowed: install() warns and
 leaves it in place."""
 
@@ -25,7 +25,8 @@ def _modules() -> dict[str, Any]:
     return {"asc": ours, "asc.language": lang, "asc.language.basic": lang,
             "asc.language.core": lang, "asc.language.fwk": lang, "asc.language.adv": ours.adv, "asc.lib": lib,
             "asc.lib.runtime": lib, "asc.lib.host": lib.host, "asc.runtime": ours.runtime,
-            "asc.runtime.config": ours.runtime.config}
+            "asc.runtime.config": ours.runtime.config,
+            "asc.runtime.launcher": ours.runtime.launcher, "asc.runtime.jit": ours.runtime.jit}
 
 
 def installed() -> bool:

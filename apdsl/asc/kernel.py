@@ -22,7 +22,9 @@ from ..nki.locate import caller_span
 from ..nki.observe import observer
 from ..tensor import torch_arrays
 from . import errors
+from .launcher import CompiledKernel, Launcher, LaunchOptions
 from .memory import GlobalAddress
+from .mock import MockTensor
 from .placement import PLACEMENT, Placement
 from .served import AUTO, CUBE_ONLY, ServedByCube
 
@@ -165,6 +167,8 @@ def _as_array(value: Any) -> np.ndarray | None:
 def _global(param: str, value: Any, annotation: Any, host: Host) -> Any:
     array = _as_array(value)
     if array is None:
+        if isinstance(value, MockTensor):
+            raise errors.bad_argument(param, value)
         if annotation is GlobalAddress or (isinstance(annotation, str) and
                                            annotation.rpartition(".")[2] == "GlobalAddress"):
             raise errors.bad_argument(param, value)
@@ -239,10 +243,9 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, dry: bool, raw: boo
             caller.warnings.extend(host.machine.warnings)
         pairs = [(a, c) for a, c in zip([*args, *kwargs.values()], [*converted, *kw.values()])
                  if isinstance(c, GlobalAddress)]
-        if not dry:
-            for a, c in pairs:
-                array = _as_array(a)
-                array[...] = c.tensor.numpy().reshape(array.shape)
+        if not dry:  # the launch proper: the writes reach the caller's arrays
+            compiled = CompiledKernel(tuple((_as_array(a), c.tensor.numpy()) for a, c in pairs))
+            Launcher(LaunchOptions(cores)).run(compiled, fn.__name__, tuple(args))
         return tuple(c.tensor for _, c in pairs) if raw else None
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None

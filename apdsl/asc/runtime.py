@@ -1,7 +1,9 @@
-"""`asc.runtime`: its `config` (the backend and platform a pyasc program sets)."""
+"""`asc.runtime`: its `config` (the backend and platform a pyasc program sets), `launcher`
+(the step that makes a launch's writes visible) and `jit` (pyasc's argument stand-ins)."""
 
 from __future__ import annotations
 
-from . import config
+from . import config, launcher
+from . import mock as jit
 
-__all__ = ["config"]
+__all__ = ["config", "jit", "launcher"]

@@ -1,6 +1,6 @@
-"""`asc.runtime.jit`'s argument stand-ins and its `JITFunction` (apdsl's `JitKernel`).  pyasc's
-unit tests pass `MockTensor(dtype)` where a kernel takes a global address, to generate code
-without memory; apdsl runs the kernel, so a MockTensor argument is APK662 at the launch (it
+"""`asc.runtime.jit`'s argument stand-ins (`runtime_jit` is that module).  pyasc's unit tests
+pass `MockTensor(dtype)` where a kernel takes a global address, to generate code without
+memory; apdsl runs the kernel, so a MockTensor argument is APK662 at the launch (it
 has no elements for the kernel to read or write)."""
 
 from __future__ import annotations
@@ -29,9 +29,3 @@ class MockValue:
 
 
 
-
-def __getattr__(name: str) -> Any:
-    if name == "JITFunction":  # (late: the kernel module takes MockTensor from here)
-        from .kernel import JitKernel
-        return JitKernel
-    raise AttributeError(name)

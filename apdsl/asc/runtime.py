@@ -4,6 +4,6 @@
 from __future__ import annotations
 
 from . import config, launcher
-from . import mock as jit
+from . import runtime_jit as jit
 
 __all__ = ["config", "jit", "launcher"]

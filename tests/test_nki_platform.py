@@ -110,3 +110,49 @@ def test_the_command_line_honours_platform_target(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy")[:, 0], [121] * 4)
     r = subprocess.run([*base, "--target", "trn1"], capture_output=True, text=True)
     assert r.returncode == 1 and "APK972" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn3"),  # the nki.jit docstring's way
+    ("NEURON_PLATFORM_TARGET_OVERRIDE", "gen4"),
+    ("NEURON_CC_FLAGS", " --target trn3 --pipeline compile SaveTemps"),  # the compiler's
+    ("NEURON_CC_FLAGS", "--model-type transformer --target=trn3"),
+])
+def test_a_kernel_without_platform_target_runs_on_the_target_its_environment_names(
+        monkeypatch, variable, value):
+    kernel = _scales_kernel(None)
+    with pytest.raises(ApdslError) as e:
+        kernel(X)  # trn2, the default: quantize_mx is trn3's
+    assert e.value.code == "APK961"
+    monkeypatch.setenv(variable, value)
+    np.testing.assert_array_equal(kernel(X)[:, 0], [121] * 4)
+    from apdsl.tensor.machine import current
+    assert current().targets["nki"] == "trn2"  # for this run only
+
+
+def test_the_override_wins_over_the_compiler_flags(monkeypatch):
+    monkeypatch.setenv("NEURON_CC_FLAGS", "--target trn3")
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    with pytest.raises(ApdslError) as e:
+        _scales_kernel(None)(X)
+    assert e.value.code == "APK961"
+
+
+@pytest.mark.parametrize("variable,value,shown", [
+    ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", "NEURON_PLATFORM_TARGET_OVERRIDE=trn9"),
+    ("NEURON_CC_FLAGS", "--target inf9", "NEURON_CC_FLAGS --target inf9")])
+def test_a_name_the_tools_do_not_know_is_located_at_the_call(monkeypatch, variable, value,
+                                                               shown):
+    kernel = _scales_kernel(None)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ApdslError) as e:
+        kernel(X)
+    assert e.value.code == "APK972" and shown in e.value.message, e.value.message
+    assert e.value.span is not None and e.value.span.file == __file__
+
+
+def test_an_environment_target_against_the_runs_own_is_apk972(monkeypatch):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn3")
+    with apdsl.target("trn1"), pytest.raises(ApdslError) as e:
+        _scales_kernel(None)(X)
+    assert e.value.code == "APK972" and "environment names" in e.value.message

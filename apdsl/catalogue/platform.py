@@ -12,7 +12,9 @@ other is this error at the decorator. When the run itself chose another NKI targ
 default (`--target trn1`, `apdsl.target("trn1")`) and the kernel names a different one, the
 run stops here rather than check the kernel against the wrong machine. (NKI 0.3.0 and later
 reject platform_target and take the target from NEURON_PLATFORM_TARGET_OVERRIDE only: the
-migration guide.)
+migration guide.) A kernel without platform_target runs on the target its process environment
+names: NEURON_PLATFORM_TARGET_OVERRIDE, or else the `--target` (trn1, trn1n, inf2, trn2, trn3)
+of NEURON_CC_FLAGS, the compiler's options; a name neither tool knows is this error at the call.
 """, """
 # python
 import apdsl.nki as nki

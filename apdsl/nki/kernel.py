@@ -5,6 +5,8 @@ NKI simulator's spellings of the same call."""
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -84,13 +86,49 @@ def platform_of(options: dict[str, Any], kernel: str) -> str | None:
     return PLATFORMS[key]
 
 
+# neuronx-cc's `--target` names (NEURON_CC_FLAGS, which torch-neuronx passes to the compiler)
+COMPILER_TARGETS = {"trn1": "trn1", "trn1n": "trn1", "inf2": "trn1", "trn2": "trn2",
+                    "trn3": "trn3"}
+_CC_TARGET = re.compile(r"(?:^|\s)--target(?:=|\s+)(\S+)")
+
+
+def environment_platform(kernel: str) -> str | None:
+    """The target the process environment names for an NKI run, as the Neuron tools read it:
+    NEURON_PLATFORM_TARGET_OVERRIDE (the `nki.jit` docstring's way), else the `--target` of
+    NEURON_CC_FLAGS (the compiler's own option; the MXFP deep dive picks trn3 so).  None when
+    neither names one; APK972 for a name neither tool knows."""
+    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip()
+    if value:
+        if value.lower() not in PLATFORMS:
+            raise _unknown(kernel, f"NEURON_PLATFORM_TARGET_OVERRIDE={value}", value,
+                           "trn1 (or inf2, gen2), trn2 (gen3), trn3 (gen4)")
+        return PLATFORMS[value.lower()]
+    found = _CC_TARGET.search(os.environ.get("NEURON_CC_FLAGS", ""))
+    if found is None:
+        return None
+    value = found.group(1).strip("'\"")
+    if value.lower() not in COMPILER_TARGETS:
+        raise _unknown(kernel, f"NEURON_CC_FLAGS --target {value}", value,
+                       ", ".join(COMPILER_TARGETS))
+    return COMPILER_TARGETS[value.lower()]
+
+
+def _unknown(kernel: str, said: str, value: str, names: str) -> ApdslTypeError:
+    return ApdslTypeError(
+        f"{said} (kernel {kernel}): not a platform the Neuron tools name", code="APK972",
+        span=_user_span(), notes=[f"platform names: {names}"],
+        help="set it to trn1, trn2 or trn3, or leave it unset and pick the target with "
+        "--target (apdsl.target(...) in Python)", platform=value)
+
+
 def _user_span() -> Any:
     from .locate import caller_span
     return caller_span(1)
 
 
 class on_platform:  # noqa: N801 - a context manager used like a function
-    """Run a kernel on the target its `platform_target` names: the run's own NKI target when
+    """Run a kernel on the target its `platform_target` names (or, without one, the one its
+    environment names: `environment_platform`), instead of the run's own NKI target when
     that is still the default (trn2), APK972 when the run chose another one than the kernel
     (a class, not a generator, so the error's span is the user's call, not contextlib's)."""
 
@@ -99,6 +137,11 @@ class on_platform:  # noqa: N801 - a context manager used like a function
         self.saved: dict[str, str] | None = None
 
     def __enter__(self) -> None:
+        said = "its platform_target"
+        if self.platform is None:
+            # no platform_target: the one the environment names (NKI 0.3.0 reads only that)
+            self.platform = environment_platform(self.kernel)
+            said = "the target its environment names"
         if self.platform is None:
             return
         from ..tensor.machine import DEFAULT_TARGETS, current
@@ -106,12 +149,13 @@ class on_platform:  # noqa: N801 - a context manager used like a function
         now = targets["nki"]
         if now not in (self.platform, DEFAULT_TARGETS["nki"]):
             raise TargetError(
-                f"kernel {self.kernel} is built for {self.platform} (its platform_target), but "
+                f"kernel {self.kernel} is built for {self.platform} ({said}), but "
                 f"the run targets {now}", code="APK972", span=_user_span(),
-                notes=["a kernel's platform_target picks its target; the run (--target, "
-                       "apdsl.target, NEURON_PLATFORM_TARGET_OVERRIDE) chose another"],
-                help=f"run with --target {self.platform}, or drop platform_target from the "
-                "decorator", platform=self.platform, target=now)
+                notes=["a kernel's platform_target, or else NEURON_PLATFORM_TARGET_OVERRIDE "
+                       "or NEURON_CC_FLAGS' --target, picks its target; the run (--target, "
+                       "apdsl.target) chose another"],
+                help=f"run with --target {self.platform}, or drop what names "
+                f"{self.platform}", platform=self.platform, target=now)
         self.saved = dict(targets)
         targets["nki"] = self.platform
 

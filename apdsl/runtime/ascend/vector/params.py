@@ -31,6 +31,12 @@ TPosition = _members("TPosition", ("GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO
 ReduceOrder = _members("ReduceOrder", ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE",
                                        "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX"))
 HardEvent = _members("HardEvent", HARD_EVENTS)
+TransposeType = _members("TransposeType", (
+    "TRANSPOSE_TYPE_NONE", "TRANSPOSE_NZ2ND_0213", "TRANSPOSE_NZ2NZ_0213",
+    "TRANSPOSE_NZ2NZ_012_WITH_N", "TRANSPOSE_NZ2ND_012_WITH_N", "TRANSPOSE_NZ2ND_012_WITHOUT_N",
+    "TRANSPOSE_NZ2NZ_012_WITHOUT_N", "TRANSPOSE_ND2ND_ONLY", "TRANSPOSE_ND_UB_GM",
+    "TRANSPOSE_GRAD_ND_UB_GM", "TRANSPOSE_ND2ND_B16", "TRANSPOSE_NCHW2NHWC",
+    "TRANSPOSE_NHWC2NCHW"))
 # pyasc's PipeID: each member is the pipe name the synchronisation builtins take
 PipeID = StrEnum("PipeID", [("PIPE_S", "S"), ("PIPE_V", "V"), ("PIPE_M", "M"),  # type: ignore[misc]
                             ("PIPE_MTE1", "MTE1"), ("PIPE_MTE2", "MTE2"), ("PIPE_MTE3", "MTE3"),
@@ -38,7 +44,8 @@ PipeID = StrEnum("PipeID", [("PIPE_S", "S"), ("PIPE_V", "V"), ("PIPE_M", "M"),  
 
 ENUMS: dict[str, type[StrEnum]] = {
     "RoundMode": RoundMode, "CMPMODE": CMPMODE, "SelMode": SelMode, "TPosition": TPosition,
-    "ReduceOrder": ReduceOrder, "HardEvent": HardEvent, "PipeID": PipeID, **CUBE_ENUMS}
+    "ReduceOrder": ReduceOrder, "HardEvent": HardEvent, "PipeID": PipeID,
+    "TransposeType": TransposeType, **CUBE_ENUMS}
 
 
 @record
@@ -136,9 +143,20 @@ class TransDataTo5HDParams:
     src_rep_stride: int = 0
 
 
+@record
+class TransposeParamsExt:
+    """Transpose's extended form: the [N, C, H, W] sizes and the transpose type."""
+
+    n_size: int = 0
+    c_size: int = 0
+    h_size: int = 0
+    w_size: int = 0
+    transpose_type: Any = "TRANSPOSE_ND2ND_B16"
+
+
 PARAMS: dict[str, type] = {
     "BinaryRepeatParams": BinaryRepeatParams, "UnaryRepeatParams": UnaryRepeatParams,
     "BrcbRepeatParams": BrcbRepeatParams, "DataCopyParams": DataCopyParams,
     "DataCopyExtParams": DataCopyExtParams, "DataCopyPadExtParams": DataCopyPadExtParams,
     "DataCopyPadParams": DataCopyPadParams, "TransDataTo5HDParams": TransDataTo5HDParams,
-    **CUBE_PARAMS}
+    "TransposeParamsExt": TransposeParamsExt, **CUBE_PARAMS}

@@ -136,6 +136,11 @@ ENTRIES: tuple[Instruction, ...] = (
                 None,
                 summary="16 x 16 transposes of 32-byte blocks, NCHW -> NC1HWC0 "
                 "(TransDataTo5HD)", depends=WHOLE),
+    Instruction("asc.transpose", "ascend.vector.transpose_ext",
+                (_ub("dst", True, TRANSPOSE), _ub("src", False, TRANSPOSE),
+                 _ub("shared_tmp_buffer", True, ("uint8",))), VECTOR, None,
+                summary="the 16 x 16 transpose of 16-bit data, or NCHW -> NHWC with a scratch "
+                "buffer (Transpose)", depends=WHOLE),
     Instruction("asc.data_copy", "ascend.vector.datacopy",
                 (Operand("dst", True, {"ascend": ("ub", "gm", "l1")}, COPY),
                  Operand("src", False, {"ascend": ("ub", "gm")}, COPY)),

@@ -64,6 +64,24 @@ def test_copy_predicated_copies_where_true(dtype, pdt, reverse, scalar, parts, f
     same(d.numpy(), np.where(take, 7.0 if scalar else held(src, dtype), held(old, dtype)))
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_bool_predicate_is_a_uint8_one(reverse):
+    # NKI's dtype table: "boolean stored as uint8" (nl.bool_ or numpy.bool), so both selection
+    # instructions that take a uint8 predicate take a bool one (a NumPy comparison's result)
+    rng = np.random.default_rng(3)
+    pred = rng.integers(0, 2, (8, 16)).astype(bool)
+    src, old = rng.standard_normal((2, 8, 16)).astype(np.float32)
+    d = tile(old)
+    tensor_copy_predicated(d, tile(src), from_numpy(pred, "sbuf"), reverse_pred=reverse)
+    same(d.numpy(), np.where(pred != reverse, src, old))
+    d, r = ndarray((8, 16), "float32", "sbuf"), ndarray((8, 1), "float32", "sbuf")
+    select_reduce(d, from_numpy(pred, "sbuf"), tile(src), -1.5, reduce_res=r,
+                  reduce_cmd="reset_reduce", reverse_pred=reverse)
+    want = np.where(pred != reverse, src, np.float32(-1.5))
+    same(d.numpy(), want)
+    same(r.numpy(), want.max(axis=1, keepdims=True))
+
+
 def test_copy_predicated_leaves_unwritten_elements_unwritten():
     d = ndarray((2, 2), "float32", "sbuf")
     tensor_copy_predicated(d, tile(np.full((2, 2), 3.0)),

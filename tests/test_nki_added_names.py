@@ -239,13 +239,32 @@ def test_broadcast_to_refusals():
         nl.broadcast_to(nl.load(a), (128, 3, 2))
         return a
 
-    @nki.jit
-    def ints_across_partitions(a):
-        nl.broadcast_to(nl.load(a), (128, 4))
-        return a
-
     assert _codes(lambda: bad_shape(np.ones((2, 3), np.float32))) == "APK926"
-    assert _codes(lambda: ints_across_partitions(np.ones((1, 4), np.int32))) == "APK926"
+
+
+@nki.jit
+def _int_broadcast(row, block):
+    out_row = nl.ndarray((128, row.shape[1]), dtype=row.dtype, buffer=nl.shared_hbm)
+    out_block = nl.ndarray((32, 3, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out_row, nl.broadcast_to(nl.load(row), (128, row.shape[1])))
+    nl.store(out_block, nl.broadcast_to(nl.load(block), (32, 3, 4), dtype=nl.float32))
+    return out_row, out_block
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int16", "uint16", "int8", "uint8"])
+def test_an_integer_tile_broadcasts_across_partitions_bit_for_bit(dtype):
+    # the docs' own broadcast_to example broadcasts an int32 [1, 64] tile to 128 partitions;
+    # values past 2**24 (where float32 stops holding every integer) and negative ones included
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(len(dtype))
+    row = rng.integers(info.min, info.max, (1, 700), dtype=dtype, endpoint=True)
+    row[0, :4] = [info.min, info.max, 0, info.max - 1]
+    block = rng.integers(info.min, info.max, (1, 3, 1), dtype=dtype, endpoint=True)
+    got_row, got_block = _int_broadcast(row, block)
+    assert got_row.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got_row, np.broadcast_to(row, (128, 700)))
+    np.testing.assert_array_equal(got_block, np.broadcast_to(block, (32, 3, 4)).astype(
+        np.float32))
 
 
 @nki.jit

@@ -317,6 +317,27 @@ def test_double_row_rules():
         nc_matmul(ndarray((4, 8), "float32", "psum"), st, mv, perf_mode="quad_row")
 
 
+def test_double_row_gen3_is_double_row_on_trn2_only():
+    # the SDK's nc_matmul test names double_row "double_row_gen3" on trn2 (nc_version gen3,
+    # "Trn2 target"), its golden np.einsum("kli,klj->ij"); the name means nothing elsewhere
+    a = RNG.uniform(-2, 2, (128, 2, 3)).astype(np.float32)
+    b = RNG.uniform(-2, 2, (128, 2, 40)).astype(np.float32)
+    st, mv = _sb(a, "float8_e5m2"), _sb(b, "float8_e4m3")
+    dst = ndarray((3, 40), "float32", "psum")
+    nc_matmul(dst, st, mv, perf_mode="double_row_gen3")
+    qa = a.astype(ml_dtypes.float8_e5m2).astype(np.float64)
+    qb = b.astype(ml_dtypes.float8_e4m3).astype(np.float64)
+    np.testing.assert_allclose(dst.numpy(), np.einsum("kli,klj->ij", qa, qb), rtol=1e-5,
+                               atol=1e-5)
+    for name in ("trn1", "trn3"):
+        with targets.target(name):
+            s3, m3 = _ones((128, 2, 3), "float8_e4m3"), _ones((128, 2, 40), "float8_e4m3")
+            with raises_code("APK337") as err:
+                nc_matmul(ndarray((3, 40), "float32", "psum"), s3, m3,
+                          perf_mode="double_row_gen3")
+            assert "trn2" in err.value.message
+
+
 def test_tile_position_and_size():
     a = RNG.standard_normal((64, 32)).astype(np.float32)
     b = RNG.standard_normal((64, 16)).astype(np.float32)

@@ -114,10 +114,10 @@ dma_compute(d, [a, a], apdsl.operator("multiply"))
 """),
     entry("APK926", "nl.broadcast_to or a shared constant that cannot be made", """
 `nl.broadcast_to(x, shape)` follows NumPy: the same rank, each dimension equal to x's or
-broadcast from 1. apdsl broadcasts a 2-D floating-point tile across partitions with the
-Tensor Engine (a ones row times the tile, exact); an integer tile is refused there (copy it to
-float32 first: exact up to 2**24). `nl.shared_constant` takes a NumPy array or a `.npy` file,
-and `nl.shared_identity_matrix(n)` an n of 1 to 128.
+broadcast from 1. apdsl broadcasts a tile across partitions with the Tensor Engine (a ones
+row times the tile, exact; an integer tile through float32 in 16-bit pieces, bit for bit).
+`nl.shared_constant` takes a NumPy array or a `.npy` file, and `nl.shared_identity_matrix(n)`
+an n of 1 to 128.
 """, """
 # python
 import apdsl.nki.language as nl

@@ -10,7 +10,9 @@ tiles, block dimensions), except for the pieces named here.  A tensor with block
 (dimensions before `nl.par_dim` in an on-chip shape) is a set of tiles: index its blocks with
 ints (`t[i, j]` is a tile) before anything else; a slice or an index expression over the
 blocks, or the whole tensor as an operand, is not a tile.  The NKI block-dimension migration
-guide shows the rewrite without block dimensions: `(B, par_dim(P), F)` -> `(P, B, F)`.
+guide shows the rewrite without block dimensions: `(B, par_dim(P), F)` -> `(P, B, F)`.  An
+HBM tensor has no partitions, so `nl.par_dim` in an HBM shape marks nothing: its sizes are the
+tensor's, row-major.
 """, """
 # python
 import apdsl.nki as nki

@@ -260,7 +260,8 @@ nc_matmul(c, a, b, is_transpose=True)
     entry("APK337", "nc_matmul perf_mode not valid here", """
 `perf_mode="double_row"` (FP8 double performance mode) needs trn2 or later, float8 inputs, no
 column tiling, and operands (P, 2, ...): the contraction is split between the partitions and a
-first free dim of 2. `perf_mode` is "none" or "double_row".
+first free dim of 2. `perf_mode` is "none" or "double_row"; "double_row_gen3", the name the
+SDK's own test gives it on NeuronCore-v3 (nc_version gen3, trn2), is double_row on trn2 only.
 """, """
 a: float8_e4m3[128, 128] @ sbuf = 1
 b: float8_e4m3[128, 512] @ sbuf = 1

@@ -205,6 +205,8 @@ class Legacy:
         (`legacy_divide`)."""
         if name == "divide":
             fn = self._divide(fn)
+        elif name == "shared_identity_matrix":
+            fn = self._identity(fn)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.flush()
@@ -253,6 +255,18 @@ class Legacy:
                 return refused(x, y, dtype=dtype)
             return legacy_divide.divide(self.host.builtins, x, y, dtype)
         return divide
+
+    def _identity(self, current: Callable[..., Any]) -> Callable[..., Any]:
+        """`nl.shared_identity_matrix`: where the caller's file uses the legacy API, the
+        identity as a shared HBM constant (its legacy docstring: "the same behavior to
+        nki.language.shared_constant"; the legacy kernels `nl.load` it), else the current
+        API's SBUF tile."""
+        def shared_identity_matrix(n: Any, dtype: Any = "uint8", **kwargs: Any) -> Any:
+            if kwargs or not legacy_caller():
+                return current(n, dtype, **kwargs)
+            from ..semantics.nl_constants import identity
+            return self.host.builtins["nl.shared_constant"](identity(n, None), dtype)
+        return shared_identity_matrix
 
     def _skipping(self, call: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """A masked nl function whose mask keeps no element: called with every instruction it
@@ -553,7 +567,8 @@ def _current_form(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) 
         value = bound.arguments.get(operand.role)
         if value is None and operand.role != "dst":
             continue
-        scalar = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        scalar = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) \
+            and (name, operand.role) not in _TILES_ONLY
         if not isinstance(value, (Tensor, IndexedTile, PendingTile)) and \
                 (operand.role == "dst" or not scalar):
             return False
@@ -576,6 +591,9 @@ def _read_modify_write(args: tuple, kwargs: dict) -> tuple[str, Callable[..., An
         "dst": dst, "srcs": [dst, src], "reduce_op": OPERATORS["add"], **given}
 
 
+# operands no form takes a number for: a number there means the call is the legacy form,
+# its arguments one place earlier (`local_gather(src, index, 4)`: 4 is num_elem_per_idx)
+_TILES_ONLY = frozenset({("local_gather", "src_buffer"), ("local_gather", "index")})
 # nl names that are not functions of tiles (index grids, shape markers)
 _NOT_FUNCTIONS = frozenset({"arange", "mgrid", "par_dim", "tile_size", "fp32", "bfp16"})
 # nl functions taking a shape, where `nl.par_dim` may mark the partition dimension

@@ -88,6 +88,17 @@ def _dma_transpose(b: Bound) -> Result:
     return tuple(shape[a] for a in axes), _dtype(b, b["src"].dtype), "sbuf"
 
 
+def _local_gather(b: Bound) -> Result:
+    # The legacy docstring's NumPy semantics build the output as (partitions,
+    # num_valid_indices, num_elem_per_idx); num_valid_indices defaults to the indices of one
+    # core's 16-partition slice, index.size / (index.shape[0] / 16)
+    from ..runtime.nki.shuffle import gather_args  # (checked as the instruction checks them)
+    per_core = 16 * prod(_shape(b["index"])[1:])
+    n, valid = gather_args("local_gather", b["num_elem_per_idx"], b["num_valid_indices"],
+                           per_core)
+    return (_shape(b["src_buffer"])[0], valid, n), b["src_buffer"].dtype, "sbuf"
+
+
 def _partition_reduce(b: Bound) -> Result:
     return (1, *_shape(b["data"])[1:]), _dtype(b, b["data"].dtype), "sbuf"
 
@@ -148,9 +159,10 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
 def affine_select(pred, on_true_tile, on_false_value, *, dtype=None): ...
 def bn_aggr(data, *, dtype=None): ...
 def bn_stats(data, *, dtype=None): ...
-def dma_transpose(src, *, axes=None, dtype=None): ...
+def dma_transpose(src, *, axes=None, dtype=None, dge_mode="unknown"): ...
 def dropout(data, prob, *, dtype=None): ...
 def iota(expr, dtype): ...
+def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None): ...
 def max8(*, src, dtype=None): ...
 def memset(shape, value, dtype, *, engine="unknown"): ...
 def nc_find_index8(*, data, vals, dtype=None): ...
@@ -199,6 +211,7 @@ FORMS: dict[str, Form] = {
     "dma_transpose": Form(dma_transpose, _dma_transpose),
     "dropout": Form(dropout, _like("data")),
     "iota": Form(iota, _iota, _iota_args),
+    "local_gather": Form(local_gather, _local_gather),
     "max8": Form(max8, _per_partition("src", 8)),
     "memset": Form(memset, _memset, _memset_args),
     "nc_find_index8": Form(nc_find_index8, _per_partition("data", 8, "uint32")),

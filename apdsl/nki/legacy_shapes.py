@@ -9,7 +9,6 @@ from collections.abc import Callable
 from math import prod
 from typing import Any
 
-from ..errors import ApdslTypeError
 from ..semantics.host import Host
 from ..tensor.blocks import BlockTensor
 from ..tensor.view import Tensor
@@ -32,9 +31,12 @@ def allocate(host: Host, function: str, fn: Callable[..., Any], args: tuple, kwa
     if k == 0 and direct is None:
         return None
     buf = direct.buffer if direct is not None else (buffer or "sbuf")
-    if buf not in ("sbuf", "psum"):
-        raise ApdslTypeError("block dimensions are for on-chip (SBUF/PSUM) tensors",
-                             code="APK150")
+    if buf not in ("sbuf", "psum"):  # (a direct allocation is always on chip)
+        # Only SBUF and PSUM tensors have a partition dimension (the legacy programming
+        # model: "Tensor in NeuronCore's internal memories (SBUF and PSUM) also have a
+        # dimension mapped to the partitions"); an HBM tensor is its sizes, row-major, so
+        # par_dim marks nothing there and the dimensions before it are ordinary ones.
+        return None
     from ..tensor.dtypes import dtype as to_dtype
     dtype = to_dtype(bound["dtype"])
     name = bound.get("name") or assigned_name()

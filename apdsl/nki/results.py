@@ -29,6 +29,8 @@ def check_on_chip(value: Any, fn: Callable[..., Any]) -> None:
             err = ApdslTypeError(
                 f"kernel {fn.__name__} returns {_named(t)} in {t.buffer}; a kernel's outputs "
                 "live in HBM", code="APK143", span=return_span(fn),
+                notes=["NKI known issues: \"Top-level tensors must be on HBM. The input and "
+                       "output tensors of the top-level NKI kernel ... must be located in HBM\""],
                 help="allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) "
                 "and dma_copy the result into it")
             raise err.with_label(t.storage.span, "allocated here")

@@ -9,13 +9,15 @@ the program's table, so `apdsl lower` shows what moves:
   row with `x` (`ones[1, P].T @ x[1, F]`: each product is x times 1.0 and each sum has one
   term, so the values are exact), chunked by `gemm_moving_fmax`, and `tensor_copy` out of PSUM
   (a tile of more than one free dimension goes through a [1, F] row first).
-  An integer tile is not broadcast across partitions (the Tensor Engine multiplies floats):
-  APK926 says so.
+  An integer tile goes across partitions bit for bit through float32 (8- and 16-bit values
+  as they are, a 32-bit tile as its two uint16 halves: every 16-bit integer is exact in
+  float32), as the docs' own example broadcasts an int32 tile.
 - `shared_constant(constant, dtype=None)`: a `shared_hbm` tensor holding the NumPy array (or
   the `.npy` file) `constant`, cast to `dtype`; it is there when the kernel starts, as the
   docs' "loaded to HBM at model load time" says, so no instruction writes it.
 - `shared_identity_matrix(n, dtype=uint8, dst=None)`: the n x n identity as a shared constant,
-  brought into an SBUF tile (`dst`, or a new one) by `dma_copy`.
+  brought into an SBUF tile (`dst`, or a new one) by `dma_copy` (the legacy API's is the shared
+  constant itself: `apdsl.nki.legacy`).
 - `device_print(prefix, tensor)`: prints `prefix` and the tensor's values when the simulation
   reaches it (nothing in check mode).
 - `gather_flattened(data, indices, axis=0, dtype=None)`: in each partition, data's free
@@ -86,12 +88,20 @@ def shared_constant(interp: Host, constant: Any, dtype: Any = None) -> Tensor:
     return t
 
 
+def identity(n: Any, most: int | None = 128) -> np.ndarray:
+    """The n x n identity of `nl.shared_identity_matrix`, n an int from 1 (to `most`, the rows
+    of the SBUF tile it fills; an HBM one has no such bound)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 or \
+            (most is not None and n > most):
+        upto = f" to {most} (the rows of an SBUF tile)" if most is not None else " or more"
+        raise _bad(f"nl.shared_identity_matrix: n must be an int from 1{upto}, got {n!r}",
+                   "pass n <= nl.tile_size.pmax" if most is not None else "pass an int n")
+    return np.identity(int(n), np.float32)
+
+
 def shared_identity_matrix(interp: Host, table: dict[str, Any], n: Any, dtype: Any = "uint8",
                            dst: Any = None) -> Tensor:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 128:
-        raise _bad(f"nl.shared_identity_matrix: n must be an int from 1 to 128 (the rows "
-                   f"of an SBUF tile), got {n!r}", "pass n <= nl.tile_size.pmax")
-    hbm = shared_constant(interp, np.identity(int(n), np.float32), dtype)
+    hbm = shared_constant(interp, identity(n), dtype)
     out = _alloc(interp, (int(n), int(n)), hbm.dtype, "sbuf") if dst is None else dst
     table["dma_copy"](dst=out, src=hbm)
     return out
@@ -134,12 +144,11 @@ def broadcast_to(interp: Host, table: dict[str, Any], x: Any, shape: Any,
 
 def _across_partitions(interp: Host, table: dict[str, Any], x: Tensor, parts: int,
                        dt: Any) -> Tensor:
-    """x (one partition) on `parts` partitions: ones[1, parts].T @ x by nc_matmul, chunked."""
-    if not x.dtype.is_float or not dt.is_float:
-        raise _bad(f"nl.broadcast_to: {x.name} is {x.dtype.name}; apdsl broadcasts across "
-                   "partitions with the Tensor Engine, which multiplies floating-point "
-                   "tiles only", "copy the tile to float32 first (exact for integers up "
-                   "to 2**24), or broadcast in HBM with a DMA")
+    """x (one partition) on `parts` partitions: ones[1, parts].T @ x by nc_matmul, chunked.
+    A float tile comes out as `dt` (the copy out of PSUM casts); an integer one exactly, as its
+    own dtype (`_integers`), which the caller's copy casts to `dt`."""
+    if not x.dtype.is_float:
+        return _integers(interp, table, x, parts)
     free_shape = tuple(x.shape[1:])
     free = int(np.prod(free_shape))
     moving = x
@@ -151,15 +160,42 @@ def _across_partitions(interp: Host, table: dict[str, Any], x: Tensor, parts: in
             "float32"
         moving = _alloc(interp, (1, free), kept, "sbuf")
         table["tensor_copy"](dst=moving, src=x)
+    out = _alloc(interp, (parts, free), dt, "sbuf")
+    _ones_matmul(interp, table, moving, out)
+    return out if len(x.shape) == 2 else out.reshape((parts, *free_shape))
+
+
+def _integers(interp: Host, table: dict[str, Any], x: Tensor, parts: int) -> Tensor:
+    """An integer tile across partitions, bit for bit: the Tensor Engine multiplies floats,
+    and float32 holds every 16-bit integer exactly (as each product x * 1.0 and each one-term
+    sum), so an 8- or 16-bit tile goes through float32 as it is and a 32-bit one as its two
+    uint16 halves, broadcast and seen again as the 32-bit dtype."""
+    free_shape = tuple(x.shape[1:])
+    free = int(np.prod(free_shape))
+    row = x
+    if len(x.shape) != 2 or x.buffer != "sbuf":  # one contiguous row (a same-dtype copy)
+        row = _alloc(interp, (1, free), x.dtype, "sbuf")
+        table["tensor_copy"](dst=row, src=x)
+    halves = row.view("uint16") if x.dtype.bits == 32 else row
+    moving = _alloc(interp, tuple(halves.shape), "float32", "sbuf")
+    table["tensor_copy"](dst=moving, src=halves)
+    out = _alloc(interp, (parts, halves.shape[1]), halves.dtype, "sbuf")
+    _ones_matmul(interp, table, moving, out)
+    whole = out.view(x.dtype) if x.dtype.bits == 32 else out
+    return whole if len(x.shape) == 2 else whole.reshape((parts, *free_shape))
+
+
+def _ones_matmul(interp: Host, table: dict[str, Any], moving: Tensor, out: Tensor) -> None:
+    """out[p, :] = moving[0, :] for every partition p of out: ones[1, P].T @ moving, a PSUM
+    bank's worth of columns at a time, copied out of PSUM into out's dtype."""
+    parts, free = out.shape[0], moving.shape[1]
     ones = _alloc(interp, (1, parts), moving.dtype, "sbuf")
     table["memset"](dst=ones, value=1.0)
-    out = _alloc(interp, (parts, free), dt, "sbuf")
     for start in range(0, free, MOVING_FMAX):
         stop = min(free, start + MOVING_FMAX)
         acc = _alloc(interp, (parts, stop - start), "float32", "psum")
         table["nc_matmul"](dst=acc, stationary=ones, moving=moving[:, start:stop])
         table["tensor_copy"](dst=out[:, start:stop], src=acc)
-    return out if len(x.shape) == 2 else out.reshape((parts, *free_shape))
 
 
 def gather_flattened(interp: Host, table: dict[str, Any], data: Any, indices: Any,

@@ -11,7 +11,7 @@ function's):
 - two tiles of other shapes broadcast by NumPy's rule (the legacy reference's "broadcastable
   to a common shape", with its examples of [1, 512] and [1, 1] tiles added to [128, 512] ones):
   a one-partition tile is brought onto the other's partitions by `nl.broadcast_to` (nc_matmul
-  of a ones row: exact; floating-point tiles only, APK926), then the column or same-shape rule
+  of a ones row: exact, integers too), then the column or same-shape rule
   above, a size-1 free dimension read through a stride-0 view; other shapes are APK154;
 - a unary function: `activation(dst, op, data)` on the Scalar Engine, except `nl.reciprocal`
   (the `reciprocal` instruction) and `nl.negative` (`tensor_scalar` multiplying by -1, exact);

@@ -338,6 +338,8 @@ class Predicate:
     def __bool__(self) -> bool:
         raise ApdslTypeError("a mask has no truth value: Python's `and`/`or`/`not` would "
                              "keep only one of its sides", code="APK942",
+                             notes=["NKI known issues: \"Masks conjunction: Use & to combine "
+                                    "masks. We do not support using and for masks.\""],
                              help="combine masks with &: mask=((i_p < n) & (i_f < m))")
 
     def limits(self) -> Limits:

@@ -62,7 +62,10 @@ def check_written(value: Any, kernel: str, where: Callable[[], Span | None]) -> 
             coord = np.unravel_index(int(np.argmin(np.reshape(ok, -1))), ok.shape)
             what = "is only partly written"
             notes = [f"{missing} of its {ok.size} elements were never written, the first at "
-                     f"{t.name}{fmt_coord(coord)}"]
+                     f"{t.name}{fmt_coord(coord)}",
+                     "NKI known issues: \"Unwritten output tensor will have garbage data\": "
+                     "the caller would read garbage there, so every element of a returned "
+                     "tensor must be written (memset it first if only some are computed)"]
             if storage.unit_bits < t.dtype.bits:  # written through a narrower view
                 notes.append("an element counts as written only when all its bytes are: a "
                              "write through a narrower view (a bfloat16 or uint8 view of "

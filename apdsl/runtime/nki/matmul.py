@@ -42,6 +42,11 @@ MATMUL_INPUTS = ("float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32"
 _WIDE = ("float32", "tfloat32")
 _FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 PERF_MODES = ("none", "double_row")
+# The name the SDK's own nc_matmul test gives double_row on NeuronCore-v3 before the
+# matmul_perf_mode enum ("double_row_gen3", its test pinned to platform_target='trn2', its
+# golden double_row's einsum "kli,klj->ij"); "gen3" is nki.isa.nc_version.gen3, "Trn2 target".
+# Only that generation's name is known, so it means double_row there and nowhere else.
+GENERATION_MODES = {"double_row_gen3": ("double_row", "trn2")}
 
 
 def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
@@ -169,6 +174,14 @@ def _perf_mode(perf_mode: Any, label: str, tgt: targets.Target) -> bool:
     """True for double_row (FP8 double performance mode, trn2 and later)."""
     mode = getattr(perf_mode, "name", perf_mode)  # an enum member or its name
     mode = "none" if mode is None else mode
+    if isinstance(mode, str) and mode in GENERATION_MODES:
+        mode, generation = GENERATION_MODES[mode]
+        if tgt.name != generation:
+            raise TargetError(f"{label}: perf_mode={perf_mode!r} is the {generation} "
+                              f"(NeuronCore-v3) name of double_row; the target is {tgt.name}",
+                              code="APK337", help='use perf_mode="double_row" (trn2 and '
+                              'later), or run with --target trn2' if tgt.name != "trn1" else
+                              "drop perf_mode on trn1, or run with --target trn2")
     if mode not in PERF_MODES:
         raise TargetError(f"{label}: perf_mode must be one of {', '.join(PERF_MODES)}, got "
                           f"{perf_mode!r}", code="APK337",

@@ -141,7 +141,7 @@ def nc_stream_shuffle(dst: Tensor, src: Tensor, shuffle_mask: Any,
 
 # -- local_gather -----------------------------------------------------------------------------
 
-def _gather_args(label: str, num_elem_per_idx: Any, num_valid_indices: Any,
+def gather_args(label: str, num_elem_per_idx: Any, num_valid_indices: Any,
                  per_core: int | None) -> tuple[int, int | None]:
     """num_elem_per_idx and num_valid_indices checked (APK489); per_core: the indices one
     core's 16-partition index slice holds (None when a register decides it)."""
@@ -234,7 +234,7 @@ def local_gather(dst: Tensor, src_buffer: Tensor, index: Tensor, num_elem_per_id
     if known:
         _gather_partitions(label, [(r, t, s[0]) for (r, t), s in zip(pairs, shapes)])
     per_core = sm.CORE_PARTITIONS * free_size(ish) if ish is not None else None
-    n, valid = _gather_args(label, num_elem_per_idx, num_valid_indices, per_core)
+    n, valid = gather_args(label, num_elem_per_idx, num_valid_indices, per_core)
     if known and free_size(ds) != valid * n:
         raise TargetError(f"{label}: dst has {free_size(ds)} elements per partition; "
                           f"{valid} indices x {n} elements need {valid * n}", code="APK490",

@@ -12,6 +12,9 @@ from .. import semantics
 from ..spec import ELEMENT, NKI_ONCHIP, TRN3_DTYPES, VECTOR_DTYPES, Depends, Instruction, Operand
 
 TILE = VECTOR_DTYPES + TRN3_DTYPES
+# A predicate may be `bool_`: NKI's dtype table gives "boolean stored as uint8" (nl.bool_ or
+# numpy.bool), so a bool predicate is a uint8 one holding 0 or 1.
+BOOL = ("bool_",)
 FLOAT_TILE = ("float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2") + TRN3_DTYPES
 
 
@@ -42,7 +45,7 @@ ENTRIES: tuple[Instruction, ...] = (
     Instruction(
         "tensor_copy_predicated", "nki.selection",
         (_on_chip("dst", True), _on_chip("src"),
-         _on_chip("predicate", dtypes=("uint8", "uint16", "uint32"))),
+         _on_chip("predicate", dtypes=("uint8", "uint16", "uint32") + BOOL)),
         {"nki": ("vector",)}, semantics.copy_predicated,
         summary="dst = src where predicate (non-zero), else dst unchanged",
         depends=Depends("element", observed=("predicate",))),
@@ -65,7 +68,7 @@ ENTRIES: tuple[Instruction, ...] = (
     Instruction(
         "select_reduce", "nki.selection",
         (_on_chip("dst", True),
-         _on_chip("predicate", dtypes=("int8", "uint8", "int16", "uint16")),
+         _on_chip("predicate", dtypes=("int8", "uint8", "int16", "uint16") + BOOL),
          _on_chip("on_true", dtypes=tuple(d for d in TILE if d not in ("int32", "uint32"))),
          _on_chip("on_false"), _on_chip("reduce_res", True, dtypes=FLOAT_TILE)),
         {"nki": ("vector",)}, semantics.select, writes_dst=True,

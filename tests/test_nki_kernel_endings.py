@@ -77,6 +77,108 @@ def k(a):
         assert "allocated here" in proc.stderr and "bin/apdsl" not in proc.stderr
 
 
+ATTRIBUTES = """@nki.jit
+def k(a):
+    b = a.base_tensor
+    return a
+
+
+@nki.jit
+def m(a):
+    return a.shpe
+
+
+@nki.jit
+def g(a):
+    src = getattr(a, "base_tensor", a)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=src)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def h(a):
+    return a.shape.base_tensor
+"""
+
+
+def test_an_attribute_a_tensor_lacks_is_apk103_naming_it_where_it_is_read(tmp_path):
+    proc = _apdsl(tmp_path, ATTRIBUTES, "k", "-i", "a=a.npy")
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "kern.py:7:9: error[APK103]: an NKI tensor has no attribute " \
+        "'base_tensor'", proc.stderr
+    caret = next(ln for ln in lines if "^" in ln)
+    assert caret.count("^") == len("a.base_tensor")
+    assert "TensorView" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _apdsl(tmp_path, ATTRIBUTES, "m", "-i", "a=a.npy")
+    assert "kern.py:13:12: error[APK103]: an NKI tensor has no attribute 'shpe'" in \
+        proc.stderr and "did you mean 'shape'" in proc.stderr, proc.stderr
+    # still an AttributeError inside the kernel: getattr with a default goes on
+    proc = _apdsl(tmp_path, ATTRIBUTES, "g", "-i", "a=a.npy", "-o", "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(tmp_path / "out.npy"), np.load(tmp_path / "a.npy"))
+    # another value's missing attribute is the kernel's own Python error, as before
+    proc = _apdsl(tmp_path, ATTRIBUTES, "h", "-i", "a=a.npy")
+    assert "error[APK148]: your Python code raised AttributeError" in proc.stderr, proc.stderr
+
+
+class _Failures:
+    """An observer keeping what each kernel call, and each call of a kernel from a kernel,
+    failed with (as the corpus runner's watch hears it)."""
+
+    def __init__(self):
+        self.errors = []
+
+    def started(self, fn, args, kwargs, launch):
+        pass
+
+    def finished(self, fn, result):
+        pass
+
+    def failed(self, fn, error):
+        self.errors.append((fn.__name__, error))
+
+    def inner_started(self, fn):
+        pass
+
+    def inner_finished(self, fn):
+        pass
+
+    def inner_failed(self, fn, error):
+        self.errors.append((fn.__name__, error))
+
+
+def test_a_kernel_called_from_a_kernel_fails_with_the_same_apk103(tmp_path):
+    import importlib.util
+
+    import apdsl
+    from apdsl.nki.observe import observing
+    (tmp_path / "nested.py").write_text("""import apdsl.nki as nki
+
+
+
+@nki.jit
+def inner(t):
+    return t.base_tensor
+
+
+@nki.jit
+def outer(a):
+    return inner(a)
+""")
+    spec = importlib.util.spec_from_file_location("nested_kernels", tmp_path / "nested.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with observing(_Failures()) as seen, pytest.raises(apdsl.ApdslError) as info:
+        module.outer(np.zeros((4, 8), np.float32))
+    assert info.value.code == "APK103" and info.value.span.line == 7
+    assert [(name, e.code, e.span.line) for name, e in seen.errors] == \
+        [("inner", "APK103", 7), ("outer", "APK103", 7)]
+
+
 FORGOT = """@nki.jit
 def k(a):
     x = nl.load(a)

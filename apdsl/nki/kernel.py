@@ -20,6 +20,7 @@ from .host import Host, active, hosting
 from .legacy_results import computed
 from .locate import caller_span, imports_legacy, is_user_file, legacy_caller, traceback_span
 from .observe import observer
+from .usercode import missing_attribute
 
 # `platform_target` values: the NEURON_PLATFORM_TARGET_OVERRIDE names of the nki.jit docstring
 PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
@@ -304,8 +305,11 @@ def inner_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     try:
         result = fn(*args, **kwargs)
     except BaseException as e:
-        watcher.inner_failed(fn, e)
-        raise
+        lacking = missing_attribute(e)  # (told as the diagnostic the outer call will give)
+        watcher.inner_failed(fn, e if lacking is None else lacking)
+        if lacking is None:
+            raise
+        raise lacking from None
     watcher.inner_finished(fn)
     return result
 
@@ -361,6 +365,11 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
         return arguments.to_torch(to_numpy(result)) if from_torch else to_numpy(result)
     except ApdslError as e:
         raise locate(e, caller_span(2)) from None
+    except AttributeError as e:  # a tensor attribute apdsl lacks: named where it was read
+        lacking = missing_attribute(e)
+        if lacking is None:
+            raise
+        raise lacking from None
 
 
 def _lnc_programs(program: Callable[[int], Any]) -> list[Any]:

@@ -14,7 +14,7 @@ import traceback
 from types import TracebackType
 from typing import Any
 
-from ..errors import ApdslError
+from ..errors import ApdslError, ApdslNameError
 from .locate import is_user_file, traceback_span
 
 
@@ -85,3 +85,37 @@ def users(exc: BaseException) -> bool:
     if isinstance(exc, KeyboardInterrupt):
         return raised_by_user(exc)
     return True
+
+
+# Names kernels read from a tensor that NkiTensor does not have, and whose they are: said in
+# the diagnostic, since the kernel's authors took them for NkiTensor's.
+_OTHERS = {"base_tensor": "nki-library's TensorView wrapper (nkilib.core.utils.tensor_view) "
+                          "has `base_tensor`"}
+
+
+def missing_attribute(exc: BaseException) -> ApdslError | None:
+    """The diagnostic for a user line reading an attribute that apdsl's tensors lack
+    (`weight.base_tensor`): APK103 located on that line, naming the attribute; None for any
+    other exception.  The NKI reference documents NkiTensor's attributes; apdsl gives a tensor
+    those and guesses no other, so the name is what the kernel still needs."""
+    from ..semantics.values import TENSOR_ATTRS
+    from ..tensor.view import Tensor
+    name = getattr(exc, "name", None)
+    if not isinstance(exc, AttributeError) or not isinstance(name, str) or \
+            name.startswith("_") or not isinstance(getattr(exc, "obj", None), Tensor):
+        return None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not is_user_file(tb.tb_frame.f_code.co_filename):
+        return None  # apdsl's own code asking a tensor for a name: a defect, left bare
+    from difflib import get_close_matches
+    close = get_close_matches(name, sorted(TENSOR_ATTRS), n=3)
+    notes = [f"the NKI reference documents no `{name}` on NkiTensor; a tensor's attributes "
+             f"and methods: {', '.join(sorted(TENSOR_ATTRS))}"]
+    if name in _OTHERS:
+        notes.append(f"{_OTHERS[name]}; a tensor itself does not")
+    return ApdslNameError(
+        f"an NKI tensor has no attribute '{name}'", code="APK103", notes=notes,
+        help=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None,
+        span=traceback_span(exc.__traceback__), attribute=name)

@@ -70,6 +70,38 @@ def _same_place(z: asc.GlobalAddress, n: int):
     asc.data_copy(g, u, n)
 
 
+@asc.jit
+def _same_work(z: asc.GlobalAddress, n: int, used: int):
+    # each core's part is get_block_idx() % used: with more cores than `used`, two cores
+    # write the same part with the same values (pyasc's matmul tests do this on AIV 16-31)
+    part = asc.get_block_idx() % used
+    g = asc.GlobalTensor()
+    g.set_global_buffer(z + part * n, n)
+    u = asc.LocalTensor(asc.float32, asc.TPosition.VECOUT, 0, n)
+    asc.duplicate(u, float(part), n)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(g, u, n)
+
+
+def test_two_cores_given_the_same_work_race_even_writing_equal_values():
+    # equal values in this run do not make the write order defined, and the checker cannot
+    # know they are equal for every input: still APK583, saying the work was given twice
+    z = np.zeros(2 * N, np.float32)
+    _same_work[2, None](z, N, 2)  # one part each: no race
+    np.testing.assert_array_equal(z, np.repeat([0.0, 1.0], N))
+    with pytest.raises(apdsl.ApdslError) as e:
+        _same_work[3, None](np.zeros(2 * N, np.float32), N, 2)
+    err = e.value
+    line = _line(_same_work, "asc.data_copy(g, u, n)")
+    assert err.code == "APK583" and err.span.line == line and "core 2" in err.message
+    assert any("same part of the output" in note for note in err.notes)
+    assert "stop the extra cores" in err.help and "cross_core_set_flag(" in err.help
+    with pytest.raises(apdsl.ApdslError) as e:  # different values: the same error
+        _same_place[2, None](np.zeros(N, np.float32), N)
+    assert e.value.code == "APK583" and "stop the extra cores" in e.value.help
+
+
 def test_two_cores_writing_the_same_gm_race_at_both_lines():
     with pytest.raises(apdsl.ApdslError) as e:
         _same_place[2, None](np.zeros(N, np.float32), N)

@@ -111,6 +111,16 @@ def cross_race(sync: Any, kind: str, acc: Touch, e: Touch, t: Any,
              f"{op_at(e)} before {op_at(acc)}"]
     fix = (w.advice(e.pipe // _N, acc.pipe // _N, q, op_at(e), op_at(acc))
            if w.advice is not None else "order them with sync_all() between the two")
+    if acc.write and e.write and acc.span is not None and acc.span == e.span:
+        # one instruction writing the same bytes on two cores: the two cores were given the
+        # same work (a launch on more cores than the work is split into), whatever the values.
+        # A race all the same: which core's write lands last is not defined, and the check
+        # cannot know that the two write equal values for every input
+        notes.append(f"{me} runs the same {acc.op} as {other} on the same bytes: the launch "
+                     "gives both the same part of the output (more cores than the work is "
+                     "split into, as an index taken modulo the used cores does)")
+        fix = (f"give every core its own part of {t.name}, or stop the extra cores (for "
+               "example `if get_block_idx() >= used_cores: return`); " + fix)
     err = SyncError(message, code="APK583", notes=notes, help=fix, pipes=(q, p),
                     cores=(other, me), tensor=t.name, bytes=(lo, hi))
     return err.with_label(e.span, f"{'written' if e.write else 'read'} here on {other}, "

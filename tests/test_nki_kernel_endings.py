@@ -249,6 +249,9 @@ def test_tensor_copy_takes_dtype_as_the_samples_write_it(tmp_path):
         proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype=dtype), "-i", "a=a.npy")
         assert proc.returncode == 1
         assert f"kern.py:10:5: error[APK182]: tensor_copy: {said}" in proc.stderr, proc.stderr
+    # another dtype than dst's: neither reference defines it, and the note says so
+    proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.float32"), "-i", "a=a.npy")
+    assert "takes no dtype and writes dst.dtype" in proc.stderr, proc.stderr
     proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.bfloat16").replace("src=t, dtype=",
                                                                            "src=t, fmt="),
                   "-i", "a=a.npy")

@@ -282,5 +282,10 @@ def _output_dtype(label: str, given: Any, dst: Tensor) -> None:
     raise TargetError(f"{label}: dtype={shown}, but dst {dst.name} is {dst.dtype.name}; the "
                       "copy's output dtype is dst's", code="APK182", dtype=shown,
                       dst_dtype=dst.dtype.name,
+                      notes=["NKI isa reference: the current tensor_copy(dst, src, engine, "
+                             "name) takes no dtype and writes dst.dtype; the legacy "
+                             "tensor_copy(src, dtype=) names the dtype of the tile it returns. "
+                             "Neither says what a dtype other than dst's would do (round "
+                             f"through {shown}, or not), so apdsl does not guess"],
                       help=f"allocate dst as {shown} to copy into that dtype, or drop dtype= "
                       f"(the copy converts src to dst's {dst.dtype.name})")

@@ -74,6 +74,40 @@ def test_the_tile_loop_keeps_its_views_and_plans_and_equals_numpy():
     np.testing.assert_array_equal(D.numpy(), _expected(s))
 
 
+def test_fresh_tiles_a_plan_fills_hold_the_copy_and_unwritten_bytes_read_zero():
+    # a tile declared in a loop and wholly written by a planned copy is allocated without its
+    # zero fill (Storage.allocate_blank); one written in part by a plan still reads 0 elsewhere
+    s, S, _ = _tiles()
+    for i in range(T):
+        t = apdsl.ndarray((P, F), "float32", "sbuf")
+        dma_copy(t, S[:, i * F:(i + 1) * F])
+        np.testing.assert_array_equal(t.numpy(), s[:, i * F:(i + 1) * F])
+    assert kept("dma_copy", S[:, 0:F])
+    for i in range(T):
+        w = apdsl.ndarray((P, 2 * F), "float32", "sbuf")
+        dma_copy(w[:, 0:F], S[:, i * F:(i + 1) * F])
+        with apdsl.options(init_check=False):
+            got = w.numpy()
+        np.testing.assert_array_equal(got[:, 0:F], s[:, i * F:(i + 1) * F])
+        np.testing.assert_array_equal(got[:, F:], np.zeros((P, F), np.float32))
+
+
+def test_a_fresh_tile_whose_planned_copy_fails_reads_zero(monkeypatch):
+    s, S, _ = _tiles()
+    for _ in range(2):
+        dma_copy(apdsl.ndarray((P, F), "float32", "sbuf"), S[:, 0:F])
+    t = apdsl.ndarray((P, F), "float32", "sbuf")
+
+    def fail(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(np, "copyto", fail)
+    assert error_code(lambda: dma_copy(t, S[:, 0:F])) == "APK431"  # (out of memory moving)
+    monkeypatch.undo()
+    with apdsl.options(init_check=False):
+        np.testing.assert_array_equal(t.numpy(), np.zeros((P, F), np.float32))
+
+
 @pytest.mark.parametrize("which", ["src", "dst"])
 def test_a_planned_pair_still_refuses_freed_storage(which):
     s, S, D = _tiles()

@@ -13,7 +13,8 @@ a plan repeats only what can change from one call to the next:
 
 A *plain* plan (the copy one `np.copyto`) keeps the two leaf patterns and makes each operand's
 access from them (`table.access`: no layout work), and NumPy views of the storages' bytes per
-call.  Any other copy (a transposing copy in tiles; a runtime index: a `vector_select`
+call; one whose destination covers its whole storage (its pattern is injective: the first call
+checked it) allocates a fresh tile's bytes without the zero fill.  Any other copy (a transposing copy in tiles; a runtime index: a `vector_select`
 gather, whose view has no key, and is planned for that very view object, held weakly) resolves
 both views each call (their memoised accesses; an index is read, shape- and range-checked as
 always) and copies them as the full path does.
@@ -109,12 +110,19 @@ def _plain(f: tuple[Any, ...], dst: Any, src: Any, name: Any) -> bool:
         return False  # another kind of memo: the full path
 
     def move() -> None:
-        d, s = dacc.array(), sacc.array()  # type: ignore[union-attr]
-        if f[2] is not None:
-            d = np.reshape(d, f[2], copy=False)
-        if f[3] is not None:
-            s = np.reshape(s, f[3], copy=False)
-        np.copyto(d, cast(s, dacc.dtype) if f[4] else s)  # type: ignore[union-attr]
+        # a copy onto every byte of a storage not yet allocated needs no zero fill first
+        blank = f[5] and ds is not ss and ds.allocate_blank()
+        try:
+            d, s = dacc.array(), sacc.array()  # type: ignore[union-attr]
+            if f[2] is not None:
+                d = np.reshape(d, f[2], copy=False)
+            if f[3] is not None:
+                s = np.reshape(s, f[3], copy=False)
+            np.copyto(d, cast(s, dacc.dtype) if f[4] else s)  # type: ignore[union-attr]
+        except BaseException:
+            if blank:
+                ds.data.fill(0)  # nothing written: unwritten bytes read 0
+            raise
 
     table.execute(_label(name), (("src", sacc),), dacc, move)
     return True
@@ -141,7 +149,9 @@ def keep(dst: Any, src: Any, accs: list[Access] | None) -> None:
             if pair is not None:
                 table.keep(key, DmaPlan((df, sf, None if pair[0].shape == d.shape else
                                          pair[0].shape, None if pair[1].shape == s.shape else
-                                         pair[1].shape, sacc.dtype != dacc.dtype)))
+                                         pair[1].shape, sacc.dtype != dacc.dtype,
+                                         dacc.size * dacc.dtype.bits
+                                         == dacc.storage.nbytes * 8)))
                 return
     refs = tuple(None if type(k) is table.Key else weakref.ref(t)
                  for k, t in zip(key[2:], (dst, src)))

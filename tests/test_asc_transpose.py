@@ -1,5 +1,6 @@
-"""asc.transpose in pyasc kernels (queues, one core and several) against NumPy: the 16 x 16
-transpose of 16-bit data and NCHW -> NHWC with a scratch buffer; misuse is a located error."""
+"""asc.transpose and asc.copy in pyasc kernels (queues, one core and several) against NumPy:
+the 16 x 16 transpose of 16-bit data, NCHW -> NHWC with a scratch buffer, and Copy's mask form
+against the page's addressing written out element by element; misuse is a located error."""
 
 from __future__ import annotations
 
@@ -183,3 +184,65 @@ def test_a_missing_wait_flag_before_transpose_is_a_race_at_both_lines():
     first = unsynchronised.fn.__code__.co_firstlineno
     assert e.code == "APK570" and e.span.line == first + 7  # (first: the decorator's line)
     assert any(label.span.line == first + 6 for label in e.labels)
+
+
+@asc.jit
+def strided_copy(x: asc.GlobalAddress, z: asc.GlobalAddress, size: int, mask: int,
+                 repeats: int, dst_blk: int, src_blk: int, dst_rep: int, src_rep: int):
+    xg, zg = asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x, size)
+    zg.set_global_buffer(z, size)
+    pipe = asc.TPipe()
+    qin = asc.TQue(asc.TPosition.VECIN, 1)
+    qout = asc.TQue(asc.TPosition.VECOUT, 1)
+    pipe.init_buffer(que=qin, num=1, len=size * x.dtype.sizeof())
+    pipe.init_buffer(que=qout, num=1, len=size * z.dtype.sizeof())
+    t = qin.alloc_tensor(x.dtype)
+    asc.data_copy(t, xg, count=size)
+    qin.enque(t)
+    t = qin.deque(x.dtype)
+    o = qout.alloc_tensor(z.dtype)
+    asc.duplicate(o, 0, size)
+    asc.pipe_barrier(asc.PipeID.PIPE_V)
+    asc.copy(o, t, mask, repeats, asc.CopyRepeatParams(dst_blk, src_blk, dst_rep, src_rep))
+    qout.enque(o)
+    qin.free_tensor(t)
+    o = qout.deque(z.dtype)
+    asc.data_copy(zg, o, count=size)
+    qout.free_tensor(o)
+
+
+def _copied(x, mask, repeats, dst_blk, src_blk, dst_rep, src_rep):
+    """The Copy page's addressing, element by element: lane k of repeat r lies in block
+    k // B at k % B, blocks `blk` apart, repeats `rep` blocks apart (B: a block's elements)."""
+    b = 32 // x.itemsize
+    z = np.zeros_like(x)
+    for r in range(repeats):
+        for k in range(mask):
+            d = (r * dst_rep + k // b * dst_blk) * b + k % b
+            s = (r * src_rep + k // b * src_blk) * b + k % b
+            z[d] = x[s]
+    return z
+
+
+@pytest.mark.parametrize(("dtype", "args"), [
+    (np.float32, (64, 4, 1, 1, 8, 8)),      # pyasc's test: whole repeats
+    (np.float16, (100, 3, 1, 2, 8, 16)),    # part of a repeat, src blocks spread out
+    (np.int32, (24, 2, 2, 1, 16, 3)),       # dst blocks spread out, repeats overlapping src
+    (np.int16, (128, 2, 1, 1, 8, 8))])
+def test_copy_moves_the_mask_forms_lanes(dtype, args):
+    size = 4096 // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(args[0])
+    x = rng.integers(-1000, 1000, size).astype(dtype)
+    z = np.full(size, 7, dtype)
+    strided_copy[1, None](x, z, size, *args)
+    np.testing.assert_array_equal(z, _copied(x, *args))
+
+
+def test_copy_refuses_a_repeat_size_past_the_page_and_a_zero_dst_stride():
+    x = np.zeros(1024, np.float32)
+    e = _error(strided_copy, x, x.copy(), 1024, 64, 1, 1, 1, 4096, 8)
+    assert e.code == "APK550" and "dst_repeat_size" in str(e)
+    assert e.span.line == strided_copy.fn.__code__.co_firstlineno + 18
+    e = _error(strided_copy, x, x.copy(), 1024, 64, 1, 0, 1, 8, 8)  # pyasc's default is 0
+    assert e.code == "APK550" and "block stride" in str(e)

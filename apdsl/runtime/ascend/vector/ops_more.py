@@ -12,7 +12,7 @@ from ...core import execute as ex
 from . import repeat as rp
 from . import run
 from .ops import same_dtype, scalar_value
-from .params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
+from .params import BinaryRepeatParams, BrcbRepeatParams, CopyRepeatParams, UnaryRepeatParams
 
 
 def duplicate(dst: Any, scalar: Any, count: Any = None, repeat_times: Any = None,
@@ -180,6 +180,36 @@ def brcb(dst: Any, src0: Any, repeat_times: Any, repeat_params: Any,
     inst = run.finish("asc.brcb", name, label, tensors, starts, rels, views, form)
     if inst is not None:
         inst.write(inst.raw("src0"))
+
+
+COPY_REPEAT_MAX = 4095  # the Copy page's range of dstRepeatSize / srcRepeatSize
+
+
+def copy(dst: Any, src: Any, mask: Any, repeat_time: Any, repeat_params: Any,
+         is_set_mask: Any = True, name: str | None = None) -> None:
+    """Copy: UB to UB in the mask form only (the page has no count form), each active lane of
+    each repeat moved bit for bit; `asc.CopyRepeatParams(dst_stride, src_stride,
+    dst_repeat_size, src_repeat_size)` are the block strides and repeat strides, in 32-byte
+    blocks (the repeat strides at most 4095)."""
+    label, _, _ = run.checked("asc.copy", {"dst": dst, "src": src}, name)
+    if not isinstance(repeat_params, CopyRepeatParams):
+        raise ApdslRuntimeError(f"{label}: repeat_params must be an asc.CopyRepeatParams, got "
+                                f"{type(repeat_params).__name__}", code="APK550",
+                                help="asc.CopyRepeatParams(dst_stride, src_stride, "
+                                "dst_repeat_size, src_repeat_size)")
+    for what in ("dst_repeat_size", "src_repeat_size"):
+        rp._int(getattr(repeat_params, what), label, what, 0, COPY_REPEAT_MAX)
+    strides = {"dst": (repeat_params.dst_stride, repeat_params.dst_repeat_size),
+               "src": (repeat_params.src_stride, repeat_params.src_repeat_size)}
+
+    def make_form(label: str, tensors: dict[str, Any]) -> rp.Form:
+        same_dtype(label, tensors, ("dst", "src"))
+        return run.form_of(label, run.lanes_of(tensors), None, mask, repeat_time, None,
+                           is_set_mask, None, strides=strides)
+
+    inst = run.prepare("asc.copy", {"dst": dst, "src": src}, name, make_form)
+    if inst is not None:
+        inst.write(inst.raw("src"))
 
 
 _CMP = {"LT": np.less, "GT": np.greater, "EQ": np.equal, "LE": np.less_equal,

@@ -144,6 +144,17 @@ class TransDataTo5HDParams:
 
 
 @record
+class CopyRepeatParams:
+    """Copy's block strides and repeat strides (in 32-byte blocks; 0 unless given, as in
+    pyasc)."""
+
+    dst_stride: int = 0
+    src_stride: int = 0
+    dst_repeat_size: int = 0
+    src_repeat_size: int = 0
+
+
+@record
 class TransposeParamsExt:
     """Transpose's extended form: the [N, C, H, W] sizes and the transpose type."""
 
@@ -159,4 +170,5 @@ PARAMS: dict[str, type] = {
     "BrcbRepeatParams": BrcbRepeatParams, "DataCopyParams": DataCopyParams,
     "DataCopyExtParams": DataCopyExtParams, "DataCopyPadExtParams": DataCopyPadExtParams,
     "DataCopyPadParams": DataCopyPadParams, "TransDataTo5HDParams": TransDataTo5HDParams,
-    "TransposeParamsExt": TransposeParamsExt, **CUBE_PARAMS}
+    "TransposeParamsExt": TransposeParamsExt, "CopyRepeatParams": CopyRepeatParams,
+    **CUBE_PARAMS}

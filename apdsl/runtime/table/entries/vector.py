@@ -28,6 +28,7 @@ REDUCED = {"whole_reduce": "of each repeat", "block_reduce": "of each 32-byte bl
 CPP = {"whole_reduce": "ReduceRepeat", "block_reduce": "ReduceDataBlock",
        "reduce": "ReduceMax/Min/Sum"}
 
+VCOPY = ("uint16", "int16", "float16", "bfloat16", "uint32", "int32", "float32")  # Copy (A2)
 TRANSPOSE = ("int8", "uint8", "int16", "uint16", "float16", "int32", "uint32", "float32")  # A2
 
 VECTOR = {"ascend": ("V",)}
@@ -136,6 +137,9 @@ ENTRIES: tuple[Instruction, ...] = (
                 None,
                 summary="16 x 16 transposes of 32-byte blocks, NCHW -> NC1HWC0 "
                 "(TransDataTo5HD)", depends=WHOLE),
+    Instruction("asc.copy", "ascend.vector.ops_more",
+                (_ub("dst", True, VCOPY), _ub("src", False, VCOPY)), VECTOR, None,
+                summary="UB -> UB, the mask form's lanes bit for bit (Copy)", depends=ELEMENT),
     Instruction("asc.transpose", "ascend.vector.transpose_ext",
                 (_ub("dst", True, TRANSPOSE), _ub("src", False, TRANSPOSE),
                  _ub("shared_tmp_buffer", True, ("uint8",))), VECTOR, None,

@@ -103,6 +103,12 @@ def nchw_to_nhwc(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int, c: int, h: 
     qout.free_tensor(o)
 
 
+def scratch(dtype, c):
+    """The page's scratch size for NCHW -> NHWC: (c + 2) * 32 * 32 * 1 B for 8-bit data,
+    (c + 2) * 16 * 16 * 2 B for 16-bit, (c + 2) * 16 * 8 * 4 B for 32-bit."""
+    return (c + 2) * {1: 32 * 32 * 1, 2: 16 * 16 * 2, 4: 16 * 8 * 4}[np.dtype(dtype).itemsize]
+
+
 @pytest.mark.parametrize(("dtype", "shape"), [
     (np.float16, (1, 16, 4, 4)), (np.int16, (2, 32, 4, 8)), (np.float32, (3, 8, 2, 4)),
     (np.int32, (1, 24, 8, 1)), (np.int8, (2, 32, 8, 4)), (np.uint8, (1, 64, 4, 8))])
@@ -111,7 +117,7 @@ def test_nchw_becomes_nhwc(dtype, shape):
     x = rng.integers(-100, 100, shape).astype(dtype) if np.dtype(dtype).kind in "iu" \
         else rng.standard_normal(shape).astype(dtype)
     z = np.zeros(x.size, dtype)
-    nchw_to_nhwc[1, None](x, z, *shape, (shape[1] + 2) * 1024)
+    nchw_to_nhwc[1, None](x, z, *shape, scratch(dtype, shape[1]))
     np.testing.assert_array_equal(z.reshape(shape[0], shape[2], shape[3], shape[1]),
                                   x.transpose(0, 2, 3, 1))
 
@@ -125,14 +131,21 @@ def _error(kernel, *args):
 
 def test_a_scratch_smaller_than_the_page_asks_is_apk552_at_the_call():
     x = np.zeros((1, 16, 4, 4), np.float16)
-    e = _error(nchw_to_nhwc, x, np.zeros(x.size, np.float16), 1, 16, 4, 4, 17 * 1024)
+    e = _error(nchw_to_nhwc, x, np.zeros(x.size, np.float16), 1, 16, 4, 4,
+               scratch(np.float16, 16) - 32)
     assert e.code == "APK552" and "shared_tmp_buffer" in str(e)
+    z = np.zeros(x.size, np.float16)  # pyasc's own test gives (16 + c) * 16 * 8 * 4 bytes
+    nchw_to_nhwc[1, None](x, z, 1, 16, 4, 4, (16 + 16) * 16 * 8 * 4)
+    e = _error(nchw_to_nhwc, np.zeros(64 * 4 * 8, np.int8), np.zeros(64 * 4 * 8, np.int8),
+               1, 64, 4, 8, scratch(np.int16, 64))  # 8-bit data needs twice as much
+    assert e.code == "APK552"
     assert e.span.line == nchw_to_nhwc.fn.__code__.co_firstlineno + 22
 
 
 def test_partial_blocks_and_unmodelled_types_are_refused():
     x = np.zeros((1, 16, 3, 3), np.float16)  # h * w = 9: not whole 32-byte blocks
-    e = _error(nchw_to_nhwc, x, np.zeros(x.size, np.float16), 1, 16, 3, 3, 18 * 1024)
+    e = _error(nchw_to_nhwc, x, np.zeros(x.size, np.float16), 1, 16, 3, 3,
+               scratch(np.float16, 16))
     assert e.code == "APK560" and "h_size * w_size" in str(e)
     e = _error(other_type, np.zeros(256, np.float16))
     assert e.code == "APK560" and "TRANSPOSE_NHWC2NCHW" in str(e)

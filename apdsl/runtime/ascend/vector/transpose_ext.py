@@ -10,8 +10,8 @@ buffer and `asc.TransposeParamsExt`, NCHW -> NHWC.
   [N, H, W, C], `dst[n, h, w, c] = src[n, c, h, w]`, for the Atlas A2 dtypes int8, uint8,
   int16, uint16, half, int32, uint32, float.  src and dst must not overlap (the page forbids
   the reuse for this type).  `shared_tmp_buffer` is a uint8 tensor of at least the page's
-  size, (c + 2) * 1024 bytes whatever the dtype ((c + 2) * 32 * 32 * 1 B for 8-bit data,
-  (c + 2) * 16 * 16 * 2 B for 16-bit, (c + 2) * 16 * 8 * 4 B for 32-bit); the instruction uses
+  size: (c + 2) * 32 * 32 * 1 B for 8-bit data, (c + 2) * 16 * 16 * 2 B for 16-bit and
+  (c + 2) * 16 * 8 * 4 B for 32-bit, so (c + 2) KiB or (c + 2) * 512 B; the instruction uses
   it as scratch, so it is recorded as written (its bytes are the instruction's while it runs).
   The pages reachable give no rule for shapes whose planes or pixels are not whole 32-byte
   blocks, so apdsl asks h * w and c to be multiples of a block's elements (APK560 otherwise),
@@ -38,7 +38,8 @@ from . import repeat as rp
 from .params import TransposeParamsExt
 
 SIDE = 16  # the plain form's matrix is 16 x 16
-SCRATCH_BLOCKS = 1024  # bytes of scratch per channel (+ 2) for NCHW2NHWC, any dtype
+# bytes of scratch per channel (+ 2) for NCHW2NHWC, by element bits (the page's table)
+SCRATCH = {8: 32 * 32 * 1, 16: 16 * 16 * 2, 32: 16 * 8 * 4}
 SIXTEEN = frozenset({"uint16", "int16", "float16"})
 MODELLED = "TRANSPOSE_NCHW2NHWC"
 
@@ -129,7 +130,7 @@ def _nchw_to_nhwc(op: str, label: str, name: str | None, d: Any, s: Any, tmp: An
     total = n * c * h * w
     offs = {"dst": _range(label, "dst", d, total), "src": _range(label, "src", s, total),
             "shared_tmp_buffer": _range(label, "shared_tmp_buffer", tmp,
-                                        (c + 2) * SCRATCH_BLOCKS)}
+                                        (c + 2) * SCRATCH[d.dtype.bits])}
     if total and d.storage is s.storage and np.intersect1d(offs["dst"], offs["src"]).size:
         raise _err(label, "dst and src overlap; TRANSPOSE_NCHW2NHWC does not allow the reuse",
                    code="APK553", help="give dst its own buffer")

@@ -43,12 +43,16 @@ from neuronxcc import nki as lnki2
 from neuronxcc.nki import baremetal, benchmark, jit, profile, simulate_kernel
 from neuronxcc.nki.typing import tensor as ltensor
 from nki.language import NKIObject
+import nki.dtype as ndt
+from nki.dtype import float8_e4m3
 
 assert nki.isa.constants is constants and constants.oob_mode is nisa.oob_mode
 assert dge_mode is nisa.dge_mode and oob_mode.skip is nisa.oob_mode.skip
 assert lnki is nki and lnki2 is nki and lnl is nl and lnisa is nisa and lnt is nt
 assert lncc is ncc and ltensor is tensor and ncol is nki.collectives
 assert isinstance(nl.float32, nki.dtype) and isinstance(nl.bfloat16, nki.dtype)
+assert ndt is nki.dtype and ndt.float8_e4m3 is nl.float8_e4m3 is float8_e4m3
+assert not isinstance(3, nki.dtype)
 print("resolved")
 """
 
@@ -95,6 +99,7 @@ def test_every_path_resolves_under_apdsl_run(tmp_path: Path) -> None:
     ("from nki.collectives import all_reduse", "APK144", "nki.collectives.all_reduse"),
     ("from nki.isa import sendrecv_typo", "APK144", "nisa.sendrecv_typo"),
     ("from nki.isa.constants import frob_mode", "APK144", "nki.isa.constants.frob_mode"),
+    ("from nki.dtype import float128", "APK144", "nki.dtype.float128"),
     ("x = nl.float128", "APK144", "nl.float128"),
     ("x = nki.frobnicate", "APK144", "nki.frobnicate"),
     ("from nki import frobnicate", "APK144", "nki.frobnicate"),

@@ -12,9 +12,9 @@ absent, and `pytest -p apdsl.nki` does so for a test session.
 
 from __future__ import annotations
 
-from ..tensor.dtypes import DType as dtype
 from . import collectives, compiler, isa, language
 from . import tensor_types as typing
+from .dtype_module import DTYPE as dtype
 from .install import install, uninstall
 from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel, trace
 from .kernel import benchmark as profile

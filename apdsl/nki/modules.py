@@ -1,6 +1,6 @@
 """Every module path an NKI kernel imports, as apdsl provides it (SPEC 16): the current API
 (`nki`, `nki.language`, `nki.isa`, `nki.isa.constants`, `nki.typing`, `nki.compiler`,
-`nki.collectives`) and the legacy `neuronxcc.nki` tree (`.language`, `.isa`, `.typing`,
+`nki.collectives`, `nki.dtype`) and the legacy `neuronxcc.nki` tree (`.language`, `.isa`, `.typing`,
 `.compiler`), which maps onto the same modules: one model, both spellings.
 
 `install()` puts these in `sys.modules` together with `Finder`, which turns an import of any
@@ -54,6 +54,7 @@ def table() -> dict[str, types.ModuleType]:
               ".compiler": ours.compiler}
     out = {f"nki{k}": v for k, v in shared.items()}
     out["nki.collectives"] = ours.collectives
+    out["nki.dtype"] = ours.dtype  # (also the type of the dtypes: `dtype_module`)
     out.update({f"neuronxcc.nki{k}": v for k, v in shared.items()})
     out["neuronxcc"] = _legacy_root()
     return out

@@ -160,7 +160,7 @@ p = nl.ndarray((128, 128), nl.float32, buffer=nl.psum, address=(0, 1024))
 A kernel may place some SBUF or PSUM tensors by hand (`address=`) and leave the rest to the
 compiler, which puts those around the placed ones. apdsl does the same: when a placed tensor
 lands on the bytes of a tensor apdsl placed itself, apdsl moves its own choice (never
-observable) clear of every live tensor, so no two live tensors share bytes. The error means
+observable) clear of every live tensor, so it shares no byte with another. The error means
 no such room is left at that moment: the placed tensors and the live tensors without an
 address need more bytes a partition than the buffer has (the message says how many more), or
 the placed tensors split the free bytes into runs too short for one of them. A placed tensor
@@ -169,19 +169,6 @@ counts on every partition here. Free tensors without an address earlier, or plac
 kernel k():
     a = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf)
     b = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf, address=(0, 0))
-"""),
-    entry("APK166", "tensor used after a placement took its bytes", """
-With `address=` the kernel manages on-chip memory itself: the NKI docs place tensors over
-earlier ones that are no longer needed (the allocator reference's `buf4` over `buf2`). apdsl
-gives the bytes to the newer tensor: the older one, still named in the program, may no longer be
-read or written, because on hardware it would see the newer tensor's data. apdsl refuses that
-use rather than model two tensors sharing bytes. Use the newer tensor, or place them apart.
-""", """
-kernel k(x: f32[128, 64] @ hbm):
-    a = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 0))
-    nisa.dma_copy(a, x)
-    b = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address=(0, 128))
-    nisa.dma_copy(x, a)
 """),
 ]
 ENTRIES += [

@@ -26,7 +26,7 @@ class DirectAllocation:
     """`buffer=ncc.sbuf.alloc(func)` (or `mod_alloc`, or the PSUM variants): where each logical
     tile of the tensor goes.  `place(idx, pdim_size, fdim_bytes)` gives a block index's
     (partition, byte) address; the legacy frontend places each tile there (`nl.ndarray(
-    address=...)`'s model), so tiles given the same bytes supersede one another as on hardware."""
+    address=...)`'s model), so tiles given the same bytes share them as on hardware."""
 
     __slots__ = ("buffer", "_func")
 

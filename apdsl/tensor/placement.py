@@ -14,9 +14,13 @@ and S bytes a partition at (p, f) covers partitions p..p+P-1, bytes f..f+S-1 of 
 What they leave open, apdsl refuses: an address on HBM (it has no partitions), a free offset
 that is not a whole number of the dtype's elements (`sbuf_min_align` has no published value).
 The docs' own examples let a tensor be placed over an earlier one still referenced (the
-allocator reference's `buf4` over `buf2`): the user manages the bytes, so the newer tensor
-takes them and the older one may no longer be used (APK166), rather than apdsl modelling two
-live tensors sharing bytes.  apdsl places tensors without an address itself, at addresses
+allocator reference's `buf4` over `buf2`), and the NKI library allocates rings of tiles at
+addresses taken modulo the ring (`ModularAllocator`: all of a ring's tiles made at once, used in
+turn): the user manages the bytes, and two tensors over the same bytes are two names for them.
+So both stay live, each knows the placed tensors it `overlaps`, and a write through one is
+copied into the others at the same (partition, byte) addresses
+(`apdsl.runtime.core.written.share`): a tensor read after an overlapping one wrote its bytes
+reads that data, as on hardware.  apdsl places tensors without an address itself, at addresses
 hardware does not fix (the compiler places them around the placed ones, and so does apdsl): a
 placed tensor over one of those moves apdsl's choice out of the way (`apdsl.tensor.room`),
 and only when no room is left for them is it refused (APK165).
@@ -37,16 +41,16 @@ ADDRESS = ("address", 4)
 
 
 class PlacedStorage(Storage):
-    """Storage at an explicit (partition, byte) address.  `superseded` says which later
-    placement took its bytes (then it is freed)."""
+    """Storage at an explicit (partition, byte) address.  `overlaps`: weak references to the
+    other placed storages over some of its bytes (both ways)."""
 
-    __slots__ = ("partition", "at", "superseded")
+    __slots__ = ("partition", "at", "overlaps")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: str, at: tuple[int, int],
                  *, name: str = "", span: Any = None) -> None:
         self.at = at
         self.partition = at[0]
-        self.superseded: tuple | None = None
+        self.overlaps: list[weakref.ref[PlacedStorage]] = []
         super().__init__(shape, dtype, buffer, name=name, span=span)
 
     def _account(self) -> int:
@@ -92,14 +96,15 @@ class PlacedStorage(Storage):
             hit = start < f0 + size and f0 < start + length
             if isinstance(old, PlacedStorage):
                 if hit and _meet(mine, range(old.partition, old.partition + old.shape[0])):
-                    taken.append((sid, old))  # the newer placement takes its bytes
+                    taken.append((sid, old))  # the two share those bytes
                     continue
             elif hit and _meet(mine, range(old.shape[0] if old.shape else 1)):
                 movers.append((sid, start, length))
         if movers:
-            _make_room(accounting, self, size, movers, {sid for sid, _ in taken}, cap, refuse)
+            _make_room(accounting, self, size, movers, cap, refuse)
         for _, old in taken:
-            _supersede(old, self)
+            old.overlaps.append(weakref.ref(self))
+            self.overlaps.append(weakref.ref(old))
         accounting.claim(self.id, self.buffer, f0, size, weakref.ref(self))
         self._accounting = accounting
         return f0
@@ -110,7 +115,7 @@ def _meet(a: range, b: range) -> bool:
 
 
 def _make_room(accounting: Any, new: PlacedStorage, size: int,
-               movers: list[tuple[int, int, int]], gone: set[int], capacity: int | None,
+               movers: list[tuple[int, int, int]], capacity: int | None,
                refuse: Any) -> None:
     """Move the tensors apdsl placed itself (`movers`: id, start, size) off the bytes `new`
     takes (`apdsl.tensor.room`); when they do not fit, move all of apdsl's own tensors of the
@@ -119,7 +124,7 @@ def _make_room(accounting: Any, new: PlacedStorage, size: int,
     bank = new.target.psum_bank_bytes if buffer == "psum" else None
     cap = capacity if capacity is not None else 1 << 62
     here = (new.at[1], size)
-    live = [b for b in accounting.live.get(buffer, ()) if b[0] not in gone]
+    live = accounting.live.get(buffer, [])
     mine = {sid for sid, _, _ in movers}
     moved = room.plan([here, *((s, n) for sid, s, n in live if sid not in mine)], movers,
                       cap, bank)
@@ -157,27 +162,6 @@ def _no_room(accounting: Any, new: PlacedStorage, placed: list[room.Block],
            "them), or place fewer tensors by hand", tuple(
                f"placed without address=: {accounting.owner(sid).describe()}, {n} bytes a "
                "partition" for sid, _, n in sorted(auto, key=lambda b: -b[2])[:4]))
-
-
-def _supersede(old: PlacedStorage, new: PlacedStorage) -> None:
-    # (the newer tensor's name is read when the message is made: `.apk` names a storage after
-    # the variable it is assigned to, which happens after the allocation)
-    old.superseded = (weakref.ref(new), new.name, new.at, getattr(new.span, "line", None),
-                      old.at)
-    old.free()
-
-
-def superseded(storage: Any) -> str | None:
-    """Why a freed storage is gone when a later placement took its bytes (else None)."""
-    why = getattr(storage, "superseded", None)
-    if why is None:
-        return None
-    ref, name, at, line, own = why
-    new = ref()
-    name = new.name if new is not None else name
-    where = f" at line {line}" if line else ""
-    return (f"whose bytes {name} took: {name} was placed at address ({at[0]}, {at[1]}){where}, "
-            f"over {storage.name} at ({own[0]}, {own[1]})")
 
 
 def partition_offset(storage: Any) -> int:

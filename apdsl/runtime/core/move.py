@@ -59,14 +59,16 @@ def prepare_write(acc: Access, op: str, role: str) -> None:
     check_unique(acc, op, role)
 
 
-def store(acc: Access, values: np.ndarray) -> None:
-    """Write `values` (any dtype; cast by the float32 rule) in logical row-major order."""
+def store(acc: Access, values: np.ndarray, wrote: np.ndarray | None = None) -> None:
+    """Write `values` (any dtype; cast by the float32 rule) in logical row-major order.
+    `wrote`: a masked write, whose `values` keep the elements it does not change (see
+    `mark_written`)."""
     try:
         values = cast(values, acc.dtype)
         if values.shape != acc.shape:
             values = values.reshape(acc.shape)
         acc.write(values)
-        mark_written(acc)
+        mark_written(acc, wrote)
     except MemoryError as e:
         raise oom("write", "dst", acc.storage, e) from None
 

@@ -27,7 +27,6 @@ from ...tensor.layout import (
     terms_injective,
 )
 from ...tensor.machine import current
-from ...tensor.placement import superseded
 from ...tensor.registers import VirtualRegister
 from . import psum, trace
 from .access import Access, Indexed, Pieces, Rows, RowsPlan, Strided, fmt_coord, oom
@@ -118,10 +117,6 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
 
 def check_live(t: Any, op: str, role: str) -> None:
     storage = t.storage
-    if storage.freed and superseded(storage):  # an address= placement took its bytes
-        raise _err("APK166", f"{op}: {role} {t.name} uses storage {storage.name}, "
-                   f"{superseded(storage)}", tensor=storage.name,
-                   help="use the tensor placed there, or place the two apart")
     if storage.freed:
         if getattr(storage, "queued", False):  # a TQue buffer's tensor after free_tensor
             raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which "

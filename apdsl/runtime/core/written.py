@@ -16,10 +16,11 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError
 from ...tensor.machine import current
+from ...tensor.placement import PlacedStorage
 from ...tensor.storage import Storage
 from ..table import TABLE
 from . import psum, unwritten
-from .access import Access, fmt_coord, units_of
+from .access import Access, _mask_at, fmt_coord, units_of
 
 # Units newly marked written per partly written storage (see `mark_written`).
 _written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
@@ -192,9 +193,11 @@ def _refine(storage: Storage, bits: int) -> None:
         storage.taint.ids = np.repeat(storage.taint.ids, ratio)
 
 
-def mark_written(acc: Access) -> None:
+def mark_written(acc: Access, wrote: np.ndarray | None = None) -> None:
     """The instruction under way wrote every element of `acc`: they are written, except those
-    that depend on unwritten data it read (`unwritten`), which it leaves unwritten."""
+    that depend on unwritten data it read (`unwritten`), which it leaves unwritten.  `wrote`
+    (logical shape): a masked write stored the whole of `acc` but changed only these elements
+    (the caller then sets the others' state with `set_written`)."""
     storage = acc.storage
     if storage.buffer == "psum":
         psum.note_write(acc)
@@ -202,6 +205,8 @@ def mark_written(acc: Access) -> None:
         _mark(acc, storage)
     if current().taint is not None:
         _poison(acc)
+    if type(storage) is PlacedStorage and storage.overlaps:
+        share(acc, wrote)
 
 
 def _mark(acc: Access, storage: Storage) -> None:
@@ -226,6 +231,83 @@ def note_written_view(acc: Access) -> None:
     """Check mode: the elements of `acc` count as written (no data moved, no PSUM state)."""
     if not acc.storage.all_written:
         _mark(acc, acc.storage)
+    storage = acc.storage
+    if type(storage) is PlacedStorage and storage.overlaps:
+        share(acc, None, data=False)
+
+
+def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) -> None:
+    """Placed tensors over the same bytes are names of those bytes (`apdsl.tensor.placement`):
+    the bytes the write through `acc` left written (of the elements in `wrote`, when given)
+    are copied into every live placed storage overlapping its storage, at the same
+    (partition, byte) addresses, and the units they cover whole count as written there.
+    Bytes of elements left unwritten are not copied: they do not hold what hardware holds.
+    `data=False` (check mode): the written state only."""
+    storage = acc.storage
+    others = [o for o in (r() for r in storage.overlaps) if o is not None and not o.freed]
+    if not others:
+        return
+    offsets = np.asarray(acc.offsets(), np.int64).reshape(-1)
+    if wrote is not None:
+        offsets = offsets[np.asarray(wrote, bool).reshape(-1)]
+    if not storage.all_written and offsets.size:
+        offsets = offsets[np.asarray(_mask_at(storage, acc.dtype, offsets), bool).reshape(-1)]
+    if not offsets.size:
+        return
+    bits = acc.dtype.bits
+    row = storage.nbytes // storage.shape[0]
+    if bits >= 8:
+        width = bits // 8
+        flat = (offsets[:, None] * width + np.arange(width)).reshape(-1)
+        for other in others:
+            _copy_bytes(storage, other, flat, row, data)
+        return
+    # elements narrower than a byte: each position within the byte on its own, so two
+    # elements of one byte are both kept; the units they cover are not marked (conservative)
+    per = 8 // bits
+    for j in range(per):
+        part = offsets[offsets % per == j]
+        if part.size:
+            for other in others:
+                _copy_bits(storage, other, part // per, row, bits, j, data)
+
+
+def _targets(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(which of `src`'s flat byte indices fall in `dst`, their flat byte indices in `dst`)."""
+    part = src.at[0] + flat // row - dst.at[0]
+    col = src.at[1] + flat % row - dst.at[1]
+    drow = dst.nbytes // dst.shape[0]
+    keep = (part >= 0) & (part < dst.shape[0]) & (col >= 0) & (col < drow)
+    return keep, part[keep] * drow + col[keep]
+
+
+def _copy_bytes(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int,
+                data: bool) -> None:
+    keep, at = _targets(src, dst, flat, row)
+    if not at.size:
+        return
+    if data:
+        dst.data[at] = src.data[flat[keep]]
+    if dst.all_written:
+        return
+    unit = dst.unit_bits
+    if unit >= 8:  # a unit is covered whole when all of its bytes were copied
+        units, count = np.unique(at // (unit // 8), return_counts=True)
+        units = units[count == unit // 8]
+    else:
+        units = (at[:, None] * (8 // unit) + np.arange(8 // unit)).reshape(-1)
+    if units.size:
+        _assign_units(dst, units, np.ones(units.shape, bool))
+
+
+def _copy_bits(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int,
+               bits: int, j: int, data: bool) -> None:
+    keep, at = _targets(src, dst, flat, row)
+    if not at.size or not data:
+        return
+    field = ((1 << bits) - 1) << (bits * j)
+    dst.data[at] = (dst.data[at] & ~field & 0xFF) | (src.data[flat[keep]] & field)
 
 
 def note_written_whole(storage: Storage) -> None:

@@ -97,7 +97,7 @@ class Prepared:
         where = np.asarray(where, bool).reshape(acc.shape)
         before = acc.written()
         current = acc.read()  # no init check: the elements kept are not read by the engine
-        ex.store(acc, np.where(where, np.asarray(values).reshape(acc.shape), current))
+        ex.store(acc, np.where(where, np.asarray(values).reshape(acc.shape), current), where)
         if before is not True or unwritten.pending() is not None:
             # the kept elements keep their state; the written ones depend on the inputs
             was = True if before is True else np.asarray(before, bool).reshape(acc.shape)

@@ -67,6 +67,6 @@ def nonzero_with_count(dst: Tensor, src: Tensor, index_offset: Any = 0, padding_
     where[rows, :] = True
     before = acc.written()
     values = ex.cast(out.astype(np.int32).reshape(acc.shape), acc.dtype)
-    ex.store(acc, np.where(where.reshape(acc.shape), values, acc.read()))
+    ex.store(acc, np.where(where.reshape(acc.shape), values, acc.read()), where)
     if before is not True:
         ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where.reshape(acc.shape))

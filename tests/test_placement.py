@@ -564,3 +564,30 @@ def test_a_predicated_write_through_one_name_changes_only_the_chosen_bytes_of_th
     x, y = rng.standard_normal((2, 32, 16), dtype=np.float32)
     m = (rng.random((32, 16)) < 0.3).astype(np.uint8)
     np.testing.assert_array_equal(kernel(x, y, m), np.where(m.astype(bool), y, x))
+
+
+def test_int4_elements_written_through_an_overlapping_tile_change_only_their_nibbles():
+    # b's bytes 2.. are a's bytes 2..: b's columns 0..2 are a's columns 4..6, and column 2
+    # of b is the low nibble of a byte whose high nibble (a's column 7) b does not write
+    import ml_dtypes
+
+    import apdsl.nki as nki
+    import apdsl.nki.isa as nisa
+    import apdsl.nki.language as nl
+
+    @nki.jit
+    def kernel(x, y):
+        a = nl.ndarray((4, 8), dtype=nl.int4, buffer=nl.sbuf, address=(0, 0))
+        nisa.dma_copy(dst=a, src=x)
+        b = nl.ndarray((4, 8), dtype=nl.int4, buffer=nl.sbuf, address=(0, 2))
+        nisa.dma_copy(dst=b[:, 0:3], src=y[:, 0:3])
+        out = nl.ndarray((4, 8), dtype=nl.int4, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    x = np.arange(32, dtype=np.int8).reshape(4, 8) % 7
+    y = -(np.arange(32, dtype=np.int8).reshape(4, 8) % 5) - 1
+    want = x.copy()
+    want[:, 4:7] = y[:, 0:3]
+    got = kernel(x.astype(ml_dtypes.int4), y.astype(ml_dtypes.int4))
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int8), want)

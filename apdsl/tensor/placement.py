@@ -103,6 +103,8 @@ class PlacedStorage(Storage):
         if movers:
             _make_room(accounting, self, size, movers, cap, refuse)
         for _, old in taken:
+            # (a tensor of a past loop iteration is dropped from the lists when they are read:
+            # `written.share`)
             old.overlaps.append(weakref.ref(self))
             self.overlaps.append(weakref.ref(old))
         accounting.claim(self.id, self.buffer, f0, size, weakref.ref(self))

@@ -245,7 +245,13 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
     `data=False` (check mode): the written state only."""
     storage = acc.storage
     others = [o for o in (r() for r in storage.overlaps) if o is not None and not o.freed]
+    if len(others) < len(storage.overlaps):  # (tensors of past iterations: gone for good)
+        storage.overlaps[:] = [weakref.ref(o) for o in others]
     if not others:
+        return
+    if wrote is None and storage.all_written and acc.size * acc.dtype.bits >= storage.nbytes * 8:
+        for other in others:  # the whole storage written: rectangles of bytes
+            _copy_whole(storage, other, data)
         return
     offsets = np.asarray(acc.offsets(), np.int64).reshape(-1)
     if wrote is not None:
@@ -272,6 +278,44 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
                 _copy_bits(storage, other, part // per, row, bits, j, data)
 
 
+def _copy_whole(src: PlacedStorage, dst: PlacedStorage, data: bool) -> None:
+    """All of `src` was written: the rectangle of (partition, byte) both cover, copied."""
+    srow, drow = src.nbytes // src.shape[0], dst.nbytes // dst.shape[0]
+    p0, p1 = max(src.at[0], dst.at[0]), min(src.at[0] + src.shape[0], dst.at[0] + dst.shape[0])
+    b0, b1 = max(src.at[1], dst.at[1]), min(src.at[1] + srow, dst.at[1] + drow)
+    if p0 >= p1 or b0 >= b1:
+        return
+    if data:
+        s2 = src.data.reshape(src.shape[0], srow)
+        d2 = dst.data.reshape(dst.shape[0], drow)
+        d2[p0 - dst.at[0]:p1 - dst.at[0], b0 - dst.at[1]:b1 - dst.at[1]] = \
+            s2[p0 - src.at[0]:p1 - src.at[0], b0 - src.at[1]:b1 - src.at[1]]
+    if dst.all_written:
+        return
+    if (p1 - p0, b1 - b0) == (dst.shape[0], drow):
+        note_written_whole(dst)
+        return
+    rows = np.arange(p0 - dst.at[0], p1 - dst.at[0])[:, None] * drow
+    flat = (rows + np.arange(b0 - dst.at[1], b1 - dst.at[1])).reshape(-1)
+    _mark_bytes(dst, flat)
+
+
+def _mark_bytes(dst: PlacedStorage, at: np.ndarray) -> None:
+    """The units of `dst` whose bytes are all among `at` (distinct flat byte indices) are
+    written."""
+    unit = dst.unit_bits
+    if unit >= 8:  # a unit is covered whole when all of its bytes were copied
+        per = unit // 8
+        units = at // per
+        if per > 1:
+            count = np.bincount(units, minlength=dst.units_total)
+            units = np.flatnonzero(count == per)
+    else:
+        units = (at[:, None] * (8 // unit) + np.arange(8 // unit)).reshape(-1)
+    if units.size:
+        _assign_units(dst, units, np.ones(units.shape, bool))
+
+
 def _targets(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int
              ) -> tuple[np.ndarray, np.ndarray]:
     """(which of `src`'s flat byte indices fall in `dst`, their flat byte indices in `dst`)."""
@@ -289,16 +333,8 @@ def _copy_bytes(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: i
         return
     if data:
         dst.data[at] = src.data[flat[keep]]
-    if dst.all_written:
-        return
-    unit = dst.unit_bits
-    if unit >= 8:  # a unit is covered whole when all of its bytes were copied
-        units, count = np.unique(at // (unit // 8), return_counts=True)
-        units = units[count == unit // 8]
-    else:
-        units = (at[:, None] * (8 // unit) + np.arange(8 // unit)).reshape(-1)
-    if units.size:
-        _assign_units(dst, units, np.ones(units.shape, bool))
+    if not dst.all_written:
+        _mark_bytes(dst, at)
 
 
 def _copy_bits(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int,
@@ -306,8 +342,8 @@ def _copy_bits(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: in
     keep, at = _targets(src, dst, flat, row)
     if not at.size or not data:
         return
-    field = ((1 << bits) - 1) << (bits * j)
-    dst.data[at] = (dst.data[at] & ~field & 0xFF) | (src.data[flat[keep]] & field)
+    field = np.uint8(((1 << bits) - 1) << (bits * j))
+    dst.data[at] = (dst.data[at] & ~field) | (src.data[flat[keep]] & field)
 
 
 def note_written_whole(storage: Storage) -> None:

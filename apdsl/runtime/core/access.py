@@ -68,7 +68,7 @@ class Access:
     def written(self) -> np.ndarray | bool:
         """True when every touched unit is written, else a logical-shaped bool array (only
         computed on the slow path)."""
-        ok = _mask_at(self.storage, self.dtype, self.offsets())
+        ok = mask_at(self.storage, self.dtype, self.offsets())
         return True if ok.all() else ok
 
     def mark(self) -> int:
@@ -99,7 +99,8 @@ def units_of(dtype: DType, storage: Storage, offsets: np.ndarray) -> np.ndarray:
     return offsets[..., None] * r + np.arange(r)
 
 
-def _mask_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> np.ndarray:
+def mask_at(storage: Storage, dtype: DType, offsets: np.ndarray) -> np.ndarray:
+    """Written yet? for the view elements of `dtype` at storage `offsets` (their shape)."""
     ok = storage.mask[units_of(dtype, storage, offsets)]
     return ok.all(axis=-1) if dtype.bits > storage.unit_bits else ok
 

@@ -20,7 +20,7 @@ from ...tensor.placement import PlacedStorage
 from ...tensor.storage import Storage
 from ..table import TABLE
 from . import psum, unwritten
-from .access import Access, _mask_at, fmt_coord, units_of
+from .access import Access, fmt_coord, mask_at, units_of
 
 # Units newly marked written per partly written storage (see `mark_written`).
 _written_count: weakref.WeakKeyDictionary[Storage, int] = weakref.WeakKeyDictionary()
@@ -257,7 +257,7 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
     if wrote is not None:
         offsets = offsets[np.asarray(wrote, bool).reshape(-1)]
     if not storage.all_written and offsets.size:
-        offsets = offsets[np.asarray(_mask_at(storage, acc.dtype, offsets), bool).reshape(-1)]
+        offsets = offsets[np.asarray(mask_at(storage, acc.dtype, offsets), bool).reshape(-1)]
     if not offsets.size:
         return
     bits = acc.dtype.bits

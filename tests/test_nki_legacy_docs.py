@@ -280,3 +280,19 @@ def test_a_partly_written_result_quotes_the_garbage_rule():
     with raises_code("APK180") as err:
         k(np.zeros((4, 4), np.float32))
     assert any("Unwritten output tensor will have garbage data" in n for n in err.value.notes)
+
+
+def test_a_legacy_double_row_matmul_returns_m_by_n():
+    # the SDK's test: stationary [128, 2, 1], moving [128, 2, 512] -> [1, 512], golden
+    # np.einsum("kli,klj->ij")
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+        c = nisa.nc_matmul(nl.load(a), nl.load(b), perf_mode="double_row_gen3")
+        nl.store(out, value=c)
+        return out
+
+    a = RNG.integers(-3, 4, (128, 2, 3)).astype(np.float32)
+    b = RNG.integers(-3, 4, (128, 2, 40)).astype(np.float32)
+    a8, b8 = a.astype(nl.float8_e5m2), b.astype(nl.float8_e5m2)
+    np.testing.assert_array_equal(k(a8, b8), np.einsum("kli,klj->ij", a, b))

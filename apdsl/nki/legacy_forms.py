@@ -71,7 +71,11 @@ def _matmul(b: Bound) -> Result:
     if b.get("is_transpose"):
         m = b["moving"]
         return (prod(_shape(m)[1:]), _shape(m)[0]), m.dtype, "psum"
-    return (prod(_shape(b["stationary"])[1:]), prod(_shape(b["moving"])[1:])), \
+    # double_row splits K over the partitions and the first free dim of 2 (the isa docstring:
+    # stationary [128, 2, M], moving [128, 2, N] give dst [M, N])
+    mode = getattr(b.get("perf_mode"), "name", b.get("perf_mode"))
+    k = 2 if mode in ("double_row", "double_row_gen3") else 1
+    return (prod(_shape(b["stationary"])[k:]), prod(_shape(b["moving"])[k:])), \
         to_dtype("float32"), "psum"
 
 

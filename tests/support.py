@@ -78,6 +78,28 @@ def error_code(fn) -> str | None:
     return None
 
 
+def lowered_rows(folder: str | os.PathLike, source: str, inputs: dict, *extra: str
+                 ) -> list[dict]:
+    """`apdsl lower --json` of the kernel file `source` (written as kern.py in `folder`) on
+    `inputs` (name -> array): each instruction and its operands' access patterns, the tensors'
+    names, lines and files left out, so that two spellings of one kernel compare equal."""
+    import numpy as np
+    with open(os.path.join(folder, "kern.py"), "w", encoding="utf-8") as f:
+        f.write(source)
+    args: list[str] = []
+    for name, arr in inputs.items():
+        np.save(os.path.join(folder, f"{name}.npy"), arr)
+        args += ["-i", f"{name}={name}.npy"]
+    proc = apdsl_in_process("lower", "kern.py", *args, "--json", *extra, cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    for row in rows:
+        row.pop("line"), row.pop("file")
+        for operand in row["operands"].values():
+            operand.pop("tensor")
+    return rows
+
+
 def apdsl_in_process(*args: str, cwd: str | os.PathLike | None = None
                      ) -> subprocess.CompletedProcess:
     """`apdsl ARGS` run by the command line's own `main` inside the test's process: its exit

@@ -22,7 +22,7 @@ import apdsl.nki.isa as nisa
 import apdsl.nki.language as nl
 from apdsl.errors import ApdslError
 from apdsl.tensor.grid_view import IndexedTile
-from tests.support import raises_code
+from tests.support import lowered_rows, raises_code
 
 ROOT = Path(__file__).resolve().parent.parent
 RNG = np.random.default_rng(7)
@@ -349,19 +349,8 @@ def k(a_t, b, x):
 
 
 def _lower(tmp_path: Path, source: str) -> list[dict]:
-    (tmp_path / "kern.py").write_text(source)
-    for name, arr in (("a_t", rand(256, 128)), ("b", rand(256, 512)), ("x", rand(128, 512))):
-        np.save(tmp_path / f"{name}.npy", arr)
-    proc = subprocess.run([sys.executable, "-m", "apdsl", "lower", "kern.py", "-i",
-                           "a_t=a_t.npy", "-i", "b=b.npy", "-i", "x=x.npy", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    for row in rows:  # what is compared: the instruction and its operands' access patterns
-        row.pop("line"), row.pop("file")
-        for operand in row["operands"].values():
-            operand.pop("tensor")
-    return rows
+    return lowered_rows(tmp_path, source, {"a_t": rand(256, 128), "b": rand(256, 512),
+                                           "x": rand(128, 512)})
 
 
 def test_legacy_and_current_forms_lower_to_the_same_instructions(tmp_path):

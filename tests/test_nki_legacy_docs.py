@@ -7,38 +7,18 @@ the legacy form's."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support import apdsl_in_process, raises_code
+from support import apdsl_in_process, lowered_rows, raises_code
 
 import apdsl.nki as nki
 import apdsl.nki.isa as nisa
 import apdsl.nki.language as nl
 
 RNG = np.random.default_rng(11)
-
-
-def _lowered(tmp_path: Path, source: str, inputs: dict[str, np.ndarray], *extra: str
-             ) -> list[dict]:
-    """`apdsl lower --json` of a kernel file: each instruction and its operands' access
-    patterns (the tensors' names, lines and files left out: two forms name them apart)."""
-    (tmp_path / "kern.py").write_text(textwrap.dedent(source))
-    args = []
-    for name, arr in inputs.items():
-        np.save(tmp_path / f"{name}.npy", arr)
-        args += ["-i", f"{name}={name}.npy"]
-    proc = apdsl_in_process("lower", "kern.py", *args, "--json", *extra, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    for row in rows:
-        row.pop("line"), row.pop("file")
-        for operand in row["operands"].values():
-            operand.pop("tensor")
-    return rows
 
 
 def _run(tmp_path: Path, source: str, inputs: dict[str, np.ndarray], *extra: str):
@@ -92,8 +72,8 @@ def test_legacy_dma_transpose_takes_dge_mode_as_its_docstring_says(tmp_path, mod
     proc = _run(tmp_path, legacy, {"a": a})
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), a.T)
-    rows = _lowered(tmp_path, legacy, {"a": a})
-    assert rows == _lowered(tmp_path, CURRENT_TRANSPOSE.replace("MODE", mode), {"a": a})
+    rows = lowered_rows(tmp_path, textwrap.dedent(legacy), {"a": a})
+    assert rows == lowered_rows(tmp_path, textwrap.dedent(CURRENT_TRANSPOSE.replace("MODE", mode)), {"a": a})
     assert rows[0]["op"] == "dma_transpose"
 
 
@@ -179,9 +159,9 @@ def test_legacy_and_current_local_gather_lower_alike(tmp_path):
         """), "    ")
     inputs = {"src": RNG.standard_normal((32, 16)).astype(np.float32),
               "index": (RNG.integers(0, 8, (32, 2)) * 2).astype(np.uint16)}
-    rows = _lowered(tmp_path, legacy, inputs)
+    rows = lowered_rows(tmp_path, textwrap.dedent(legacy), inputs)
     assert [r["op"] for r in rows] == ["dma_copy", "dma_copy", "local_gather", "dma_copy"]
-    assert rows == _lowered(tmp_path, current, inputs)
+    assert rows == lowered_rows(tmp_path, textwrap.dedent(current), inputs)
 
 
 # -- nl.par_dim in an HBM shape -----------------------------------------------------------------

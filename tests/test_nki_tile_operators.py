@@ -5,9 +5,6 @@ new tile as the `nl` function.  Kernels written for these tests; NumPy is the or
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +13,7 @@ import pytest
 import apdsl
 import apdsl.nki as nki
 import apdsl.nki.language as nl
-from tests.support import raises_code
+from tests.support import lowered_rows, raises_code
 
 RNG = np.random.default_rng(11)
 
@@ -125,19 +122,7 @@ def k(a, b):
 
 
 def _lower(tmp_path: Path, source: str) -> list[dict]:
-    (tmp_path / "kern.py").write_text(source)
-    np.save(tmp_path / "a.npy", rand(128, 64))
-    np.save(tmp_path / "b.npy", rand(128, 64))
-    proc = subprocess.run([sys.executable, "-m", "apdsl", "lower", "kern.py", "-i", "a=a.npy",
-                           "-i", "b=b.npy", "--json"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    for row in rows:
-        row.pop("line"), row.pop("file")
-        for operand in row["operands"].values():
-            operand.pop("tensor")
-    return rows
+    return lowered_rows(tmp_path, source, {"a": rand(128, 64), "b": rand(128, 64)})
 
 
 def test_operators_lower_as_the_nl_functions(tmp_path: Path) -> None:

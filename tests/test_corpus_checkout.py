@@ -283,10 +283,17 @@ def late_outer(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nl.store(out, late_inner(nl.load(a)))
     return out
+
+
+@nki.jit
+def never_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 4.0))
+    return out
 '''
 
 API = '''
-from mylib.ops.blocks import late_outer, outer_kernel
+from mylib.ops.blocks import late_outer, never_kernel, outer_kernel
 
 
 def run_block(a):
@@ -295,6 +302,10 @@ def run_block(a):
 
 def run_late(a):
     return late_outer(a)
+
+
+def run_never(a):
+    return never_kernel(a)
 '''
 
 BROKEN = '''
@@ -340,6 +351,32 @@ def test_broken_then_late():
     x = np.ones((4, 4), np.float32)
     broken_kernel(x)  # refused: the test stops here
     np.testing.assert_allclose(run_late(x), 3.0 * x)
+
+
+def test_late_alone():
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_allclose(run_late(x), 3.0 * x)
+'''
+
+NEVER_TESTS = '''
+import numpy as np
+
+from mylib.ops.api import run_never
+from mylib.other.broken import broken_kernel
+
+
+def test_broken_then_never():
+    broken_kernel(np.ones((4, 4), np.float32))
+    run_never(np.ones((4, 4), np.float32))
+
+
+def test_broken_again_then_never():
+    broken_kernel(np.ones((4, 4), np.float32))
+    run_never(np.ones((4, 4), np.float32))
+
+
+def test_never_alone():  # not run: the tests before stopped twice at the same line
+    np.testing.assert_allclose(run_never(np.ones((4, 4), np.float32)), 4.0)
 '''
 
 
@@ -355,6 +392,7 @@ def test_kernels_reached_through_wrappers_and_other_kernels(tmp_path: Path) -> N
     _write(tmp_path / "test" / "test_blocks_common.py", BLOCKS_COMMON)
     _write(tmp_path / "test" / "test_blocks.py", BLOCKS_TESTS)
     _write(tmp_path / "test" / "test_late.py", LATE_TESTS)
+    _write(tmp_path / "test" / "test_never.py", NEVER_TESTS)
     folder = os.path.realpath(tmp_path / "src" / "mylib" / "ops")
     entries = {e.qualname: e for e in run.discover(folder)}
     assert [(d.kind, os.path.basename(d.file)) for d in entries["inner_kernel"].drivers] == \
@@ -366,10 +404,14 @@ def test_kernels_reached_through_wrappers_and_other_kernels(tmp_path: Path) -> N
     assert got["outer_kernel"]["status"] == "matches", got
     assert got["inner_kernel"]["status"] == "matches", got
     assert got["inner_kernel"]["driver"] == "pytest:test/test_blocks.py"
-    # the test stopped at another kernel's refusal before reaching these: not their error
+    # the first test stopped at another kernel's refusal before reaching these: not their
+    # error, and the file's next test measures them
     for name in ("late_outer", "late_inner"):
-        assert got[name]["status"] == "no inputs", got
-        assert "APK144" in got[name]["detail"], got
+        assert got[name]["status"] == "matches", got
+    # two tests stopping at the same line before the kernel: the rest would too (the file
+    # ends there), and what stopped them is said, not taken for the kernel's verdict
+    assert got["never_kernel"]["status"] == "no inputs", str(got["never_kernel"])
+    assert "APK144" in got["never_kernel"]["detail"], got
 
 
 def test_a_repository_kept_inside_another_checkout_imports_from_its_own_top(

@@ -228,6 +228,54 @@ def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:
     assert (kernel["status"], kernel["detail"]) == ("timeout", "no end within 3 s of CPU time")
 
 
+def test_time_running_out_before_the_kernel_is_reached_says_what_stopped_the_tests(
+        tmp_path: Path) -> None:
+    # the first test stops at another kernel's refusal, the second spins before it reaches
+    # the kernel: a timeout, naming the first test's stop
+    (tmp_path / "kern.py").write_text(textwrap.dedent('''
+        import nki
+        import nki.language as nl
+
+
+        @nki.jit
+        def odd_kernel(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.frobnicate(nl.load(a)))
+            return out
+
+
+        @nki.jit
+        def twice_kernel(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.multiply(nl.load(a), 2.0))
+            return out
+        '''))
+    (tmp_path / "test_kern.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+        from kern import odd_kernel, twice_kernel
+
+
+        def test_odd_then_twice():
+            odd_kernel(np.ones((4, 4), np.float32))
+            twice_kernel(np.ones((4, 4), np.float32))
+
+
+        def test_spin_then_twice():
+            while True:
+                pass
+            twice_kernel(np.ones((4, 4), np.float32))
+        '''))
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
+                           "--timeout", "4"], capture_output=True, text=True, timeout=120)
+    got = {k["kernel"]: k for k in json.loads(done.stdout)["kernels"]}
+    twice = got["kern.py::twice_kernel"]
+    assert twice["status"] == "timeout", twice
+    assert twice["detail"].startswith("no end within 4 s of CPU time; 1 test(s) of "
+                                      "pytest:test_kern.py stopped before reaching it, the "
+                                      "first at APK144"), twice
+
+
 def test_the_time_limit_counts_cpu_time_and_a_waiting_worker_ends_too(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from apdsl.surfaces.corpus import run

@@ -36,12 +36,16 @@ class _PytestRecorder:
         self.errors: list[BaseException] = []
         self.ran = 0
         self.session: Any = None
+        self.unreached: set[tuple[str, str]] = set()  # where tests stopped before the kernel
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
 
-    def pytest_exception_interact(self, node: Any, call: Any, report: Any) -> None:
-        if call.excinfo is not None:
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
+        # (before the report is logged: pytest_exception_interact comes after it)
+        import pytest
+        if call.excinfo is not None and call.when in ("setup", "call") and \
+                not call.excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             self.errors.append(call.excinfo.value)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
@@ -51,7 +55,22 @@ class _PytestRecorder:
             if report.failed and error is None:
                 error = RuntimeError(str(report.longrepr)[:300])
             self.watch.test_ended(report.nodeid, error)
-            if self.adapter.active and self.watch.reached and self.session is not None:
+            if self.session is None:
+                return
+            if not self.watch.reached:
+                # a test stopping at another kernel before this one is reached is not this
+                # kernel's outcome: the next test may reach it (pytest's -x would end here),
+                # unless it stops where an earlier one did (the tests share that path)
+                if error is not None:
+                    why = classify(error, self.watch.root)
+                    place = (why.code, why.where or why.detail)
+                    if place in self.unreached:
+                        self.session.shouldstop = "the tests stop at the same place"
+                    self.unreached.add(place)
+                return
+            if report.failed:
+                self.session.shouldstop = "the kernel's verdict is known"
+            elif self.adapter.active:
                 # a harness's parametrised sweep: the first test that runs the kernel
                 # measures it (the rest are the same kernel at other shapes)
                 self.session.shouldstop = "the kernel is measured"
@@ -90,7 +109,7 @@ def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException
     adapter = OrchestratorAdapter(watch)
     recorder = _PytestRecorder(watch, adapter)
     targets = driver["tests"] or [driver["file"]]
-    args = [*targets, "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
+    args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
     printed = io.StringIO()
     try:
@@ -238,8 +257,16 @@ def _interim(path: str | None, label: str) -> Callable[[Watch], None] | None:
     def note(watch: Watch) -> None:
         verdict = verdict_of(watch, label)
         if verdict is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump({**verdict.as_json(), "interim": True}, f)
+            kept = {**verdict.as_json(), "interim": True}
+        else:  # not reached yet: what stopped the tests before (said if time runs out)
+            stops = [e for e in watch.events if e.kind == "test" and not e.ok]
+            if not stops:
+                return
+            why = classify(stops[0].error, watch.root)
+            kept = {"unreached": f"{len(stops)} test(s) of {label} stopped before reaching "
+                                 f"it, the first at {why.code or why.status} {why.detail}"}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(kept, f)
     return note
 
 

@@ -74,6 +74,16 @@ The published fields (`pmax`, `psum_bank_fmax`, `psum_num_banks`, `gemm_stationa
 """, """
 x = nl.tile_size.psum_min_align
 """),
+    entry("APK155", "nl.fori_loop / nl.while_loop", """
+`nl.fori_loop(lower, upper, body_fun, step=1)` calls `body_fun(i)` for i in
+`range(lower, upper, step)`: the bounds are ints or registers (read when the loop starts, and
+32-bit, as the loop's compare-and-branch is), the step a positive int, and `i` a register
+holding the iteration's value. `nl.while_loop(init, body_fun)` runs while the condition
+register is nonzero, checked before each iteration: `init` is a register and the body returns
+the register of the next condition. Anything else is refused here, at the call.
+""", """
+nl.fori_loop(0, 8, lambda i: None, step=0)
+"""),
     entry("APK157", "nl.dynamic_range bounds", """
 `nl.dynamic_range(start, stop=None, step=1)` runs over int bounds here, as the other range
 functions; the step must be a positive int (the reference requires a positive compile-time

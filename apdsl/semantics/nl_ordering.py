@@ -10,18 +10,27 @@ loops) are not supported in a `no_reorder` block (the NKI language reference and
 loops deep dive), so one inside the block is refused (APK157) rather than run.
 
 The range functions of NKI (`affine_range`, `sequential_range`, `static_range`) are Python's
-`range`; the legacy API also gave them a `directives=` keyword, which takes `no_reorder()`."""
+`range`; the legacy API also gave them a `directives=` keyword, which takes `no_reorder()`.
+
+The compiled loops of NKI 0.6 (`nl.fori_loop`, `nl.while_loop`, the replacements of
+`dynamic_range`) run their body as the device would, once per iteration, with bounds and
+conditions read from registers when the loop (or the iteration) starts: apdsl executes a kernel
+in program order, so a register holds, at that point, the value the device would read."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import ApdslTypeError
+from ..tensor.registers import VirtualRegister
 from .tile_size import dynamic_range
 
 RANGES = ("affine_range", "sequential_range", "static_range")
-NAMES = ("no_reorder", "dynamic_range", *RANGES)
+NAMES = ("no_reorder", "dynamic_range", "fori_loop", "while_loop", *RANGES)
+INT32 = (-2 ** 31, 2 ** 31)  # a loop bound is compared by a 32-bit compare-and-branch
 
 
 class NoReorder:
@@ -62,6 +71,66 @@ def _ranged(name: str) -> Callable[..., range]:
     return ranged
 
 
+def _loop_error(message: str, **kw: Any) -> ApdslTypeError:
+    return ApdslTypeError(message, code="APK155", **kw)
+
+
+def _bound(value: Any, what: str) -> int:
+    """A `fori_loop` bound now: an int, or the value its register holds (APK410 when nothing
+    was loaded into it); 32-bit, as the loop's compare-and-branch is."""
+    if isinstance(value, VirtualRegister):
+        got = value.resolve(f"the loop's {what} bound", "fori_loop")
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        got = int(value)
+    else:
+        raise _loop_error(f"nl.fori_loop: {what} must be an int or a VirtualRegister, not "
+                          f"{type(value).__name__}",
+                          help="a bound held in a tensor is read with nisa.register_load "
+                          "into a register first")
+    if not INT32[0] <= got < INT32[1]:
+        raise _loop_error(f"nl.fori_loop: {what} = {got} does not fit 32 bits",
+                          notes=["the loop compiles into a 32-bit compare-and-branch"])
+    return got
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any],
+              step: int = 1) -> None:
+    """`nl.fori_loop(lower, upper, body_fun, step=1)`: `body_fun(i)` for i in
+    `range(lower, upper, step)`, i given as a register holding the iteration's value (the
+    body reads it as a `scalar_offset`, say; writing it does not change the loop).  The bounds
+    are ints or registers, read once when the loop starts; the step is a positive int."""
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
+        raise _loop_error(f"nl.fori_loop: step must be a positive int, got {step!r}",
+                          help="the reference requires a compile-time positive step")
+    if not callable(body_fun):
+        raise _loop_error(f"nl.fori_loop: body_fun must be a function of the index, not "
+                          f"{type(body_fun).__name__}")
+    for i in range(_bound(lower, "lower"), _bound(upper, "upper"), int(step)):
+        body_fun(VirtualRegister(i, name="i"))
+
+
+def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]) -> None:
+    """`nl.while_loop(init, body_fun)`: while the condition register is nonzero (checked
+    before each iteration, so a zero `init` runs nothing), `r = body_fun(r)`: the body gets
+    the condition's value in a register of its own and returns the register of the next
+    condition."""
+    if not isinstance(init, VirtualRegister):
+        raise _loop_error(f"nl.while_loop: init must be a VirtualRegister, not "
+                          f"{type(init).__name__}",
+                          help="nisa.register_alloc(value), or register_load from a tensor")
+    if not callable(body_fun):
+        raise _loop_error(f"nl.while_loop: body_fun must be a function of the condition "
+                          f"register, not {type(body_fun).__name__}")
+    condition = init
+    while (value := condition.resolve("the loop's condition", "while_loop")) != 0:
+        condition = body_fun(VirtualRegister(value, name="r"))
+        if not isinstance(condition, VirtualRegister):
+            raise _loop_error(
+                f"nl.while_loop: body_fun returned {type(condition).__name__}, not the "
+                "register of the next condition",
+                help="end the body with `return r` after loading the next condition into r")
+
+
 def make() -> dict[str, Callable[..., Any]]:
     """The ordering controls and range functions of one program (its open `no_reorder`
     blocks counted, for the `dynamic_range` rule)."""
@@ -84,6 +153,7 @@ def make() -> dict[str, Callable[..., Any]]:
 
     dynamic.__name__ = "dynamic_range"
     dynamic.__doc__ = dynamic_range.__doc__
-    out: dict[str, Callable[..., Any]] = {"no_reorder": no_reorder, "dynamic_range": dynamic}
+    out: dict[str, Callable[..., Any]] = {"no_reorder": no_reorder, "dynamic_range": dynamic,
+                                          "fori_loop": fori_loop, "while_loop": while_loop}
     out.update((name, _ranged(name)) for name in RANGES)
     return out

@@ -1,0 +1,135 @@
+"""NKI 0.6's compiled loops, `nl.fori_loop` and `nl.while_loop`: bounds and conditions read
+from registers loaded from the kernel's data, the body run once per iteration.  The kernels are
+written for these tests; NumPy (the same loop over the array) is the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import apdsl_in_process, raises_code
+
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+
+RNG = np.random.default_rng(23)
+
+
+@nki.jit
+def doubled_rows(data, count, lower, step):
+    """out[i] = 2 * data[i] for i in range(lower, count[0, 0], step), the other rows 0."""
+    rows, cols = data.shape
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=count)
+    n = nisa.register_alloc()
+    nisa.register_load(n, n_sb)
+    zeros = nl.ndarray((rows, cols), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out, src=zeros)
+    row = nl.ndarray((1, cols), dtype=data.dtype, buffer=nl.sbuf)
+
+    def body(i):
+        nisa.dma_copy(dst=row, src=data.ap([[cols, 1], [1, cols]], scalar_offset=i,
+                                           indirect_dim=0))
+        nisa.tensor_scalar(dst=row, data=row, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out.ap([[cols, 1], [1, cols]], scalar_offset=i, indirect_dim=0),
+                      src=row)
+
+    nl.fori_loop(lower, n, body, step=step)
+    return out
+
+
+@pytest.mark.parametrize("lower,step,count", [(0, 1, 5), (1, 2, 8), (3, 1, 2), (0, 1, 0),
+                                              (6, 3, 4), (0, 4, 7)])
+def test_fori_loop_runs_its_body_over_a_register_bound(lower, step, count):
+    data = RNG.standard_normal((8, 16)).astype(np.float32)
+    got = doubled_rows(data, np.array([[count]], np.int32), lower, step)
+    want = np.zeros_like(data)
+    for i in range(lower, count, step):
+        want[i] = 2 * data[i]
+    np.testing.assert_array_equal(got, want)
+
+
+@nki.jit
+def repeated_sum(value, count):
+    """acc = value added count[0, 0] times: the loop runs while the count register, decremented
+    on chip and loaded again by the body, is nonzero."""
+    acc = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    val = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=val, src=value)
+    left = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=left, src=count)
+    one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=one, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, left)
+
+    def body(r):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=val, op=nl.add)
+        nisa.tensor_tensor(dst=left, data1=left, data2=one, op=nl.subtract)
+        nisa.register_load(r, left)
+        return r
+
+    nl.while_loop(reg, body)
+    out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 17])
+def test_while_loop_runs_until_the_returned_register_is_zero(count):
+    value = np.array([[1.25]], np.float32)
+    got = repeated_sum(value, np.array([[count]], np.int32))
+    want = np.float32(0.0)
+    for _ in range(count):  # float32 additions in the kernel's order
+        want = np.float32(want + value[0, 0])
+    np.testing.assert_array_equal(got, [[want]])
+
+
+@nki.jit
+def misuse(a, how):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    if how == "step":
+        nl.fori_loop(0, 4, lambda i: None, step=0)
+    elif how == "float bound":
+        nl.fori_loop(0, 4.0, lambda i: None)
+    elif how == "wide bound":
+        nl.fori_loop(0, 2 ** 31, lambda i: None)
+    elif how == "unloaded register":
+        nl.fori_loop(0, nisa.register_alloc(), lambda i: None)
+    elif how == "while init":
+        nl.while_loop(3, lambda r: r)
+    elif how == "while returns nothing":
+        nl.while_loop(nisa.register_alloc(2), lambda r: None)
+    return out
+
+
+@pytest.mark.parametrize("how,code", [("step", "APK155"), ("float bound", "APK155"),
+                                      ("wide bound", "APK155"),
+                                      ("unloaded register", "APK410"),
+                                      ("while init", "APK155"),
+                                      ("while returns nothing", "APK155")])
+def test_a_misused_loop_is_refused_at_the_call(how, code):
+    with raises_code(code):
+        misuse(np.ones((4, 4), np.float32), how)
+
+
+def test_the_command_line_locates_the_refusal(tmp_path):
+    (tmp_path / "kern.py").write_text(
+        "import nki\n"
+        "import nki.language as nl\n"
+        "\n"
+        "\n"
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.fori_loop(0, 4, lambda i: None, step=-1)\n"
+        "    return out\n")
+    np.save(tmp_path / "a.npy", np.ones((4, 4), np.float32))
+    proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "APK155" in proc.stderr and "kern.py:8" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -30,7 +30,7 @@ from ..errors import ApdslTypeError, Span, ViewError
 from ..runtime.table.operators import OPERATORS
 from ..semantics import host as hosts
 from ..tensor.grid_view import IndexedTile
-from ..tensor.index_grid import Limits, Predicate, is_empty
+from ..tensor.index_grid import KEEPS_NOTHING, Limits, Predicate, is_empty
 from ..tensor.view import Tensor
 from . import legacy_divide, legacy_shapes
 from .legacy_forms import FORMS
@@ -50,11 +50,10 @@ _SKIPPED = object()  # a masked call that keeps no element
 
 
 def _mask_of(mask: Any) -> Predicate | None:
-    if mask is None or mask is True:
+    if mask is None or mask is True or mask is np.True_:
         return None
-    if mask is False:
-        raise ApdslTypeError("mask=False selects nothing: the instruction would do nothing",
-                             code="APK947", help="drop the call, or give a mask of indices")
+    if mask is False or mask is np.False_:  # (a comparison of loop indices: skip the call)
+        return KEEPS_NOTHING
     if not isinstance(mask, Predicate):
         raise ApdslTypeError(f"mask must be a predicate of nl.arange/nl.mgrid indices "
                              f"(e.g. (i_p < n) & (i_f < m)), not {type(mask).__name__}",
@@ -189,8 +188,21 @@ class Legacy:
         kw = form.convert(made)
 
         def issue(dst: Tensor, **extra: Any) -> None:
-            if not skipped:
-                self.host.issue(name, fn, (), {"dst": dst, **kw, **extra}, span)
+            if skipped:
+                return
+            # (the copies the compiler adds are the call's, at its line)
+            staged = {role: self._staged(kw[role], span) for role in form.staged
+                      if isinstance(kw.get(role), Tensor) and kw[role].buffer == "psum"}
+            kept = kw.get(form.keeps) if form.keeps else None
+            if isinstance(kept, Tensor) and kept.dtype != dst.dtype:
+                # the instruction writes kept's dtype, and a cast follows (tensor_copy)
+                out = self.host.allocate(tuple(dst.shape), kept.dtype, dst.buffer,
+                                         name=f"{dst.name}_{kept.dtype}")
+                self.host.issue(name, fn, (), {"dst": out, **kw, **staged, **extra}, span)
+                self.host.issue("tensor_copy", _impl("tensor_copy"), (),
+                                {"dst": dst, "src": out}, span)
+                return
+            self.host.issue(name, fn, (), {"dst": dst, **kw, **staged, **extra}, span)
 
         pending = PendingTile(self, name, shape, dtype, buffer, issue, assigned_name(), span,
                               mask, limits)
@@ -445,11 +457,16 @@ class Legacy:
             src = self._staged(src)
         b["dma_copy"](dst=dst, src=src)
 
-    def _staged(self, t: Tensor) -> Tensor:
+    def _staged(self, t: Tensor, span: Span | None = None) -> Tensor:
         """A PSUM tile copied to a new SBUF tile (tensor_copy), where an instruction cannot
-        take it from PSUM."""
+        take it from PSUM; the copy is at `span` when given (the user's call that needs it),
+        else at the line calling the function now."""
         staged = self.host.allocate(tuple(t.shape), t.dtype, "sbuf", name=f"{t.name}_sbuf")
-        self.host.builtins["tensor_copy"](dst=staged, src=t)
+        if span is not None:
+            self.host.issue("tensor_copy", _impl("tensor_copy"), (), {"dst": staged, "src": t},
+                            span)
+        else:
+            self.host.builtins["tensor_copy"](dst=staged, src=t)
         return staged
 
     def augmented(self, target: Any, op: str, value: Any) -> Any:

@@ -194,22 +194,36 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
 
 
 class Form:
-    """One legacy form: its signature, its result tile's rule, and its arguments as the
-    current instruction's keywords (default: the same names, `dtype` dropped)."""
+    """One legacy form: its signature, its result tile's rule, its arguments as the current
+    instruction's keywords (default: the same names, `dtype` dropped), and the operands a PSUM
+    tile of which the legacy compiler reads through SBUF (`staged`)."""
 
-    __slots__ = ("signature", "result", "convert")
+    __slots__ = ("signature", "result", "convert", "staged", "keeps")
 
     def __init__(self, stub: Callable[..., Any], result: Callable[[Bound], Result],
-                 convert: Callable[[Bound], Bound] | None = None) -> None:
+                 convert: Callable[[Bound], Bound] | None = None,
+                 staged: tuple[str, ...] = (), keeps: str | None = None) -> None:
         self.signature = inspect.signature(stub)
         self.result = result
         self.convert = convert or (lambda b: {k: v for k, v in b.items() if k != "dtype"})
+        self.staged = staged
+        # the operand whose dtype the instruction writes unconverted: a result of another
+        # dtype is a cast after it (`keeps`)
+        self.keeps = keeps
 
 
 FORMS: dict[str, Form] = {
     "activation": Form(activation, _like("data")),
     "activation_reduce": Form(activation_reduce, _like("data")),
-    "affine_select": Form(affine_select, _like("on_true_tile"), _affine_select_args),
+    # The legacy affine_select runs on GpSimd, which "cannot access PSUM" (the legacy
+    # tensor_copy and tensor_tensor docstrings), yet its legacy docstring puts no memory rule on
+    # on_true_tile and defines the result for any tile: output[x] = pred[x] ? on_true_tile[x]
+    # : on_false_value.  The SDK's own legacy SD-attention tutorial and nki-samples' reference
+    # flash attention (simulated against a CPU golden in its tests) pass the matmul's PSUM tile,
+    # so the compiler moved it to SBUF first, as it does for `nl.store` of a PSUM tile (whose
+    # docstring says so).  The current API's form keeps the current rule: SBUF only (APK309).
+    "affine_select": Form(affine_select, _like("on_true_tile"), _affine_select_args,
+                          staged=("on_true_tile",)),
     "bn_aggr": Form(bn_aggr, _per_partition("data", 2)),
     "bn_stats": Form(bn_stats, _bn_stats),
     "dma_transpose": Form(dma_transpose, _dma_transpose),
@@ -221,7 +235,11 @@ FORMS: dict[str, Form] = {
     "nc_find_index8": Form(nc_find_index8, _per_partition("data", 8, "uint32")),
     "nc_match_replace8": Form(nc_match_replace8, _like("data")),
     "nc_matmul": Form(nc_matmul, _matmul),
-    "nc_transpose": Form(nc_transpose, _transpose),
+    # The legacy nc_transpose's dtype: "if specified and it's different from the data type of
+    # input tile data, an additional nki.isa.cast instruction will be inserted to cast the
+    # transposed data into the target dtype"; its result is otherwise of data's dtype, which a
+    # tile of another dtype it is written to converts.
+    "nc_transpose": Form(nc_transpose, _transpose, keeps="data"),
     "range_select": Form(range_select, _like("on_true_tile")),
     "reciprocal": Form(reciprocal, _like("data")),
     "scalar_tensor_tensor": Form(scalar_tensor_tensor, _like("data")),

@@ -384,6 +384,12 @@ def _holds(c: int, op: str) -> bool:
 
 _NOTHING = Iterator(0, 1, 1)  # the key of a constant-false bound: no position is kept
 
+# The mask a comparison of loop indices alone gives where it is false: the legacy masking
+# reference lets a mask compare `nl.affine_range` indices, "an execution predicate known at
+# compile-time, which informs the compiler to skip generating the instruction", and here those
+# indices are ints, so the comparison is a bool.  It keeps no position.
+KEEPS_NOTHING = Predicate(((IndexExpr(1, (), (), ()), "<"),), (), ())
+
 
 def is_empty(limits: Limits) -> bool:
     return any(hi <= lo for lo, hi in limits.values())

@@ -127,7 +127,12 @@ def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand",
                     f"{label + ': ' if label else ''}{role} {t.name} needs {ap.free_entries} "
                     "free access-pattern entries; "
                     f"{tname} allows {limit}", code="APK304",
-                    notes=[f"lowered pattern = {pat}", f"view shape = {t.shape}"],
+                    notes=[f"lowered pattern = {pat}", f"view shape = {t.shape}",
+                           "the Trainium architecture guide: an engine instruction's src/dst "
+                           "\"can support up to four-dimensional tensorized access pattern "
+                           "with a stride in each dimension within each partition\"; no NKI "
+                           "document says the compiler splits an instruction whose operand "
+                           "needs more"],
                     help="merge contiguous dimensions, or split the instruction into a loop "
                     "over an outer dimension", entries=ap.free_entries, limit=limit)
         out.append(ap)

@@ -138,3 +138,48 @@ def test_the_command_line_runs_an_lnc2_exchange(tmp_path):
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), x[::-1])
     assert apdsl.get_target("trn2").name == "trn2"
+
+
+# -- unwritten data travels with what sendrecv moves (SPEC 4) --------------------------------
+
+def partial_exchange(keep0, keep1):
+    """Program 0 loads 6 rows of its 8-row tile, program 1 loads 2; each sends the whole tile
+    (rows nothing wrote included, as a kernel sending a scale tile that only some partitions
+    hold) and stores the first rows of what it received: program 0 `keep0` of them, program 1
+    `keep1`."""
+    @nki.jit
+    def kernel(x):
+        me = nl.program_id(0)
+        rows = 6 if me == 0 else 2
+        keep = keep0 if me == 0 else keep1
+        at = 0 if me == 0 else keep0
+        mine = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine[0:rows, :], src=x[me, 0:rows, :])
+        theirs = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - me, recv_from_rank=1 - me,
+                      pipe_id=0)
+        out = nl.ndarray((keep0 + keep1, x.shape[2]), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[at:at + keep, :], src=theirs[0:keep, :])
+        return out
+    return kernel
+
+
+def test_sendrecv_moves_written_rows_element_for_element():
+    # each program stores only rows its peer wrote: no garbage reaches the output, although
+    # both tiles sent had unwritten rows (as a whole-tile dependency would have said)
+    x = np.arange(2 * 8 * 4, dtype=np.float32).reshape(2, 8, 4)
+    got = partial_exchange(2, 5)[2](x)
+    np.testing.assert_array_equal(got, np.concatenate([x[1, :2], x[0, :5]]))
+
+
+def test_the_received_rows_are_unwritten_where_the_sender_never_wrote_them():
+    # program 0 wrote its own rows 0..5, but what it received is program 1's tile, whose row 2
+    # nothing wrote: storing it is the error, naming that tile and its sendrecv (judged by
+    # program 0's own tile, the store would pass and output garbage)
+    x = np.ones((2, 8, 4), np.float32)
+    with pytest.raises(ApdslError) as e:
+        partial_exchange(3, 2)[2](x)
+    err = e.value
+    assert err.code == "APK412", err.message
+    assert err.message.startswith("dma_copy: src reads theirs[2, 0]"), err.message
+    assert "mine[2, 0] was never written when sendrecv" in err.message, err.message

@@ -119,6 +119,19 @@ def pending() -> Pending | None:
     return current().taint
 
 
+def read_of(role: str) -> tuple[np.ndarray, Origin] | None:
+    """(the unwritten elements, logical shape, and their origin) of operand `role` the
+    instruction under way read; None when it read none there.  What travels with the data
+    when an instruction's result is written elsewhere (a `sendrecv` to another core)."""
+    p = current().taint
+    if p is None:
+        return None
+    for r, _, bad, origin in p.inputs:
+        if r == role:
+            return bad, origin
+    return None
+
+
 def poisoned(shape: tuple[int, ...]) -> np.ndarray | None:
     """Which elements of an output of logical `shape` of the instruction under way depend on
     unwritten data (None: none do).  An instruction that checks its inputs' values (a domain,

@@ -26,8 +26,9 @@ from ...tensor import registers, targets
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core import execute as ex
-from ..core import trace
+from ..core import trace, unwritten
 from ..core.operands import instruction_label, tensor_arg
+from ..core.written import leave_unwritten
 from .group import Arrival, Group, core_here, here
 
 HBM = ("hbm", "private_hbm", "shared_hbm")
@@ -535,13 +536,13 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
         return
     data = _read(label, [src])[0]
     if group is None:
-        _write(label, [dst], [data])  # rank 0 of 1 sends to itself
+        _write(label, [dst], [data])  # rank 0 of 1 sends to itself (element for element)
         return
     pipe = ("sendrecv", int(pipe_id) if isinstance(pipe_id, (int, np.integer)) else pipe_id)
     # both sides complete together (the docstring: a pipe_id's operations all complete before
     # any proceeds): send, take the peer's message, then wait until ours is taken, so a peer
     # that never receives is a deadlock naming this rank, not data dropped with exit 0
-    ticket = group.send(rank, peers[0], pipe, data)
+    ticket = group.send(rank, peers[0], pipe, _Message(data, unwritten.read_of("src")))
     got = group.receive(rank, peers[1], pipe,
                         Arrival(("sendrecv",), None, current().span,
                                 f"sendrecv (receiving from rank {peers[1]})", ""))
@@ -549,11 +550,27 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
                     Arrival(("sendrecv",), None, current().span,
                             f"sendrecv (its src sent to rank {peers[0]}, which has not "
                             "received it)", ""))
-    if tuple(np.shape(got)) != tuple(dst.shape) or got.dtype != dst.dtype.np:
-        raise TargetError(f"{label}: rank {peers[1]} sent {got.dtype}{list(np.shape(got))}, "
-                          f"dst is {dst.dtype}{list(dst.shape)}", code="APK966",
-                          help="send and receive tiles of one dtype and shape")
-    _write(label, [dst], [got])
+    if tuple(np.shape(got.data)) != tuple(dst.shape) or got.data.dtype != dst.dtype.np:
+        raise TargetError(f"{label}: rank {peers[1]} sent {got.data.dtype}"
+                          f"{list(np.shape(got.data))}, dst is {dst.dtype}{list(dst.shape)}",
+                          code="APK966", help="send and receive tiles of one dtype and shape")
+    # dst holds the peer's data: what was unwritten there is unwritten here, element for
+    # element, and nothing of this program's own src (its reads no longer count)
+    unwritten.begin()
+    _write(label, [dst], [got.data])
+    if got.unwritten is not None:
+        bad, origin = got.unwritten
+        leave_unwritten(ex.resolve(dst, label, "dst"), bad, origin)
+
+
+class _Message:
+    """What `sendrecv` sends: the src tile's values and, where the sender read unwritten
+    elements of it, (which, their origin): the receiver's dst leaves those unwritten."""
+
+    __slots__ = ("data", "unwritten")
+
+    def __init__(self, data: np.ndarray, unwritten: tuple[np.ndarray, Any] | None) -> None:
+        self.data, self.unwritten = data, unwritten
 
 
 def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | None = None) -> None:

@@ -6,7 +6,7 @@ list parameter (a coalesced call records one per tensor); roles are the paramete
 
 from __future__ import annotations
 
-from ..spec import NKI_DMA, Instruction, Operand
+from ..spec import ELEMENT, NKI_DMA, Instruction, Operand
 
 
 def _operands(op: str) -> tuple[Operand, ...]:
@@ -43,7 +43,8 @@ ENTRIES: tuple[Instruction, ...] = tuple(
         "sendrecv", "nki.collectives",
         (Operand("dst", True, {"nki": ("sbuf",)}), Operand("src", False, {"nki": ("sbuf",)})),
         {"nki": ("dma", "gpsimd")}, None, writes_dst=True, cost="dma",
-        summary="send src to rank send_to_rank, receive rank recv_from_rank's into dst"),
+        summary="send src to rank send_to_rank, receive rank recv_from_rank's into dst",
+        depends=ELEMENT),  # a copy: each dst element is the src element at its place
     Instruction(
         "core_barrier", "nki.collectives", (Operand("data", False, {"nki": NKI_DMA}),),
         {"nki": ("gpsimd",)}, None, cost="register",

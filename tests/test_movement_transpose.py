@@ -208,6 +208,29 @@ def test_dma_transpose_refusals():
         dma_transpose(ndarray((32, 16), "float16", "sbuf"), a, priority=1)
 
 
+@pytest.mark.parametrize("mode", ["none", 3, "hwdge", "unknown"])
+def test_a_static_dma_transpose_takes_dge_mode_none_hwdge_or_unknown(mode):
+    # the NKI DGE guide's table: a static transpose takes none, hwdge or the compiler's
+    # choice (nki-library passes none as the number 3); the data is np.transpose's whatever
+    # builds the descriptors
+    a = RNG.standard_normal((16, 32)).astype(np.float16)
+    t = ndarray((32, 16), "float16", "sbuf")
+    dma_transpose(t, from_numpy(a), dge_mode=mode)
+    np.testing.assert_array_equal(t.numpy(), a.T)
+
+
+def test_a_dma_transpose_with_a_scalar_offset_takes_any_dge_mode():
+    # (the DGE guide's table); the transpose moves rows 5..20 of the table
+    table = RNG.standard_normal((40, 32)).astype(np.float16)
+    at = onchip(np.array([[5]], np.int32))
+    for mode in ("swdge", "none", "hwdge", "unknown"):
+        t = ndarray((32, 16), "float16", "sbuf")
+        src = from_numpy(table).ap([[32, 16], [1, 32]], offset=0, scalar_offset=at,
+                                   indirect_dim=0)
+        dma_transpose(t, src, dge_mode=mode)
+        np.testing.assert_array_equal(t.numpy(), table[5:21].T)
+
+
 def test_indirect_transpose_gathers_rows_then_transposes():
     table = RNG.standard_normal((64, 32)).astype(np.float16)
     rows = RNG.integers(0, 64, 32).astype(np.uint32)

@@ -94,10 +94,12 @@ t: f32[64, 16] @ sbuf
 dma_transpose(t, a, dge_mode=nisa.dge_mode.hwdge)
 """),
     entry("APK397", "dma_transpose hint not valid for this transpose", """
-A direct `dma_transpose` takes `dge_mode` unknown (the default) or hwdge (NKI isa reference;
-the NKI DGE guide's table also lists `none`, the isa reference does not, and apdsl follows the
-isa reference); an indirect one (a source `.ap(vector_offset=...)`, a gather-transpose) takes
-unknown or swdge (other modes: APK495). `oob_mode=skip` is only valid with an indirect source.
+A `dma_transpose` takes the `dge_mode`s the NKI DGE guide's table gives for its access
+pattern: a static one unknown (the default), hwdge or none (the isa reference names only
+unknown and hwdge; the guide, newer, adds none, and nki-library's kernels pass it); one with
+`.ap(scalar_offset=...)` any mode; an indirect one (a source `.ap(vector_offset=...)`, a
+gather-transpose) unknown or swdge (other modes: APK495). `oob_mode=skip` is only valid with
+an indirect source.
 """, """
 a: f16[16, 32] @ hbm = 1.0
 t: f16[32, 16] @ sbuf

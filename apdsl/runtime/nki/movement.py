@@ -10,9 +10,10 @@ Rules (NKI API reference, `docs/facts/nki_isa.md` 3.8 and 3.9):
   (NeuronCore-v2) the Tensor Engine transpose is a float32 matmul with an identity (NaN and Inf
   spread, as the docs warn); from trn2 on it moves bits exactly.
 - dma_transpose: dst in SBUF, src in HBM or SBUF, equal dtypes, `axes` one of (1, 0),
-  (2, 1, 0), (3, 1, 2, 0) for the source's rank, dst shaped as the transposed source; a direct
-  transpose takes dge_mode unknown or hwdge, and only hwdge adds the docs' shape and 2-byte
-  rules; an indirect source (`.ap(vector_offset=)`) is a gather-transpose with its own rules.
+  (2, 1, 0), (3, 1, 2, 0) for the source's rank, dst shaped as the transposed source; a static
+  transpose takes dge_mode unknown, hwdge or none (the DGE guide's table), and only hwdge adds
+  the docs' shape and 2-byte rules; an indirect source (`.ap(vector_offset=)`) is a
+  gather-transpose with its own rules.
 """
 
 from __future__ import annotations
@@ -340,6 +341,18 @@ def _gather_transpose(dst: Tensor, src: Tensor, perm: tuple[int, ...], name: str
                       index_order="F")
 
 
+def _transpose_dge_modes(src: Tensor, dst: Tensor, indirect: bool) -> tuple[str, ...]:
+    """The dge_modes a DMA transpose takes, by its access pattern, as the NKI DGE guide's
+    table says (the isa docstring names only unknown and hwdge for a direct one; the guide,
+    newer, adds none, which nki-library's kernels pass): with vector_offset (a gather)
+    unknown or swdge; with scalar_offset any mode; static, none, hwdge or unknown."""
+    if indirect:
+        return ("unknown", "swdge")
+    if any(t.dynamic is not None and t.dynamic.kind == "scalar" for t in (src, dst)):
+        return ("unknown", "swdge", "hwdge", "none")
+    return ("unknown", "hwdge", "none")
+
+
 def dma_transpose(dst: Tensor, src: Tensor, axes: Any = None, priority: int | None = None,
                   dge_mode: Any = "unknown", oob_mode: Any = "error",
                   name: str | None = None) -> None:
@@ -371,11 +384,15 @@ def dma_transpose(dst: Tensor, src: Tensor, axes: Any = None, priority: int | No
     same_dtype(label, dst, src, "src", op)
     indirect = src.dynamic is not None and src.dynamic.kind == "vector"
     dge, oob_name = hints.dma(label, dst, src, priority, oob_mode, dge_mode, "unknown")
-    valid = ("unknown", "swdge") if indirect else ("unknown", "hwdge")
+    valid = _transpose_dge_modes(src, dst, indirect)
     if dge not in valid:
         kind = "an indirect (gather) transpose" if indirect else "a direct transpose"
         raise TargetError(f"{label}: dge_mode={dge} is not valid for {kind}; it takes "
-                          f"dge_mode {' or '.join(valid)}", code="APK397",
+                          f"dge_mode {', '.join(valid[:-1])} or {valid[-1]}", code="APK397",
+                          notes=["NKI DGE guide (how .ap() affects DGE mode): a static "
+                                 "transpose takes none, hwdge or the compiler's choice; one "
+                                 "with scalar_offset any mode; one with vector_offset unknown "
+                                 "or swdge"],
                           help=f"use dge_mode=nisa.dge_mode.{valid[1]}, or leave it unset",
                           dge_mode=dge)
     if oob_name == "skip" and not indirect:

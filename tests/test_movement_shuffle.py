@@ -70,6 +70,33 @@ def test_a_kept_partition_may_stay_unwritten():
         b.numpy()
 
 
+def test_only_the_partitions_the_mask_names_are_read():
+    # the nki-library pattern: partitions 0 and 16 hold data, the others nothing; the mask
+    # moves 16 to 0 and keeps the rest, in place: what lands on 0 is written, and the unwritten
+    # partitions it never read (1..15, 17..31) leave the moved data clean
+    a = RNG.integers(0, 1000, (32, 3)).astype(np.float32)
+    t = ndarray((32, 3), "float32", "sbuf")
+    dma_copy(t[0:1], from_numpy(a[0:1]))
+    dma_copy(t[16:17], from_numpy(a[16:17]))
+    nc_stream_shuffle(t, t, [16] + [255] * 31)
+    np.testing.assert_array_equal(t[0:1].numpy(), a[16:17])
+    np.testing.assert_array_equal(t[16:17].numpy(), a[16:17])
+
+
+def test_a_partition_moved_from_unwritten_data_is_unwritten_row_for_row():
+    # dst row i comes from src row mask[i]: rows taken from unwritten src rows are unwritten
+    # (an error where they reach the host, naming the src row), the others are not
+    a = RNG.integers(0, 1000, (32, 3)).astype(np.float32)
+    src = ndarray((32, 3), "float32", "sbuf")
+    dma_copy(src[0:8], from_numpy(a[0:8]))
+    b = ndarray((32, 3), "float32", "sbuf")
+    nc_stream_shuffle(b, src, [(i + 4) % 32 for i in range(32)])
+    np.testing.assert_array_equal(b[0:4].numpy(), a[4:8])
+    with raises_code("APK412") as e:
+        b[4:5].numpy()
+    assert "[8, 0] was never written when nc_stream_shuffle" in e.value.message
+
+
 def test_stream_shuffle_refusals():
     a = sbuf(np.ones((64, 8), np.float32))
     with raises_code("APK399"):

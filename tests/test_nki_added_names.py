@@ -199,6 +199,49 @@ def test_the_docstring_example_of_nonzero_with_count():
     assert d.numpy()[0].tolist() == [17, 18, 21, -1, -1, -1, -1, -1, 3]
 
 
+@nki.jit
+def _nonzero_of_row0(x, store_row):
+    """Load x (1, T) into partition 0 of a 128-partition tile nothing else writes, find its
+    non-zeros, store row `store_row` of the result."""
+    t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[0, :], src=x[0, :])
+    d = nl.ndarray((128, x.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(dst=d, src=t, index_offset=3, padding_val=-1)
+    out = nl.ndarray((1, x.shape[1] + 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[0, :], src=d[store_row, :])
+    return out
+
+
+def test_nonzero_with_count_reads_only_partitions_0_16_and_up():
+    # the docstring: only partitions 0, 16, ..., 112 are read; rows 1..15 (unwritten here)
+    # are not, and row 0's result is the docstring's, whatever rows 16, 32, ... hold
+    x = np.array([[0, 2, 0, -1, 0, 0, 5, 0]], np.float32)
+    got = _nonzero_of_row0(x, 0)
+    assert got[0].tolist() == [4, 6, 9, -1, -1, -1, -1, -1, 3]
+
+
+def test_a_nonzero_row_found_in_unwritten_data_is_unwritten():
+    # row 16 of src is read but nothing wrote it: row 16 of dst holds garbage (as on
+    # hardware), an error only when it is stored
+    with pytest.raises(ApdslError) as e:
+        _nonzero_of_row0(np.ones((1, 8), np.float32), 16)
+    assert e.value.code == "APK412", e.value.message
+    assert "t[16, 0] was never written when nonzero_with_count" in e.value.message
+
+
+def test_nonzero_with_count_on_a_tile_at_partition_16():
+    # partitions are counted physically: a tile placed at partition 16 has its row 0 read
+    x = (np.arange(32 * 6).reshape(32, 6) % 4 == 1).astype(np.float32)
+    big = ndarray((48, 6), "float32", "sbuf")
+    apdsl.dma_copy(big[16:48, :], from_numpy(x))
+    d = ndarray((48, 7), "int32", "sbuf")
+    nonzero_with_count(d[16:48, :], big[16:48, :], padding_val=-1)
+    for p in (16, 32):
+        idx = np.flatnonzero(x[p - 16])
+        assert d[p:p + 1, :].numpy()[0].tolist() == [*idx, *[-1] * (6 - idx.size), idx.size]
+    assert _codes(lambda: nonzero_with_count(d[0:32, :], big[16:48, :])) == "APK925"
+
+
 def test_nonzero_with_count_refusals():
     x = _sbuf(np.ones((16, 8)))
     assert _codes(lambda: nonzero_with_count(ndarray((16, 8), "int32", "sbuf"), x)) == "APK371"

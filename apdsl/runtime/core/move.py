@@ -32,10 +32,12 @@ def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
 # Moving data
 # =============================================================================================
 
-def read(acc: Access, op: str, role: str) -> np.ndarray:
-    """The logical contents of a resolved source (init-checked), as a new array."""
+def read(acc: Access, op: str, role: str, reads: np.ndarray | None = None) -> np.ndarray:
+    """The logical contents of a resolved source (init-checked), as a new array.  `reads`
+    (logical shape): only these elements are read (see `check_init`); the others' values in
+    the array are whatever the storage holds."""
     try:
-        check_init(acc, op, role)
+        check_init(acc, op, role, reads=reads)
         if acc.storage.buffer == "psum":
             psum.note_read(acc)
         return acc.read()

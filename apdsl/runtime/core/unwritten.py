@@ -132,6 +132,18 @@ def read_of(role: str) -> tuple[np.ndarray, Origin] | None:
     return None
 
 
+def take_rows(role: str, rows: np.ndarray) -> None:
+    """The instruction under way writes row k of its output from row `rows[k]` of operand
+    `role` (a partition shuffle): its unwritten elements of `role`, first axis as rows, become
+    those rows in that order, so they propagate row for row ("element" dependency) while the
+    error still names the element of the operand as read."""
+    p = current().taint
+    if p is None:
+        return
+    p.inputs = [(r, acc, _rows(bad)[rows] if r == role else bad, origin)
+                for r, acc, bad, origin in p.inputs]
+
+
 def poisoned(shape: tuple[int, ...]) -> np.ndarray | None:
     """Which elements of an output of logical `shape` of the instruction under way depend on
     unwritten data (None: none do).  An instruction that checks its inputs' values (a domain,

@@ -34,12 +34,15 @@ def _err(code: str, message: str, **kw: Any) -> ApdslRuntimeError:
 # Checks shared by reads and writes
 # =============================================================================================
 
-def check_init(acc: Access, op: str, role: str, observed: bool = False) -> None:
+def check_init(acc: Access, op: str, role: str, observed: bool = False,
+               reads: np.ndarray | None = None) -> None:
     """Instruction `op` reads operand `role` through `acc`.  Unwritten elements are noted for
     the instruction's outputs (`unwritten.note_read`: they propagate, SPEC 4), or are the
     error here when the read is an observable point: `observed` (a host read, an index or a
     register), an input the table marks observed (a predicate, a scan's carry chain), an
-    instruction outside the table, or every read under `init_check="strict"`."""
+    instruction outside the table, or every read under `init_check="strict"`.  `reads`
+    (logical shape): the elements the instruction reads, when its docs say it reads only some
+    of the operand (the others are neither checked nor propagated)."""
     storage = acc.storage
     if storage.all_written:
         return
@@ -49,6 +52,10 @@ def check_init(acc: Access, op: str, role: str, observed: bool = False) -> None:
     ok = acc.written()
     if ok is True:
         return
+    if reads is not None:
+        ok = np.asarray(ok, bool) | ~np.reshape(np.asarray(reads, bool), np.shape(ok))
+        if ok.all():
+            return
     if mode == "strict" or observed or _observes(op, role):
         raise unwritten_error(acc, op, role, ok)
     bad = ~np.asarray(ok, bool)

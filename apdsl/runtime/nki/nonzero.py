@@ -3,7 +3,9 @@ core reads and writes the first of its 16 partitions only, so the instruction wo
 tile's partitions at physical partitions 0, 16, ..., 112.  For each such partition, dst (one
 element longer than src) gets the indices (+ `index_offset`) of src's non-zero elements in
 order, then `padding_val` up to src's length, then their count; the other partitions of dst
-keep what they hold (unwritten ones stay unwritten)."""
+keep what they hold (unwritten ones stay unwritten).  The other partitions of src are not read:
+a kernel may leave them unwritten.  A row of dst computed from unwritten src data is unwritten
+(it propagates, SPEC 4) and is an error only where it reaches an observable point."""
 
 from __future__ import annotations
 
@@ -49,12 +51,18 @@ def nonzero_with_count(dst: Tensor, src: Tensor, index_offset: Any = 0, padding_
     if n is not None:
         rr.elements(call, "dst", n + 1, "holds src's indices, padding and the count: one "
                     "element more than src a partition")
+    first = _same_start(call)
     call.record()
     if call.accs is None:
         return
-    x = call.read("src").reshape(call.parts("src"), -1)
-    first = start_partition(call.tensors["dst"])
-    rows = [p for p in range(x.shape[0]) if ((first or 0) + p) % CORE_PARTITIONS == 0]
+    parts = call.parts("src")
+    rows = [p for p in range(parts) if (first + p) % CORE_PARTITIONS == 0]
+    read = np.zeros((parts, 1), bool)
+    read[rows] = True
+    src = call.accs["src"]
+    # only the cores' partitions are read: the others may hold anything, or nothing
+    x = ex.read(src, call.label, "src",
+                np.broadcast_to(read, (parts, src.size // parts))).reshape(parts, -1)
     out = np.zeros((x.shape[0], x.shape[1] + 1), np.int64)
     for p in rows:
         found = np.flatnonzero(x[p] != 0)
@@ -68,5 +76,18 @@ def nonzero_with_count(dst: Tensor, src: Tensor, index_offset: Any = 0, padding_
     before = acc.written()
     values = ex.cast(out.astype(np.int32).reshape(acc.shape), acc.dtype)
     ex.store(acc, np.where(where.reshape(acc.shape), values, acc.read()), where)
-    if before is not True:
-        ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where.reshape(acc.shape))
+    if before is not True:  # (the rows found from unwritten data stay unwritten)
+        ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where.reshape(acc.shape),
+                       where.reshape(acc.shape))
+
+
+def _same_start(call: rr.Call) -> int:
+    """The partition src and dst start at: GpSimd core c reads src's and writes dst's physical
+    partition 16c, so the rows it pairs are the same only when both start together."""
+    s, d = start_partition(call.tensors["src"]), start_partition(call.tensors["dst"])
+    if s is not None and d is not None and s != d:
+        raise TargetError(f"{call.label}: src starts at partition {s}, dst at {d}; each GpSimd "
+                          "core reads and writes the same physical partition (0, 16, ..., 112), "
+                          "so apdsl models src and dst starting at the same partition",
+                          code="APK925", help="place src and dst at the same start partition")
+    return s if s is not None else (d or 0)

@@ -28,7 +28,7 @@ import numpy as np
 from ...errors import ApdslRuntimeError, TargetError
 from ...tensor.view import Tensor
 from ..core import execute as ex
-from ..core import trace
+from ..core import trace, unwritten
 from ..core.operands import (
     arg_error,
     free_size,
@@ -130,13 +130,19 @@ def nc_stream_shuffle(dst: Tensor, src: Tensor, shuffle_mask: Any,
     rows = [p for p in range(d.shape[0]) if mask[p % sm.QUADRANT] != sm.KEEP]
     if not rows:
         return
-    values = ex.read(s, label, "src").reshape(s.shape[0], -1)
     taken = np.array([(p // sm.QUADRANT) * sm.QUADRANT + mask[p % sm.QUADRANT] for p in rows])
-    # only the destination partitions the mask names are written (255 keeps the others)
+    # only the source partitions the mask names are read (the others may hold anything, or
+    # nothing), and only the destination partitions it names are written (255 keeps the
+    # others): written row k comes from source row taken[k], element for element
+    read = np.zeros((s.shape[0], 1), bool)
+    read[taken] = True
+    parts = s.shape[0]
+    values = ex.read(s, label, "src", np.broadcast_to(read, (parts, s.size // parts)))
+    unwritten.take_rows("src", taken)
     offs = d.offsets().reshape(d.shape[0], -1)[rows]
     part = ex.Indexed(d.name, d.storage, d.dtype, offs.shape, None, offs)
     ex.prepare_write(part, label, "dst")
-    ex.store(part, values[taken])
+    ex.store(part, values.reshape(parts, -1)[taken])
 
 
 # -- local_gather -----------------------------------------------------------------------------

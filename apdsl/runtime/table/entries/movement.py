@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import semantics_movement as sm
 from ..spec import (
+    ELEMENT,
     NKI_DMA,
     NKI_ONCHIP,
     TRN3_DTYPES,
@@ -47,7 +48,8 @@ ENTRIES: tuple[Instruction, ...] = (
          Operand("src", False, {"nki": NKI_ONCHIP}, TILE_DTYPES)),
         {"nki": ("vector",)}, sm.stream_shuffle, writes_dst=False,
         limits={"quadrant": sm.QUADRANT, "keep": sm.KEEP},
-        summary="dst[q*32 + i] = src[q*32 + mask[i]] in each 32-partition quadrant", depends=WHOLE),
+        summary="dst[q*32 + i] = src[q*32 + mask[i]] in each 32-partition quadrant",
+        depends=ELEMENT),  # (the executor reads and writes the rows the mask pairs, in turn)
     Instruction(
         "nc_n_gather", "nki.gather",
         (Operand("dst", True, {"nki": ("sbuf",)}, TILE_DTYPES),

@@ -137,7 +137,7 @@ ENTRIES: tuple[Instruction, ...] = (
          Operand("src", False, {"nki": ("sbuf",)}, ("float32", "int32"))),
         {"nki": ("gpsimd",)}, None, writes_dst=False, limits={"targets": ("trn2", "trn3")},
         summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)",
-        depends=Depends("whole", observed=("src",))),
+        depends=PARTITION),  # a row of dst: from its row of src
     Instruction(
         "sequence_bounds", "nki.sequence",
         (Operand("dst", True, {"nki": NKI_ONCHIP}, ("float32", "int32")),

@@ -460,10 +460,10 @@ def _calc_kernel(barrier: bool):
     def k(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
         xg = _core_part(x, n)
         zg = _core_part(z, n)
+        u = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 0, n)  # (the queue goes around it)
         pipe = asc.TPipe()
         calc = asc.TQue(asc.TPosition.VECCALC, 1)
         pipe.init_buffer(calc, 1, n * 4)
-        u = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 0, n)
         asc.data_copy(u, xg, n)
         asc.set_flag(asc.HardEvent.MTE2_V, 0)
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)

@@ -78,7 +78,7 @@ def test_count_and_mask_forms_agree_with_numpy(dtype):
     np.testing.assert_array_equal(b, a)
 
 
-def test_same_address_is_the_same_storage_and_partial_overlap_is_refused():
+def test_same_address_is_the_same_storage_and_an_unaligned_address_is_refused():
     @asc.jit
     def k(x: asc.GlobalAddress, z: asc.GlobalAddress):
         xg = asc.GlobalTensor()
@@ -91,7 +91,7 @@ def test_same_address_is_the_same_storage_and_partial_overlap_is_refused():
         asc.pipe_barrier(asc.PipeID.PIPE_ALL)
         asc.data_copy(zg, b, 128)
         asc.pipe_barrier(asc.PipeID.PIPE_ALL)
-        asc.LocalTensor(asc.float32, asc.TPosition.VECCALC, 256, 128)  # overlaps [0, 512)
+        asc.LocalTensor(asc.float32, asc.TPosition.VECCALC, 520, 8)  # not on a 32-byte block
 
     x = np.arange(128, dtype=np.float32)
     z = np.zeros_like(x)
@@ -99,6 +99,7 @@ def test_same_address_is_the_same_storage_and_partial_overlap_is_refused():
         k[1, None](x, z)
     assert e.value.code == "APK664" and e.value.span.file == __file__
     assert e.value.span.line == k.fn.__code__.co_firstlineno + 12
+    assert "32-byte aligned" in e.value.message
 
 
 def test_names_apdsl_lacks_are_apk660_naming_them():

@@ -122,9 +122,10 @@ class GlobalTensor:
 
 class LocalTensor:
     """`asc.LocalTensor(dtype, TPosition.X, addr, tile_size)`: tile_size elements at byte
-    address addr of the position's buffer.  apdsl gives each its own storage; the kernel call
-    (`Placement`) makes two LocalTensors at the same address the same storage and refuses a
-    partial overlap (APK664), which apdsl does not model."""
+    address addr of the position's buffer.  The kernel call (`Placement`) makes two
+    LocalTensors at the same address, size and dtype the same storage, and LocalTensors over
+    some of the same bytes (of any dtypes) storages over those bytes, as on hardware: what is
+    written through one is read through the others, and the race checker sees one address."""
 
     def __init__(self, dtype: Any = None, pos: Any = "VECIN", addr: int = 0,
                  tile_size: int = 0, *, tensor: Tensor | None = None) -> None:

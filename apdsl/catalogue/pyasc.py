@@ -55,17 +55,19 @@ kernel[1, None](np.zeros(8, np.float32))
 """),
     entry("APK664", "a LocalTensor apdsl cannot place", """
 `asc.LocalTensor(dtype, TPosition.X, addr, tile_size)` puts tile_size elements at byte
-address addr of the position's buffer (VECIN/VECOUT/VECCALC: UB).  apdsl gives each
-LocalTensor its own storage: two at the same address, size and dtype share one; a partial
-overlap of two LocalTensors is refused, since apdsl does not model it.  The address is a byte
-offset >= 0 and tile_size a positive element count.
+address addr of the position's buffer (VECIN/VECOUT/VECCALC: UB).  LocalTensors over some of
+the same bytes share them, as on hardware (a write through one is read through the others,
+whatever their dtypes).  The address is a byte offset >= 0 on a 32-byte block (64 bytes in the
+bias table), tile_size a positive element count, and the tensor ends inside the buffer.  The
+AscendC docs do not say where `TPipe.init_buffer` puts its buffers: apdsl places them around
+the LocalTensors made before them, and refuses a LocalTensor made later over one of them.
 """, """
 # python
 import apdsl.asc as asc
 @asc.jit
 def kernel(x: asc.GlobalAddress):
     a = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 0, 128)
-    b = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 256, 128)
+    b = asc.LocalTensor(asc.float32, asc.TPosition.VECIN, 260, 128)
 kernel[1, None](np.zeros(8, np.float32))
 """),
     entry("APK665", "a pyasc platform apdsl does not know", """

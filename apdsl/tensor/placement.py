@@ -45,6 +45,14 @@ class PlacedStorage(Storage):
     other placed storages over some of its bytes (both ways)."""
 
     __slots__ = ("partition", "at", "overlaps")
+    # whether a write's bytes are copied into the storages over them (NKI: each storage has
+    # its own bytes); False where they are views of one memory already (Ascend's LocalTensors)
+    copies_data = True
+
+    @property
+    def rows(self) -> int:
+        """The partitions it spans (a flat buffer's storage spans one)."""
+        return self.shape[0]
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: str, at: tuple[int, int],
                  *, name: str = "", span: Any = None) -> None:

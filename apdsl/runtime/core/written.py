@@ -212,7 +212,7 @@ def mark_written(acc: Access, wrote: np.ndarray | None = None) -> None:
         _mark(acc, storage)
     if current().taint is not None:
         _poison(acc)
-    if type(storage) is PlacedStorage and storage.overlaps:
+    if isinstance(storage, PlacedStorage) and storage.overlaps:
         share(acc, wrote)
 
 
@@ -239,7 +239,7 @@ def note_written_view(acc: Access) -> None:
     if not acc.storage.all_written:
         _mark(acc, acc.storage)
     storage = acc.storage
-    if type(storage) is PlacedStorage and storage.overlaps:
+    if isinstance(storage, PlacedStorage) and storage.overlaps:
         share(acc, None, data=False)
 
 
@@ -248,14 +248,15 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
     the bytes the write through `acc` left written (of the elements in `wrote`, when given)
     are copied into every live placed storage overlapping its storage, at the same
     (partition, byte) addresses, and the units they cover whole count as written there.
-    Bytes of elements left unwritten are not copied: they do not hold what hardware holds.
-    `data=False` (check mode): the written state only."""
+    Bytes of elements left unwritten (computed from unwritten data) are not copied, and are
+    unwritten there too: they do not hold what hardware holds.  `data=False` (check mode, or
+    storages that are views of one memory: `PlacedStorage.copies_data`): the written state
+    only."""
     storage = acc.storage
-    others = [o for o in (r() for r in storage.overlaps) if o is not None and not o.freed]
-    if len(others) < len(storage.overlaps):  # (tensors of past iterations: gone for good)
-        storage.overlaps[:] = [weakref.ref(o) for o in others]
+    others = _live_overlaps(storage)
     if not others:
         return
+    data = data and storage.copies_data
     if wrote is None and storage.all_written and acc.size * acc.dtype.bits >= storage.nbytes * 8:
         for other in others:  # the whole storage written: rectangles of bytes
             _copy_whole(storage, other, data)
@@ -263,15 +264,17 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
     offsets = np.asarray(acc.offsets(), np.int64).reshape(-1)
     if wrote is not None:
         offsets = offsets[np.asarray(wrote, bool).reshape(-1)]
+    bits = acc.dtype.bits
+    row = storage.nbytes // storage.rows
     if not storage.all_written and offsets.size:
-        offsets = offsets[np.asarray(mask_at(storage, acc.dtype, offsets), bool).reshape(-1)]
+        ok = np.asarray(mask_at(storage, acc.dtype, offsets), bool).reshape(-1)
+        if not ok.all():
+            _unshare(storage, others, offsets[~ok], bits, row)
+        offsets = offsets[ok]
     if not offsets.size:
         return
-    bits = acc.dtype.bits
-    row = storage.nbytes // storage.shape[0]
     if bits >= 8:
-        width = bits // 8
-        flat = (offsets[:, None] * width + np.arange(width)).reshape(-1)
+        flat = _bytes_of(offsets, bits)
         for other in others:
             _copy_bytes(storage, other, flat, row, data)
         return
@@ -285,21 +288,79 @@ def share(acc: Access, wrote: np.ndarray | None = None, *, data: bool = True) ->
                 _copy_bits(storage, other, part // per, row, bits, j, data)
 
 
+def copied_to_others(storage: Storage) -> bool:
+    """Whether a write to `storage` must be copied into other storages (placed over some of
+    its bytes, each with bytes of its own): a fast path that writes in place without
+    `mark_written` must not take it."""
+    return isinstance(storage, PlacedStorage) and storage.copies_data and \
+        bool(storage.overlaps)
+
+
+def _live_overlaps(storage: PlacedStorage) -> list[PlacedStorage]:
+    """The live placed storages over some of `storage`'s bytes."""
+    others = [o for o in (r() for r in storage.overlaps) if o is not None and not o.freed]
+    if len(others) < len(storage.overlaps):  # (tensors of past iterations: gone for good)
+        storage.overlaps[:] = [weakref.ref(o) for o in others]
+    return others
+
+
+def _bytes_of(offsets: np.ndarray, bits: int) -> np.ndarray:
+    """The flat byte indices of the elements of `bits` (>= 8) at storage `offsets`."""
+    width = bits // 8
+    return (offsets[:, None] * width + np.arange(width)).reshape(-1)
+
+
+def _unshare(storage: PlacedStorage, others: list[PlacedStorage], offsets: np.ndarray,
+             bits: int, row: int) -> None:
+    """The elements at `offsets` were just written with data computed from unwritten data:
+    the units over their bytes in `others` are unwritten too (a narrower element makes its
+    whole byte unwritten there)."""
+    flat = _bytes_of(offsets, bits) if bits >= 8 else np.unique(offsets * bits // 8)
+    for other in others:
+        _, at = _targets(storage, other, flat, row)
+        if not at.size or not has_written(other):
+            continue
+        unit = other.unit_bits
+        if unit >= 8:
+            units = np.unique(at // (unit // 8))
+        else:
+            units = (at[:, None] * (8 // unit) + np.arange(8 // unit)).reshape(-1)
+        _assign_units(other, units, np.zeros(units.shape, bool))
+
+
+def share_placed(storage: PlacedStorage) -> None:
+    """`storage` was just placed over bytes live placed storages hold: what they hold written
+    (their data too, with `copies_data`) is written in it, as the bytes are the same."""
+    for other in _live_overlaps(storage):
+        data = other.copies_data
+        if other.all_written:
+            _copy_whole(other, storage, data)
+            continue
+        if not has_written(other):
+            continue
+        unit = other.unit_bits  # the bytes whose units are all written
+        if unit >= 8:
+            flat = _bytes_of(np.flatnonzero(other.mask), unit)
+        else:
+            flat = np.flatnonzero(other.mask.reshape(-1, 8 // unit).all(axis=1))
+        _copy_bytes(other, storage, flat, other.nbytes // other.rows, data)
+
+
 def _copy_whole(src: PlacedStorage, dst: PlacedStorage, data: bool) -> None:
     """All of `src` was written: the rectangle of (partition, byte) both cover, copied."""
-    srow, drow = src.nbytes // src.shape[0], dst.nbytes // dst.shape[0]
-    p0, p1 = max(src.at[0], dst.at[0]), min(src.at[0] + src.shape[0], dst.at[0] + dst.shape[0])
+    srow, drow = src.nbytes // src.rows, dst.nbytes // dst.rows
+    p0, p1 = max(src.at[0], dst.at[0]), min(src.at[0] + src.rows, dst.at[0] + dst.rows)
     b0, b1 = max(src.at[1], dst.at[1]), min(src.at[1] + srow, dst.at[1] + drow)
     if p0 >= p1 or b0 >= b1:
         return
     if data:
-        s2 = src.data.reshape(src.shape[0], srow)
-        d2 = dst.data.reshape(dst.shape[0], drow)
+        s2 = src.data.reshape(src.rows, srow)
+        d2 = dst.data.reshape(dst.rows, drow)
         d2[p0 - dst.at[0]:p1 - dst.at[0], b0 - dst.at[1]:b1 - dst.at[1]] = \
             s2[p0 - src.at[0]:p1 - src.at[0], b0 - src.at[1]:b1 - src.at[1]]
     if dst.all_written:
         return
-    if (p1 - p0, b1 - b0) == (dst.shape[0], drow):
+    if (p1 - p0, b1 - b0) == (dst.rows, drow):
         note_written_whole(dst)
         return
     rows = np.arange(p0 - dst.at[0], p1 - dst.at[0])[:, None] * drow
@@ -328,8 +389,8 @@ def _targets(src: PlacedStorage, dst: PlacedStorage, flat: np.ndarray, row: int
     """(which of `src`'s flat byte indices fall in `dst`, their flat byte indices in `dst`)."""
     part = src.at[0] + flat // row - dst.at[0]
     col = src.at[1] + flat % row - dst.at[1]
-    drow = dst.nbytes // dst.shape[0]
-    keep = (part >= 0) & (part < dst.shape[0]) & (col >= 0) & (col < drow)
+    drow = dst.nbytes // dst.rows
+    keep = (part >= 0) & (part < dst.rows) & (col >= 0) & (col < drow)
     return keep, part[keep] * drow + col[keep]
 
 
@@ -430,6 +491,16 @@ def copy_written(dst: Access, src: Access) -> None:
         mark_written(dst)
         return
     _copy_origins(dst, src, ok)
+    _copy_state(dst, src, ok)
+    dstorage = dst.storage
+    if isinstance(dstorage, PlacedStorage) and dstorage.overlaps:
+        share(dst)  # the moved bytes, and their state, are the overlapping storages' too
+
+
+def _copy_state(dst: Access, src: Access, ok: np.ndarray) -> None:
+    """The written state of `dst`'s elements made `src`'s (`ok`: its written elements), unit
+    for unit where `src` is written per unit narrower than its elements."""
+    sst = src.storage
     u = sst.unit_bits
     if u >= src.dtype.bits:  # whole elements only: the per-element state is exact
         set_written(dst, np.reshape(ok, dst.shape))

@@ -32,17 +32,29 @@ def reuse(acc: Touch, e: Touch, t: Any) -> tuple[str, list[str]]:
     _, old, old_line = e.owner
     _, _, new_line = acc.owner
     doing = "write" if e.write else "read"
+    made = f" (declared at line {new_line})" if new_line else ""
+    was = f" (declared at line {old_line})" if old_line else ""
+    if _aliases(t, e.owner[0]):  # both live, placed over the same bytes
+        return (f" through {old}", [
+            f"{t.name}{made} and {old}{was} are placed over some of the same bytes: an "
+            f"access through either is an access of those bytes, and {op_at(e)} may still "
+            f"{doing} them"])
     if old == t.name:  # the same declaration, allocated again by a later iteration
         return (f" as the earlier {old}", [
             f"{t.name} of this iteration reuses the bytes {old} had in an earlier iteration "
             f"(freed when that iteration ended), while {op_at(e)} may still {doing} them as "
             f"the earlier {old}: the two tensors' uses of the same bytes race"])
-    made = f" (declared at line {new_line})" if new_line else ""
-    was = f" (declared at line {old_line})" if old_line else ""
     return (f" as {old}", [
         f"{t.name}{made} reuses the bytes of {old}{was}, which was freed when its block ended, "
         f"while {op_at(e)} may still {doing} {old} there: the two tensors' uses of the same "
         "bytes race"])
+
+
+def _aliases(t: Any, sid: int) -> bool:
+    """Whether storage `sid` is live and placed over some of the bytes of `t`'s storage
+    (`apdsl.tensor.placement.PlacedStorage.overlaps`)."""
+    return any(o is not None and o.id == sid and not o.freed
+               for o in (r() for r in getattr(t.storage, "overlaps", ())))
 
 
 def op_at(a: Touch) -> str:

@@ -591,3 +591,31 @@ def test_int4_elements_written_through_an_overlapping_tile_change_only_their_nib
     want[:, 4:7] = y[:, 0:3]
     got = kernel(x.astype(ml_dtypes.int4), y.astype(ml_dtypes.int4))
     np.testing.assert_array_equal(np.asarray(got).astype(np.int8), want)
+
+
+@pytest.mark.parametrize("plans", [True, False])
+def test_a_matmul_accumulating_in_place_reaches_the_psum_tile_placed_over_it(plans):
+    # the second nc_matmul adds into acc's PSUM bytes (in place, on the fast path): alias,
+    # placed at the same address, holds the sum too
+    src = """\
+kernel k(a: f32[128, 64] @ hbm, b: f32[128, 32] @ hbm) -> f32[64, 32] @ shared_hbm:
+    out = nl.ndarray((64, 32), nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(x, a)
+    y = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(y, b)
+    acc = nl.ndarray((64, 32), nl.float32, buffer=nl.psum, address=(0, 2048))
+    alias = nl.ndarray((64, 32), nl.float32, buffer=nl.psum, address=(0, 2048))
+    nisa.nc_matmul(acc, x, y)
+    nisa.nc_matmul(acc, x, y)
+    r = nl.ndarray((64, 32), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(r, alias)
+    nisa.dma_copy(out, r)
+    return out
+"""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((128, 64), dtype=np.float32)
+    b = rng.standard_normal((128, 32), dtype=np.float32)
+    with apdsl.options(plans=plans):
+        got = _run(src, inputs={"a": a, "b": b}).value.numpy()
+    np.testing.assert_allclose(got, 2 * (a.T.astype(np.float64) @ b), rtol=1e-4, atol=1e-4)

@@ -15,6 +15,7 @@ from ...tensor.dtypes import round_tfloat32
 from ...tensor.machine import current
 from ..core import execute as ex
 from ..core import psum
+from ..core.written import copied_to_others
 
 
 class Work:
@@ -177,10 +178,12 @@ def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: 
         b = engine_read_into(m, label, "moving", work.array("moving", (k, n)))
         result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
     if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
-            d.storage.all_written and current().options.plans and d.injective():
+            d.storage.all_written and current().options.plans and d.injective() and \
+            not copied_to_others(d.storage):
         # add in place through dst's strided view: every element is written (nothing to
         # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
-        # would note is overwritten by note_matmul below.  dst + product, as the general path.
+        # would note is overwritten by note_matmul below.  dst + product, as the general path
+        # (which also gives the sum to tensors placed over the same bytes).
         out = d.array()
         np.add(out, result.reshape(d.lshape), out=out)
         psum.note_matmul(d, False)

@@ -8,7 +8,7 @@
 - `Rows`: a per-partition runtime row index (`vector_select`, `.ap(vector_offset=)`) over a
   regular rest is a gather along the first axis of a strided row array (`np.take`);
 - `Indexed`: everything else (Tensor Indirection, int4, irregular gathers) uses an array of
-  storage offsets.
+  storage offsets; `IndexedRows` is one whose rows come from a per-partition runtime index.
 
 `apdsl.runtime.core.resolve` makes them; `apdsl.runtime.core.written` and `apdsl.runtime.core.move` use them.
 """
@@ -294,6 +294,43 @@ class Indexed(Access):
         return self.proven
 
 
+class IndexedRows(Indexed):
+    """Rows placed by a per-partition runtime index (`.ap(vector_offset=)`, `vector_select`)
+    as explicit offsets (flat or logical shape), knowing for each element its row and its
+    column within the row in the view of shape `view_shape`, and the index value of its row
+    (`row_keys`): what tells a repeated index from a static overlap
+    (`apdsl.runtime.core.scatter`)."""
+
+    __slots__ = ("rows", "cols", "keys", "view_shape")
+
+    def __init__(self, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                 offs: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                 keys: np.ndarray, view_shape: tuple[int, ...] | None = None) -> None:
+        super().__init__(name, storage, dtype, shape, None, offs)
+        self.rows, self.cols, self.keys = rows, cols, keys
+        self.view_shape = shape if view_shape is None else view_shape
+
+    @classmethod
+    def of_rows(cls, name: str, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                offs: np.ndarray, idx: np.ndarray) -> IndexedRows:
+        """Every element of `shape` (`shape[0]` rows, row p at index `idx[p]`)."""
+        rows, cols, keys = row_keys(shape, idx)
+        return cls(name, storage, dtype, shape, offs, rows, cols, keys)
+
+    def row_keys(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, column, index value) of every element, flat in logical row-major order."""
+        return self.rows, self.cols, self.keys
+
+
+def row_keys(shape: tuple[int, ...], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+    """(row, column, index value) of every element of a row-indexed access of `shape`."""
+    parts = shape[0]
+    per = prod(shape[1:])
+    rows = np.repeat(np.arange(parts), per)
+    return rows, np.tile(np.arange(per), parts), np.asarray(idx).reshape(-1)[rows]
+
+
 class RowsPlan:
     """The static part of a per-partition row gather over a regular rest: cached per view.
     `rows(data)` is a strided array over the storage's bytes whose first axis steps `scale`
@@ -361,3 +398,7 @@ class Rows(Access):
 
     def injective(self) -> bool:
         return self.plan._inj and np.unique(self.idx).size == self.idx.size
+
+    def row_keys(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, column, index value) of every element, flat in logical row-major order."""
+        return row_keys(self.shape, self.idx)

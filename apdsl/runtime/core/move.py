@@ -9,10 +9,10 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError
 from ...tensor.dtypes import DType, cast_array
-from . import psum, unwritten
+from . import psum, scatter, unwritten
 from .access import Access, Rows, Strided, oom
 from .resolve import resolve
-from .written import check_init, check_unique, mark_written
+from .written import check_init, check_unique, mark_written, refine_for_write
 
 # A transposing copy is done in square tiles of this many elements a side: a tile of each side
 # then stays in cache, where NumPy's own transposed copy walks memory a cache line per element.
@@ -89,10 +89,18 @@ def fill(acc: Access, value: Any) -> None:
 
 def copy(dst: Access, src: Access, op: str) -> None:
     """Move `src` into `dst` in logical row-major order (sizes already checked equal).  The
-    source is init-checked and the destination duplicate-checked before anything moves."""
+    source is init-checked and the destination duplicate-checked before anything moves (a
+    runtime row index that repeats: `scatter`)."""
     try:
         check_init(src, op, "src")
-        check_unique(dst, op, "dst")
+        if not scatter.by_runtime_index(dst):
+            check_unique(dst, op, "dst")
+        elif dst.injective():
+            refine_for_write(dst)
+        else:  # a runtime row index that repeats
+            ok = True if src.storage.all_written else src.written()
+            scatter.write_repeating(dst, src.read(), None if ok is True else ok, op)
+            return
         if src.storage.buffer == "psum":
             psum.note_read(src)
         if type(dst) is Strided and type(src) is Strided:

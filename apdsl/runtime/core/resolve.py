@@ -29,7 +29,17 @@ from ...tensor.layout import (
 from ...tensor.machine import current
 from ...tensor.registers import VirtualRegister
 from . import psum, trace
-from .access import Access, Indexed, Pieces, Rows, RowsPlan, Strided, fmt_coord, oom
+from .access import (
+    Access,
+    Indexed,
+    IndexedRows,
+    Pieces,
+    Rows,
+    RowsPlan,
+    Strided,
+    fmt_coord,
+    oom,
+)
 from .written import check_init
 
 TI_GROUP = 16  # Tensor Indirection group size of the vector/scalar/gpsimd engines
@@ -369,7 +379,7 @@ def _vector_access(t: Any, layout: Layout, op: str, role: str) -> Access:
     offs = static + (idx * dyn.scale).reshape((-1,) + (1,) * (len(shape) - 1))
     if offs.size and (offs.min() < 0 or offs.max() >= limit):
         raise _dynamic_bounds_error(t, op, role, dyn, int(offs.min()), int(offs.max()), limit)
-    return Indexed(t.name, t.storage, t.dtype, shape, None, offs)
+    return IndexedRows.of_rows(t.name, t.storage, t.dtype, shape, offs, idx)
 
 
 def _ti_access(t: Any, layout: Layout, op: str, role: str, group: int) -> Access:

@@ -147,32 +147,49 @@ def unwritten_error(acc: Access, op: str, role: str, ok: np.ndarray,
 
 
 def check_unique(acc: Access, op: str, role: str) -> None:
+    refine_for_write(acc)
+    if acc.size <= 1 or acc.injective():
+        return
+    a, b, dup = repeated(acc)
+    if a.size:
+        ci, cj = (np.unravel_index(int(k), acc.shape) for k in (a[0], b[0]))
+        raise twice_error(acc, op, role, ci, cj, int(dup[0]), a.size)
+
+
+def refine_for_write(acc: Access) -> None:
+    """Before a write through `acc`: a write covering parts of units refines the written
+    state first, so that running out of budget for the finer record (APK430) happens before
+    anything is written."""
     storage = acc.storage
     if acc.dtype.bits < storage.unit_bits and not storage.all_written \
             and acc.size * acc.dtype.bits < storage.nbytes * 8:
-        # the write covers parts of units: refine first, so that running out of budget for
-        # the finer record (APK430) happens before anything is written
         _refine(storage, acc.dtype.bits)
-    if acc.size <= 1 or acc.injective():
-        return
+
+
+def repeated(acc: Access) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The writes of `acc` that land on an element an earlier one wrote: pairs of flat
+    logical positions (a[k] < b[k], consecutive writes of one element) and the storage offset
+    of each, ordered by offset."""
     offs = np.reshape(acc.offsets(), -1)
     order = np.argsort(offs, kind="stable")
     s = offs[order]
     same = s[1:] == s[:-1]
-    if not same.any():
-        return
-    k = int(np.argmax(same))
-    i, j = sorted((int(order[k]), int(order[k + 1])))
-    ci, cj = np.unravel_index(i, acc.shape), np.unravel_index(j, acc.shape)
-    dup = int(s[k])
-    raise _err("APK405", f"{op}: {role} {acc.name} writes storage element {dup} twice "
-               f"(logical {fmt_coord(ci)} and {fmt_coord(cj)})",
-               notes=[f"{int(same.sum())} writes land on an element already written by this "
-                      "instruction", f"view shape {acc.shape}, storage "
-                      f"{acc.storage.describe()}"],
-               help="a destination cannot repeat elements: no broadcast (stride 0), no "
-               "overlapping .ap pattern, no repeated runtime index",
-               tensor=acc.name, offset=dup)
+    return order[:-1][same], order[1:][same], s[1:][same]
+
+
+def twice_error(acc: Access, op: str, role: str, ci: tuple[int, ...], cj: tuple[int, ...],
+                dup: int, count: int, notes: tuple[str, ...] = (),
+                help: str | None = None) -> ApdslRuntimeError:
+    """APK405: the elements at logical coordinates `ci` and `cj` of `acc` land on storage
+    element `dup`; `count` writes in all land on an element already written."""
+    return _err("APK405", f"{op}: {role} {acc.name} writes storage element {dup} twice "
+                f"(logical {fmt_coord(ci)} and {fmt_coord(cj)})",
+                notes=[f"{count} writes land on an element already written by this "
+                       "instruction", *notes, f"view shape {acc.shape}, storage "
+                       f"{acc.storage.describe()}"],
+                help=help or "a destination cannot repeat elements: no broadcast (stride 0), "
+                "no overlapping .ap pattern, no repeated runtime index",
+                tensor=acc.name, offset=dup)
 
 
 def _written_part(acc: Access, offset: int) -> str | None:
@@ -200,25 +217,26 @@ def _refine(storage: Storage, bits: int) -> None:
         storage.taint.ids = np.repeat(storage.taint.ids, ratio)
 
 
-def mark_written(acc: Access, wrote: np.ndarray | None = None) -> None:
+def mark_written(acc: Access, wrote: np.ndarray | None = None, repeats: bool = False) -> None:
     """The instruction under way wrote every element of `acc`: they are written, except those
     that depend on unwritten data it read (`unwritten`), which it leaves unwritten.  `wrote`
     (logical shape): a masked write stored the whole of `acc` but changed only these elements
-    (the caller then sets the others' state with `set_written`)."""
+    (the caller then sets the others' state with `set_written`).  `repeats`: `acc` touches
+    some elements more than once (a scatter's repeated runtime index, `scatter`)."""
     storage = acc.storage
     if storage.buffer == "psum":
         psum.note_write(acc)
     if not storage.all_written:
-        _mark(acc, storage)
+        _mark(acc, storage, repeats)
     if current().taint is not None:
         _poison(acc)
     if isinstance(storage, PlacedStorage) and storage.overlaps:
         share(acc, wrote)
 
 
-def _mark(acc: Access, storage: Storage) -> None:
-    # The write was checked free of duplicates, so covering every bit means covering all.
-    if acc.size * acc.dtype.bits >= storage.nbytes * 8:
+def _mark(acc: Access, storage: Storage, repeats: bool = False) -> None:
+    # A write checked free of duplicates that covers every bit covers all.
+    if not repeats and acc.size * acc.dtype.bits >= storage.nbytes * 8:
         counted = storage._mask is not None  # (only a storage with a mask is ever counted)
         storage.note_written_all()
         if counted and _written_count:  # (a lookup makes a weak reference)

@@ -22,6 +22,7 @@ from ...tensor.layout import Dim, Layout
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
+from ..core.access import IndexedRows, row_keys
 
 
 def indirect(t: Tensor) -> bool:
@@ -30,9 +31,9 @@ def indirect(t: Tensor) -> bool:
 
 
 def _rows(t: Tensor, label: str, role: str, order: str,
-          strict: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The storage offsets of a per-row-indexed view (flat, logical row-major order) and which
-    of them belong to rows that are in range.  `order` "C": one index per row, a (rows, 1)
+          strict: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The storage offsets of a per-row-indexed view (flat, logical row-major order), which
+    of them belong to rows that are in range, and the index of each row.  `order` "C": one index per row, a (rows, 1)
     tensor; "F": a 2-d index flattened column-first, its first `rows` entries used (the
     gather-transpose's `indices.T.flatten()[:rows]`).  `strict`: an out-of-range row is an
     error (APK402/APK403) rather than skipped."""
@@ -80,16 +81,18 @@ def _rows(t: Tensor, label: str, role: str, order: str,
                    f"{role} {t.name}: shape {tuple(t.shape)} @ {t.buffer}"],
             help="NKI raises an error for an out-of-bounds index by default; check the index, or "
             "pass oob_mode=nisa.oob_mode.skip to skip such rows", index=v, position=tuple(pos))
-    return offs.reshape(-1), np.repeat(ok, offs.size // parts if parts else 0)
+    return offs.reshape(-1), np.repeat(ok, offs.size // parts if parts else 0), idx
 
 
 def _flat(t: Tensor, label: str, role: str, order: str = "C",
-          strict: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, int]:
-    """(storage offsets, valid mask or None when all are, element count) of one operand."""
+          strict: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, int,
+                                         np.ndarray | None]:
+    """(storage offsets, valid mask or None when all are, element count, the row index of
+    each row or None) of one operand."""
     dyn = t.dynamic
     if dyn is not None and dyn.kind == "vector" and t.layout.static:
-        offs, ok = _rows(t, label, role, order, strict)
-        return offs, (None if ok.all() else ok), offs.size
+        offs, ok, idx = _rows(t, label, role, order, strict)
+        return offs, (None if ok.all() else ok), offs.size, idx
     try:
         acc = ex.resolve(t, label, role)
     except ApdslRuntimeError as err:
@@ -97,8 +100,8 @@ def _flat(t: Tensor, label: str, role: str, order: str = "C",
                 err.code not in ("APK402", "APK403") or not t.layout.static:
             raise
         n = prod(t.layout.shape)  # the one start is out of range: nothing moves
-        return None, np.zeros(n, bool), n
-    return acc.offsets().reshape(-1), None, acc.size
+        return None, np.zeros(n, bool), n, None
+    return acc.offsets().reshape(-1), None, acc.size, None
 
 
 def copy_skipping(dst: Tensor, src: Tensor, name: str | None, label: str,
@@ -111,8 +114,8 @@ def copy_skipping(dst: Tensor, src: Tensor, name: str | None, label: str,
     vector index is 2-d and read column-first (a gather-transpose)."""
     for role, t in (("src", src), ("dst", dst)):
         ex.warn_static(t, label, role)
-    s_offs, s_ok, n_s = _flat(src, label, "src", index_order, not skip)
-    d_offs, d_ok, n_d = _flat(dst, label, "dst", "C", not skip)
+    s_offs, s_ok, n_s, _ = _flat(src, label, "src", index_order, not skip)
+    d_offs, d_ok, n_d, d_idx = _flat(dst, label, "dst", "C", not skip)
     if n_s != n_d:
         raise TargetError(f"{label}: dst has {n_d} elements, src has {n_s}", code="APK306",
                           notes=[f"dst {dst.name} @ {dst.buffer}, src {src.name} @ "
@@ -132,5 +135,11 @@ def copy_skipping(dst: Tensor, src: Tensor, name: str | None, label: str,
     if k == 0 or s_offs is None or d_offs is None:
         return
     s = ex.Indexed(src.name, src.storage, src.dtype, (k,), None, s_offs[order[ok]])
-    d = ex.Indexed(dst.name, dst.storage, dst.dtype, (k,), None, d_offs[ok])
+    if d_idx is None:
+        d = ex.Indexed(dst.name, dst.storage, dst.dtype, (k,), None, d_offs[ok])
+    else:  # the rows a runtime index places: a repeated index is told from an overlap
+        rows, cols, keys = (a[ok] for a in row_keys((d_idx.size, n_d // max(d_idx.size, 1)),
+                                                    d_idx))
+        d = IndexedRows(dst.name, dst.storage, dst.dtype, (k,), d_offs[ok], rows, cols, keys,
+                        tuple(dst.layout.shape))
     ex.copy(d, s, label)

@@ -85,8 +85,12 @@ dma_copy(dst=out, src=y)
 """),
     entry("APK405", "destination writes an element twice", """
 A destination view must touch each storage element at most once: a stride-0 (broadcast)
-dimension, an `.ap` whose strides overlap, or a runtime index repeated in a scatter would write
-the same element several times in an order the hardware does not define.
+dimension or an `.ap` whose strides overlap would write the same element several times in an
+order the hardware does not define.  A DMA scatter whose runtime row index repeats
+(`.ap(vector_offset=)`, `vector_select`) is the one exception, and only while the rows that
+share an index carry the same bytes (every order then leaves those bytes: a spare row that
+every padding row is sent to); rows that share an index and differ are this error, since a
+transfer runs on up to 16 DMA engines and nothing orders them.
 """, """
 t: f32[128, 1, 64] @ sbuf
 memset(t.broadcast(1, 4), 0.0)

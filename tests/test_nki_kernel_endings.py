@@ -224,6 +224,31 @@ def k(a):
     assert proc.returncode == 0 and "APK181" not in proc.stderr
 
 
+def test_a_shared_constant_left_unreturned_is_not_an_output(tmp_path):
+    # nl.shared_constant's data is the host's, "loaded to HBM at model load time": the kernel
+    # wrote nothing there, so leaving it unreturned loses nothing (an output beside it still
+    # warns)
+    source = """import numpy as np
+
+
+@nki.jit
+def k(a):
+    c = nl.shared_constant(np.full((128, 64), 2.0, np.float32))
+    x = nl.multiply(nl.load(a), nl.load(c))
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    lost = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, x)
+    nl.store(lost, x)
+    return out
+"""
+    proc = _apdsl(tmp_path, source, "-i", "a=a.npy", "-o", "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    assert "`lost`" in proc.stderr and "`c`" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("warning[APK181]") == 1
+    a = np.load(tmp_path / "a.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), 2 * a)
+
+
 TENSOR_COPY = """@nki.jit
 def k(a):
     t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)

@@ -4,7 +4,8 @@
 - each was written whole (APK180: a forgotten store returns memory nothing wrote; said of the
   result, at the return, rather than as a read of it by whatever later copies it out);
 - a `shared_hbm` tensor the kernel wrote is among them (APK181, a warning: an output written
-  and not returned is lost when the kernel ends, and the caller sees None).
+  and not returned is lost when the kernel ends, and the caller sees None); an
+  `nl.shared_constant` is the host's data, not an output.
 
 The written checks follow the machine's `init_check` option, as every read does."""
 
@@ -17,6 +18,7 @@ from ..errors import ApdslTypeError, Warning_
 from ..runtime.core import results as written
 from ..runtime.core.results import tensors_of
 from ..runtime.core.written import has_written
+from ..semantics.nl_constants import is_constant
 from ..tensor import targets
 from ..tensor.view import Tensor
 from .locate import return_span
@@ -48,7 +50,8 @@ def unreturned(value: Any, outputs: list[Tensor], fn: Callable[..., Any]) -> lis
     seen = set()
     for t in outputs:
         storage = t.storage
-        if storage.id in returned or storage.id in seen or not has_written(storage):
+        if storage.id in returned or storage.id in seen or not has_written(storage) or \
+                is_constant(t):
             continue
         seen.add(storage.id)
         got = "returns None" if value is None else "does not return it"

@@ -28,6 +28,7 @@ the program's table, so `apdsl lower` shows what moves:
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -77,6 +78,11 @@ def _alloc(interp: Host, shape: Any, dtype: Any, buffer: str) -> Tensor:
     return interp.allocate(tuple(shape), dtype, buffer, "ND", "", span=interp.call_span)
 
 
+# The storages `shared_constant` made: their data is the host's, there when the kernel starts,
+# so they are not outputs the kernel wrote (`is_constant`; no APK181 for leaving one unreturned).
+_CONSTANTS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def shared_constant(interp: Host, constant: Any, dtype: Any = None) -> Tensor:
     arr = _constant_array(constant)
     dt = to_dtype(arr.dtype if dtype is None else dtype)
@@ -85,7 +91,13 @@ def shared_constant(interp: Host, constant: Any, dtype: Any = None) -> Tensor:
     t = _alloc(interp, arr.shape, dt, "shared_hbm")
     current().device.write_view(t, arr.astype(np.float32) if arr.dtype.kind == "f" and
                                 dt.kind == "f" else arr)
+    _CONSTANTS.add(t.storage)
     return t
+
+
+def is_constant(t: Tensor) -> bool:
+    """Is `t` over the storage of an `nl.shared_constant` (host data, not a kernel output)?"""
+    return t.storage in _CONSTANTS
 
 
 def identity(n: Any, most: int | None = 128) -> np.ndarray:

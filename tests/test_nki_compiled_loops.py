@@ -89,6 +89,66 @@ def test_while_loop_runs_until_the_returned_register_is_zero(count):
 
 
 @nki.jit
+def dynamic_rows(data, flags, start, start_in_register):
+    """out[i] = data[i] + 1 for i in range(start, flags.sum()), the other rows 0: a
+    `dynamic_range` whose stop is a register loaded from an on-chip sum (its start too, when
+    asked), the row an SBUF counter the body advances (the shape of nki-library's MoE loop
+    over padded blocks)."""
+    rows, cols = data.shape
+    n = flags.shape[1]
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray((rows, cols), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out, src=zeros)
+    f_sb = nl.ndarray((1, n), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f_sb, src=flags)
+    total = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=total, data=f_sb, op=nl.add, axis=1)
+    stop = nisa.register_alloc()
+    nisa.register_load(stop, total)
+    at = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=at, value=start)
+    first = nisa.register_alloc(start) if start_in_register else start
+    row = nl.ndarray((1, cols), dtype=data.dtype, buffer=nl.sbuf)
+    for _ in nl.dynamic_range(first, stop):
+        nisa.dma_copy(dst=row, src=data.ap([[cols, 1], [1, cols]], scalar_offset=at,
+                                           indirect_dim=0))
+        nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=out.ap([[cols, 1], [1, cols]], scalar_offset=at, indirect_dim=0),
+                      src=row)
+        nisa.tensor_scalar(dst=at, data=at, op0=nl.add, operand0=1)
+    return out
+
+
+@pytest.mark.parametrize("start,flags,in_register", [
+    (0, [1, 1, 0, 1, 0, 1], False), (2, [1, 1, 1, 1, 1, 1, 1, 0], False),
+    (3, [1, 1, 0, 0], True), (0, [0, 0, 0], True), (5, [1] * 8, True)])
+def test_dynamic_range_reads_its_register_bounds_when_the_loop_starts(start, flags,
+                                                                      in_register):
+    data = RNG.standard_normal((8, 16)).astype(np.float32)
+    f = np.array([flags], np.int32)
+    got = dynamic_rows(data, f, start, in_register)
+    want = np.zeros_like(data)
+    for i in range(start, int(f.sum())):
+        want[i] = data[i] + np.float32(1.0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dynamic_range_over_an_unloaded_register_is_apk410():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        for _ in nl.dynamic_range(0, nisa.register_alloc()):
+            pass
+        return out
+
+    with raises_code("APK410") as e:
+        k(np.zeros((2, 2), np.float32))
+    assert "dynamic_range" in e.value.message
+
+
+@nki.jit
 def misuse(a, how):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=a)

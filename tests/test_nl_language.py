@@ -119,7 +119,15 @@ assert list(nl.static_range(0, 6, 2)) == [0, 2, 4] and list(nl.dynamic_range(2, 
 
 
 @pytest.mark.parametrize("expr", ["nl.dynamic_range(0, 4, 0)", "nl.dynamic_range(1.5)",
-                                  "nl.dynamic_range(0, r)"])
+                                  "nl.dynamic_range(0, 4, r)"])
 def test_dynamic_range_refusals(expr):
     with raises_code("APK157"):
         run(f"r = register_alloc(3)\nx = {expr}\n")
+
+
+def test_dynamic_range_reads_a_register_bound():
+    run("""
+r = register_alloc(3)
+assert list(nl.dynamic_range(1, r)) == [1, 2]
+assert list(nl.dynamic_range(r)) == [0, 1, 2]
+""")

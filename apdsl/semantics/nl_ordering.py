@@ -75,20 +75,20 @@ def _loop_error(message: str, **kw: Any) -> ApdslTypeError:
     return ApdslTypeError(message, code="APK155", **kw)
 
 
-def _bound(value: Any, what: str) -> int:
-    """A `fori_loop` bound now: an int, or the value its register holds (APK410 when nothing
-    was loaded into it); 32-bit, as the loop's compare-and-branch is."""
+def _bound(value: Any, what: str, loop: str = "fori_loop") -> int:
+    """A dynamic loop's bound now: an int, or the value its register holds (APK410 when
+    nothing was loaded into it); 32-bit, as the loop's compare-and-branch is."""
     if isinstance(value, VirtualRegister):
-        got = value.resolve(f"the loop's {what} bound", "fori_loop")
+        got = value.resolve(f"the loop's {what} bound", loop)
     elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         got = int(value)
     else:
-        raise _loop_error(f"nl.fori_loop: {what} must be an int or a VirtualRegister, not "
+        raise _loop_error(f"nl.{loop}: {what} must be an int or a VirtualRegister, not "
                           f"{type(value).__name__}",
                           help="a bound held in a tensor is read with nisa.register_load "
                           "into a register first")
     if not INT32[0] <= got < INT32[1]:
-        raise _loop_error(f"nl.fori_loop: {what} = {got} does not fit 32 bits",
+        raise _loop_error(f"nl.{loop}: {what} = {got} does not fit 32 bits",
                           notes=["the loop compiles into a 32-bit compare-and-branch"])
     return got
 
@@ -149,6 +149,13 @@ def make() -> dict[str, Callable[..., Any]]:
                        "supported inside a no_reorder block; static loops are"],
                 help="use nl.sequential_range (or range) inside the block, or move the "
                 "dynamic loop out of it")
+        # a bound held in a register is read when the loop starts, as the hardware loop
+        # instruction reads it (the dynamic loops deep dive: start and stop "can be Python
+        # int literals or VirtualRegister objects (runtime values computed on device)")
+        if isinstance(start, VirtualRegister):
+            start = _bound(start, "start", "dynamic_range")
+        if isinstance(stop, VirtualRegister):
+            stop = _bound(stop, "stop", "dynamic_range")
         return dynamic_range(start, stop, step)
 
     dynamic.__name__ = "dynamic_range"

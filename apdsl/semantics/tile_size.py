@@ -113,9 +113,9 @@ def ds(start: int, size: int) -> slice:
 
 def dynamic_range(start: int, stop: int | None = None, step: int = 1) -> range:
     """`nl.dynamic_range(start, stop=None, step=1)`: a loop whose bounds the hardware reads at
-    run time; here, as the other range functions, Python's range over int bounds.  Bounds held
-    in registers are not modelled (APK157); the step must be a positive compile-time int, as
-    the reference says."""
+    run time; here, as the other range functions, Python's range over int bounds (a program's
+    `nl.dynamic_range` reads a bound held in a register when the loop starts, then calls this:
+    `nl_ordering`); the step must be a positive compile-time int, as the reference says."""
     from ..errors import ApdslTypeError
     for what, v in (("start", start), ("stop", stop), ("step", step)):
         if v is None and what == "stop":
@@ -123,9 +123,9 @@ def dynamic_range(start: int, stop: int | None = None, step: int = 1) -> range:
         if isinstance(v, bool) or not isinstance(v, int):
             raise ApdslTypeError(
                 f"dynamic_range: {what} must be an int, not {type(v).__name__}", code="APK157",
-                help="apdsl runs dynamic_range over int bounds; a bound held in a register "
-                     "is not modelled: read it into a Python int first"
-                     if type(v).__name__ == "VirtualRegister" else None)
+                help="the step is a compile-time positive int (the hardware loop "
+                     "encodes it as an immediate)" if what == "step" else "a bound is an "
+                     "int or a VirtualRegister (nisa.register_alloc, nisa.register_load)")
     if step < 1:
         raise ApdslTypeError(f"dynamic_range: step must be a positive int, got {step}",
                              code="APK157")

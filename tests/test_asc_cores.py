@@ -303,6 +303,51 @@ def test_queue_misuse_is_an_error_at_the_users_line(body, code, line, words):
         assert "the tensor alloc_tensor gave at line 8 was never enqueued" in err.notes
 
 
+def _requeue_kernel(late: bool):
+    """z = x + 1 through a VECOUT queue whose tensor is dequeued, worked on by V and enqueued
+    again for MTE3 (AscendC's EnQue takes a dequeued buffer); `late`: the re-enqueue comes
+    before the vector step, so it carries nothing of it."""
+    @asc.jit
+    def k(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
+        xg = _core_part(x, n)
+        zg = _core_part(z, n)
+        pipe = asc.TPipe()
+        q_in = asc.TQue(asc.TPosition.VECIN, 1)
+        q_out = asc.TQue(asc.TPosition.VECOUT, 1)
+        pipe.init_buffer(q_in, 1, n * 4)
+        pipe.init_buffer(q_out, 1, n * 4)
+        x_local = q_in.alloc_tensor(asc.float32)
+        z_local = q_out.alloc_tensor(asc.float32)
+        asc.data_copy(x_local, xg, n)
+        q_in.enque(x_local)
+        q_out.enque(z_local)
+        x_local = q_in.deque(asc.float32)
+        z_local = q_out.deque(asc.float32)
+        if late:
+            q_out.enque(z_local)
+        asc.adds(z_local, x_local, 1.0, n)
+        if not late:
+            q_out.enque(z_local)
+        q_in.free_tensor(x_local)
+        z_local = q_out.deque(asc.float32)
+        asc.data_copy(zg, z_local, n)
+        q_out.free_tensor(z_local)
+    return k
+
+
+def test_a_dequeued_tensor_is_enqueued_again_carrying_what_its_producer_did_by_then():
+    x = np.arange(2 * N, dtype=np.float32)
+    z = np.zeros_like(x)
+    _requeue_kernel(late=False)[2, None](x, z, N)
+    np.testing.assert_array_equal(z, x + 1)
+    k = _requeue_kernel(late=True)
+    with pytest.raises(apdsl.ApdslError) as e:  # the enque came before the vector step
+        k[2, None](x, np.zeros_like(x), N)
+    first = k.fn.__code__.co_firstlineno
+    assert e.value.code == "APK570" and e.value.span.line == first + 23
+    assert e.value.labels[0].span.line == first + 18 and "pipe V" in e.value.message
+
+
 def test_more_enques_than_the_depth_is_an_error():
     k = _queue_kernel("pipe2 = asc.TPipe()\nr = asc.TQue(asc.TPosition.VECIN, 1)\n"
                       "pipe2.init_buffer(r, 2, 256)\na = r.alloc_tensor(asc.float32)\n"

@@ -171,8 +171,8 @@ def _model(ops, num, depth):
             state[free[0]] = "held"
             nxt = (free[0] + 1) % num
             out.append(None)
-        elif op == "enque":
-            if state[k] != "held":
+        elif op == "enque":  # (AscendC's EnQue takes a buffer allocated or dequeued)
+            if state[k] not in ("held", "dequeued"):
                 out.append("APK595")
             elif depth and len(queue) >= depth:
                 out.append("APK594")

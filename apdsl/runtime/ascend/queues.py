@@ -18,7 +18,10 @@ before the next write of the buffer):
 - `alloc_tensor` takes the next free buffer (in order); the producer pipe's later
   instructions follow the consumer's instructions before the buffer's last `free_tensor`.
 - `enque(t)`: what the producer pipe has issued so far is what the tensor carries; `deque()`
-  hands the oldest enqueued tensor to the consumer, whose later instructions follow it.
+  hands the oldest enqueued tensor to the consumer, whose later instructions follow it.  A
+  dequeued tensor may be enqueued again (AscendC's EnQue takes a buffer allocated or dequeued:
+  the state check of asc-devkit's TQueBind::EnQue accepts OCCUPIED or DEQUE), carrying what
+  the producer pipe has issued by then.
 - `free_tensor(t)`: the buffer is free once the consumer's instructions so far are done; the
   tensor can no longer be used (APK408: each allocation is a storage of its own over the
   buffer's bytes, freed by `free_tensor`, and starts unwritten: what the previous tensor left
@@ -261,9 +264,9 @@ class TQue:
     def enque(self, t: Any) -> None:
         self._ready("enque")
         i = self._which(t, "enque")
-        if self.state[i] != "held":
-            raise _err(f"{self.name}.enque: the tensor is {self.state[i]}; only a tensor "
-                       "alloc_tensor gave (and not yet enqueued) is enqueued", "APK595")
+        if self.state[i] not in ("held", "dequeued"):
+            raise _err(f"{self.name}.enque: the tensor is {self.state[i]}; a tensor is "
+                       "enqueued after alloc_tensor or deque gave it (once)", "APK595")
         if self.depth and len(self.enqueued) >= self.depth:
             raise _err(f"{self.name}.enque: the queue already holds {len(self.enqueued)} "
                        f"tensor{'s' if len(self.enqueued) != 1 else ''}, its depth", "APK594",

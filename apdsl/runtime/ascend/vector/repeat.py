@@ -12,7 +12,12 @@ of X in one 32-byte block), and its element is
 (strides in 32-byte blocks, from `asc.BinaryRepeatParams` / `asc.UnaryRepeatParams`).  The
 mask says which lanes take part: an int is a count of leading lanes (at most the lanes of a
 repeat), a list `[low, high]` is a bit mask (bit i of `low` is lane i, bit i of `high` lane
-64 + i; a 32-bit operation has 64 lanes, so `high` must be 0).
+64 + i).  Bits past a repeat's lanes select nothing: a 32-bit operation has 64 lanes, and
+`high` is ignored there.  The AscendC docs ask for `high` = 0 with 32-bit data, but the mask
+register AscendC's ResetMask leaves for every dtype is all ones in both words
+(asc-devkit's kernel_reg.h: `set_vector_mask(FULL_MASK, FULL_MASK)`), so hardware runs 32-bit
+instructions with a high word set; pyasc's vadd_bits test passes [2**64 - 1, 2**64 - 1] for
+float32 and int32 data and checks the sum.
 
 An operand is an AscendC LocalTensor: a start address and a length.  In apdsl it is a view
 whose elements are consecutive in its storage (any shape: its elements in row-major order), so
@@ -91,15 +96,13 @@ def mask_form(label: str, mask: Any, repeat_times: Any, strides: Mapping[str, tu
             raise _err("APK550", label, f"a bit mask is [low, high] (two 64-bit words), got "
                        f"{len(mask)} words", help="give mask=[low64, high64]")
         words = [_int(w, label, "a mask word", 0, 2**64 - 1) for w in mask] + [0]
-        if lanes <= 64 and words[1]:
-            raise _err("APK550", label, f"this operation has {lanes} lanes a repeat, so the "
-                       f"high mask word must be 0; it is {words[1]:#x}",
-                       help="put the lanes in the low word: bit i is lane i")
         bits = words[0] | (words[1] << 64)
-        active = tuple(i for i in range(min(lanes, 128)) if bits >> i & 1)
+        active = tuple(i for i in range(min(lanes, 128)) if bits >> i & 1)  # (the lanes there are)
         if not active:
             raise _err("APK550", label, "the bit mask selects no lane; the AscendC docs "
-                       "require at least one", help="set at least one bit of the mask")
+                       "require at least one", help="set at least one bit of the mask",
+                       notes=[f"this operation has {lanes} lanes a repeat: bit i of the low "
+                              "word is lane i, of the high word lane 64 + i"])
     else:
         n = _int(mask, label, "mask", 0, lanes)
         active = tuple(range(n))

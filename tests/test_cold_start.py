@@ -74,6 +74,43 @@ def test_checking_a_small_file_imports_none_of_the_heavy_modules(tmp_path: Path,
     assert loaded == [], f"the check path imported {loaded}"
 
 
+def test_a_check_loads_the_executors_of_the_instructions_it_calls_only(tmp_path: Path,
+                                                                       warm: dict) -> None:
+    # the builtins load an instruction's module on its first call or signature: a check of
+    # views.apk (one dma_copy) loads that executor and none of the others, one of
+    # matmul.apk (dma_copy, nc_matmul, tensor_copy) loads nc_matmul's too
+    others = {"apdsl.runtime.nki.activation", "apdsl.runtime.nki.collectives",
+              "apdsl.runtime.nki.reduce", "apdsl.runtime.nki.selection"}
+    modules, first = _imported_by_check(tmp_path, warm, (ROOT / "examples" /
+                                                         "views.apk").read_text())
+    assert first.startswith("0 ") and ": ok" in first, first
+    assert "apdsl.runtime.copies" in modules and "apdsl.runtime.nki.matmul" not in modules
+    assert not modules & others
+    modules, first = _imported_by_check(tmp_path, warm, (ROOT / "examples" /
+                                                         "matmul.apk").read_text())
+    assert first.startswith("0 ") and ": ok" in first, first
+    assert {"apdsl.runtime.copies", "apdsl.runtime.nki.matmul"} <= modules
+    assert not modules & others
+
+
+def test_a_lazy_instruction_builtin_shows_its_executor_s_signature(tmp_path: Path) -> None:
+    import inspect
+
+    from apdsl.runtime.table import implementation
+    from apdsl.semantics.program import Program
+    interp = Program("x = 1\n", "<lazy>").interpreter(dry=True)
+    builtin = interp.builtins["nc_matmul"]
+    assert inspect.signature(builtin) == inspect.signature(implementation("nc_matmul"))
+    assert builtin.__name__ == "nc_matmul"
+    # an Ascend-only instruction keeps its wrapper's signature (as before the loading moved)
+    assert not hasattr(interp.builtins["mmad"], "__wrapped__")
+    # the checker still matches a call against the executor's parameters
+    bad = Program("a: f32[128, 64] @ sbuf\nb: f32[128, 64] @ sbuf\n"
+                  "dma_copy(a, b, colour=1)\n", str(tmp_path / "bad.apk"))
+    errors = bad.check()
+    assert any("colour" in str(e) for e in errors), errors
+
+
 def test_running_a_program_without_ml_dtypes_types_never_loads_ml_dtypes(tmp_path: Path,
                                                                        warm: dict) -> None:
     # ml_dtypes costs about a second of CPU to import (more than the rest of a run): only a

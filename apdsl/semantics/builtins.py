@@ -26,6 +26,7 @@ from .values import UNKNOWN, Module, Unknown
 
 INSTRUCTIONS = NAMES  # every instruction of the table (apdsl.runtime.table)
 EVENTS = ("set_flag", "wait_flag", "pipe_barrier")  # Ascend synchronisation (SPEC 13)
+_ASCEND_ONLY = frozenset(n for n in NAMES if set(TABLE[n].engines) == {"ascend"})
 TLA = ("make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like")
 
 
@@ -50,15 +51,50 @@ def _pair(x: Any, y: Any, interp: Host) -> tuple[Any, Any]:
 
 def direct_instructions(table: dict[str, Any]) -> dict[Any, Callable[..., Any]]:
     """The instruction wrappers of a builtins table (run mode) and the implementations they
-    call, for an interpreter to call straight: every wrapper whose implementation is loaded
-    (the Ascend-only ones load on first use and keep their wrapper)."""
+    call, for an interpreter to call straight: every wrapper that shows its executor (the
+    Ascend-only ones load on first use and keep their wrapper)."""
     out: dict[Any, Callable[..., Any]] = {}
     for name in INSTRUCTIONS:
         call = table[name]
-        impl = getattr(call, "__wrapped__", None)
+        impl = getattr(call, "__wrapped__", None)  # (loads the NKI executors: a run calls them)
         if impl is not None:
             out[call] = impl
     return out
+
+
+class InstructionBuiltin:
+    """Instruction `name` as a builtin of host `host`: a call runs `host.instruction` with the
+    executor.  The executor's module loads on the first call, or when `__wrapped__` is first
+    read (`inspect.signature` follows it: the checker asks for the signatures of the
+    instructions a program calls), so checking a program imports only the executors it uses
+    (two thirds of the modules the builtins loaded on a cold `apdsl check`, SPEC 10).  An
+    Ascend-only instruction shows no `__wrapped__` (its wrapper's signature is `*args`)."""
+
+    __slots__ = ("__name__", "host", "fn", "shown")
+
+    def __init__(self, name: str, host: Host, shown: bool) -> None:
+        self.__name__ = name
+        self.host = host
+        self.fn: Callable[..., Any] | None = None
+        self.shown = shown  # whether `__wrapped__` is the executor
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = _implementation(self.__name__)
+        return self.host.instruction(self.__name__, fn, args, kwargs)
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        if not self.shown:
+            raise AttributeError("__wrapped__")
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = _implementation(self.__name__)
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<instruction {self.__name__}>"
 
 
 def make_builtins(interp: Host) -> dict[str, Any]:
@@ -99,26 +135,6 @@ def make_builtins(interp: Host) -> dict[str, Any]:
     def cdiv(a: int, b: int) -> int:
         return -(-a // b)
 
-    implementation = _implementation
-
-    def instruction(name: str) -> Callable[..., Any]:
-        if set(TABLE[name].engines) == {"ascend"}:  # Ascend-only executors load on first use
-            loaded: list[Callable[..., Any]] = []
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                if not loaded:
-                    loaded.append(implementation(name))
-                return interp.instruction(name, loaded[0], args, kwargs)
-        else:
-            fn = implementation(name)
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return interp.instruction(name, fn, args, kwargs)
-
-            call.__wrapped__ = fn  # type: ignore[attr-defined]  # inspect.signature follows it
-        call.__name__ = name
-        return call
-
     table: dict[str, Any] = {
         "host": host, "allclose": allclose, "equal": equal, "ndarray": ndarray,
         "print": print_, "cdiv": cdiv,
@@ -136,7 +152,7 @@ def make_builtins(interp: Host) -> dict[str, Any]:
     table["tile_size"], table["ds"] = TILE_SIZE, ds
     table["dynamic_range"] = dynamic_range
     for name in INSTRUCTIONS:
-        table[name] = instruction(name)
+        table[name] = InstructionBuiltin(name, interp, name not in _ASCEND_ONLY)
     table.update(_events(interp))
     from . import cores  # Ascend cores: block index, AIC/AIV, cross-core flags (SPEC 17)
     table.update(cores.make(interp))

@@ -53,7 +53,6 @@ LONG_FUNCTIONS_ALLOWED: set[tuple[str, str]] = {
     ("apdsl.semantics.loops", "_stmt_For"),
     ("apdsl.semantics.blocks", "compile_block"),
     ("apdsl.runtime.nki.matmul", "nc_matmul"),
-    ("apdsl.semantics.builtins", "make_builtins"),
     ("apdsl.semantics.callsites", "_call_emitter"),
     ("apdsl.runtime.nki.elementwise", "tensor_scalar"),
     ("apdsl.semantics.nl_operators", "make"),

@@ -193,3 +193,81 @@ def test_the_command_line_locates_the_refusal(tmp_path):
     assert proc.returncode == 1
     assert "APK155" in proc.stderr and "kern.py:8" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+LOADED_BOUNDS = '''
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+
+
+def register_of(t):
+    sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sb, src=t)
+    r = nisa.register_alloc()
+    nisa.register_load(r, sb)
+    return r
+
+
+@nki.jit
+def counted(data, count):
+    """The first count[0, 0] rows plus 1 (a dynamic_range trip count from memory), then the
+    first count[0, 0] rows doubled again (a fori_loop bound from memory), the others 0."""
+    rows, cols = data.shape
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray((rows, cols), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out, src=zeros)
+    row = nl.ndarray((1, cols), dtype=data.dtype, buffer=nl.sbuf)
+    at = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=at, value=0)
+    for _ in nl.dynamic_range(register_of(count)):
+        nisa.dma_copy(dst=row, src=data.ap([[cols, 1], [1, cols]], scalar_offset=at,
+                                           indirect_dim=0))
+        nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=out.ap([[cols, 1], [1, cols]], scalar_offset=at, indirect_dim=0),
+                      src=row)
+        nisa.tensor_scalar(dst=at, data=at, op0=nl.add, operand0=1)
+
+    def double(i):
+        nisa.dma_copy(dst=row, src=out.ap([[cols, 1], [1, cols]], scalar_offset=i,
+                                          indirect_dim=0))
+        nisa.tensor_scalar(dst=row, data=row, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out.ap([[cols, 1], [1, cols]], scalar_offset=i, indirect_dim=0),
+                      src=row)
+
+    nl.fori_loop(0, register_of(count), double)
+    return out
+'''
+
+
+def test_check_mode_checks_a_loop_over_bounds_from_memory_once(tmp_path):
+    # check mode reads no memory, so a register loaded from it holds no value: the loop body
+    # (one copy on the device) is checked once instead of the loop refusing the bound
+    # (APK410); run reads the bound and matches NumPy
+    (tmp_path / "k.py").write_text(LOADED_BOUNDS)
+    data = RNG.standard_normal((6, 4)).astype(np.float32)
+    np.save(tmp_path / "d.npy", data)
+    np.save(tmp_path / "c.npy", np.array([[3]], np.int32))
+    args = ("k.py", "-i", "data=d.npy", "-i", "count=c.npy")
+    proc = apdsl_in_process("check", *args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = apdsl_in_process("run", *args, "-o", "o.npy", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    want = np.zeros_like(data)
+    want[:3] = (data[:3] + np.float32(1.0)) * np.float32(2.0)
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), want)
+
+
+def test_a_single_register_bound_is_named_the_stop():
+    @nki.jit
+    def one_bound(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        for _ in nl.dynamic_range(nisa.register_alloc()):
+            pass
+        return out
+
+    with raises_code("APK410") as e:
+        one_bound(np.ones((2, 2), np.float32))
+    assert "the loop's stop bound" in e.value.message, e.value.message

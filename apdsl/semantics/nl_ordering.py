@@ -19,12 +19,13 @@ in program order, so a register holds, at that point, the value the device would
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import ApdslTypeError
+from ..tensor.machine import current
 from ..tensor.registers import VirtualRegister
 from .tile_size import dynamic_range
 
@@ -105,8 +106,20 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any]
     if not callable(body_fun):
         raise _loop_error(f"nl.fori_loop: body_fun must be a function of the index, not "
                           f"{type(body_fun).__name__}")
+    if _unknown(lower, upper):
+        body_fun(VirtualRegister(lower if isinstance(lower, int) else None, name="i"))
+        return
     for i in range(_bound(lower, "lower"), _bound(upper, "upper"), int(step)):
         body_fun(VirtualRegister(i, name="i"))
+
+
+def _unknown(*bounds: Any) -> bool:
+    """Check mode, with a bound in a register loaded from memory: check mode reads no memory,
+    so the register holds no value, and the loop is checked by running its body once (the
+    device runs one copy of it, whatever the trip count), from the start bound when it is an
+    int, else with the iteration value unknown (a register without a value)."""
+    return any(isinstance(b, VirtualRegister) and b.value is None for b in bounds) and \
+        current().check
 
 
 def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]) -> None:
@@ -140,7 +153,7 @@ def make() -> dict[str, Callable[..., Any]]:
         """`nl.no_reorder()`: the block's instructions keep their program order."""
         return NoReorder(blocks)
 
-    def dynamic(start: Any, stop: Any = None, step: Any = 1) -> range:
+    def dynamic(start: Any, stop: Any = None, step: Any = 1) -> Sequence[Any]:
         if blocks[0]:
             raise ApdslTypeError(
                 "nl.dynamic_range inside a nl.no_reorder() block: NKI does not support a "
@@ -152,6 +165,11 @@ def make() -> dict[str, Callable[..., Any]]:
         # a bound held in a register is read when the loop starts, as the hardware loop
         # instruction reads it (the dynamic loops deep dive: start and stop "can be Python
         # int literals or VirtualRegister objects (runtime values computed on device)")
+        if stop is None:  # (one bound: the stop, as range's)
+            start, stop = 0, start
+        if _unknown(start, stop):
+            dynamic_range(0, 1, step)  # (the step's rules)
+            return [start if isinstance(start, int) else VirtualRegister(None, name="i")]
         if isinstance(start, VirtualRegister):
             start = _bound(start, "start", "dynamic_range")
         if isinstance(stop, VirtualRegister):

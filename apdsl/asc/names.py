@@ -1,8 +1,8 @@
 """The `asc` names a kernel uses, besides its memory objects: the instructions of the table
 (`asc.add`, `asc.data_copy`, ...: the builtins `.apk` programs use, resolved for the kernel
 call under way), the synchronisation builtins, the cores' functions (block index, AIC/AIV,
-cross-core flags, sync_all), pyasc's enums and parameter records, `asc.range` and
-`asc.ConstExpr`; any other pyasc name is APK660 at the user's line, naming it."""
+cross-core flags, sync_all), the scalar bit functions (`apdsl.asc.scalar_bits`), pyasc's enums
+and parameter records, `asc.range` and `asc.ConstExpr`; any other pyasc name is APK660 at the user's line, naming it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..runtime.ascend import core_ops
 from ..semantics import cores as cores_names
 from .builtin import call_builtin
 from .errors import missing
+from .scalar_bits import FUNCTIONS as SCALAR_BITS
 from .served import auto_sync
 
 T = TypeVar("T")
@@ -77,6 +78,8 @@ def lookup(name: str) -> Any:
     if name == "CubeFormat":  # the Matmul API's matrix formats (asc.adv.MatmulType)
         from .host import CubeFormat
         return CubeFormat
+    if name in SCALAR_BITS:
+        return SCALAR_BITS[name]
     if name not in NOT_YET:
         value = enum_or_record(name)
         if value is not None:

@@ -85,7 +85,10 @@ asc.runtime.config.set_platform("GPU")
 """),
     entry("APK666", "a pyasc helper given values it does not take", """
 `asc.ceildiv(x, y)` is pyasc's `(x + y - 1) // y` on two ints (the number of y-sized blocks
-that cover x, for y > 0); another value, or y = 0, has no such number.
+that cover x, for y > 0); another value, or y = 0, has no such number.  The scalar bit
+functions (`scalar_get_sff_value`, `scalar_get_count_of_value`, `scalar_count_leading_zero`,
+`count_bits_cnt_same_as_sign_bit`) take an int that fits their 64-bit word, and a
+`count_value` of 0 or 1.
 """, """
 # python
 import apdsl.asc as asc

@@ -271,3 +271,63 @@ def test_a_single_register_bound_is_named_the_stop():
     with raises_code("APK410") as e:
         one_bound(np.ones((2, 2), np.float32))
     assert "the loop's stop bound" in e.value.message, e.value.message
+
+
+CHECKED = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def k(data, count):
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=count)
+    n = nisa.register_alloc()
+    nisa.register_load(n, n_sb)
+    row = nl.ndarray((1, 16), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=out, src=data)
+    zero = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=zero, value=0)
+
+    def body(i):
+        nisa.dma_copy(dst=row, src=data.ap([[16, 1], [1, 16]], scalar_offset=i,
+                                           indirect_dim=0))
+        nisa.dma_copy(dst=out.ap([[16, 1], [1, 16]], scalar_offset=i, indirect_dim=0),
+                      src=row)
+        BAD
+
+    def again(r):
+        nisa.register_load(r, zero)  # (one iteration when run)
+        BAD
+        return r
+
+    def plain():  # (dynamic_range's index is an int)
+        nisa.dma_copy(dst=row, src=data[0:1, :])
+        BAD
+
+    LOOP
+    return out
+"""
+
+
+@pytest.mark.parametrize("loop", ["nl.while_loop(n, again)", "nl.fori_loop(n, 8, body)",
+                                  "for _ in nl.dynamic_range(2, n):\n        plain()"])
+def test_check_mode_checks_a_register_bounded_body_once(loop, tmp_path):
+    # `apdsl check` moves no data: the loaded count (a while_loop's condition, a lower
+    # bound) is unknown, and the body is checked once: clean, then with a shape error the
+    # check must find inside it
+    np.save(tmp_path / "data.npy", np.ones((8, 16), np.float32))
+    np.save(tmp_path / "count.npy", np.array([[3]], np.int32))
+    args = ("check", "kern.py", "-i", "data=data.npy", "-i", "count=count.npy")
+    (tmp_path / "kern.py").write_text(CHECKED.replace("LOOP", loop).replace("BAD", "pass"))
+    proc = apdsl_in_process(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    bad = "nisa.tensor_copy(dst=row, src=n_sb)"  # (1, 16) from (1, 1): refused
+    (tmp_path / "kern.py").write_text(CHECKED.replace("LOOP", loop).replace("BAD", bad))
+    proc = apdsl_in_process(*args, cwd=tmp_path)
+    assert proc.returncode == 1 and "tensor_copy" in proc.stderr, proc.stderr
+    # and a run of the same kernel runs
+    (tmp_path / "kern.py").write_text(CHECKED.replace("LOOP", loop).replace("BAD", "pass"))
+    assert apdsl_in_process("run", *args[1:], cwd=tmp_path).returncode == 0

@@ -135,13 +135,19 @@ def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]
         raise _loop_error(f"nl.while_loop: body_fun must be a function of the condition "
                           f"register, not {type(body_fun).__name__}")
     condition = init
-    while (value := condition.resolve("the loop's condition", "while_loop")) != 0:
+    while True:
+        if _unknown(condition):  # check mode: the body once, its condition unknown
+            value = None
+        elif (value := condition.resolve("the loop's condition", "while_loop")) == 0:
+            return
         condition = body_fun(VirtualRegister(value, name="r"))
         if not isinstance(condition, VirtualRegister):
             raise _loop_error(
                 f"nl.while_loop: body_fun returned {type(condition).__name__}, not the "
                 "register of the next condition",
                 help="end the body with `return r` after loading the next condition into r")
+        if value is None:
+            return
 
 
 def make() -> dict[str, Callable[..., Any]]:

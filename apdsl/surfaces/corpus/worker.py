@@ -14,12 +14,14 @@ import os
 import runpy
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
 from .find import checkout_top
 from .harness import OrchestratorAdapter
 from .platforms import PlatformChooser
+from .script_calls import without_other_kernels
 from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
 from .verdict import Verdict, classify, is_apdsl_fault
@@ -129,15 +131,25 @@ def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException
     return None
 
 
-def run_main(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
+def run_main(watch: Watch, driver: dict[str, Any], root: str, kernel_file: str = "",
+             qualname: str = "") -> BaseException | None:
     path = driver["file"]
     folder = os.path.dirname(path)
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     sys.argv = [path]
     sys.path.insert(0, folder)
+    # (a script checking each kernel in turn: the others' checks left out, `script_calls`)
+    code = without_other_kernels(path, kernel_file, qualname) if kernel_file else None
+    saved_main = sys.modules.get("__main__")
     try:
         os.chdir(folder)
-        runpy.run_path(path, run_name="__main__")
+        if code is None:
+            runpy.run_path(path, run_name="__main__")
+        else:
+            main = types.ModuleType("__main__")
+            main.__file__ = path
+            sys.modules["__main__"] = main
+            exec(code, main.__dict__)  # noqa: S102 - the repository's own script
     except SystemExit as e:
         error = None if e.code in (0, None) else e
     except BaseException as e:  # noqa: BLE001 - reported as the driver's outcome
@@ -147,6 +159,8 @@ def run_main(watch: Watch, driver: dict[str, Any], root: str) -> BaseException |
     finally:
         sys.argv = saved_argv
         os.chdir(saved_cwd)
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
     watch.test_ended("__main__", error)
     return error
 
@@ -298,7 +312,7 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             elif driver["kind"] == "call":
                 stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":
-                stopped = run_main(watch, driver, root)
+                stopped = run_main(watch, driver, root, job["file"], job["qualname"])
             else:
                 stopped, inputs = run_signature(watch, driver, job["qualname"])
                 found = inputs is not None

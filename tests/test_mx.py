@@ -167,6 +167,28 @@ def _bf16_values(rng: np.random.Generator, shape, spread_exp: int) -> np.ndarray
 
 # -- quantize_mx ---------------------------------------------------------------------------------
 
+def test_quantize_leaves_exactly_the_groups_of_unwritten_data_unwritten():
+    # rows 0..7 (one group of partitions) loaded, 8..31 not: each group's scale and values
+    # depend on its own 32 values only, so rows 0..7 of dst and scale row 0 are written and
+    # equal a fully loaded quantization's; the groups of rows 8.. hold garbage (unwritten)
+    x = _bf16_values(np.random.default_rng(5), (32, 8), 6)
+    want_q, want_s = _run_quantize(x, "float8_e4m3fn_x4")
+    with apdsl.target("trn3"):
+        src = ndarray((32, 8), "bfloat16", "sbuf")
+        apdsl.dma_copy(src[0:8, :], from_numpy(x[0:8].astype(ml_dtypes.bfloat16)))
+        dst = ndarray((32, 2), "float8_e4m3fn_x4", "sbuf")
+        scale = ndarray((4, 2), "uint8", "sbuf")
+        apdsl.quantize_mx(dst, src, scale)
+        np.testing.assert_array_equal(dst[0:8, :].numpy().view(np.uint32),
+                                      want_q[0:8].view(np.uint32))
+        np.testing.assert_array_equal(scale[0:1, :].numpy(), want_s[0:1])
+        for view in (dst[8:9, :], scale[1:2, :]):
+            with pytest.raises(ApdslError) as e:
+                view.numpy()
+            assert e.value.code == "APK412" and "[8, 0] was never written when quantize_mx" \
+                in e.value.message, e.value.message
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([32, 64, 96, 128]), st.sampled_from([4, 8, 32]),
        st.sampled_from(["float8_e4m3fn_x4", "float8_e5m2_x4"]), st.integers(0, 12),

@@ -23,9 +23,10 @@ from ...tensor import targets
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 from ..core import execute as ex
-from ..core import psum
+from ..core import psum, unwritten
 from ..core.limits import check_limits
 from ..core.operands import arg_error, free_size, start_partition
+from ..core.written import leave_unwritten
 from ..plans.matmul_run import accumulation
 from ..table import TABLE
 from ..table import semantics_mx as mx
@@ -79,9 +80,31 @@ def quantize_mx(dst: Tensor, src: Tensor, dst_scale: Tensor, name: str | None = 
     ex.prepare_write(call.accs["dst"], call.label, "dst")
     for acc, _ in rows:
         ex.prepare_write(acc, call.label, "dst_scale")
+    garbage = _garbage_groups(ps, fs)
     ex.store(call.accs["dst"], bits.reshape(call.accs["dst"].shape))
     for acc, groups in rows:
         ex.store(acc, scales[groups].view(acc.dtype.np).reshape(acc.shape))
+    if garbage is not None:  # exactly the groups computed from unwritten data stay unwritten
+        bad, origin = garbage
+        leave_unwritten(call.accs["dst"], np.repeat(bad, mx.GROUP_PARTITIONS, axis=0), origin)
+        for acc, groups in rows:
+            leave_unwritten(acc, bad[groups], origin)
+
+
+def _garbage_groups(parts: int, free: int) -> tuple[np.ndarray, Any] | None:
+    """The scaling groups (8 partitions x 4 values: [parts / 8, free / 4]) of quantize_mx's src
+    holding unwritten data, and its origin; None when it read none.  A group's scale and its
+    32 quantized values depend on its values only (the docstring's scale rule), so the
+    instruction's reads are set aside (they would poison every output) and these groups' outputs
+    are left unwritten, the others written."""
+    read = unwritten.read_of("src")
+    if read is None:
+        return None
+    unwritten.begin()
+    bad, origin = read
+    groups = np.reshape(np.asarray(bad, bool), (parts // mx.GROUP_PARTITIONS,
+                                                mx.GROUP_PARTITIONS, free // mx.PACK, mx.PACK))
+    return groups.any(axis=(1, 3)), origin
 
 
 def nc_matmul_mx(dst: Tensor, stationary: Tensor, moving: Tensor, stationary_scale: Tensor,

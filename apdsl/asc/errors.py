@@ -11,6 +11,16 @@ class AscNameError(ApdslNameError, AttributeError):
     AttributeError so `hasattr(asc, ...)` keeps working."""
 
 
+class AscModuleError(ApdslNameError, ModuleNotFoundError):
+    """A pyasc module apdsl does not provide (`asc.codegen`, `asc.language.core.dtype`): the
+    APK660 diagnostic naming it, and still a ModuleNotFoundError, so `try: import ...
+    except ImportError:` keeps working and its `name` is the module's."""
+
+    def __init__(self, message: str, *, module: str, **fields: object) -> None:
+        super().__init__(message, module=module, **fields)
+        ImportError.__init__(self, message, name=module)  # sets `name` (not a field)
+
+
 def missing(name: str, why: str = "") -> AscNameError:
     """`asc.NAME` exists in pyasc but not (yet) in apdsl: APK660 naming it."""
     return AscNameError(

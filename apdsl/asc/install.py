@@ -1,7 +1,8 @@
 """`install()`: an unchanged `import asc` (and `asc.language`, `asc.lib.runtime`,
 `asc.lib.host`, `asc.runtime.config`, `.launcher`, `.jit`) resolves to
-apdsl when the real pyasc is absent.  A real `asc` is never shadowed: install() warns and
-leaves it in place."""
+apdsl when the real pyasc is absent; an import of any other `asc.*` module stops at APK660
+naming it (`ModuleFinder`).  A real `asc` is never shadowed: install() warns and leaves it in
+place."""
 
 from __future__ import annotations
 
@@ -27,6 +28,28 @@ def _modules() -> dict[str, Any]:
             "asc.lib.runtime": lib, "asc.lib.host": lib.host, "asc.runtime": ours.runtime,
             "asc.runtime.config": ours.runtime.config,
             "asc.runtime.launcher": ours.runtime.launcher, "asc.runtime.jit": ours.runtime.jit}
+
+
+class ModuleFinder:
+    """A meta path finder for the `asc.*` modules apdsl does not provide, while apdsl is
+    `asc`: the import stops at a located APK660 naming the module (a ModuleNotFoundError
+    still), not at a bare "No module named"."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if not fullname.startswith("asc.") or fullname in sys.modules or not installed():
+            return None
+        from ..nki.locate import caller_span
+        from .errors import AscModuleError
+        raise AscModuleError(
+            f"apdsl.asc has no module {fullname}", module=fullname, code="APK660",
+            span=caller_span(2),
+            notes=["apdsl.asc provides asc, asc.language (basic, core, fwk, adv), asc.lib "
+                   "(runtime, host) and asc.runtime (config, launcher, jit); pyasc's code "
+                   "generation and its other internals are not modelled"],
+            help="import the names from asc itself, or run this code on pyasc")
+
+
+_FINDER = ModuleFinder()
 
 
 def installed() -> bool:
@@ -55,6 +78,8 @@ def install() -> bool:
             stacklevel=2)
         return False
     sys.modules.update(_modules())
+    if not any(f is _FINDER for f in sys.meta_path):
+        sys.meta_path.append(_FINDER)
     return True
 
 
@@ -63,3 +88,5 @@ def uninstall() -> None:
     if installed():
         for name in _modules():
             sys.modules.pop(name, None)
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)

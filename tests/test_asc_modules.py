@@ -28,7 +28,12 @@ def test_a_missing_asc_module_is_apk660_naming_it():
         except ImportError:
             fallback = True  # the usual fallback still works
         assert fallback
+        try:  # a submodule of a module apdsl maps as a plain one
+            from asc.language.core.dtype import KnownTypes
+        except ImportError as e:
+            assert e.code == "APK660" and e.name == "asc.language.core.dtype", e
         apdsl.asc.uninstall()
+        assert not hasattr(sys.modules["apdsl.asc.language"], "__path__")
         try:
             import asc.codegen
         except ImportError as e:

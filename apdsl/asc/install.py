@@ -50,6 +50,7 @@ class ModuleFinder:
 
 
 _FINDER = ModuleFinder()
+_GIVEN_PATH: list[Any] = []  # the plain modules install() made packages (undone by uninstall)
 
 
 def installed() -> bool:
@@ -77,7 +78,14 @@ def install() -> bool:
             "run on apdsl, import apdsl.asc as asc, or remove pyasc from this environment"),
             stacklevel=2)
         return False
-    sys.modules.update(_modules())
+    modules = _modules()
+    sys.modules.update(modules)
+    for module in modules.values():
+        # a package's submodules go through the finders: `asc.language.core.dtype` is then
+        # APK660 naming it, not Python's "'asc.language.core' is not a package"
+        if not hasattr(module, "__path__"):
+            module.__path__ = []
+            _GIVEN_PATH.append(module)
     if not any(f is _FINDER for f in sys.meta_path):
         sys.meta_path.append(_FINDER)
     return True
@@ -90,3 +98,5 @@ def uninstall() -> None:
             sys.modules.pop(name, None)
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    while _GIVEN_PATH:
+        del _GIVEN_PATH.pop().__path__

@@ -85,11 +85,11 @@ the register of the next condition. Anything else is refused here, at the call.
 nl.fori_loop(0, 8, lambda i: None, step=0)
 """),
     entry("APK157", "nl.dynamic_range bounds", """
-`nl.dynamic_range(start, stop=None, step=1)` runs over int bounds here, as the other range
-functions; the step must be a positive int (the reference requires a positive compile-time
-step). On hardware its bounds may be held in registers; apdsl does not model register loop
-bounds, so a register bound is refused rather than guessed.  Inside a `nl.no_reorder()` block
-a dynamic loop is refused too: the reference does not support one there.
+`nl.dynamic_range(start, stop=None, step=1)` takes int bounds or bounds held in registers
+(read when the loop starts, as the hardware loop instruction reads them; `apdsl check`, which
+moves no data, checks the body once); the step must be a positive int (the reference requires
+a positive compile-time step, never a register).  Inside a `nl.no_reorder()` block a dynamic
+loop is refused too: the reference does not support one there.
 """, """
 for i in nl.dynamic_range(0, 8, 0):
     print(i)

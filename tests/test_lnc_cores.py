@@ -82,6 +82,52 @@ def test_a_barrier_only_one_program_reaches_is_a_deadlock():
     assert e.value.code == "APK965" and "program 1 waits at core_barrier" in e.value.message
 
 
+@nki.jit
+def barrier_on_a_tile(x):
+    # each program writes its half of a shared HBM tensor, meets the other at a barrier whose
+    # data is an SBUF tile (as nki-library's moe_cte passes its block counter), then reads the
+    # other's half: program 0 can only read it if the barrier made it wait for program 1
+    me = nl.program_id(0)
+    shared = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=shared[me], src=x[me])
+    counter = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=counter, value=0)
+    nisa.core_barrier(counter, (0, 1))
+    t = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=shared[1 - me])
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me], src=t)
+    return out
+
+
+def test_a_barrier_on_an_sbuf_tile_orders_the_programs():
+    x = np.arange(2 * 4 * 8, dtype=np.float32).reshape(2, 4, 8)
+    np.testing.assert_array_equal(barrier_on_a_tile[2](x), x[::-1])
+
+
+@nki.jit
+def barrier_on_psum(x):
+    acc = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.psum)
+    nisa.core_barrier(acc, (0, 1))
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+    return out
+
+
+def test_a_barrier_on_psum_is_refused():
+    with pytest.raises(ApdslError) as e:
+        barrier_on_psum[2](np.ones((2, 4, 8), np.float32))
+    assert e.value.code == "APK968" and "acc is in psum" in e.value.message, e.value.message
+
+
+def test_explain_says_where_the_barrier_data_may_live():
+    r = subprocess.run([sys.executable, "-m", "apdsl", "explain", "APK968"], capture_output=True,
+                       text=True)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "`core_barrier` takes `cores=(0, 1)` and its `data` in HBM or " \
+        "SBUF, never PSUM" in text, r.stdout
+
+
 def test_alone_the_exchange_has_no_partner():
     with pytest.raises(ApdslError) as e:
         swap_halves(np.ones((2, 4, 8), np.float32))

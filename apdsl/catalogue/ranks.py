@@ -64,7 +64,9 @@ per src, all in HBM or all in SBUF (never mixed, never PSUM); several tensors in
 (coalesced) only in HBM; `all_to_all` and `collective_permute` move HBM tensors only;
 `collective_dim` is 0 for HBM tensors (all_gather on SBUF also takes 1); reductions take
 `nl.add`, `nl.minimum` or `nl.maximum`; `sendrecv` moves SBUF tiles between ranks 0 and 1
-(NeuronCore-v3 on); `core_barrier` takes `cores=(0, 1)` and a shared HBM tensor.
+(NeuronCore-v3 on); `core_barrier` takes `cores=(0, 1)` and its `data` in HBM or SBUF, never
+PSUM (its docstring says shared HBM, nki-library's moe_cte passes an SBUF tile; the barrier
+orders the two cores the same either way).
 """, """
 # python""" + _KERNELS + """
 @nki.jit

@@ -595,9 +595,17 @@ def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | N
     if members != (0, 1):
         raise TargetError(f"{label}: cores={tuple(cores)!r}; only (0, 1) is supported (LNC=2)",
                           code="APK968", help="pass cores=(0, 1)")
-    if data.buffer not in HBM:
+    # The docstring says data "must be data in shared HBM", yet nki-library's moe_cte
+    # (bwmm_shard_on_I.py, the dynamic-block loop) calls core_barrier(block_idx, (0, 1)) on an
+    # SBUF tile, in AWS's published, hardware-tested kernel. The barrier only orders the two
+    # cores (semaphores); it neither reads nor writes its data, so where the data lives does not
+    # change what it does: SBUF is accepted with the same meaning. PSUM and other memories are
+    # not named anywhere, and stay refused.
+    if data.buffer not in HBM and data.buffer != "sbuf":
         raise TargetError(f"{label}: data {data.name} is in {data.buffer}; the barrier's data "
-                          "is shared HBM", code="APK968", help="pass the shared HBM tensor")
+                          "is in shared HBM (or an SBUF tile, as nki-library's kernels pass)",
+                          code="APK968", help="pass the shared HBM tensor the cores wrote",
+                          buffer=data.buffer)
     group, rank, n = _cores()
     if n < 2:
         raise _no_group(label, "the barrier joins cores 0 and 1", 2, n)

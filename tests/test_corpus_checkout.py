@@ -256,6 +256,48 @@ def test_a_test_method_reaching_the_kernel_through_a_method_is_chosen(tmp_path: 
         ["TestOps::test_shift"]
 
 
+
+def test_a_test_importing_the_kernel_from_its_package_drives_it(tmp_path: Path) -> None:
+    """nki-library's cross-entropy tests import `from ...loss import cross_entropy_forward`,
+    re-exported by the package's `__init__.py`, never naming the kernel's own module."""
+    from apdsl.surfaces.corpus.drivers import find_entry_points
+    from apdsl.surfaces.corpus.find import parse
+    _write(tmp_path / "mylib" / "__init__.py", "from .ops import scale_kernel\n")
+    _write(tmp_path / "mylib" / "ops" / "__init__.py", "from .scale import scale_kernel\n")
+    _write(tmp_path / "mylib" / "ops" / "scale.py", OPS)
+    _write(tmp_path / "test_pkg.py", """
+        import numpy as np
+        from mylib.ops import scale_kernel
+
+        def test_scale():
+            np.testing.assert_allclose(scale_kernel(np.ones((2, 2), np.float32)), 3.0)
+        """)
+    _write(tmp_path / "test_top.py", """
+        import numpy as np
+        import mylib
+
+        def test_scale_from_the_top():
+            np.testing.assert_allclose(mylib.scale_kernel(np.ones((2, 2), np.float32)), 3.0)
+        """)
+    # a package that does not re-export it: its tests do not drive the kernel
+    _write(tmp_path / "other" / "__init__.py", "")
+    _write(tmp_path / "test_other.py", """
+        from other import scale_kernel
+
+        def test_unrelated():
+            scale_kernel()
+        """)
+    files = ["mylib/__init__.py", "mylib/ops/__init__.py", "mylib/ops/scale.py", "test_pkg.py",
+             "test_top.py", "other/__init__.py", "test_other.py"]
+    sources = [s for s in (parse(str(tmp_path / f)) for f in files) if s]
+    entries = {e.qualname: e for e in find_entry_points(sources)}
+    assert [(d.kind, os.path.basename(d.file), [t.split("::")[-1] for t in d.tests])
+            for d in entries["scale_kernel"].drivers] == [
+        ("pytest", "test_pkg.py", ["test_scale"]),
+        ("pytest", "test_top.py", ["test_scale_from_the_top"]),
+        ("signature", "scale.py", [])]
+    assert [d.kind for d in entries["shift_kernel"].drivers] == ["signature"]
+
 BLOCKS = '''
 import nki
 import nki.language as nl

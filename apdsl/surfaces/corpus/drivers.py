@@ -143,6 +143,7 @@ class Callers:
         for s in sources:
             for stem in s.imported:
                 self.users_of.setdefault(stem, []).append(s)
+        self._by_path = {s.path: s for s in sources}
         self._helpers: dict[str, dict[str, set[str]]] = {}
 
     def helpers(self, src: Source) -> dict[str, set[str]]:
@@ -150,9 +151,26 @@ class Callers:
             self._helpers[src.path] = _helpers(src)
         return self._helpers[src.path]
 
+    def names_of(self, src: Source) -> Iterator[str]:
+        """How other files import `src`'s module: its name, then the name of each package
+        whose `__init__.py` imports from it (`from .cross_entropy import f` in `loss/`: a test
+        doing `from pkg.loss import f` uses the module too), up the folders while they do."""
+        stem, folder = _stem(src.path), os.path.dirname(src.path)
+        yield stem
+        while (init := self._by_path.get(os.path.join(folder, "__init__.py"))) is not None \
+                and init is not src and stem in init.imported:
+            stem, folder = os.path.basename(folder), os.path.dirname(folder)
+            yield stem
+
     def users(self, src: Source) -> list[Source]:
-        """The files that import `src`'s module (by its name)."""
-        return [s for s in self.users_of.get(_stem(src.path), []) if s is not src]
+        """The files that import `src`'s module (by its name, or by a package re-exporting
+        it), each once."""
+        found: dict[str, Source] = {}
+        for stem in self.names_of(src):
+            for s in self.users_of.get(stem, []):
+                if s is not src and not s.path.endswith(os.sep + "__init__.py"):
+                    found.setdefault(s.path, s)
+        return list(found.values())
 
     def through(self, name: str, home: Source) -> list[tuple[str, Source]]:
         """(function, its file) of the functions that call `name` of file `home`, or call one

@@ -13,44 +13,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from corpus_sources import hbm_kernel, kernel_module
 
 from apdsl.surfaces.corpus import run
 
-OPS = '''
-import nki
-import nki.language as nl
+OPS = kernel_module(hbm_kernel("scale_kernel", "nl.multiply(nl.load(a), 3.0)"),
+                    hbm_kernel("shift_kernel", "nl.add(nl.load(a), 1.0)"),
+                    "@nki.jit\ndef lonely_kernel(a):\n    return a")
 
-
-@nki.jit
-def scale_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 3.0))
-    return out
-
-
-@nki.jit
-def shift_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(nl.load(a), 1.0))
-    return out
-
-
-@nki.jit
-def lonely_kernel(a):
-    return a
-'''
-
-OTHER = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def negate_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.negative(nl.load(a)))
-    return out
-'''
+OTHER = kernel_module(hbm_kernel("negate_kernel", "nl.negative(nl.load(a))"))
 
 OPS_TESTS = '''
 import numpy as np
@@ -164,31 +135,10 @@ def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
     assert [t.split("::")[-1] for t in scale.drivers[0].tests] == ["test_scale"]
 
 
-TUTORIAL_KERNELS = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def double_v1(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(nl.load(a), nl.load(a)))
-    return out
-
-
-@nki.jit
-def double_v2(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 2.0))
-    return out
-
-
-@nki.jit
-def double_v3(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 3.0))  # a wrong version of the tutorial
-    return out
-'''
+# double_v3 is a wrong version of the tutorial
+TUTORIAL_KERNELS = kernel_module(hbm_kernel("double_v1", "nl.add(nl.load(a), nl.load(a))"),
+                                 hbm_kernel("double_v2", "nl.multiply(nl.load(a), 2.0)"),
+                                 hbm_kernel("double_v3", "nl.multiply(nl.load(a), 3.0)"))
 
 # the test takes the kernel as a parameter (no fixture gives it: pytest cannot run it), and
 # the file calls it at module level with one version; it names no other version
@@ -298,41 +248,12 @@ def test_a_test_importing_the_kernel_from_its_package_drives_it(tmp_path: Path) 
         ("signature", "scale.py", [])]
     assert [d.kind for d in entries["shift_kernel"].drivers] == ["signature"]
 
-BLOCKS = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def inner_kernel(t):
-    return nl.multiply(t, 2.0)
-
-
-@nki.jit
-def outer_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(inner_kernel(nl.load(a)), 1.0))
-    return out
-
-
-@nki.jit
-def late_inner(t):
-    return nl.multiply(t, 3.0)
-
-
-@nki.jit
-def late_outer(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, late_inner(nl.load(a)))
-    return out
-
-
-@nki.jit
-def never_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 4.0))
-    return out
-'''
+BLOCKS = kernel_module(
+    "@nki.jit\ndef inner_kernel(t):\n    return nl.multiply(t, 2.0)",
+    hbm_kernel("outer_kernel", "nl.add(inner_kernel(nl.load(a)), 1.0)"),
+    "@nki.jit\ndef late_inner(t):\n    return nl.multiply(t, 3.0)",
+    hbm_kernel("late_outer", "late_inner(nl.load(a))"),
+    hbm_kernel("never_kernel", "nl.multiply(nl.load(a), 4.0)"))
 
 API = '''
 from mylib.ops.blocks import late_outer, never_kernel, outer_kernel
@@ -350,17 +271,7 @@ def run_never(a):
     return never_kernel(a)
 '''
 
-BROKEN = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def broken_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.frobnicate(nl.load(a)))
-    return out
-'''
+BROKEN = kernel_module(hbm_kernel("broken_kernel", "nl.frobnicate(nl.load(a))"))
 
 BLOCKS_COMMON = '''
 import numpy as np

@@ -11,60 +11,27 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from corpus_sources import hbm_kernel, kernel_module
 
 from apdsl.surfaces.corpus.drivers import find_entry_points
 from apdsl.surfaces.corpus.find import parse, python_files
 from apdsl.surfaces.corpus.verdict import PACKAGE, classify
 
-KERNELS = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def add_kernel(a, b):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(nl.load(a), nl.load(b)))
-    return out
-
-
-@nki.jit
-def scale_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 2.0))
-    return out
-
-
-@nki.jit
-def typo_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.frobnicate(nl.load(a)))
-    return out
-
-
-@nki.jit
-def untested_kernel(a):
-    return a
-
-
-@nki.jit
-def raising_kernel(a):
-    assert a.shape[0] == 3, "needs three rows"
-    return a
-
-
-@nki.jit
-def refused_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.load(a))
-    return out
-
+KERNELS_MAIN = '''
 
 if __name__ == "__main__":
     import numpy as np
     x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
     print(np.array_equal(scale_kernel(x), x * 2))
 '''
+
+KERNELS = kernel_module(
+    hbm_kernel("add_kernel", "nl.add(nl.load(a), nl.load(b))", params="a, b"),
+    hbm_kernel("scale_kernel", "nl.multiply(nl.load(a), 2.0)"),
+    hbm_kernel("typo_kernel", "nl.frobnicate(nl.load(a))"),
+    "@nki.jit\ndef untested_kernel(a):\n    return a",
+    "@nki.jit\ndef raising_kernel(a):\n    assert a.shape[0] == 3, \"needs three rows\"\n    return a",
+    hbm_kernel("refused_kernel", "nl.load(a)"), after=KERNELS_MAIN)
 
 TESTS = '''
 import unittest
@@ -232,24 +199,9 @@ def test_time_running_out_before_the_kernel_is_reached_says_what_stopped_the_tes
         tmp_path: Path) -> None:
     # the first test stops at another kernel's refusal, the second spins before it reaches
     # the kernel: a timeout, naming the first test's stop
-    (tmp_path / "kern.py").write_text(textwrap.dedent('''
-        import nki
-        import nki.language as nl
-
-
-        @nki.jit
-        def odd_kernel(a):
-            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-            nl.store(out, nl.frobnicate(nl.load(a)))
-            return out
-
-
-        @nki.jit
-        def twice_kernel(a):
-            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-            nl.store(out, nl.multiply(nl.load(a), 2.0))
-            return out
-        '''))
+    (tmp_path / "kern.py").write_text(kernel_module(
+        hbm_kernel("odd_kernel", "nl.frobnicate(nl.load(a))"),
+        hbm_kernel("twice_kernel", "nl.multiply(nl.load(a), 2.0)")))
     (tmp_path / "test_kern.py").write_text(textwrap.dedent('''
         import numpy as np
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from corpus_sources import hbm_kernel, kernel_module
 
 from apdsl.surfaces.corpus.harness import within
 from apdsl.surfaces.corpus.standins import AbsentFromCheckout, StandInFinder, neuron_dtypes
@@ -458,37 +459,17 @@ def test_packed_mx_stand_ins_pack_four_values_first_lowest(name: str, element: s
                                   np.asarray(packed))
 
 
-TORCH_DRIVEN = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def {name}(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), {factor}))
-    return out
-
+TORCH_DRIVEN = kernel_module(hbm_kernel("{name}", "nl.multiply(nl.load(a), {factor})"), after='''
 
 if __name__ == "__main__":
     import numpy as np
     import torch
     x = np.linspace(-1, 1, 512, dtype=np.float32).reshape(128, 4)
     print(torch.allclose(torch.from_numpy({name}(x)), torch.from_numpy(2 * x)))
-'''
+''')
 
 
-GOES_ON = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def once_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(nl.load(a), 1.0))
-    return out
-
+GOES_ON = kernel_module(hbm_kernel("once_kernel", "nl.add(nl.load(a), 1.0)"), after='''
 
 if __name__ == "__main__":
     import numpy as np
@@ -496,7 +477,7 @@ if __name__ == "__main__":
     print(np.allclose(once_kernel(x), x + 1))
     while True:   # a benchmark that outlasts the limit
         pass
-'''
+''')
 
 
 def _corpus(root: Path, timeout: int) -> dict[str, dict]:
@@ -526,24 +507,13 @@ def test_a_driver_going_on_past_the_limit_keeps_the_kernels_verdict(tmp_path: Pa
     assert "went on past the limit (no end within 4 s of CPU time)" in v["detail"], v
 
 
-EXPECTED_FALSE = '''
-import numpy as np
-
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def noise_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.add(nl.load(a), 1.0))
-    return out
-
+EXPECTED_FALSE = kernel_module(hbm_kernel("noise_kernel", "nl.add(nl.load(a), 1.0)"),
+                               before="import numpy as np\n\n", after='''
 
 def test_not_all_zero():
     out = noise_kernel(np.ones((8, 8), np.float32))
     assert not np.allclose(out, np.zeros((8, 8)))   # used as meant: expected to differ
-'''
+''')
 
 
 def test_a_passing_tests_false_comparison_is_no_mismatch(tmp_path: Path) -> None:

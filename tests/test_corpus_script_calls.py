@@ -10,35 +10,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+from corpus_sources import hbm_kernel, kernel_module
+
 from apdsl.surfaces.corpus.script_calls import without_other_kernels
 
-KERNELS = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def double_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.multiply(nl.load(a), 2.0))
-    return out
-
-
-@nki.jit
-def odd_kernel(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.frobnicate(nl.load(a)))
-    return out
-
-
-@nki.jit
-def twice_kernel(a):
-    assert a.shape[0] % 64 == 0, "rows in 64s"
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.load(a)
-    nl.store(out, nl.add(t, t))
-    return out
-'''
+KERNELS = kernel_module(
+    hbm_kernel("double_kernel", "nl.multiply(nl.load(a), 2.0)"),
+    hbm_kernel("odd_kernel", "nl.frobnicate(nl.load(a))"),
+    hbm_kernel("twice_kernel", "nl.add(t, t)", first='assert a.shape[0] % 64 == 0, "rows in 64s"',
+               body=("t = nl.load(a)",)))
 
 SCRIPT = '''
 import numpy as np

@@ -189,11 +189,49 @@ def test_a_kernel_that_does_not_end_is_a_timeout(tmp_path: Path) -> None:
             import numpy as np
             spin_kernel(np.ones((128, 4), np.float32))
         '''))
-    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
-                           "--timeout", "3"], capture_output=True, text=True, timeout=120)
-    kernel, = json.loads(done.stdout)["kernels"]
+    kernel = _corpus_json(tmp_path, "3")
     assert (kernel["status"], kernel["detail"]) == ("timeout", "no end within 3 s of CPU time")
 
+
+
+def test_the_limit_is_the_kernels_from_the_end_of_the_tests_collection(tmp_path: Path) -> None:
+    # nki-library's attention_cte tests spend minutes of CPU generating their parameter sweep
+    # at import, before any test runs: that is the harness's cost, not the kernel's
+    (tmp_path / "kern.py").write_text(kernel_module(
+        hbm_kernel("twice_kernel", "nl.multiply(nl.load(a), 2.0)")))
+    sweep = """
+        import time
+
+        import numpy as np
+
+        from kern import twice_kernel
+
+        began = time.process_time()
+        while time.process_time() - began < {seconds}:  # a sweep's generation
+            pass
+
+
+        def test_twice():
+            x = np.ones((4, 4), np.float32)
+            np.testing.assert_allclose(twice_kernel(x), 2 * x)
+        """
+    (tmp_path / "test_kern.py").write_text(textwrap.dedent(sweep.format(seconds=4)))
+    got = _corpus_json(tmp_path, "2")
+    assert got["status"] == "matches", got
+    assert got["cpu_seconds"] > 4, got
+    # a collection that never ends has its own limit, five times the kernel's
+    (tmp_path / "test_kern.py").write_text(textwrap.dedent(sweep.format(seconds="1e9")))
+    got = _corpus_json(tmp_path, "1")
+    assert (got["status"], got["detail"]) == \
+        ("timeout", "its tests' collection did not end within 5 s of CPU time"), got
+
+
+def _corpus_json(folder: Path, timeout: str) -> dict:
+    """The one kernel's row of `apdsl corpus FOLDER --json --timeout TIMEOUT`."""
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(folder), "--json",
+                           "--timeout", timeout], capture_output=True, text=True, timeout=300)
+    kernel, = json.loads(done.stdout)["kernels"]
+    return kernel
 
 def test_time_running_out_before_the_kernel_is_reached_says_what_stopped_the_tests(
         tmp_path: Path) -> None:

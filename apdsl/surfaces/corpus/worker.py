@@ -21,6 +21,7 @@ from typing import Any
 from .find import checkout_top
 from .harness import OrchestratorAdapter
 from .platforms import PlatformChooser
+from .run import collected_marker
 from .script_calls import without_other_kernels
 from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
@@ -32,9 +33,11 @@ class _PytestRecorder:
     """A pytest plugin telling the watch where each test ends and how, and what stopped a
     test file from being collected."""
 
-    def __init__(self, watch: Watch, adapter: OrchestratorAdapter) -> None:
+    def __init__(self, watch: Watch, adapter: OrchestratorAdapter,
+                 collected: str | None = None) -> None:
         self.watch = watch
         self.adapter = adapter
+        self.collected = collected
         self.errors: list[BaseException] = []
         self.ran = 0
         self.session: Any = None
@@ -42,6 +45,13 @@ class _PytestRecorder:
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        # tell the runner the tests are collected: its time limit is the kernel's from here
+        # (a harness generating its parameter sweep at import is the repository's cost)
+        if self.collected is not None and not os.path.exists(self.collected):
+            with open(self.collected, "w", encoding="utf-8"):
+                pass
 
     def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
         # (before the report is logged: pytest_exception_interact comes after it)
@@ -106,10 +116,12 @@ def package_root(path: str) -> tuple[str, str]:
     return folder, ".".join(parts)
 
 
-def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
+def run_pytest(watch: Watch, driver: dict[str, Any], root: str,
+               collected: str | None = None) -> BaseException | None:
+    """Run the driver's tests; `collected`, a file created once they are collected."""
     import pytest
     adapter = OrchestratorAdapter(watch)
-    recorder = _PytestRecorder(watch, adapter)
+    recorder = _PytestRecorder(watch, adapter, collected)
     targets = driver["tests"] or [driver["file"]]
     args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
@@ -308,7 +320,8 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         with observing(watch), comparisons_watched(watch):
             found, inputs = True, None
             if driver["kind"] == "pytest":
-                stopped = run_pytest(watch, driver, root)
+                stopped = run_pytest(watch, driver, root,
+                                     None if interim is None else collected_marker(interim))
             elif driver["kind"] == "call":
                 stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":

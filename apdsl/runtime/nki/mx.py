@@ -75,7 +75,7 @@ def quantize_mx(dst: Tensor, src: Tensor, dst_scale: Tensor, name: str | None = 
     exps = mx.group_exponents(values, call.tensors["dst"].dtype.name, alternative)
     if (exps < -mx.SCALE_BIAS).any():
         _tiny(call, values, exps)
-    bits, scales = mx.quantize(values, call.tensors["dst"].dtype.name, alternative)
+    bits, scales = mx.quantize(values, call.tensors["dst"].dtype.name, alternative, exps)
     rows = _scale_views(call, "dst_scale", ps)
     ex.prepare_write(call.accs["dst"], call.label, "dst")
     for acc, _ in rows:

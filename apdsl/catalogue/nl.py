@@ -74,13 +74,18 @@ The published fields (`pmax`, `psum_bank_fmax`, `psum_num_banks`, `gemm_stationa
 """, """
 x = nl.tile_size.psum_min_align
 """),
-    entry("APK155", "nl.fori_loop / nl.while_loop", """
+    entry("APK155", "nl.fori_loop / nl.while_loop / nl.if_else", """
 `nl.fori_loop(lower, upper, body_fun, step=1)` calls `body_fun(i)` for i in
 `range(lower, upper, step)`: the bounds are ints or registers (read when the loop starts, and
 32-bit, as the loop's compare-and-branch is), the step a positive int, and `i` a register
 holding the iteration's value. `nl.while_loop(init, body_fun)` runs while the condition
 register is nonzero, checked before each iteration: `init` is a register and the body returns
-the register of the next condition. Anything else is refused here, at the call.
+the register of the next condition. `nl.if_else(cond, then_fn, else_fn=None)` calls `then_fn()`
+when `cond` is nonzero, else `else_fn()`: the callbacks take no arguments and return nothing,
+and `cond` is a Python bool or int (resolved when the kernel is traced). The reference also
+takes a 32-bit `NkiScalar`, which apdsl does not model yet, and rejects a register: it belongs
+to one engine's sequencer and every sequencer runs the branch. Anything else is refused here,
+at the call.
 """, """
 nl.fori_loop(0, 8, lambda i: None, step=0)
 """),

@@ -15,10 +15,17 @@ The range functions of NKI (`affine_range`, `sequential_range`, `static_range`) 
 The compiled loops of NKI 0.6 (`nl.fori_loop`, `nl.while_loop`, the replacements of
 `dynamic_range`) run their body as the device would, once per iteration, with bounds and
 conditions read from registers when the loop (or the iteration) starts: apdsl executes a kernel
-in program order, so a register holds, at that point, the value the device would read."""
+in program order, so a register holds, at that point, the value the device would read.
+
+The compiled conditional `nl.if_else` (NKI 2.33) runs the callback its condition selects.  Its
+condition is a Python bool or int (resolved at compile time: only the selected callback is
+traced) or a 32-bit `NkiScalar`; apdsl has no `NkiScalar` yet (`nisa.scalar_load` makes them),
+and a register is refused as the reference refuses it: it belongs to one engine's sequencer,
+and every sequencer runs the branch."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,7 +37,7 @@ from ..tensor.registers import VirtualRegister
 from .tile_size import dynamic_range
 
 RANGES = ("affine_range", "sequential_range", "static_range")
-NAMES = ("no_reorder", "dynamic_range", "fori_loop", "while_loop", *RANGES)
+NAMES = ("no_reorder", "dynamic_range", "fori_loop", "while_loop", "if_else", *RANGES)
 INT32 = (-2 ** 31, 2 ** 31)  # a loop bound is compared by a 32-bit compare-and-branch
 
 
@@ -150,6 +157,67 @@ def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]
             return
 
 
+def if_else(cond: Any, then_fn: Callable[[], Any],
+            else_fn: Callable[[], Any] | None = None) -> None:
+    """`nl.if_else(cond, then_fn, else_fn=None)`: `then_fn()` when `cond` is nonzero (a
+    negative value too), else `else_fn()` when given; the callbacks take no arguments and
+    return nothing.  A Python bool or int condition is resolved at compile time, so only the
+    selected callback runs (and is checked): no conditional control flow is emitted."""
+    if then_fn is None:
+        raise _loop_error("nl.if_else: then_fn must be a function of no arguments, not None")
+    for role, fn in (("then_fn", then_fn), ("else_fn", else_fn)):
+        if fn is not None and not _takes_no_arguments(fn):
+            raise _loop_error(f"nl.if_else: {role} must be a function of no arguments, not "
+                              f"{_described(fn)}",
+                              notes=["the NKI reference (nl.if_else): the callbacks take no "
+                                     "arguments and do not return anything"])
+    if isinstance(cond, VirtualRegister):
+        raise _loop_error(
+            "nl.if_else: the condition is a register, which belongs to one engine's sequencer",
+            notes=["the NKI reference (nl.if_else): the condition must be available on all "
+                   "engines, since every sequencer runs the branch, so a value bound to one "
+                   "sequencer is rejected; it takes a Python bool or int, or a 32-bit "
+                   "NkiScalar (nisa.scalar_load), which apdsl does not model yet"],
+            help="decide with a Python bool or int where the condition is known when the "
+            "kernel is traced")
+    if not isinstance(cond, (bool, int, np.integer, np.bool_)):
+        raise _loop_error(
+            f"nl.if_else: the condition is {type(cond).__name__}, not a Python bool or int",
+            notes=["the NKI reference (nl.if_else) takes a Python bool or int, or a 32-bit "
+                   "NkiScalar (nisa.scalar_load), which apdsl does not model yet"],
+            help="pass a Python bool or int (a comparison of ints, say)")
+    chosen = then_fn if cond else else_fn
+    if chosen is not None and (got := chosen()) is not None:
+        role = "then_fn" if cond else "else_fn"
+        raise _loop_error(f"nl.if_else: {role} returned {type(got).__name__}; the callbacks "
+                          "return nothing",
+                          notes=["the NKI reference (nl.if_else): the callbacks take no "
+                                 "arguments and do not return anything"],
+                          help="write results into a tensor the kernel allocated before the "
+                          "call")
+
+
+def _takes_no_arguments(fn: Any) -> bool:
+    if not callable(fn):
+        return False
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        return False
+    except ValueError:  # a builtin without a signature: let the call decide
+        return True
+    return True
+
+
+def _described(fn: Any) -> str:
+    if not callable(fn):
+        return type(fn).__name__
+    try:
+        return f"{getattr(fn, '__name__', 'a function')}{inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        return type(fn).__name__
+
+
 def make() -> dict[str, Callable[..., Any]]:
     """The ordering controls and range functions of one program (its open `no_reorder`
     blocks counted, for the `dynamic_range` rule)."""
@@ -185,6 +253,7 @@ def make() -> dict[str, Callable[..., Any]]:
     dynamic.__name__ = "dynamic_range"
     dynamic.__doc__ = dynamic_range.__doc__
     out: dict[str, Callable[..., Any]] = {"no_reorder": no_reorder, "dynamic_range": dynamic,
-                                          "fori_loop": fori_loop, "while_loop": while_loop}
+                                          "fori_loop": fori_loop, "while_loop": while_loop,
+                                          "if_else": if_else}
     out.update((name, _ranged(name)) for name in RANGES)
     return out

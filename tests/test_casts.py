@@ -197,3 +197,40 @@ def test_same_dtype_is_bit_exact():
     bits = np.array([0x7FC1, 0xFF80, 0x0001, 0x8000], np.uint16).view(ml_dtypes.bfloat16)
     assert cast_array(bits, to_dtype("bfloat16")).view(np.uint16).tolist() == \
         [0x7FC1, 0xFF80, 0x0001, 0x8000]
+
+
+def test_bfloat16_widens_to_float32_exactly_for_every_bit_pattern():
+    """`widen_float32` (the tensor engine's float32 read of a bfloat16) against ml_dtypes'
+    own cast, bit for bit, over all 65536 patterns, NaNs included, contiguous and strided."""
+    from apdsl.tensor.dtypes import widen_float32
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    src = bits.view(ml_dtypes.bfloat16).reshape(256, 256)
+    want = src.astype(np.float32)
+    for view, expect in ((src, want), (src[:, ::2], want[:, ::2]), (src.T, want.T)):
+        out = np.empty(view.shape, np.float32)
+        widen_float32(view, out)
+        assert np.array_equal(out.view(np.uint32), expect.view(np.uint32))
+    # the format's definition: a bfloat16 is the upper 16 bits of a float32
+    out = np.empty(bits.shape, np.float32)
+    widen_float32(bits.view(ml_dtypes.bfloat16), out)
+    assert [int(b) << 16 for b in bits[::4099]] == [int(x) for x in out.view(np.uint32)[::4099]]
+    halves = np.linspace(-3, 3, 12, dtype=np.float16)
+    out16 = np.empty(halves.shape, np.float32)
+    widen_float32(halves, out16)
+    assert np.array_equal(out16, halves.astype(np.float32))
+
+
+def test_nc_matmul_reads_bfloat16_tiles_as_float32():
+    """nc_matmul of bfloat16 tiles (one a strided view) equals NumPy's product of the same
+    tiles cast to float32."""
+    from apdsl.runtime.instructions import nc_matmul
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 32)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((64, 96)).astype(ml_dtypes.bfloat16)
+    a[0, 0], b[1, 1] = np.inf, -0.0
+    A = from_numpy(a, "sbuf")
+    B = from_numpy(np.concatenate([b, b], axis=1), "sbuf")
+    out = ndarray((32, 96), "float32", "psum")
+    nc_matmul(out, A, B[:, 0:96])  # (a view whose rows are 192 apart)
+    want = a.astype(np.float32).T @ b.astype(np.float32)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)

@@ -276,6 +276,17 @@ def _cast_objects(arr: np.ndarray, to: DType) -> np.ndarray:
         return np.array(floats, np.float64).astype(np.float32).reshape(arr.shape).astype(to.np)
 
 
+def widen_float32(src: np.ndarray, out: np.ndarray) -> None:
+    """Store `src` (any dtype, `out`'s shape) in float32 array `out` as `astype` converts it.
+    A bfloat16 is the upper half of the float32 of the same value (every bit pattern, NaN
+    payloads included), so it widens by a shift of its 16 bits: half the time of the
+    element-wise cast, on every bfloat16 input of a tensor-engine matmul."""
+    if src.dtype.itemsize == 2 and src.dtype.name == "bfloat16":
+        np.left_shift(src.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+    else:
+        out[...] = src  # (an assignment casts as astype does, and is cheaper than np.copyto)
+
+
 def round_tfloat32(values: np.ndarray) -> np.ndarray:
     """float32 values rounded to tfloat32's 10 mantissa bits (nearest even), as an engine
     reads a tfloat32 operand; NaN and infinity stay as they are."""

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslRuntimeError
-from ...tensor.dtypes import DType, cast_array
+from ...tensor.dtypes import DType, cast_array, widen_float32
 from . import psum, scatter, unwritten
 from .access import Access, Rows, Strided, oom
 from .resolve import resolve
@@ -51,9 +51,10 @@ def read_float32(acc: Access, op: str, role: str) -> np.ndarray:
     check_init(acc, op, role)
     if acc.storage.buffer == "psum":
         psum.note_read(acc)
-    if type(acc) is Strided:
-        return acc.array().astype(np.float32).reshape(acc.shape)
-    return acc.read().astype(np.float32)
+    src = acc.array() if type(acc) is Strided else acc.read()
+    out = np.empty(src.shape, np.float32)
+    widen_float32(src, out)
+    return out.reshape(acc.shape)
 
 
 def prepare_write(acc: Access, op: str, role: str) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
-from ...tensor.dtypes import round_tfloat32
+from ...tensor.dtypes import round_tfloat32, widen_float32
 from ...tensor.machine import current
 from ..core import execute as ex
 from ..core import psum
@@ -63,9 +63,9 @@ def engine_read_into(acc: ex.Access, label: str, role: str, out: np.ndarray) -> 
         psum.note_read(acc)
     if type(acc) is ex.Strided:
         src = acc.array()  # leaf shape: its row-major order is the logical one
-        out.reshape(src.shape)[...] = src  # (an assignment casts as astype does, and is
-    else:  # cheaper to call than np.copyto)
-        out[...] = acc.read().reshape(out.shape)
+        widen_float32(src, out.reshape(src.shape))
+    else:
+        widen_float32(acc.read().reshape(out.shape), out)
     if acc.dtype.name == "tfloat32":
         out[...] = round_tfloat32(out)
     return out

@@ -297,10 +297,13 @@ def test_tiles_declared_in_a_loop_reuse_their_space_and_refuse_past_capacity(mac
     a.storage.free()
     c = apdsl.ndarray((128, 512), "float32", "sbuf")
     assert c.storage.address == 0  # into the gap a left
+    # the whole partition: it fits only if b and c are dead (never accessed again)
+    whole = apdsl.ndarray((128, 224 * 256), "float32", "sbuf")
     with pytest.raises(ApdslError) as e:
-        apdsl.ndarray((128, 224 * 256), "float32", "sbuf")
-    assert e.value.code == "APK302" and "6144 already in use" in e.value.message
-    del b, c
+        b.numpy()  # b is accessed after whole's allocation: the two are live together
+    assert e.value.code == "APK302" and "4096 already in use" in e.value.message
+    assert e.value.facts["accessed"] == b.storage.name
+    del b, c, whole
 
 
 def test_the_memory_budget_still_refuses_at_the_allocation():

@@ -116,8 +116,9 @@ for i in range(4):
     memset(t, i)
 """
     run(src)
+    # a tile outside the loop, accessed after it, is live at each iteration's allocation
     e = error_of(src.replace("for i in range(4):\n    t", "keep: f32[128, 8192] @ sbuf\n"
-                             "for i in range(4):\n    t"))
+                             "for i in range(4):\n    t") + "memset(keep, 0)\n")
     assert e.code == "APK302"
 
 
@@ -246,11 +247,14 @@ small: f32[128, 1000] @ sbuf
 big: f32[128, 40000] @ sbuf
 gone: f32[128, 30000] @ sbuf
 more: f32[128, 19000] @ sbuf
+memset(small, 0)
+memset(big, 0)
 """.replace("gone: f32[128, 30000] @ sbuf\n", "for i in range(1):\n    gone: f32[128, 30000] @ sbuf\n"))
-    assert e.code == "APK302"
-    held = [n for n in e.notes if n.startswith("in use in sbuf: ")]
-    # freed tensors (the loop body's) are not named; the live ones are, largest first, with
-    # their lines and the bytes they take from each partition (40000 and 1000 float32)
-    assert held == ["in use in sbuf: big: float32[128, 40000] @ sbuf (line 3): 160000 bytes "
-                    "per partition; small: float32[128, 1000] @ sbuf (line 2): 4000 bytes per "
-                    "partition"]
+    assert e.code == "APK302" and e.span.line == 5  # gone's declaration, big and small live
+    held = [n for n in e.notes if n.startswith("in use in sbuf (live here): ")]
+    # freed tensors (the loop body's) are not named; the live ones (accessed after the
+    # allocation) are, largest first, with their lines and the bytes they take from each
+    # partition (40000 and 1000 float32)
+    assert held == ["in use in sbuf (live here): big: float32[128, 40000] @ sbuf (line 3): "
+                    "160000 bytes per partition; small: float32[128, 1000] @ sbuf (line 2): "
+                    "4000 bytes per partition"]

@@ -4,7 +4,8 @@ use; `nki-dynamic-loops.rst`: a dynamic loop's body tiles are "allocated once an
 across iterations"), so a kernel shaped like the matmul tutorial's fully optimised one -- a
 PSUM tile per inner iteration, added into SBUF result tiles kept across a sequential K loop --
 runs and matches NumPy.  No fast path may keep a dropped tile allocated; a kernel that truly
-keeps more tiles alive than the buffer holds is still refused (APK302)."""
+keeps more tiles alive than the buffer holds (accessed after the allocation that overflows)
+is still refused (APK302; `test_liveness` for tiles named but dead)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def _keeps_nine_psum_tiles(a):
         t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
         nisa.nc_matmul(dst=t[:, 0:128], stationary=x, moving=x)
         kept.append(t)
+    for t in kept:  # read after the ninth allocation: all nine live at it
+        nisa.tensor_copy(dst=x, src=t[:, 0:128])
     return a
 
 
@@ -80,6 +83,8 @@ def _keeps_four_big_sbuf_tiles(a):
         nisa.dma_copy(dst=t, src=a)
         nisa.tensor_tensor(dst=t, data1=t, data2=t, op=nl.add)
         kept.append(t)
+    for t in kept:  # read after the fourth allocation: all four live at it
+        nisa.tensor_tensor(dst=t, data1=t, data2=t, op=nl.add)
     return a
 
 

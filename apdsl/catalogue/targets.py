@@ -17,7 +17,13 @@ Each buffer has a fixed size: SBUF 192 KiB a partition on trn1 (24 MiB), 224 KiB
 (28 MiB), 256 KiB on trn3 (32 MiB); PSUM 16 KiB a partition (2 MiB, 8 banks of 2 KiB); on
 ascend-a2 L1 512 KiB, L0A and L0B 64 KiB, L0C 128 KiB, UB 192 KiB. A declaration whose tensor
 does not fit next to the live tensors of that buffer is an error at the declaration. Tensors
-declared inside a block are freed when it ends.
+declared inside a block are freed when it ends. On SBUF and PSUM a tensor is live from its
+allocation to its last access, as the NKI compiler allocates: a tile no instruction reads or
+writes again takes no space even while a variable (a list, a local) still names it. So the
+error can surface later, at the access that makes a tile live across an allocation that then
+no longer fits; it still points at that allocation, and a note names the tensor accessed and
+the line of the access. Tensors placed with `address=` count while they are held. On the Ascend
+buffers every held tensor counts.
 """, """
 t: f32[128, 65536] @ sbuf
 """),

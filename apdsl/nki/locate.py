@@ -14,6 +14,7 @@ from types import CodeType, FrameType, TracebackType
 from typing import Any
 
 from ..errors import Span
+from ..tensor import liveness
 
 # apdsl's own source folder: frames whose file is under it are apdsl's, not the user's
 PACKAGE = str(Path(__file__).resolve().parent.parent)
@@ -192,3 +193,7 @@ def legacy_caller() -> bool:
     """Is the user's code making the current call in a file that imports `neuronxcc`?"""
     span = caller_span(2)
     return span is not None and imports_legacy(span.file)
+
+
+# an access that makes an overdraft's tile live again is reported at the user's line
+liveness.here = caller_span

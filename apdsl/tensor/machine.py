@@ -23,6 +23,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from .liveness import forget
+
 Location = tuple[str, int]
 
 
@@ -107,15 +109,19 @@ class Options:
 
 class Accounting:
     """Live bytes per buffer; on-chip: bytes per partition, with addresses so PSUM bank
-    placement can be checked."""
+    placement can be checked.  Tensors an overdraft waits on (`apdsl.tensor.liveness`) are out
+    of `live`, in `shelf`, until accessed again or freed."""
 
-    __slots__ = ("live", "owners")
+    __slots__ = ("live", "owners", "shelf", "watch")
 
     def __init__(self) -> None:
         self.live: dict[str, list[tuple[int, int, int]]] = {}  # buffer -> [(id, start, size)]
         # id -> a weak reference to the storage holding the block, so a refusal can name what
         # fills the buffer (weak: a storage's lifetime is its own, `release` is told when it ends)
         self.owners: dict[int, Callable[[], Any]] = {}
+        # the waiting tensors: id -> (buffer, start, size), and the overdrafts waiting on each
+        self.shelf: dict[int, tuple[str, int, int]] = {}
+        self.watch: dict[int, list[Any]] = {}
 
     def holders(self, buffer: str) -> list[tuple[Any, int]]:
         """The live storages of `buffer` with their sizes, largest first (None where the owner
@@ -184,13 +190,23 @@ class Accounting:
         return None if ref is None else ref()
 
     def release(self, sid: int, buffer: str) -> None:
+        """Storage `sid` ended: its block is free (and no overdraft waits on it any more)."""
+        if self.shelf and sid in self.shelf:
+            forget(self, sid)
+            self.owners.pop(sid, None)
+            return
+        if self.release_block(sid, buffer):
+            self.owners.pop(sid, None)
+
+    def release_block(self, sid: int, buffer: str) -> bool:
+        """Take block `sid` out of `buffer`'s live blocks (True when it was there)."""
         blocks = self.live.get(buffer)
         if blocks:
             for i, block in enumerate(blocks):
                 if block[0] == sid:
                     del blocks[i]
-                    self.owners.pop(sid, None)
-                    return
+                    return True
+        return False
 
 
 def _start(block: tuple[int, int, int]) -> int:

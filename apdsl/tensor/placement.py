@@ -45,6 +45,7 @@ class PlacedStorage(Storage):
     other placed storages over some of its bytes (both ways)."""
 
     __slots__ = ("partition", "at", "overlaps")
+    fixed_address = True
     # whether a write's bytes are copied into the storages over them (NKI: each storage has
     # its own bytes); False where they are views of one memory already (Ascend's LocalTensors)
     copies_data = True

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Span, TargetError
-from . import budget, targets
+from . import budget, liveness, targets
 from .dtypes import DType
 from .machine import Accounting, Memory, current
 
@@ -50,11 +50,14 @@ def _holders_note(accounting: Accounting, buffer: str, unit: str) -> list[str]:
 
 
 class Storage:
-    """The bytes behind a tensor.  `shape` and `dtype` are those it was declared with."""
+    """The bytes behind a tensor.  `shape` and `dtype` are those it was declared with.
+    `freed`: False while usable, True once freed, `liveness.DORMANT` while an overdraft waits
+    on it (usable: the next access revives it)."""
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "c0", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
                  "unit_bits", "_reserved", "_memory", "space", "taint", "__weakref__")
+    fixed_address = False  # placed by the program (`address=`), not by apdsl
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
                  format: str = "ND", storage_elements: int | None = None,
@@ -136,6 +139,8 @@ class Storage:
         bank = t.psum_bank_bytes if self.buffer == "psum" else None
         accounting = current().accounting
         addr = accounting.place(self.id, self.buffer, size, cap, bank, weakref.ref(self))
+        if (addr < 0 or accounting.shelf) and onchip:  # by liveness (`liveness`)
+            addr = liveness.overdraw(accounting, self, size, cap, bank, addr)
         if addr < 0:
             used = accounting.used(self.buffer)
             unit = " per partition" if onchip else ""
@@ -157,7 +162,7 @@ class Storage:
     def free(self) -> None:
         """End the storage's life (its block ended): capacity and budget are returned and its
         bytes dropped; views of it can no longer be read or written (APK408)."""
-        if not self.freed:
+        if self.freed is not True:
             self.freed = True
             if self._accounting is not None:
                 self._accounting.release(self.id, self.buffer)

@@ -25,6 +25,7 @@ from .resolve import (
     TI_GROUP,
     TI_GROUP_MATMUL,
     check_dynamic,
+    check_live,
     registers_known,
     resolve,
     warn_static,
@@ -32,7 +33,7 @@ from .resolve import (
 from .written import check_init, copy_written, forget_all, forget_written, has_written, set_written
 
 __all__ = ["TI_GROUP", "TI_GROUP_MATMUL", "Access", "Indexed", "Pieces", "Rows", "Strided",
-           "cast", "check_dynamic", "check_init", "copy", "copy_written", "fill",
+           "cast", "check_dynamic", "check_init", "check_live", "copy", "copy_written", "fill",
            "forget_all", "forget_written", "has_written", "prepare_write", "read",
            "read_float32", "read_view", "registers_known", "resolve", "set_written", "store",
            "strided_copy", "warn_static", "write_view"]

@@ -26,6 +26,7 @@ from ...tensor.layout import (
     strided_offsets,
     terms_injective,
 )
+from ...tensor.liveness import DORMANT, revive
 from ...tensor.machine import current
 from ...tensor.registers import VirtualRegister
 from . import psum, trace
@@ -126,7 +127,13 @@ def _resolve(t: Any, op: str, role: str, group: int) -> Access:
 
 
 def check_live(t: Any, op: str, role: str) -> None:
+    """APK408 when view `t`'s storage was freed; a storage an overdraft waits on is accessed
+    again here (`apdsl.tensor.liveness.revive`: APK302 when it no longer fits).  Every access
+    passes here: the plans' executors fall back to `resolve` on a `freed` storage."""
     storage = t.storage
+    if storage.freed is DORMANT:
+        revive(storage, op, role)
+        return
     if storage.freed:
         if getattr(storage, "queued", False):  # a TQue buffer's tensor after free_tensor
             raise _err("APK408", f"{op}: {role} {t.name} uses storage {storage.name}, which "
@@ -422,10 +429,10 @@ def check_dynamic(t: Any, op: str, role: str, *, group: int = TI_GROUP) -> None:
     """Check mode: what a runtime-indexed view decides before any index value is read, in the
     order `resolve` meets it: its storage is live, its index tensor lies in storage, and the
     index has the shape the view needs."""
+    check_live(t, op, role)  # (a view a register places is an access of its storage too)
     dyn = t.dynamic
     if dyn is None or not t.layout.static:
         return
-    check_live(t, op, role)
     index = dyn.index
     if isinstance(index, VirtualRegister) or not hasattr(index, "layout"):
         return

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslRuntimeError, Span
+from ...tensor.liveness import DORMANT, revive
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 from .access import fmt_coord, units_of
@@ -38,6 +39,8 @@ def check_written(value: Any, kernel: str, where: Callable[[], Span | None]) -> 
         return
     for t in tensors_of(value):
         storage = t.storage
+        if storage.freed is DORMANT:  # a result is read after the kernel: live to its end
+            revive(storage, f"kernel {kernel}", "result")
         if storage.all_written or storage.freed:
             continue
         ok: Any = False

@@ -44,10 +44,7 @@ def _rows(t: Tensor, label: str, role: str, order: str,
     if order == "C":
         ex.check_dynamic(t, label, role)  # storage live, index in storage, index (P, 1)
     elif t.storage.freed:
-        raise ApdslRuntimeError(f"{label}: {role} {t.name} uses storage {t.storage.name}, "
-                                "which was freed when the block that declared it ended",
-                                code="APK408", help="declare the tensor in the enclosing block "
-                                "so it outlives its use", tensor=t.storage.name)
+        ex.check_live(t, label, role)  # APK408, or an overdraft's tensor accessed again
     values = ex.read(ex.resolve(dyn.index, label, what), label, what).astype(np.int64)
     grid = values.reshape(values.shape[0], -1)
     flat = grid.reshape(-1) if order == "C" else grid.T.reshape(-1)

@@ -369,7 +369,8 @@ def test_returned_on_chip_tile_is_refused():
 
 def test_python_tiles_are_freed_when_unreferenced():
     """224 KiB of SBUF per partition on trn2: 40 tiles of 32 KiB each fit only if the tiles
-    no Python object refers to any more are freed."""
+    no Python object refers to any more are freed (or, referred to, are never accessed again:
+    `test_liveness`)."""
     def loop(keep):
         kept = []
         for _ in range(40):
@@ -377,6 +378,8 @@ def test_python_tiles_are_freed_when_unreferenced():
             nisa.memset(dst=t, value=0.0)
             if keep:
                 kept.append(t)
+        for k in kept:  # accessed again: all 40 live at the last allocation
+            nisa.memset(dst=k, value=1.0)
         out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=t[0:1, 0:1])
         return out

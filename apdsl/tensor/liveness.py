@@ -39,6 +39,7 @@ from typing import Any
 
 from ..errors import TargetError
 from . import room
+from .machine import current
 
 Block = tuple[int, int, int]  # (storage id, start, size) of a buffer's accounting
 
@@ -140,13 +141,6 @@ def shelve(acc: Any, sid: int, buffer: str, start: int, size: int) -> None:
         owner.freed = DORMANT
 
 
-def forget(acc: Any, sid: int) -> None:
-    """Storage `sid`, which overdrafts were waiting on, was freed: it was dead at each."""
-    acc.shelf.pop(sid, None)
-    for o in acc.watch.pop(sid, ()):
-        o.waiting.pop(sid, None)
-
-
 # where the access that revives a tensor happened (`apdsl.nki` installs the user frame's span;
 # else the statement under way)
 here: Callable[[], Any] | None = None
@@ -209,7 +203,6 @@ def _return(acc: Any, storage: Any, buffer: str, start: int, size: int) -> None:
 
 
 def _refuse(acc: Any, o: Overdraft, storage: Any, op: str, role: str) -> None:
-    from .machine import current  # (machine imports this module)
     where = current().span  # (the statement under way, in a .apk program)
     if where is None and here is not None:
         where = here()

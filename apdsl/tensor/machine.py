@@ -23,8 +23,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .liveness import forget
-
 Location = tuple[str, int]
 
 
@@ -191,8 +189,10 @@ class Accounting:
 
     def release(self, sid: int, buffer: str) -> None:
         """Storage `sid` ended: its block is free (and no overdraft waits on it any more)."""
-        if self.shelf and sid in self.shelf:
-            forget(self, sid)
+        if self.shelf and sid in self.shelf:  # it was dead at each overdraft waiting on it
+            del self.shelf[sid]
+            for o in self.watch.pop(sid, ()):
+                o.waiting.pop(sid, None)
             self.owners.pop(sid, None)
             return
         if self.release_block(sid, buffer):

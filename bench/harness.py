@@ -3,6 +3,7 @@
 A `Case` compares apdsl ("ours") with the NumPy or CPython code a user would write instead
 ("baseline").  One *measurement* interleaves the two sides: side A timed over a loop of at least
 20 ms, then side B over its own loop, seven times, and keeps the best time per call of each.
+Time is CPU time (`cpu_clock`), so helpers sharing the machine do not decide a ratio.
 The ratio is ours / baseline; it must be at most the case's target.  A measurement that misses
 is repeated, and the case is a MISS only when three consecutive measurements miss, so a noisy
 moment on a shared machine does not fail a benchmark that meets its target.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,17 @@ ATTEMPTS = 3  # a miss only after this many consecutive missing measurements
 
 Side = Callable[[], object]
 Clock = Callable[[], float]
+
+
+def cpu_clock() -> float:
+    """Seconds of CPU this process and its waited-for children have used (user and system).
+    Every side is single-threaded (`run_cases` pins NumPy's BLAS to one thread) and CPU-bound,
+    so on an idle machine this is its wall time; on a machine shared with other jobs it leaves
+    out the time spent waiting for a core, which wall time charges to whichever side was
+    unlucky (measured at load 12: the .apk tile loop 6.2x by wall time, 9.6x by CPU time).  A
+    side that runs a subprocess (`apdsl check` cold) is charged the child's CPU."""
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + child.ru_utime + child.ru_stime
 
 
 @dataclass
@@ -80,25 +93,28 @@ class Result:
 
 
 def loop_time(fn: Side, *, self_timed: bool = False, min_loop: float = MIN_LOOP,
-              clock: Clock = time.perf_counter) -> float:
-    """Seconds per call of `fn`, over a loop of at least `min_loop` seconds."""
-    calls, total = 0, 0.0
+              clock: Clock = cpu_clock) -> float:
+    """Seconds per call of `fn`, over a loop of at least `min_loop` seconds.  The clock is read
+    after 1, 3, 7, ... calls (the batch doubling), not after each: reading CPU time is a system
+    call of about 5 us here, which would weigh on a side of 10 us a call."""
+    calls, total, batch = 0, 0.0, 1
     start = clock()
     while True:
-        got = fn()
-        calls += 1
-        if self_timed:
-            total += float(got)  # type: ignore[arg-type]
-            if total >= min_loop or clock() - start >= min_loop:
-                return total / calls
-        else:
-            total = clock() - start
-            if total >= min_loop:
-                return total / calls
+        for _ in range(batch):
+            got = fn()
+            if self_timed:
+                total += float(got)  # type: ignore[arg-type]
+        calls += batch
+        elapsed = clock() - start
+        if not self_timed:
+            total = elapsed
+        if total >= min_loop or elapsed >= min_loop:
+            return total / calls
+        batch = calls + 1
 
 
 def measure(ours: Side, base: Side, *, repeats: int = REPEATS, self_timed: bool = False,
-            min_loop: float = MIN_LOOP, clock: Clock = time.perf_counter
+            min_loop: float = MIN_LOOP, clock: Clock = cpu_clock
             ) -> tuple[float, float]:
     """Best time per call of each side, the sides interleaved `repeats` times."""
     best_ours = best_base = float("inf")
@@ -111,7 +127,7 @@ def measure(ours: Side, base: Side, *, repeats: int = REPEATS, self_timed: bool 
 
 
 def run_case(case: Case, *, attempts: int = ATTEMPTS, repeats: int = REPEATS,
-             min_loop: float = MIN_LOOP, clock: Clock = time.perf_counter) -> Result:
+             min_loop: float = MIN_LOOP, clock: Clock = cpu_clock) -> Result:
     """Measure `case` until a measurement meets its target, at most `attempts` times (a
     calibration row is computed once: the model is deterministic)."""
     if case.band is not None:

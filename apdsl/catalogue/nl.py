@@ -198,6 +198,22 @@ kernel k():
     nisa.memset(t, 1.0)
     r = nl.transpose(t)
 """),
+    entry("APK178", "nisa.NkiScalar: a device scalar misused", """
+`nisa.scalar_load(src)` (NKI 2.33) reads the 1x1 `int32` or `int64` tensor `src` into an
+`NkiScalar`, an integer computed on the device whose width is fixed: 32-bit arithmetic wraps.
+The reference defines `+`, `-` (binary and unary) and `*` at both widths, with a Python int or a
+scalar of the same dtype; the comparisons `< <= > >= == !=` at 32 bits only, and their result
+only as the condition of `nl.if_else`. A 32-bit scalar bounds `nl.fori_loop` and conditions
+`nl.if_else`; a 64-bit one does neither (the loop's compare-and-branch has no 64-bit form).
+Refused here: those misuses; a scalar used as a Python value (`if s:`, `range(s)`, an index),
+whose value exists only on the device; operators the reference does not list (`/`, `//`, `%`,
+shifts, bitwise); and a scalar as an access pattern's `scalar_offset`, which NKI allows and
+apdsl does not model yet (load the offset into a register with `nisa.register_load`).
+""", """
+# python
+from apdsl.tensor.nkiscalar import NkiScalar
+NkiScalar(5, "int64") < 6
+"""),
     entry("APK168", "nl.transpose of a tensor in HBM", """
 `nl.transpose` transposes an on-chip tile (SBUF, or PSUM for the Vector Engine's small tiles)
 into a new PSUM tile with `nisa.nc_transpose`; no engine transposes HBM in place. Load the

@@ -233,6 +233,9 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
         overlay[f"nl.{name}"] = fn
     from .spmd import nc, spmd_dim  # the legacy launch grid's dimensions
     overlay["nl.nc"], overlay["nl.spmd_dim"] = nc, spmd_dim
+    from ..runtime.nki.register_ops import scalar_load  # NKI 2.33's device scalars
+    from ..tensor.nkiscalar import NkiScalar
+    overlay["nisa.scalar_load"], overlay["nisa.NkiScalar"] = scalar_load, NkiScalar
     return overlay
 
 
@@ -248,7 +251,7 @@ def nki_names() -> tuple[str, ...]:
                                     *nl_constants.NAMES, *nl_ordering.NAMES, "nc", "spmd_dim",
                                     *(o for o in OPERATORS if o not in VALUES_ONLY)))
     # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
-    return nl + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
+    return nl + ("nisa.scalar_load", "nisa.NkiScalar") + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
 
 
 def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -> Any:

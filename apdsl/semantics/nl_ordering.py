@@ -19,9 +19,9 @@ in program order, so a register holds, at that point, the value the device would
 
 The compiled conditional `nl.if_else` (NKI 2.33) runs the callback its condition selects.  Its
 condition is a Python bool or int (resolved at compile time: only the selected callback is
-traced) or a 32-bit `NkiScalar`; apdsl has no `NkiScalar` yet (`nisa.scalar_load` makes them),
-and a register is refused as the reference refuses it: it belongs to one engine's sequencer,
-and every sequencer runs the branch."""
+traced) or a 32-bit `NkiScalar` (`nisa.scalar_load`, read as the device reads it; `apdsl check`,
+which reads no memory, checks both callbacks); a register is refused as the reference refuses
+it: it belongs to one engine's sequencer, and every sequencer runs the branch."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import ApdslTypeError
 from ..tensor.machine import current
+from ..tensor.nkiscalar import NkiScalar, scalar_error
 from ..tensor.registers import VirtualRegister
 from .tile_size import dynamic_range
 
@@ -86,12 +87,15 @@ def _loop_error(message: str, **kw: Any) -> ApdslTypeError:
 def _bound(value: Any, what: str, loop: str = "fori_loop") -> int:
     """A dynamic loop's bound now: an int, or the value its register holds (APK410 when
     nothing was loaded into it); 32-bit, as the loop's compare-and-branch is."""
-    if isinstance(value, VirtualRegister):
+    if isinstance(value, NkiScalar):
+        got = _scalar_bound(value, what, loop)
+    elif isinstance(value, VirtualRegister):
         got = value.resolve(f"the loop's {what} bound", loop)
     elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         got = int(value)
     else:
-        raise _loop_error(f"nl.{loop}: {what} must be an int or a VirtualRegister, not "
+        raise _loop_error(f"nl.{loop}: {what} must be an int, a VirtualRegister or an "
+                          f"NkiScalar, not "
                           f"{type(value).__name__}",
                           help="a bound held in a tensor is read with nisa.register_load "
                           "into a register first")
@@ -113,6 +117,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any]
     if not callable(body_fun):
         raise _loop_error(f"nl.fori_loop: body_fun must be a function of the index, not "
                           f"{type(body_fun).__name__}")
+    for what, bound in (("lower", lower), ("upper", upper)):
+        if isinstance(bound, NkiScalar):
+            _scalar_bound(bound, what, "fori_loop")  # its rules, before check mode skips it
     if _unknown(lower, upper):
         body_fun(VirtualRegister(lower if isinstance(lower, int) else None, name="i"))
         return
@@ -120,13 +127,29 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any]
         body_fun(VirtualRegister(i, name="i"))
 
 
+def _scalar_bound(value: NkiScalar, what: str, loop: str) -> int:
+    """An NkiScalar bound: 32-bit (the reference: an int64 scalar cannot bound the loop, whose
+    trip-count comparison has no 64-bit form), not a comparison's result."""
+    if value.dtype != "int32" or loop != "fori_loop":
+        raise scalar_error(
+            f"nl.{loop}: the {what} bound is an {value.dtype} NkiScalar" if loop == "fori_loop"
+            else f"nl.{loop}: the {what} bound is an NkiScalar",
+            notes=["the NKI reference (fori_loop): a bound must be 32-bit; the loop compiles "
+                   "into a compare-and-branch that has no 64-bit form"]
+            if loop == "fori_loop" else ["NKI takes NkiScalar bounds in nl.fori_loop"],
+            help="load the bound from an int32 tensor" if loop == "fori_loop"
+            else "loop with nl.fori_loop")
+    got = value.usable(f"the loop's {what} bound")
+    return 0 if got is None else got  # (None: check mode, which `_unknown` catches first)
+
+
 def _unknown(*bounds: Any) -> bool:
     """Check mode, with a bound in a register loaded from memory: check mode reads no memory,
     so the register holds no value, and the loop is checked by running its body once (the
     device runs one copy of it, whatever the trip count), from the start bound when it is an
     int, else with the iteration value unknown (a register without a value)."""
-    return any(isinstance(b, VirtualRegister) and b.value is None for b in bounds) and \
-        current().check
+    return any(isinstance(b, (VirtualRegister, NkiScalar)) and b.value is None
+               for b in bounds) and current().check
 
 
 def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]) -> None:
@@ -171,20 +194,23 @@ def if_else(cond: Any, then_fn: Callable[[], Any],
                               f"{_described(fn)}",
                               notes=["the NKI reference (nl.if_else): the callbacks take no "
                                      "arguments and do not return anything"])
+    if isinstance(cond, NkiScalar):
+        _scalar_branch(cond, then_fn, else_fn)
+        return
     if isinstance(cond, VirtualRegister):
         raise _loop_error(
             "nl.if_else: the condition is a register, which belongs to one engine's sequencer",
             notes=["the NKI reference (nl.if_else): the condition must be available on all "
                    "engines, since every sequencer runs the branch, so a value bound to one "
                    "sequencer is rejected; it takes a Python bool or int, or a 32-bit "
-                   "NkiScalar (nisa.scalar_load), which apdsl does not model yet"],
+                   "NkiScalar (nisa.scalar_load)"],
             help="decide with a Python bool or int where the condition is known when the "
             "kernel is traced")
     if not isinstance(cond, (bool, int, np.integer, np.bool_)):
         raise _loop_error(
             f"nl.if_else: the condition is {type(cond).__name__}, not a Python bool or int",
             notes=["the NKI reference (nl.if_else) takes a Python bool or int, or a 32-bit "
-                   "NkiScalar (nisa.scalar_load), which apdsl does not model yet"],
+                   "NkiScalar (nisa.scalar_load)"],
             help="pass a Python bool or int (a comparison of ints, say)")
     chosen = then_fn if cond else else_fn
     if chosen is not None and (got := chosen()) is not None:
@@ -195,6 +221,30 @@ def if_else(cond: Any, then_fn: Callable[[], Any],
                                  "arguments and do not return anything"],
                           help="write results into a tensor the kernel allocated before the "
                           "call")
+
+
+def _scalar_branch(cond: NkiScalar, then_fn: Callable[[], Any],
+                   else_fn: Callable[[], Any] | None) -> None:
+    """`nl.if_else` on a device scalar: the branch its value selects, as the device runs it
+    (apdsl executes in program order, so the scalar holds the value the device tests).  In
+    `apdsl check` the value is unknown and the compiler emits both callbacks, so both are
+    checked, `then_fn` first."""
+    if cond.dtype != "int32":
+        raise scalar_error(
+            f"nl.if_else: the condition is an {cond.dtype} NkiScalar",
+            notes=["the NKI reference (nl.if_else): the condition is a Python bool or int, or "
+                   "a 32-bit NkiScalar; at 64 bits a scalar has no comparisons"],
+            help="load the condition from an int32 tensor")
+    chosen = [then_fn, else_fn] if cond.value is None else \
+        [then_fn if cond.value else else_fn]
+    for fn in chosen:
+        if fn is not None and (got := fn()) is not None:
+            raise _loop_error(f"nl.if_else: a callback returned {type(got).__name__}; the "
+                              "callbacks return nothing",
+                              notes=["the NKI reference (nl.if_else): the callbacks take no "
+                                     "arguments and do not return anything"],
+                              help="write results into a tensor the kernel allocated before "
+                              "the call")
 
 
 def _takes_no_arguments(fn: Any) -> bool:

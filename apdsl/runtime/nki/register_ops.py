@@ -1,5 +1,6 @@
 """The register instructions: `register_alloc`, `register_load`, `register_move` and
-`register_store` (SPEC sections 4 and 11; NKI isa docs: registers are 32-bit)."""
+`register_store` (SPEC sections 4 and 11; NKI isa docs: registers are 32-bit), and NKI 2.33's
+`scalar_load`, a register load that gives an `NkiScalar`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 from ...errors import TargetError
 from ...tensor import targets
 from ...tensor.machine import current
+from ...tensor.nkiscalar import WIDTHS, NkiScalar
 from ...tensor.registers import VirtualRegister
 from ...tensor.view import Tensor
 from ..core import execute as ex
@@ -133,3 +135,35 @@ def _register_int(value: int, label: str) -> int:
                           help="registers hold 32-bit values: -2**31 .. 2**32 - 1",
                           value=value)
     return value
+
+
+def scalar_load(src: Tensor) -> NkiScalar:
+    """`nisa.scalar_load(src)` (NKI 2.33): the integer in the 1x1 `int32` or `int64` tensor
+    `src` (SBUF or HBM) as an `NkiScalar` of that dtype, not truncated.  On the device this is
+    a register load, and `lower`/`profile` show it as one (`register_load`).
+
+    >>> t = apdsl.ndarray((1, 1), "int32", "sbuf")
+    >>> apdsl.memset(t, -7)
+    >>> scalar_load(t)
+    NkiScalar(-7, int32)
+    """
+    label = "scalar_load"
+    t = tensor_arg(src, label, "src")
+    if t.buffer != "sbuf" and t.buffer not in targets.NKI_HBM:
+        raise TargetError(f"{label}: src {t.name} is in {t.buffer}; a scalar loads from SBUF "
+                          "or HBM", code="APK344",
+                          help="tensor_copy the value into an SBUF tile first"
+                          if t.buffer == "psum" else "copy the value into SBUF or HBM first",
+                          buffer=t.buffer)
+    if tuple(t.shape) != (1, 1) or t.dtype.name not in WIDTHS:
+        raise TargetError(f"{label}: a scalar loads from a 1x1 int32 or int64 tensor, not "
+                          f"{t.dtype}{list(t.shape)}", code="APK319",
+                          notes=["the NKI reference (scalar_load): unsigned dtypes are not "
+                                 "accepted; use the signed dtype of the same width"],
+                          help="slice one element, t[0:1, 0:1], of an int32 or int64 tile",
+                          shape=tuple(t.shape), dtype=str(t.dtype))
+    accs = resolve_operands(label, ex.TI_GROUP, ("src", t))
+    trace.record("register_load", label, {"src": t})
+    if accs is None:  # check mode reads no memory: the value is unknown
+        return NkiScalar(None, t.dtype.name)
+    return NkiScalar(int(ex.read(accs[0], label, "src").reshape(-1)[0]), t.dtype.name)

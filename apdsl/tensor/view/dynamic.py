@@ -14,6 +14,7 @@ from ...records import replace
 from .. import targets
 from ..dtypes import dtype as to_dtype
 from ..layout import Dim, Layout, is_static
+from ..nkiscalar import NkiScalar, scalar_error
 from ..registers import RegisterSum, VirtualRegister
 from .core import Dynamic, TensorCore, check_index_tensor, check_ndim, require_static, with_layout
 
@@ -159,6 +160,14 @@ def ap(t: Any, pattern: Any, offset: Any = None, scalar_offset: Any = None,
         else:
             if isinstance(scalar_offset, TensorCore):
                 check_index_tensor(scalar_offset, (1, 1), "ap")
+            elif isinstance(scalar_offset, NkiScalar):
+                raise scalar_error(
+                    "ap: scalar_offset is an NkiScalar, which apdsl's access patterns do not "
+                    "take yet", notes=["NKI 2.33 allows it (an int64 one on HBM only); apdsl "
+                                       "models NkiScalars as loop bounds and if_else "
+                                       "conditions"],
+                    help="load the offset with nisa.register_load into a register, or pass "
+                    "the (1, 1) tensor itself")
             elif not isinstance(scalar_offset, VirtualRegister):
                 raise ApdslTypeError("ap: scalar_offset must be a (1, 1) tensor or a "
                                      "register", code="APK111")

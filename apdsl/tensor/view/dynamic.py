@@ -160,23 +160,27 @@ def ap(t: Any, pattern: Any, offset: Any = None, scalar_offset: Any = None,
         else:
             if isinstance(scalar_offset, TensorCore):
                 check_index_tensor(scalar_offset, (1, 1), "ap")
-            elif isinstance(scalar_offset, NkiScalar):
-                raise scalar_error(
-                    "ap: scalar_offset is an NkiScalar, which apdsl's access patterns do not "
-                    "take yet", notes=["NKI 2.33 allows it (an int64 one on HBM only); apdsl "
-                                       "models NkiScalars as loop bounds and if_else "
-                                       "conditions"],
-                    help="load the offset with nisa.register_load into a register, or pass "
-                    "the (1, 1) tensor itself")
             elif not isinstance(scalar_offset, VirtualRegister):
-                raise ApdslTypeError("ap: scalar_offset must be a (1, 1) tensor or a "
-                                     "register", code="APK111")
+                raise _not_an_offset(scalar_offset)
             dyn = Dynamic("scalar", scalar_offset, scale, None, "ap",
                           indirect_dim=int(indirect_dim))
     elif t.dynamic is not None:
         dyn = None  # .ap addresses storage directly: the view's own index is replaced
     return replace(t, dtype=new_dtype, layout=layout, dynamic=dyn, coord=None,
                    origin_shape=None)
+
+
+def _not_an_offset(value: Any) -> ApdslTypeError:
+    """The error for a `scalar_offset` that is neither a (1, 1) tensor nor a register."""
+    if isinstance(value, NkiScalar):
+        return scalar_error(
+            "ap: scalar_offset is an NkiScalar, which apdsl's access patterns do not take yet",
+            notes=["NKI 2.33 allows it (an int64 one on HBM only); apdsl models NkiScalars as "
+                   "loop bounds and if_else conditions"],
+            help="load the offset with nisa.register_load into a register, or pass the "
+            "(1, 1) tensor itself")
+    return ApdslTypeError("ap: scalar_offset must be a (1, 1) tensor or a register",
+                          code="APK111")
 
 
 def _indirect_scale(t: TensorCore, dim: Any, new_dtype: Any) -> int:

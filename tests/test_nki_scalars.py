@@ -13,7 +13,7 @@ from support import apdsl_in_process, raises_code
 import apdsl.nki as nki
 import apdsl.nki.isa as nisa
 import apdsl.nki.language as nl
-from apdsl.tensor.nkiscalar import NkiScalar
+from apdsl.tensor.scalars import NkiScalar
 
 RNG = np.random.default_rng(31)
 EDGES32 = [0, 1, -1, 7, 100000, 2**31 - 1, -2**31, 65536, -99999]

@@ -211,7 +211,7 @@ shifts, bitwise); and a scalar as an access pattern's `scalar_offset`, which NKI
 apdsl does not model yet (load the offset into a register with `nisa.register_load`).
 """, """
 # python
-from apdsl.tensor.nkiscalar import NkiScalar
+from apdsl.tensor.scalars import NkiScalar
 NkiScalar(5, "int64") < 6
 """),
     entry("APK168", "nl.transpose of a tensor in HBM", """

@@ -234,7 +234,7 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     from .spmd import nc, spmd_dim  # the legacy launch grid's dimensions
     overlay["nl.nc"], overlay["nl.spmd_dim"] = nc, spmd_dim
     from ..runtime.nki.register_ops import scalar_load  # NKI 2.33's device scalars
-    from ..tensor.nkiscalar import NkiScalar
+    from ..tensor.scalars import NkiScalar
     overlay["nisa.scalar_load"], overlay["nisa.NkiScalar"] = scalar_load, NkiScalar
     return overlay
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from ..errors import ApdslTypeError
 from ..tensor.machine import current
-from ..tensor.nkiscalar import NkiScalar, scalar_error
 from ..tensor.registers import VirtualRegister
+from ..tensor.scalars import NkiScalar, scalar_error
 from .tile_size import dynamic_range
 
 RANGES = ("affine_range", "sequential_range", "static_range")

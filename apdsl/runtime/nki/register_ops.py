@@ -9,8 +9,8 @@ import numpy as np
 from ...errors import TargetError
 from ...tensor import targets
 from ...tensor.machine import current
-from ...tensor.nkiscalar import WIDTHS, NkiScalar
 from ...tensor.registers import VirtualRegister
+from ...tensor.scalars import WIDTHS, NkiScalar
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace

@@ -14,8 +14,8 @@ from ...records import replace
 from .. import targets
 from ..dtypes import dtype as to_dtype
 from ..layout import Dim, Layout, is_static
-from ..nkiscalar import NkiScalar, scalar_error
 from ..registers import RegisterSum, VirtualRegister
+from ..scalars import NkiScalar, scalar_error
 from .core import Dynamic, TensorCore, check_index_tensor, check_ndim, require_static, with_layout
 
 

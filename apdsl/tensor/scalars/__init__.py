@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslTypeError
+from ...errors import ApdslTypeError
 
 WIDTHS = {"int32": 32, "int64": 64}
 COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}

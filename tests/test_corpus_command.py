@@ -226,6 +226,33 @@ def test_the_limit_is_the_kernels_from_the_end_of_the_tests_collection(tmp_path:
         ("timeout", "its tests' collection did not end within 5 s of CPU time"), got
 
 
+
+def test_the_drivers_reference_after_the_kernel_returned_has_time_of_its_own(
+        tmp_path: Path) -> None:
+    # nki-library's cross-entropy backward test computes its torch reference after the kernel
+    # returned: the kernel's limit is not the reference's
+    (tmp_path / "kern.py").write_text(kernel_module(
+        hbm_kernel("twice_kernel", "nl.multiply(nl.load(a), 2.0)")))
+    (tmp_path / "test_kern.py").write_text(textwrap.dedent("""
+        import time
+
+        import numpy as np
+
+        from kern import twice_kernel
+
+
+        def test_twice():
+            x = np.ones((4, 4), np.float32)
+            got = twice_kernel(x)
+            began = time.process_time()
+            while time.process_time() - began < 4:  # a slow reference
+                pass
+            np.testing.assert_allclose(got, 2 * x)
+        """))
+    got = _corpus_json(tmp_path, "2")
+    assert got["status"] == "matches", got
+    assert got["cpu_seconds"] > 4, got
+
 def _corpus_json(folder: Path, timeout: str) -> dict:
     """The one kernel's row of `apdsl corpus FOLDER --json --timeout TIMEOUT`."""
     done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(folder), "--json",

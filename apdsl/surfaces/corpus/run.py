@@ -94,20 +94,31 @@ def cpu_seconds(pid: int) -> float | None:
     return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def collected_marker(out_path: str) -> str:
-    """The file a worker writing its verdict to `out_path` creates once its first pytest
-    driver's tests are collected."""
-    return out_path + ".collected"
+def marker(out_path: str, phase: str) -> str:
+    """The file a worker writing its verdict to `out_path` creates when its run reaches
+    `phase`: "collected" (its first pytest driver's tests are collected) or "returned" (the
+    kernel returned)."""
+    return f"{out_path}.{phase}"
 
 
-def _run_limited(proc: subprocess.Popen[bytes], limit: float, collected: str | None = None
+def touch(path: str) -> None:
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8"):
+            pass
+
+
+def _run_limited(proc: subprocess.Popen[bytes], limit: float, out: str, collects: bool
                  ) -> tuple[str, float]:
     """Wait for the worker within `limit` CPU seconds (and WALL_FACTOR times its CPU allowance
     of wall clock); ('' when it ended, else what limit stopped it; the CPU seconds it used).
-    With `collected` (the file the worker creates once its tests are collected), collection
-    has COLLECT_FACTOR * `limit` and the kernel's `limit` counts from its end."""
+    The limit is the kernel's: when the worker `collects` tests first, collection has
+    COLLECT_FACTOR * `limit` and the kernel's `limit` counts from its end; once the kernel has
+    returned, what the driver does next (its reference, its comparisons) has COLLECT_FACTOR *
+    `limit` more.  `out` is the worker's verdict file, beside which it marks those phases."""
     start = time.monotonic()
-    setup: float | None = None if collected is not None else 0.0  # CPU spent collecting
+    collected, returned = marker(out, "collected"), marker(out, "returned")
+    setup: float | None = None if collects else 0.0  # CPU spent collecting
+    after: float | None = None  # CPU used when the kernel returned
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:  # ended: its own account of the CPU it used, its children's included
@@ -116,9 +127,13 @@ def _run_limited(proc: subprocess.Popen[bytes], limit: float, collected: str | N
         cpu = cpu_seconds(proc.pid)
         wall = time.monotonic() - start
         used = cpu if cpu is not None else wall
-        if setup is None and collected is not None and os.path.exists(collected):
+        if setup is None and os.path.exists(collected):
             setup = used
+        if after is None and os.path.exists(returned):
+            after = used
         allowed = COLLECT_FACTOR * limit if setup is None else setup + limit
+        if after is not None:
+            allowed = max(allowed, after + COLLECT_FACTOR * limit)
         if used > allowed or wall > WALL_FACTOR * allowed:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -127,6 +142,8 @@ def _run_limited(proc: subprocess.Popen[bytes], limit: float, collected: str | N
                 late = f"{WALL_FACTOR * allowed:g} s of wall clock (it used {used:.0f} s of CPU)"
             elif setup is None:
                 return f"its tests' collection did not end within {allowed:g} {unit}", used
+            elif after is not None:
+                late = f"{COLLECT_FACTOR * limit:g} {unit} after the kernel returned"
             else:
                 late = f"{limit:g} {unit}" + (f" (after {setup:.0f} s collecting its tests)"
                                               if setup >= 1 else "")
@@ -148,9 +165,8 @@ def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
                 [sys.executable, "-m", "apdsl.surfaces.corpus.worker", job, out], cwd=tmp,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                 env=env, start_new_session=True)
-            first = entry.drivers[0].kind if entry.drivers else ""
-            late, used = _run_limited(
-                proc, timeout, collected_marker(out) if first == "pytest" else None)
+            collects = bool(entry.drivers) and entry.drivers[0].kind == "pytest"
+            late, used = _run_limited(proc, timeout, out, collects)
             if late:
                 verdict = _interim(out, late)
             else:

@@ -21,7 +21,7 @@ from typing import Any
 from .find import checkout_top
 from .harness import OrchestratorAdapter
 from .platforms import PlatformChooser
-from .run import collected_marker
+from .run import marker, touch
 from .script_calls import without_other_kernels
 from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
@@ -49,9 +49,8 @@ class _PytestRecorder:
     def pytest_collection_finish(self, session: Any) -> None:
         # tell the runner the tests are collected: its time limit is the kernel's from here
         # (a harness generating its parameter sweep at import is the repository's cost)
-        if self.collected is not None and not os.path.exists(self.collected):
-            with open(self.collected, "w", encoding="utf-8"):
-                pass
+        if self.collected is not None:
+            touch(self.collected)
 
     def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
         # (before the report is logged: pytest_exception_interact comes after it)
@@ -284,6 +283,8 @@ def _interim(path: str | None, label: str) -> Callable[[Watch], None] | None:
         verdict = verdict_of(watch, label)
         if verdict is not None:
             kept = {**verdict.as_json(), "interim": True}
+            if any(e.kind == "end" for e in watch.events):
+                touch(marker(path, "returned"))  # the runner's limit was the kernel's
         else:  # not reached yet: what stopped the tests before (said if time runs out)
             stops = [e for e in watch.events if e.kind == "test" and not e.ok]
             if not stops:
@@ -321,7 +322,7 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
             found, inputs = True, None
             if driver["kind"] == "pytest":
                 stopped = run_pytest(watch, driver, root,
-                                     None if interim is None else collected_marker(interim))
+                                     None if interim is None else marker(interim, "collected"))
             elif driver["kind"] == "call":
                 stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":

@@ -294,24 +294,27 @@ def test_time_running_out_before_the_kernel_is_reached_says_what_stopped_the_tes
 
 
 def test_the_time_limit_counts_cpu_time_and_a_waiting_worker_ends_too(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from apdsl.surfaces.corpus import run
+    out = str(tmp_path / "verdict.json")  # (no worker here marks a phase beside it)
     # a worker that computes: stopped once it has used the limit of CPU time, which a
-    # loaded machine stretches in wall clock but not in CPU seconds
+    # loaded machine stretches in wall clock but not in CPU seconds (at a load of 15 a
+    # spinning process gets under a tenth of a core: the wall-clock bound is put out of reach)
+    monkeypatch.setattr(run, "WALL_FACTOR", 1000)
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"],
                             start_new_session=True)
-    late, used = run._run_limited(spin, 1.0)
+    late, used = run._run_limited(spin, 1.0, out, False)
     assert late == "no end within 1 s of CPU time" and used >= 1.0
     # a worker that waits (a deadlocked harness): stopped by the wall clock
     monkeypatch.setattr(run, "WALL_FACTOR", 2)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
                                start_new_session=True)
-    late, used = run._run_limited(sleeper, 1.0)
+    late, used = run._run_limited(sleeper, 1.0, out, False)
     assert late.startswith("no end within 2 s of wall clock") and used < 1.0
     # one that ends: its own account of its CPU time
     quick = subprocess.Popen([sys.executable, "-c", "sum(range(10**6))"],
                              start_new_session=True)
-    late, used = run._run_limited(quick, 60.0)
+    late, used = run._run_limited(quick, 60.0, out, False)
     assert late == "" and quick.returncode == 0 and 0.0 < used < 60.0
 
 

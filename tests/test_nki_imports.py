@@ -96,6 +96,9 @@ def test_every_path_resolves_under_apdsl_run(tmp_path: Path) -> None:
     ("from neuronxcc.nki._private_kernels.attention import attention_isa_kernel", "APK920",
      "neuronxcc.nki._private_kernels"),
     ("import nki.kernels", "APK920", "nki.kernels"),
+    # a submodule of a module apdsl provides as a plain one (nki-library's kernel tracer)
+    ("from nki.compiler.frontend import NKIFrontend", "APK920", "nki.compiler.frontend"),
+    ("import neuronxcc.nki.language.internals", "APK920", "neuronxcc.nki.language.internals"),
     ("from nki.collectives import all_reduse", "APK144", "nki.collectives.all_reduse"),
     ("from nki.isa import sendrecv_typo", "APK144", "nisa.sendrecv_typo"),
     ("from nki.isa.constants import frob_mode", "APK144", "nki.isa.constants.frob_mode"),
@@ -147,10 +150,11 @@ def test_uninstall_removes_every_path(tmp_path: Path) -> None:
         import neuronxcc.nki.language, nki.isa.constants
         apdsl.nki.uninstall()
         left = [m for m in sys.modules if m.split(".")[0] in ("nki", "neuronxcc")]
-        print(left, [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "Finder"])
+        print(left, [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "Finder"],
+              hasattr(apdsl.nki.language, "__path__"))  # made a package by install() only
         '''))
     proc = _run(["user.py"], tmp_path)
-    assert proc.stdout.strip() == "[] []", proc.stderr
+    assert proc.stdout.strip() == "[] [] False", proc.stderr
 
 
 # -- nki.typing, nki.dtype ---------------------------------------------------------------------

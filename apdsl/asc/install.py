@@ -80,12 +80,9 @@ def install() -> bool:
         return False
     modules = _modules()
     sys.modules.update(modules)
-    for module in modules.values():
-        # a package's submodules go through the finders: `asc.language.core.dtype` is then
-        # APK660 naming it, not Python's "'asc.language.core' is not a package"
-        if not hasattr(module, "__path__"):
-            module.__path__ = []
-            _GIVEN_PATH.append(module)
+    from ..nki.modules import as_packages
+    # (`asc.language.core.dtype` is then APK660 naming it, not "... is not a package")
+    _GIVEN_PATH.extend(as_packages(modules.values()))
     if not any(f is _FINDER for f in sys.meta_path):
         sys.meta_path.append(_FINDER)
     return True
@@ -98,5 +95,5 @@ def uninstall() -> None:
             sys.modules.pop(name, None)
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
-    while _GIVEN_PATH:
-        del _GIVEN_PATH.pop().__path__
+    from ..nki.modules import plain_again
+    plain_again(_GIVEN_PATH)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 import warnings
+
+_GIVEN_PATH: list[types.ModuleType] = []  # the plain modules install() made packages
 
 
 class NkiShadowWarning(UserWarning):
@@ -58,7 +61,7 @@ def install() -> bool:
             stacklevel=2)
         return False
     from . import torch_xla_cpu
-    from .modules import Finder, table
+    from .modules import Finder, as_packages, table
     legacy_real = _real("neuronxcc")[0] is not None
     provided = {k: v for k, v in table().items()
                 if not (legacy_real and k.startswith("neuronxcc"))}
@@ -67,6 +70,7 @@ def install() -> bool:
         provided.update(torch_xla_cpu.modules())
         roots.append("torch_xla")
     sys.modules.update(provided)
+    _GIVEN_PATH.extend(as_packages(provided.values()))
     if not any(isinstance(f, Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, Finder(list(provided), tuple(roots)))
     return True
@@ -76,7 +80,7 @@ def uninstall() -> None:
     """Undo install() (a real nki, which install() never replaces, is left alone)."""
     if not installed():
         return
-    from .modules import Finder, table
+    from .modules import Finder, plain_again, table
     ours = table()
     for name in ours:
         if name in sys.modules and (name == "neuronxcc" and getattr(
@@ -86,3 +90,4 @@ def uninstall() -> None:
         if getattr(sys.modules[name], "apdsl_stand_in", False):
             del sys.modules[name]
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, Finder)]
+    plain_again(_GIVEN_PATH)

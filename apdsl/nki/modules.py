@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib.machinery import ModuleSpec
 from typing import Any
 
@@ -58,6 +58,25 @@ def table() -> dict[str, types.ModuleType]:
     out.update({f"neuronxcc.nki{k}": v for k, v in shared.items()})
     out["neuronxcc"] = _legacy_root()
     return out
+
+
+def as_packages(modules: Iterable[types.ModuleType]) -> list[types.ModuleType]:
+    """Give each plain module of `modules` an empty `__path__`: Python then asks the meta path
+    finders for its submodules, so an import of one apdsl lacks (`nki.compiler.frontend`) is the
+    finder's located diagnostic naming it, not Python's "'nki.compiler' is not a package".
+    Returns the modules changed, for `plain_again`."""
+    given = []
+    for module in modules:
+        if not hasattr(module, "__path__"):
+            module.__path__ = []
+            given.append(module)
+    return given
+
+
+def plain_again(given: list[types.ModuleType]) -> None:
+    """Undo `as_packages` (emptying `given`)."""
+    while given:
+        del given.pop().__path__
 
 
 class Finder:

@@ -75,11 +75,16 @@ def _job(entry: EntryPoint, root: str) -> dict[str, Any]:
 # harness) is stopped after WALL_FACTOR times the limit of wall clock.
 WALL_FACTOR = 10
 POLL_SECONDS = 0.25
-# A pytest driver's collection (importing the test module, a harness generating its parameter
-# sweep: nki-library's attention_cte tests spend minutes of CPU in allpairspy before the first
-# test) is the repository's cost, not the kernel's: it has its own limit, this many times the
-# kernel's, and the kernel's limit counts from the end of collection.
-COLLECT_FACTOR = 5
+# What a driver does before it calls the kernel (collecting tests: nki-library's attention_cte
+# tests spend minutes of CPU in allpairspy generating their parameter sweep; making the test's
+# data: its MX MoE tests loop in Python over every scaling group) and after it returned (its
+# reference, its comparisons) is the repository's cost, not the kernel's: each has this many
+# times the kernel's limit, and the kernel's limit counts from its call.
+HARNESS_FACTOR = 5
+# apdsl's tile products run on one BLAS thread, as the benchmarks run both sides: a
+# multithreaded BLAS spinning on a loaded machine counted up to ten times the CPU time of a
+# product against the limit
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -96,8 +101,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 def marker(out_path: str, phase: str) -> str:
     """The file a worker writing its verdict to `out_path` creates when its run reaches
-    `phase`: "collected" (its first pytest driver's tests are collected) or "returned" (the
-    kernel returned)."""
+    `phase`: "started" (the kernel was first called) or "returned" (it returned)."""
     return f"{out_path}.{phase}"
 
 
@@ -107,18 +111,15 @@ def touch(path: str) -> None:
             pass
 
 
-def _run_limited(proc: subprocess.Popen[bytes], limit: float, out: str, collects: bool
-                 ) -> tuple[str, float]:
-    """Wait for the worker within `limit` CPU seconds (and WALL_FACTOR times its CPU allowance
-    of wall clock); ('' when it ended, else what limit stopped it; the CPU seconds it used).
-    The limit is the kernel's: when the worker `collects` tests first, collection has
-    COLLECT_FACTOR * `limit` and the kernel's `limit` counts from its end; once the kernel has
-    returned, what the driver does next (its reference, its comparisons) has COLLECT_FACTOR *
-    `limit` more.  `out` is the worker's verdict file, beside which it marks those phases."""
+def _run_limited(proc: subprocess.Popen[bytes], limit: float, out: str) -> tuple[str, float]:
+    """Wait for the worker within its CPU allowance (and WALL_FACTOR times that of wall
+    clock); ('' when it ended, else what limit stopped it; the CPU seconds it used).  The
+    `limit` is the kernel's: what its driver does before calling it (collecting tests, making
+    their data) and after it returned (its reference, its comparisons) have HARNESS_FACTOR *
+    `limit` each.  `out` is the worker's verdict file, beside which it marks those phases."""
     start = time.monotonic()
-    collected, returned = marker(out, "collected"), marker(out, "returned")
-    setup: float | None = None if collects else 0.0  # CPU spent collecting
-    after: float | None = None  # CPU used when the kernel returned
+    began: float | None = None  # CPU used when the kernel was first called
+    after: float | None = None  # ... and when it returned
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:  # ended: its own account of the CPU it used, its children's included
@@ -127,28 +128,33 @@ def _run_limited(proc: subprocess.Popen[bytes], limit: float, out: str, collects
         cpu = cpu_seconds(proc.pid)
         wall = time.monotonic() - start
         used = cpu if cpu is not None else wall
-        if setup is None and os.path.exists(collected):
-            setup = used
-        if after is None and os.path.exists(returned):
+        if began is None and os.path.exists(marker(out, "started")):
+            began = used
+        if after is None and os.path.exists(marker(out, "returned")):
             after = used
-        allowed = COLLECT_FACTOR * limit if setup is None else setup + limit
+        allowed = HARNESS_FACTOR * limit if began is None else began + limit
         if after is not None:
-            allowed = max(allowed, after + COLLECT_FACTOR * limit)
+            allowed = max(allowed, after + HARNESS_FACTOR * limit)
         if used > allowed or wall > WALL_FACTOR * allowed:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            unit = "s of CPU time" if cpu is not None else "s"
-            if wall > WALL_FACTOR * allowed and used <= allowed:
-                late = f"{WALL_FACTOR * allowed:g} s of wall clock (it used {used:.0f} s of CPU)"
-            elif setup is None:
-                return f"its tests' collection did not end within {allowed:g} {unit}", used
-            elif after is not None:
-                late = f"{COLLECT_FACTOR * limit:g} {unit} after the kernel returned"
-            else:
-                late = f"{limit:g} {unit}" + (f" (after {setup:.0f} s collecting its tests)"
-                                              if setup >= 1 else "")
-            return f"no end within {late}", used
+            return _late(limit, allowed, used, wall, began, after, cpu is not None), used
         time.sleep(POLL_SECONDS)
+
+
+def _late(limit: float, allowed: float, used: float, wall: float, began: float | None,
+          after: float | None, cpu: bool) -> str:
+    """What stopped a worker at its allowance (see `_run_limited`)."""
+    unit = "s of CPU time" if cpu else "s"
+    if wall > WALL_FACTOR * allowed and used <= allowed:
+        return f"no end within {WALL_FACTOR * allowed:g} s of wall clock (it used {used:.0f} s " \
+               "of CPU)"
+    if began is None:
+        return f"its driver did not call the kernel within {allowed:g} {unit}"
+    if after is not None:
+        return f"no end within {HARNESS_FACTOR * limit:g} {unit} after the kernel returned"
+    before = f" (its driver had used {began:.0f} s before calling it)" if began >= 1 else ""
+    return f"no end within {limit:g} {unit}{before}"
 
 
 def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
@@ -159,14 +165,13 @@ def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
         job, out = os.path.join(tmp, "job.json"), os.path.join(tmp, "verdict.json")
         with open(job, "w", encoding="utf-8") as f:
             json.dump(_job(entry, root), f)
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", **ONE_THREAD)
         with open(os.path.join(tmp, "stderr"), "w+b") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "apdsl.surfaces.corpus.worker", job, out], cwd=tmp,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                 env=env, start_new_session=True)
-            collects = bool(entry.drivers) and entry.drivers[0].kind == "pytest"
-            late, used = _run_limited(proc, timeout, out, collects)
+            late, used = _run_limited(proc, timeout, out)
             if late:
                 verdict = _interim(out, late)
             else:

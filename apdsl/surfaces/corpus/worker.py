@@ -33,11 +33,9 @@ class _PytestRecorder:
     """A pytest plugin telling the watch where each test ends and how, and what stopped a
     test file from being collected."""
 
-    def __init__(self, watch: Watch, adapter: OrchestratorAdapter,
-                 collected: str | None = None) -> None:
+    def __init__(self, watch: Watch, adapter: OrchestratorAdapter) -> None:
         self.watch = watch
         self.adapter = adapter
-        self.collected = collected
         self.errors: list[BaseException] = []
         self.ran = 0
         self.session: Any = None
@@ -45,12 +43,6 @@ class _PytestRecorder:
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
-
-    def pytest_collection_finish(self, session: Any) -> None:
-        # tell the runner the tests are collected: its time limit is the kernel's from here
-        # (a harness generating its parameter sweep at import is the repository's cost)
-        if self.collected is not None:
-            touch(self.collected)
 
     def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
         # (before the report is logged: pytest_exception_interact comes after it)
@@ -115,12 +107,10 @@ def package_root(path: str) -> tuple[str, str]:
     return folder, ".".join(parts)
 
 
-def run_pytest(watch: Watch, driver: dict[str, Any], root: str,
-               collected: str | None = None) -> BaseException | None:
-    """Run the driver's tests; `collected`, a file created once they are collected."""
+def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
     import pytest
     adapter = OrchestratorAdapter(watch)
-    recorder = _PytestRecorder(watch, adapter, collected)
+    recorder = _PytestRecorder(watch, adapter)
     targets = driver["tests"] or [driver["file"]]
     args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
@@ -280,11 +270,13 @@ def _interim(path: str | None, label: str) -> Callable[[Watch], None] | None:
         return None
 
     def note(watch: Watch) -> None:
+        # the runner's limit is the kernel's, from its call to its return
+        last = watch.events[-1].kind if watch.events else ""
+        if last in ("start", "end"):
+            touch(marker(path, "started" if last == "start" else "returned"))
         verdict = verdict_of(watch, label)
         if verdict is not None:
             kept = {**verdict.as_json(), "interim": True}
-            if any(e.kind == "end" for e in watch.events):
-                touch(marker(path, "returned"))  # the runner's limit was the kernel's
         else:  # not reached yet: what stopped the tests before (said if time runs out)
             stops = [e for e in watch.events if e.kind == "test" and not e.ok]
             if not stops:
@@ -321,8 +313,7 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         with observing(watch), comparisons_watched(watch):
             found, inputs = True, None
             if driver["kind"] == "pytest":
-                stopped = run_pytest(watch, driver, root,
-                                     None if interim is None else marker(interim, "collected"))
+                stopped = run_pytest(watch, driver, root)
             elif driver["kind"] == "call":
                 stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":

@@ -48,13 +48,7 @@ def register_load(reg: VirtualRegister, t: Tensor, name: str | None = None) -> N
     if not isinstance(reg, VirtualRegister):
         raise arg_error(label, f"the first argument must be a register, got {reg!r}",
                          help="make one with register_alloc()")
-    t = tensor_arg(t, label, "src")
-    if t.buffer != "sbuf" and t.buffer not in targets.NKI_HBM:
-        raise TargetError(f"{label}: src {t.name} is in {t.buffer}; a register loads from SBUF "
-                          "or HBM", code="APK344",
-                          help="tensor_copy the value into an SBUF tile first"
-                          if t.buffer == "psum" else "copy the value into SBUF or HBM first",
-                          buffer=t.buffer)
+    t = _load_source(t, label, "a register")
     if tuple(t.shape) not in ((1,), (1, 1)) or t.dtype.kind not in "iu" or t.dtype.bits > 32:
         raise TargetError(f"{label}: a register loads from a [1] or [1, 1] integer tensor of "
                           f"at most 32 bits, not {t.dtype}{list(t.shape)}", code="APK319",
@@ -127,6 +121,18 @@ def register_store(dst: Tensor, src: VirtualRegister) -> None:
     ex.store(accs[0], np.asarray(value, np.int64).reshape(accs[0].shape))
 
 
+def _load_source(t: Tensor, label: str, into: str) -> Tensor:
+    """The source tensor of a register or scalar load: in SBUF or HBM (APK344)."""
+    t = tensor_arg(t, label, "src")
+    if t.buffer != "sbuf" and t.buffer not in targets.NKI_HBM:
+        raise TargetError(f"{label}: src {t.name} is in {t.buffer}; {into} loads from SBUF "
+                          "or HBM", code="APK344",
+                          help="tensor_copy the value into an SBUF tile first"
+                          if t.buffer == "psum" else "copy the value into SBUF or HBM first",
+                          buffer=t.buffer)
+    return t
+
+
 def _register_int(value: int, label: str) -> int:
     """A register holds 32 bits (NKI: 64 x 32-bit registers per engine sequencer): an
     immediate must fit int32 or uint32 (APK494)."""
@@ -148,13 +154,7 @@ def scalar_load(src: Tensor) -> NkiScalar:
     NkiScalar(-7, int32)
     """
     label = "scalar_load"
-    t = tensor_arg(src, label, "src")
-    if t.buffer != "sbuf" and t.buffer not in targets.NKI_HBM:
-        raise TargetError(f"{label}: src {t.name} is in {t.buffer}; a scalar loads from SBUF "
-                          "or HBM", code="APK344",
-                          help="tensor_copy the value into an SBUF tile first"
-                          if t.buffer == "psum" else "copy the value into SBUF or HBM first",
-                          buffer=t.buffer)
+    t = _load_source(src, label, "a scalar")
     if tuple(t.shape) != (1, 1) or t.dtype.name not in WIDTHS:
         raise TargetError(f"{label}: a scalar loads from a 1x1 int32 or int64 tensor, not "
                           f"{t.dtype}{list(t.shape)}", code="APK319",

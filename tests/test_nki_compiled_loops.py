@@ -164,6 +164,17 @@ def misuse(a, how):
         nl.while_loop(3, lambda r: r)
     elif how == "while returns nothing":
         nl.while_loop(nisa.register_alloc(2), lambda r: None)
+    elif how == "arithmetic on the index":
+        nl.fori_loop(0, 4, lambda i: nisa.dma_copy(dst=out[i * 1], src=a[i * 1]))
+    elif how == "a bare while on a register":
+        reg = nisa.register_alloc(1)
+        while reg:  # a truthy register would loop forever
+            pass
+    elif how == "range of a register":
+        for _ in range(nisa.register_alloc(2)):
+            pass
+    elif how == "comparing a register":
+        nl.fori_loop(0, 4, lambda i: i < 2)
     return out
 
 
@@ -171,7 +182,11 @@ def misuse(a, how):
                                       ("wide bound", "APK155"),
                                       ("unloaded register", "APK410"),
                                       ("while init", "APK155"),
-                                      ("while returns nothing", "APK155")])
+                                      ("while returns nothing", "APK155"),
+                                      ("arithmetic on the index", "APK413"),
+                                      ("a bare while on a register", "APK413"),
+                                      ("range of a register", "APK413"),
+                                      ("comparing a register", "APK413")])
 def test_a_misused_loop_is_refused_at_the_call(how, code):
     with raises_code(code):
         misuse(np.ones((4, 4), np.float32), how)
@@ -192,6 +207,29 @@ def test_the_command_line_locates_the_refusal(tmp_path):
     proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
     assert proc.returncode == 1
     assert "APK155" in proc.stderr and "kern.py:8" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_python_arithmetic_on_the_loop_index_is_located_in_the_body(tmp_path):
+    (tmp_path / "kern.py").write_text(
+        "import nki\n"
+        "import nki.isa as nisa\n"
+        "import nki.language as nl\n"
+        "\n"
+        "\n"
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    def body(i):\n"
+        "        row = i * 4\n"
+        "        nisa.dma_copy(dst=out[row], src=a[row])\n"
+        "    nl.fori_loop(0, 4, body)\n"
+        "    return out\n")
+    np.save(tmp_path / "a.npy", np.ones((16, 4), np.float32))
+    proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "APK413" in proc.stderr and "kern.py:10" in proc.stderr, proc.stderr
+    assert "register i is used as a Python value" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

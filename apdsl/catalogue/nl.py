@@ -82,9 +82,9 @@ holding the iteration's value. `nl.while_loop(init, body_fun)` runs while the co
 register is nonzero, checked before each iteration: `init` is a register and the body returns
 the register of the next condition. `nl.if_else(cond, then_fn, else_fn=None)` calls `then_fn()`
 when `cond` is nonzero, else `else_fn()`: the callbacks take no arguments and return nothing,
-and `cond` is a Python bool or int (resolved when the kernel is traced). The reference also
-takes a 32-bit `NkiScalar`, which apdsl does not model yet, and rejects a register: it belongs
-to one engine's sequencer and every sequencer runs the branch. Anything else is refused here,
+and `cond` is a Python bool or int (resolved when the kernel is traced) or a 32-bit
+`NkiScalar` (`nisa.scalar_load`, APK178). The reference rejects a register as the condition: it
+belongs to one engine's sequencer and every sequencer runs the branch. Anything else is refused here,
 at the call.
 """, """
 nl.fori_loop(0, 8, lambda i: None, step=0)

@@ -137,6 +137,19 @@ o: f32[128, 64] @ sbuf
 r = register_alloc()
 tensor_copy(o, t.ap([[64, 128], [1, r]]))
 """),
+    entry("APK413", "register used as a Python value", """
+A register (`register_alloc`, `register_load`, the index `nl.fori_loop` passes its body, the
+condition `nl.while_loop` passes) holds a value only when the kernel runs on the device. Python
+arithmetic on it (`i * 4`, `i + 1`), comparisons, `if reg:`, `while reg:`, `int(reg)`,
+`range(reg)` and indexing with it have nothing to act on while the kernel is traced, so they
+are refused (NKI's tracer raises `TypeError` for them). Read a register where an instruction
+takes one: an access pattern's `scalar_offset`, a dynamic loop's bound, a `while_loop`
+condition.
+""", """
+# python
+from apdsl.tensor.registers import VirtualRegister
+VirtualRegister(3, name="i") * 4
+"""),
     entry("APK411", "value does not fit the view", """
 Writing an array through a view (`load("x.npy")` into a tensor, `from_numpy`) needs exactly as
 many values as the view has elements; they are taken in row-major order.

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslRuntimeError
+from ..errors import ApdslRuntimeError, ApdslTypeError
 
 _ids = itertools.count()
 
@@ -45,6 +45,27 @@ class VirtualRegister:
 
     def __repr__(self) -> str:
         return self.name if self.value is None else f"{self.name}={self.value}"
+
+    def _as_python(self, *_: Any) -> Any:
+        # NKI's tracer raises TypeError here too: the value is known only when the kernel
+        # runs, so Python arithmetic, `if`/`while` and `int()` on it have nothing to act on
+        # (and a silently truthy register would turn `while reg:` into an endless loop).
+        raise ApdslTypeError(
+            f"register {self.name} is used as a Python value; its value exists only on the "
+            "device", code="APK413",
+            notes=["the NKI migration guide (NKI 0.6): the loop variable is read-only; do not "
+                   "write to it or perform Python arithmetic on it"],
+            help="read it as a runtime offset with .ap(..., scalar_offset=reg); loop with "
+            "nl.fori_loop or nl.while_loop, and compute on the device (nisa.scalar_load gives "
+            "an NkiScalar, which has +, - and *)", register=self.name)
+
+    __bool__ = __index__ = __int__ = __float__ = __neg__ = __pos__ = __abs__ = _as_python
+    __lt__ = __le__ = __gt__ = __ge__ = _as_python
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _as_python
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _as_python
+    __mod__ = __rmod__ = __pow__ = __rpow__ = _as_python
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _as_python
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _as_python
 
 
 class RegisterSum:

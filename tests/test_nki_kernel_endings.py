@@ -2,7 +2,7 @@
 their code raises is APK148 with their frames and exit 1, whatever its class or however its
 `__str__` fails; a returned on-chip tile is APK143 at their `return`; a result nothing wrote is
 APK180 at their `return`; a `shared_hbm` output written and not returned warns (APK181);
-`tensor_copy(dtype=)` takes dst's dtype (APK182 otherwise); `nl.divide` is refused as the
+`tensor_copy(dtype=)` writes dst's dtype (another warns, APK182); `nl.divide` is refused as the
 compiler refuses it (APK183), showing the working form."""
 
 from __future__ import annotations
@@ -265,18 +265,53 @@ def test_tensor_copy_takes_dtype_as_the_samples_write_it(tmp_path):
     proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.bfloat16"), "-i", "a=a.npy", "-o",
                   "out.npy")
     assert proc.returncode == 0, proc.stderr
+    assert "APK182" not in proc.stderr
+    a = np.load(tmp_path / "a.npy")
+    want = a.astype(ml_dtypes.bfloat16).astype(np.float32)
+    got = np.load(tmp_path / "out.npy")
+    assert np.array_equal(got.astype(np.float32), want)
+
+
+def test_tensor_copy_dtype_other_than_dsts_warns_and_writes_dsts(tmp_path):
+    # the SDK matmul tutorial's form: an fp32 dst with dtype= naming bf16. The instruction has
+    # one output dtype, dst's; the u tile must hold src converted to dst's dtype and nothing
+    # else: an fp32 dst with a bf16 dtype= keeps fp32's precision (no rounding through bf16)
+    source = """@nki.jit
+def k(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(2):
+        nisa.tensor_copy(dst=u, src=t, dtype=nl.bfloat16)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+"""
+    proc = _apdsl(tmp_path, source, "-i", "a=a.npy", "-o", "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("warning[APK182]") == 1, proc.stderr  # once for the loop
+    assert "kern.py:11:9: warning[APK182]: tensor_copy: dtype=bfloat16 has no effect: the " \
+        "copy writes dst u's float32" in proc.stderr, proc.stderr
     a = np.load(tmp_path / "a.npy")
     got = np.load(tmp_path / "out.npy")
-    want = a.astype(ml_dtypes.bfloat16)
-    assert np.array_equal(got.astype(np.float32), want.astype(np.float32))
-    for dtype, said in (("nl.float32", "dtype=float32, but dst u is bfloat16"),
-                        ("3", "dtype=3 is not a dtype")):
-        proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype=dtype), "-i", "a=a.npy")
-        assert proc.returncode == 1
-        assert f"kern.py:10:5: error[APK182]: tensor_copy: {said}" in proc.stderr, proc.stderr
-    # another dtype than dst's: neither reference defines it, and the note says so
-    proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.float32"), "-i", "a=a.npy")
-    assert "takes no dtype and writes dst.dtype" in proc.stderr, proc.stderr
+    assert got.dtype == np.float32 and np.array_equal(got, a)
+    assert not np.array_equal(a.astype(ml_dtypes.bfloat16).astype(np.float32), a)  # (it could)
+    # the same copy into a bf16 dst with dtype= naming fp32: dst's bf16
+    proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.float32"), "-i", "a=a.npy", "-o",
+                  "out.npy")
+    assert proc.returncode == 0, proc.stderr
+    assert "kern.py:10:5: warning[APK182]: tensor_copy: dtype=float32 has no effect: the copy " \
+        "writes dst u's bfloat16" in proc.stderr, proc.stderr
+    got = np.load(tmp_path / "out.npy")
+    assert np.array_equal(got.astype(np.float32),
+                          a.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_tensor_copy_dtype_that_is_no_dtype_is_refused(tmp_path):
+    proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="3"), "-i", "a=a.npy")
+    assert proc.returncode == 1
+    assert "kern.py:10:5: error[APK420]: tensor_copy: dtype=3 is not a dtype" in proc.stderr, \
+        proc.stderr
     proc = _apdsl(tmp_path, TENSOR_COPY.format(dtype="nl.bfloat16").replace("src=t, dtype=",
                                                                            "src=t, fmt="),
                   "-i", "a=a.npy")

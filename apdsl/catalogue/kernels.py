@@ -40,15 +40,29 @@ def kernel(a):
     nl.store(out, t)
 kernel(np.ones((4, 4), np.float32))
 """),
-    entry("APK182", "tensor_copy's dtype= is not dst's dtype", """
+    entry("APK182", "tensor_copy's dtype= is not dst's dtype (warning)", """
 `nisa.tensor_copy(dst=..., src=..., dtype=...)` is written by kernels of the NKI samples: the
-legacy reference's `tensor_copy(src, dtype=)` names the dtype of the copy's output, which is
-dst's own when dst is given (the copy converts src to dst's dtype). apdsl accepts `dtype=` when
-it names dst's dtype and refuses another: allocate dst in the dtype wanted, or drop `dtype=`.
+legacy reference's `tensor_copy(src, dtype=)` names the dtype of the tile the copy returns; the
+current reference takes no `dtype=`. With `dst=` given, the instruction has one output dtype,
+dst's: src is converted to dst's dtype (through FP32 when they differ), and a `dtype=` naming
+another has no effect. The SDK's own matmul tutorial copied PSUM into an fp32 tile with
+`dtype=result.dtype` (bf16), then dropped the keyword with nothing else changed. apdsl runs such
+a call as the copy into dst's dtype and warns; allocate dst in the dtype wanted to copy into it.
+A `dtype=` that is not a dtype at all is an argument error (APK420).
 """, """
-a: f32[4, 8] @ sbuf = 1.0
-c: bf16[4, 8] @ sbuf
-nisa.tensor_copy(dst=c, src=a, dtype=f32)
+# python
+import apdsl.nki as nki
+import apdsl.nki.language as nl
+import apdsl.nki.isa as nisa
+@nki.jit
+def kernel(a):
+    t = nl.load(a)
+    u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t, dtype=nl.bfloat16)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, u)
+    return out
+kernel(np.ones((4, 4), np.float32))
 """),
     entry("APK183", "nl.divide: the compiler rejects divide", """
 `nl.divide` is in nki.language but in no instruction's operator table: the Neuron compiler

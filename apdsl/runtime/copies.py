@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslError, TargetError
+from ..errors import ApdslError, TargetError, Warning_
 from ..tensor import targets
 from ..tensor.machine import current
 from ..tensor.view import Tensor
@@ -32,6 +32,7 @@ from .core.operands import (
 )
 from .nki import hints, oob
 from .plans import dmaplan
+from .sync.warn import warn
 
 MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
 
@@ -133,7 +134,7 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: Any = "unknown", dtype: Any = 
                 name: str | None = None) -> None:
     """Copy on chip: each partition's elements stay in that partition.  `dtype`, as the
     legacy NKI reference's `tensor_copy(src, dtype=)` has it, is the dtype of the copy's
-    output: here dst's own (the copy converts to dst's dtype), so it may only name that one.
+    output: here dst's own (the copy converts to dst's dtype); another has no effect (APK182).
 
     >>> x = apdsl.ndarray((2, 3), "float32", "sbuf")
     >>> apdsl.memset(x, 1.5)
@@ -276,27 +277,23 @@ def _wrap32(v: int) -> int:
 
 
 def _output_dtype(label: str, given: Any, dst: Tensor) -> None:
-    """tensor_copy's `dtype=`: the output dtype, which is dst's (APK182 when it is another)."""
+    """tensor_copy's `dtype=` beside `dst=`: the copy's output dtype is dst's.  The ISA
+    instruction has one output dtype, its dst's (the reference: src is cast through FP32 to
+    dst.dtype), and the current reference takes no `dtype=` at all; the SDK's matmul tutorial
+    passed one other than dst's (fp32 dst, `dtype=result.dtype`) until it dropped the keyword
+    with nothing else changed (aws-neuron-sdk 38480a9f).  So another dtype has no effect:
+    APK182 warns once per call site.  A value that is no dtype is refused (APK420)."""
     from ..tensor.dtypes import dtype as to_dtype
     try:
         named = to_dtype(given)
     except ApdslError:
-        named = None
-    if named is not None and named.name == dst.dtype.name:
+        raise arg_error(label, f"dtype={given!r} is not a dtype", dtype=repr(given),
+                        help=f"drop dtype= (the copy converts src to dst's "
+                        f"{dst.dtype.name}), or name dst's dtype") from None
+    if named.name == dst.dtype.name:
         return
-    if named is None:
-        raise TargetError(f"{label}: dtype={given!r} is not a dtype", code="APK182",
-                          dtype=repr(given), dst_dtype=dst.dtype.name,
-                          help=f"drop dtype= (the copy converts src to dst's "
-                          f"{dst.dtype.name}), or name dst's dtype")
-    shown = named.name
-    raise TargetError(f"{label}: dtype={shown}, but dst {dst.name} is {dst.dtype.name}; the "
-                      "copy's output dtype is dst's", code="APK182", dtype=shown,
-                      dst_dtype=dst.dtype.name,
-                      notes=["NKI isa reference: the current tensor_copy(dst, src, engine, "
-                             "name) takes no dtype and writes dst.dtype; the legacy "
-                             "tensor_copy(src, dtype=) names the dtype of the tile it returns. "
-                             "Neither says what a dtype other than dst's would do (round "
-                             f"through {shown}, or not), so apdsl does not guess"],
-                      help=f"allocate dst as {shown} to copy into that dtype, or drop dtype= "
-                      f"(the copy converts src to dst's {dst.dtype.name})")
+    warn(Warning_(f"{label}: dtype={named.name} has no effect: the copy writes dst "
+                  f"{dst.name}'s {dst.dtype.name}", code="APK182", dtype=named.name,
+                  dst_dtype=dst.dtype.name,
+                  help=f"drop dtype=, or allocate dst as {named.name} to copy into that "
+                  "dtype"), key=("APK182",))

@@ -23,6 +23,7 @@ is classified.  The figure is meant to be honest:
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,35 @@ def underlying(error: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else error
 
 
+# hooks a repository's conftest may define that belong to a pytest plugin, not to pytest: with
+# the plugin absent, pytest refuses the conftest ("unknown hook") and no test starts
+PLUGIN_HOOKS = (("pytest_configure_node", "pytest-xdist"), ("pytest_testnode", "pytest-xdist"),
+                ("pytest_xdist_", "pytest-xdist"), ("pytest_handlecrashitem", "pytest-xdist"),
+                ("pytest_html_", "pytest-html"), ("pytest_metadata", "pytest-metadata"))
+
+
+class MissingPlugin(RuntimeError):
+    """The repository's conftest implements a hook of a pytest plugin that is not installed."""
+
+    def __init__(self, hook: str, package: str, where: str) -> None:
+        super().__init__(f"{where} defines {hook}, a hook of {package}, which is not "
+                         f"installed: pytest refuses the conftest and runs no test")
+        self.hook, self.package, self.where = hook, package, where
+
+
+def plugin_missing(printed: str, root: str) -> MissingPlugin | None:
+    """The plugin a session that did not start lacks, from pytest's "unknown hook" error."""
+    found = re.search(r"unknown hook '(\w+)' in plugin <module '[\w.]+' from '([^']+)'>",
+                      printed)
+    if found is None:
+        return None
+    hook, path = found.groups()
+    package = next((p for prefix, p in PLUGIN_HOOKS if hook.startswith(prefix)), None)
+    if package is None:
+        return None
+    return MissingPlugin(hook, package, os.path.relpath(path, root))
+
+
 def classify(error: BaseException, root: str) -> Verdict:
     """The verdict of a run that ended in `error`."""
     error = underlying(error)
@@ -107,6 +137,10 @@ def classify(error: BaseException, root: str) -> Verdict:
     if module is not None:
         where = _user_where(frames, root)
         return Verdict("crash", kind, where, f"module {module} does not import")
+    if isinstance(error, MissingPlugin):
+        return Verdict("environment", "PluginValidationError", error.where,
+                       f"its conftest uses {error.package}, which is not installed (pytest "
+                       f"refuses the {error.hook} hook and runs no test)")
     if isinstance(error, AbsentFromCheckout):  # (raised by apdsl's stand-in, not its fault)
         return Verdict("environment", kind, _user_where(frames, root),
                        f"{error.name} is not in the checkout: the repository's code uses a "

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...records import record
+from .asserts import AssertTracer
 from .verdict import Verdict, classify
 
 
@@ -44,6 +45,7 @@ class Watch:
         self._comparing = 0
         self.others = 0  # calls of other kernels (a test running several)
         self._noted = noted  # told of each event (the worker keeps an interim verdict)
+        self.asserts = AssertTracer(root, self)  # plain `assert`s of values, after a return
 
     def _add(self, event: Event) -> None:
         self.events.append(event)
@@ -58,6 +60,7 @@ class Watch:
     def started(self, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
                 launch: tuple[int, ...]) -> None:
         if self._target(fn):
+            self.asserts.disarm()
             self._add(Event("start"))
         else:
             self.others += 1
@@ -65,6 +68,9 @@ class Watch:
     def finished(self, fn: Callable[..., Any], result: Any) -> None:
         if self._target(fn):
             self._add(Event("end"))
+            from ...nki.host import active
+            if active() is None:  # (not inside a kernel calling it: that one runs on)
+                self.asserts.arm()
 
     def failed(self, fn: Callable[..., Any], error: BaseException) -> None:
         if self._target(fn):
@@ -82,19 +88,22 @@ class Watch:
         self.failed(fn, error)
 
     def test_ended(self, name: str, error: BaseException | None) -> None:
+        self.asserts.disarm()
         self._add(Event("test", ok=error is None, name=name, error=error))
 
     @property
     def reached(self) -> bool:
         return any(e.kind == "start" for e in self.events)
 
-    def compared(self, ok: bool, boolean: bool = False, detail: str = "") -> None:
+    def compared(self, ok: bool, boolean: bool = False, detail: str = "",
+                 where: str = "") -> None:
         """A comparison after the kernel returned: `boolean` when it returned its outcome
-        (`np.allclose`) rather than raising (`assert_allclose`); `detail` says what differed."""
+        (`np.allclose`) rather than raising (`assert_allclose`); `detail` says what differed;
+        `where` (file:line) when the caller knows it, else the repository's innermost frame."""
         from ...nki.host import active
         if active() is not None or not self._ended_in_segment():
             return
-        where = _caller(self.root)
+        where = where or _caller(self.root)
         # `assertFalse(np.allclose(out, zeros))`: a comparison meant to come out False
         expected_false = boolean and _negated(self.root, where)
         self._add(Event("compare", ok=ok != expected_false, where=where, detail=detail))
@@ -227,6 +236,7 @@ def comparisons_watched(watch: Watch) -> Iterator[None]:
     try:
         yield
     finally:
+        watch.asserts.disarm()
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)
 

@@ -25,7 +25,7 @@ from .run import marker, touch
 from .script_calls import without_other_kernels
 from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
-from .verdict import Verdict, classify, is_apdsl_fault
+from .verdict import Verdict, classify, is_apdsl_fault, plugin_missing
 from .watch import Watch, comparisons_watched, verdict_of
 
 
@@ -126,6 +126,9 @@ def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException
     if not watch.reached and int(status) not in (0, 1, 5):
         # the session never ran the tests (a conftest that does not import, an unknown
         # option): pytest's own first error line says why
+        missing = plugin_missing(printed.getvalue(), root)
+        if missing is not None:
+            return missing
         why = next((line for line in printed.getvalue().splitlines()
                     if "Error" in line or "error" in line), f"pytest exit status {int(status)}")
         return RuntimeError(f"the tests did not start: {why.strip()[:200]}")

@@ -354,3 +354,31 @@ def test_an_exception_raised_in_apdsl_is_a_crash(tmp_path: Path) -> None:
     # kernel's fault
     other = ModuleNotFoundError("No module named 'torch'", name="torch")
     assert classify(other, str(tmp_path)).status == "environment"
+
+
+def test_a_driver_that_only_prints_gives_way_to_one_that_compares(tmp_path: Path) -> None:
+    # the SDK's fused_mamba: the kernels' own file prints its results, mamba_torch.py compares
+    printing = '\n\nif __name__ == "__main__":\n    import numpy as np\n' \
+        '    print(twice_kernel(np.ones((4, 4), np.float32)))\n'
+    (tmp_path / "kern.py").write_text(kernel_module(
+        hbm_kernel("twice_kernel", "nl.multiply(nl.load(a), 2.0)"), after=printing))
+    (tmp_path / "check.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        from kern import twice_kernel
+
+        if __name__ == "__main__":
+            x = np.arange(16, dtype=np.float32).reshape(4, 4)
+            print(np.allclose(twice_kernel(x), {expected}))
+        """))
+    for expected, status in (("2 * x", "matches"), ("3 * x", "mismatch")):
+        (tmp_path / "check.py").write_text(
+            (tmp_path / "check.py").read_text().replace("{expected}", expected))
+        got = _corpus_json(tmp_path, "60")
+        assert (got["status"], got["driver"]) == (status, "main:check.py"), got
+        (tmp_path / "check.py").write_text(
+            (tmp_path / "check.py").read_text().replace(expected, "{expected}"))
+    # with nothing else to run it, the printing script's run stands
+    (tmp_path / "check.py").unlink()
+    got = _corpus_json(tmp_path, "60")
+    assert (got["status"], got["driver"]) == ("runs", "main:kern.py"), got

@@ -219,7 +219,7 @@ def run_cases(cases: Sequence[Case], args: argparse.Namespace, *,
     waking and waiting for workers (on this 2-core machine, shared with the apdsl side's
     interpreter), which would flatter apdsl.  The same work on the same thread is the honest
     comparison."""
-    from apdsl.runtime.ascend.mmad import blas_threads
+    from apdsl.runtime.core.blas import threads as blas_threads
     fns = blas_threads()
     saved = fns[0]() if fns is not None else 1
     if fns is not None:

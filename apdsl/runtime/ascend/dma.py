@@ -28,7 +28,7 @@ wrote is an uninitialised read (APK404).  A tile bound to a reused buffer by `ma
 starts unwritten (`forget`): what the previous tile left there is not its data.
 
 mmad gathers each operand from its fractal storage into a logical matrix in one strided
-cast-and-copy and multiplies with NumPy's BLAS, on one thread (see `blas_threads`).
+cast-and-copy and multiplies with NumPy's BLAS, on one thread (see `apdsl.runtime.core.blas`).
 """
 
 from __future__ import annotations

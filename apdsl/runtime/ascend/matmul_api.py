@@ -24,10 +24,11 @@ from ...errors import ApdslRuntimeError
 from ...tensor.machine import current
 from ..core import execute as ex
 from ..core import trace
+from ..core.blas import product
 from ..core.operands import check_operand, instruction_label, resolve_operands, tensor_arg
 from ..sync.pipes import PIPE_INDEX
 from ..table import TABLE, engine_of
-from .mmad import ACCUMULATOR, product
+from .mmad import ACCUMULATOR
 
 OP = "asc.adv.matmul"
 CUBE = "asc.adv.matmul_cube"

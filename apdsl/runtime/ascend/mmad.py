@@ -3,10 +3,6 @@ its dtype, format, padding and accumulation rules, on one BLAS thread."""
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -18,6 +14,7 @@ from ...tensor.tla import fractal_view, region, valid_shape
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core import trace
+from ..core.blas import product
 from ..core.operands import (
     arg_error,
     check_operand,
@@ -255,19 +252,6 @@ def run(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
         plan.fast = _fast_parts(acc_a, acc_b, acc_d, av, bv, dv)
 
 
-def product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """`left @ right` on one BLAS thread (see `blas_threads`)."""
-    fns = _BLAS[0] if _BLAS else _blas()
-    saved = fns[0]() if fns is not None else 1
-    if saved == 1:
-        return left @ right
-    fns[1](1)  # type: ignore[index]
-    try:
-        return left @ right
-    finally:
-        fns[1](saved)  # type: ignore[index]
-
-
 def _fast_parts(acc_a: ex.Access, acc_b: ex.Access, acc_d: ex.Access, av: Tensor,
                 bv: Tensor, dv: Tensor) -> tuple[Any, ...] | None:
     """What `run_fast` needs, once a float mmad ran in full on three strided views: the
@@ -329,53 +313,6 @@ def run_fast(plan: Plan, dst: Tensor, a: Tensor, b: Tensor, accumulate: bool,
     if not sd.all_written:
         mark_written(acc_d)
     return True
-
-
-# -- BLAS threads -----------------------------------------------------------------------------
-# A tile product is small: a multi-threaded BLAS spends more time waking (and, on a busy
-# machine, waiting for) its worker threads than computing, and its spinning workers slow the
-# interpreter in between.  mmad runs its product on one thread, scoped to the call.
-# (Measured for issue 16 on a 2-core machine: a (128, 64) @ (64, 256) float32 product takes
-# ~20 us on OpenBLAS's default 2 threads and ~35 us on one when the machine is idle, but with
-# the other core busy each 2-thread product waits for a scheduler slice: a 2048^3 tile GEMM
-# then ran 2 to 20 times slower.  The benchmarks run both of their sides on one thread.)
-
-_BLAS_NAMES = ("scipy_openblas", "openblas")  # numpy's bundled OpenBLAS, a system OpenBLAS
-_BLAS_SUFFIXES = ("64_", "")
-
-
-@lru_cache(maxsize=1)
-def blas_threads() -> tuple[Any, Any] | None:
-    """OpenBLAS's (get, set) number-of-threads functions, when NumPy uses OpenBLAS."""
-    libs: list[Any] = []
-    folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            continue
-    try:
-        libs.append(ctypes.CDLL(None))
-    except OSError:
-        pass
-    for lib in libs:
-        for prefix in _BLAS_NAMES:
-            for suffix in _BLAS_SUFFIXES:
-                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                if get is not None and put is not None:
-                    get.restype, get.argtypes = ctypes.c_int, []
-                    put.restype, put.argtypes = None, [ctypes.c_int]
-                    return get, put
-    return None
-
-
-_BLAS: list[Any] = []  # blas_threads(), once looked up
-
-
-def _blas() -> tuple[Any, Any] | None:
-    _BLAS.append(blas_threads())
-    return _BLAS[0]
 
 
 # float16 -> float32 by table: every float16 bit pattern's float32 value.  A gather from the

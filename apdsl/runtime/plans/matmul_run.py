@@ -13,8 +13,8 @@ from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
 from ...tensor.dtypes import round_tfloat32, widen_float32
 from ...tensor.machine import current
+from ..core import blas, psum
 from ..core import execute as ex
-from ..core import psum
 from ..core.written import copied_to_others
 
 
@@ -156,6 +156,23 @@ def transpose_bits(a: np.ndarray, b: np.ndarray, label: str) -> np.ndarray:
 
 
 
+def _matrix(arr: np.ndarray, rows: int, cols: int) -> np.ndarray | None:
+    """`arr` seen as a (rows, cols) matrix without a copy (a whole PSUM tile is one run of
+    elements), or None when its strides do not allow it."""
+    try:
+        return np.reshape(arr, (rows, cols), copy=False)
+    except ValueError:
+        return None
+
+
+def _in_place(d: ex.Access) -> bool:
+    """Whether a matmul may add its product into dst in place (plans on): a float32 strided
+    view, every element written and distinct, its storage not copied to tensors placed over
+    the same bytes."""
+    return type(d) is ex.Strided and d.dtype.name == "float32" and d.storage.all_written and \
+        current().options.plans and d.injective() and not copied_to_others(d.storage)
+
+
 def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: int, n: int,
             *, transpose: bool, double: bool, is_transpose: bool,
             accumulate: bool | None) -> None:
@@ -176,18 +193,22 @@ def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: 
         work = work_of(d.storage)
         a = engine_read_into(s, label, "stationary", work.array("stationary", (k, mm)))
         b = engine_read_into(m, label, "moving", work.array("moving", (k, n)))
-        result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
-    if adding and type(d) is ex.Strided and d.dtype.name == "float32" and \
-            d.storage.all_written and current().options.plans and d.injective() and \
-            not copied_to_others(d.storage):
+        result = None
+    if adding and _in_place(d):
         # add in place through dst's strided view: every element is written (nothing to
         # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
         # would note is overwritten by note_matmul below.  dst + product, as the general path
-        # (which also gives the sum to tensors placed over the same bytes).
+        # (which also gives the sum to tensors placed over the same bytes); the work arrays'
+        # product added by one BLAS call where dst is a matrix it can add into
         out = d.array()
-        np.add(out, result.reshape(d.lshape), out=out)
+        if result is None and not blas.add_product(_matrix(out, mm, n), a, b):
+            result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
+        if result is not None:
+            np.add(out, result.reshape(d.lshape), out=out)
         psum.note_matmul(d, False)
         return
+    if result is None:
+        result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
     if adding:
         result += ex.read_float32(d, label, "dst").reshape(mm, n)
     ex.prepare_write(d, label, "dst")

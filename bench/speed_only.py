@@ -45,7 +45,8 @@ WHOLE = (
 # Parts of modules that are otherwise general code: a top-level name, or "function: text".
 PARTS: dict[str, tuple[str, ...]] = {
     "apdsl/runtime/plans/matmul_run.py": (
-        "Work", "_works", "work_of", "execute: if adding and type(d) is ex.Strided"),
+        "Work", "_works", "work_of", "_matrix", "_in_place", "execute: if adding and _in_place(d)"),
+    "apdsl/runtime/core/blas.py": ("_ROW_MAJOR", "_sgemm", "MAX_K", "add_product"),
     "apdsl/runtime/nki/matmul.py": (
         "_Plan", "_plan_key", "_plannable", "nc_matmul: key = _plan_key(",
         "nc_matmul: plan = None if key is None", "nc_matmul: if plan is not None:",
@@ -101,8 +102,9 @@ def _defs(tree: ast.Module) -> dict[str, ast.AST]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Name):
-                    out[t.id] = node
+                for name in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(name, ast.Name):
+                        out[name.id] = node
     return out
 
 

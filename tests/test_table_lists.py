@@ -156,3 +156,44 @@ def test_nc_matmul_takes_a_bfloat16_dst_twice_as_wide():
         out = ndarray((128, 8192), "bfloat16", "psum")  # N = 2 * matmul_max_n
         instructions.nc_matmul(out, _bf16((128, 128)), _bf16((128, 8192)))
         assert np.allclose(out.numpy(), 128.0)
+
+
+def test_the_profiles_per_instruction_figures_are_of_vector_class_instructions():
+    # the ISA's per-instruction figures (`apdsl.profile.costs`) are read where the model prices
+    # an element-wise pass on an NKI engine: a key that is no such instruction is a figure
+    # never read, silently
+    costs = importlib.import_module("apdsl.profile.costs")
+    keyed = {*costs.VECTOR_MODES, *costs.ISA_CYCLES_PER_ELEMENT, *costs.ISA_EXTRA_CYCLES,
+             *costs.FAST_PATHS, *costs.SPLIT_READS}
+    assert keyed
+    for name in keyed:
+        assert name in TABLE and TABLE[name].cost == "vector", name
+        assert TABLE[name].engines.get("nki"), name
+
+
+def test_the_legacy_forms_are_of_nki_instructions():
+    forms = importlib.import_module("apdsl.nki.legacy_forms").FORMS
+    assert {"nc_matmul", "tensor_tensor"} <= set(forms)
+    for name in forms:
+        assert name in TABLE and TABLE[name].engines.get("nki"), name
+
+
+def test_pyascs_bare_instruction_names_are_the_tables():
+    names = importlib.import_module("apdsl.asc.names")
+    for name in names.PLAIN:
+        assert name in TABLE and "ascend" in TABLE[name].engines, name
+
+
+def test_lowering_cuts_a_matrix_instruction_by_its_entrys_contraction():
+    # `apdsl lower` cuts a matrix instruction along the axes its entry's dependency class sums
+    # over (`Depends.contract`: per input, the axis summed into K and the dst axis the other
+    # becomes); the model layer cannot read the table, so the two are kept in step here
+    lowering = importlib.import_module("apdsl.tensor.lowering")
+    assert set(lowering.MATRIX_AXES) == {n for n, e in TABLE.items() if e.depends.kind == "matmul"}
+    for name, axes in lowering.MATRIX_AXES.items():
+        contract = TABLE[name].depends.contract
+        assert axes["dst"] == ("M", "N") and set(axes) == {*contract, "dst"}, name
+        for role, (summed, into) in contract.items():
+            assert axes[role][summed] == "K" and axes[role][1 - summed] == "MN"[into], (name, role)
+    for name in lowering.ELEMENTWISE:
+        assert TABLE[name].depends.kind == "element", name

@@ -1,6 +1,7 @@
 """The hosts the semantics runs on name their interface (`apdsl.semantics.host`): every host
 offers every member of the protocols it stands for, and no parameter or field that holds a
-host or the interpreter is typed `Any`."""
+host, the interpreter, a source span, a machine or the step budget is typed `Any` (each has its
+named type)."""
 
 import ast
 import inspect
@@ -14,6 +15,9 @@ from apdsl.semantics import host as hosts
 
 PACKAGE = Path(apdsl.__file__).resolve().parent
 HOST_NAMES = {"interp", "host", "interpreter"}
+# names whose type is known wherever they appear: `errors.Span`, `tensor.machine.Machine`,
+# `semantics.limits.Budget`
+KNOWN_NAMES = HOST_NAMES | {"span", "machine", "budget"}
 
 
 def members(protocol: type) -> set[str]:
@@ -79,16 +83,33 @@ def _any(annotation: ast.expr | None) -> bool:
     return text in ("Any", "Any | None", "Optional[Any]")
 
 
-def test_no_host_is_typed_any():
+def _annotated_any(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every parameter, variable or attribute of KNOWN_NAMES typed `Any`."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.arg) and node.arg in HOST_NAMES and _any(node.annotation):
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.arg}")
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    node.target.id in HOST_NAMES and _any(node.annotation):
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.target.id}")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.arg) and node.arg in KNOWN_NAMES and _any(node.annotation):
+            found.append((node.lineno, node.arg))
+        elif isinstance(node, ast.AnnAssign) and _any(node.annotation):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else \
+                target.attr if isinstance(target, ast.Attribute) else None
+            if name in KNOWN_NAMES:
+                found.append((node.lineno, name))
+    return found
+
+
+def test_the_any_finder_finds_each_form():
+    source = ("def f(host: Any, *, span: 'Any' = None): pass\n"
+              "class C:\n    machine: Any = None\n"
+              "    def __init__(self):\n        self.budget: Any | None = None\n"
+              "def g(value: Any, span: Span | None = None): pass\n")
+    assert _annotated_any(source) == [(3, "machine"), (1, "host"), (1, "span"), (5, "budget")]
+
+
+def test_no_host_is_typed_any():
+    found = [f"{path.relative_to(PACKAGE)}:{line} {name}"
+             for path in sorted(PACKAGE.rglob("*.py"))
+             for line, name in _annotated_any(path.read_text(encoding="utf-8"))]
     assert not found
 
 

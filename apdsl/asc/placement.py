@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslRuntimeError, ApdslTypeError
+from ..errors import ApdslRuntimeError, ApdslTypeError, Span
 from ..nki.host import Host
 from ..nki.locate import assigned_name, caller_span
 from ..runtime.ascend.dma import ALIGN_BYTES, BT_ALIGN_BYTES
@@ -42,7 +42,7 @@ class Placement:
         self.memories: dict[str, BufferBytes] = {}  # buffer -> its bytes (made when first used)
         self.sites: dict[Any, Any] = {}  # LocalTensorAuto operations: (file, line, col)
 
-    def auto(self, dtype: str, n: int, span: Any, name: str) -> Tensor:
+    def auto(self, dtype: str, n: int, span: Span | None, name: str) -> Tensor:
         """The tensor a `LocalTensorAuto` operation at `span` makes: its operation's one
         UB buffer (made the first time it runs), the tensor it held before freed."""
         key = (span.file, span.line, span.column) if span is not None else None
@@ -110,7 +110,7 @@ class AddressedStorage(PlacedStorage):
     copies_data = False
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: str, addr: int,
-                 memory: BufferBytes, *, name: str, span: Any) -> None:
+                 memory: BufferBytes, *, name: str, span: Span | None) -> None:
         self.memory = memory
         super().__init__(shape, dtype, buffer, (0, addr), name=name, span=span)
 
@@ -192,7 +192,7 @@ class AutoSite:
             key, _base, lo, hi, *_ = facts_of(self.buffers.backing)
             self.sync_buffer = register(sync, key, lo, hi)
 
-    def allocate(self, dtype: str, n: int, span: Any) -> Any:
+    def allocate(self, dtype: str, n: int, span: Span | None) -> Any:
         """The operation runs (again): the tensor before is freed, a new one made over the
         buffer's bytes."""
         nbytes = n * _itemsize(dtype)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ApdslError, ApdslTypeError, TargetError
+from ..errors import ApdslError, ApdslTypeError, Span, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
 from ..semantics.spmd import check_grid, empty_grid, grid_sizes
 from ..tensor import tile_writes, torch_arrays
@@ -420,7 +420,7 @@ class SpmdHost(Host):
         self.outputs: list[Any] = []  # its shared_hbm tensors (kept: the kernel's outputs)
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
-                 span: Any = None) -> Any:
+                 span: Span | None = None) -> Any:
         t = super().allocate(shape, dtype, buffer, format, name, span)
         if t.buffer != "shared_hbm":
             return t

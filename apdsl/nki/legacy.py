@@ -316,7 +316,7 @@ class Legacy:
         regions: dict[int, Tensor] = {}
         from ..tensor.view import ndarray
 
-        def widen(shape: Any, dtype: Any, buffer: Any, fmt: str, name: str, span: Any) -> Tensor:
+        def widen(shape: Any, dtype: Any, buffer: Any, fmt: str, name: str, span: Span | None) -> Tensor:
             if len(whole_shape) != len(shape) or buffer not in ("sbuf", "psum"):
                 return ndarray(shape, dtype, buffer, fmt, name=name, span=span)
             tile = ndarray(whole_shape, dtype, buffer, fmt, name=name, span=span)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ..semantics.program import RunResult, UsageError, pick_kernel, read_source
 from .kernel import Kernel, call, on_platform
 from .locate import char_column
 from .usercode import from_exception, users
+
+if TYPE_CHECKING:
+    from ..tensor.machine import Machine
 
 
 class _Sources:
@@ -137,7 +140,7 @@ class PyProgram:
         return RunResult(value, name, _Sources(self._sources()), tr, list(warnings), machine)
 
     def _run_ranks(self, name: str, args: list[Any], ranks: int, grid: tuple[int, ...],
-                   trace: bool, warnings: list[ApdslError], machine: Any) -> RunResult:
+                   trace: bool, warnings: list[ApdslError], machine: Machine) -> RunResult:
         from .ranks import run_ranks
         got = _user(run_ranks, self._kernels()[name].fn, ranks, lambda r: (tuple(args), {}),
                     grid, trace=trace, raw=True)

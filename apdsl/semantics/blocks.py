@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ApdslAssertionError, ApdslError, LimitError
+from ..errors import ApdslAssertionError, ApdslError, LimitError, Span
 from ..syntax import ast
 from . import limits
 from .callsites import straight_block
@@ -143,7 +143,7 @@ class BlockCompiler:
 _CAUGHT = (ApdslError, *PY_ERRORS)
 
 
-def _located(e: BaseException, span: Any) -> ApdslError:
+def _located(e: BaseException, span: Span | None) -> ApdslError:
     """The error a statement raised, located at the statement (as `counted` does)."""
     if isinstance(e, ApdslError):
         return e.with_span(span)

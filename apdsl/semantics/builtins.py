@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApdslAssertionError, ApdslTypeError
+from ..errors import ApdslAssertionError, ApdslTypeError, Span
 from ..runtime.table import NAMES, TABLE, implementation
 from ..runtime.table.operators import OPERATORS
 from ..tensor import targets
@@ -254,7 +254,7 @@ def nki_names() -> tuple[str, ...]:
     return nl + ("nisa.scalar_load", "nisa.NkiScalar") + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
 
 
-def nki_lookup(table: dict[str, Any], space: str, name: str, span: Any = None) -> Any:
+def nki_lookup(table: dict[str, Any], space: str, name: str, span: Span | None = None) -> Any:
     """`nl.NAME` / `nisa.NAME` in a builtins table: NKI's own meaning first, else the builtin
     of that name (SPEC 3: the prefixes are accepted on every builtin, dtype and buffer)."""
     try:

@@ -26,7 +26,7 @@ import keyword
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ApdslError
+from ..errors import ApdslError, Span
 from ..runtime.core.trace import calling, record_event
 from ..syntax import ast
 from ..tensor.machine import current
@@ -459,7 +459,7 @@ class _Atoms:
         return None
 
 
-def subscript(value: Any, key: Any, span: Any) -> Any:
+def subscript(value: Any, key: Any, span: Span | None) -> Any:
     """`value[key]` with the general subscript's errors (located at the subscript); the
     origin of a view made in a call's argument is the call's to record."""
     try:

@@ -7,7 +7,7 @@ program can never reach Python internals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..tensor.dtypes import dtype as to_dtype
 from ..tensor.registers import VirtualRegister
 from ..tensor.view import Tensor
 from .tile_size import TileSize
+
+if TYPE_CHECKING:
+    from .limits import Budget
 
 TENSOR_ATTRS = frozenset({
     "ap", "broadcast", "expand_dim", "flatten_dims", "get_pattern", "indirect", "is_contiguous",
@@ -160,7 +163,7 @@ class HostMethod:
         return self.fn(*args, **{k: wrap_dtype_arg(v) for k, v in kwargs.items()})
 
 
-def get_attribute(value: Any, attr: str, budget: Any = None) -> Any:
+def get_attribute(value: Any, attr: str, budget: Budget | None = None) -> Any:
     """Sandboxed attribute access.  `budget` (the interpreter's step budget) pays for the
     list, dict and string methods that walk or build (`apdsl.semantics.methods`)."""
     if attr.startswith("_"):

@@ -29,6 +29,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import Span
 from .diagnostics_cells import TAB, Line, Row, clean, clean_block, split_lines
 from .diagnostics_excerpt import Mark, append_segment, block_rows, gutter_row, place, shown_lines
 from .diagnostics_style import ansi, html_block, plain, token_types
@@ -37,7 +38,7 @@ __all__ = ["render", "render_html", "to_json", "use_color", "width_for", "explai
            "render_list"]
 
 
-def _location(span: Any) -> str:
+def _location(span: Span) -> str:
     return f"{span.file}:{span.line}:{span.column}"
 
 

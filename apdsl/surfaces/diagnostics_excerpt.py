@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ..errors import Span
 from .diagnostics_cells import Line, Row
 from .diagnostics_style import token_types
 
@@ -28,7 +29,7 @@ class Mark(NamedTuple):
     message: str | None
 
 
-def place(span: Any, lines: list[str], primary: bool, message: str | None) -> Mark | None:
+def place(span: Span | None, lines: list[str], primary: bool, message: str | None) -> Mark | None:
     """Clamp a span to the text it points into; None when its first line does not exist."""
     try:
         line, column = int(span.line), int(span.column)

@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ApdslError, ApdslTypeError
+from ..errors import ApdslError, ApdslTypeError, Span
 from ..semantics.limits import deep_stack, nested_too_deeply
 from ..syntax import ast
 from ..tensor.view import Tensor
@@ -158,7 +158,7 @@ class Session:
                 self.interp.exec_module(one, self.namespace)
                 self.interp.sources[FILE] = self.transcript
 
-    def _evaluate(self, expr: Any, span: Any) -> Any:
+    def _evaluate(self, expr: Any, span: Span | None) -> Any:
         """The value of an expression, evaluated as the interpreter evaluates an assignment's
         right-hand side (same error locations), without binding any session name."""
         from ..semantics.interpreter import Frame
@@ -277,7 +277,7 @@ class Session:
                 raise _shifted(e, first, column - 1) from None
         self._guard(run)
 
-    def _lower(self, value: Any, text: str, span: Any) -> None:
+    def _lower(self, value: Any, text: str, span: Span | None) -> None:
         from ..semantics.values import Function
         if isinstance(value, Function) and value.is_kernel:
             self._lower_kernel(value)
@@ -314,7 +314,7 @@ class Session:
             self.report(w, count=False)
         print(format_lowered(trace.records), file=self.out)
 
-    def _show(self, value: Any, text: str, span: Any) -> None:
+    def _show(self, value: Any, text: str, span: Span | None) -> None:
         if not isinstance(value, Tensor):
             from ..semantics.values import type_name
             raise ApdslTypeError(f":show draws views; '{text}' is {type_name(value)}",
@@ -354,7 +354,7 @@ class Session:
 
 def _shifted(err: ApdslError, line: int, delta: int) -> ApdslError:
     """Move the spans of `err` that lie on the command line `line` right by `delta` columns."""
-    def move(span: Any) -> Any:
+    def move(span: Span | None) -> Span | None:
         if span is None or span.file != FILE or span.line != line:
             return span
         return span.shifted(column_delta=delta)

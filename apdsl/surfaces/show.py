@@ -20,7 +20,7 @@ from dataclasses import dataclass  # Bindings: mutable state, not a value
 from typing import TYPE_CHECKING, Any
 
 from .. import records
-from ..errors import ApdslError, ApdslNameError, ApdslTypeError
+from ..errors import ApdslError, ApdslNameError, ApdslTypeError, Span
 from ..syntax import ast
 from ..tensor.view import Tensor
 from .picture import Picture
@@ -265,7 +265,7 @@ class Bindings:
 
 @records.record
 class _Spanned:
-    span: Any
+    span: Span
 
 
 def _run_watching(namespace: dict[str, Any], kernel: str, name: str, inputs: dict[str, Any],

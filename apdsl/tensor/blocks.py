@@ -14,7 +14,7 @@ from collections.abc import Callable
 from math import prod
 from typing import Any
 
-from ..errors import ApdslTypeError
+from ..errors import ApdslTypeError, Span
 from . import tile_writes
 from .layout import Layout
 from .storage import Storage
@@ -78,7 +78,7 @@ class BlockTensor:
 
     @staticmethod
     def allocate(blocks: tuple[int, ...], tile: tuple[int, ...], dtype: Any, buffer: str,
-                 name: str = "", span: Any = None) -> BlockTensor:
+                 name: str = "", span: Span | None = None) -> BlockTensor:
         from .view import new_view
         shape = (tile[0], prod(blocks), *tile[1:])
         storage = BlockStorage(shape, dtype, buffer, prod(blocks), name=name, span=span)

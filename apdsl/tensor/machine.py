@@ -23,6 +23,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ..errors import Span
+
 Location = tuple[str, int]
 
 
@@ -252,7 +254,7 @@ class Machine:
         self.check = check
         self.trace = trace  # the active `apdsl.runtime.core.trace.Trace`, or None
         self.location: Location | None = None  # the statement under way (file, line)
-        self.span: Any = None  # ... and its span, given to the warnings it raises
+        self.span: Span | None = None  # ... and its span, given to the warnings it raises
         self.warnings: list[Any] = []
         self.warned: set[tuple[Any, ...]] = set()
         self.sync: Any = None  # the active `apdsl.runtime.sync.Sync` checker, or None

@@ -31,7 +31,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ..errors import ApdslTypeError, TargetError
+from ..errors import ApdslTypeError, Span, TargetError
 from . import room, targets
 from .machine import current
 from .storage import Storage
@@ -56,7 +56,7 @@ class PlacedStorage(Storage):
         return self.shape[0]
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, buffer: str, at: tuple[int, int],
-                 *, name: str = "", span: Any = None) -> None:
+                 *, name: str = "", span: Span | None = None) -> None:
         self.at = at
         self.partition = at[0]
         self.overlaps: list[weakref.ref[PlacedStorage]] = []

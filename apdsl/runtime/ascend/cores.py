@@ -63,6 +63,8 @@ _STACK = 64 << 20  # bytes of stack per core thread (the interpreter recurses de
 if TYPE_CHECKING:  # (threading loads when a launch first runs: checking a file needs none)
     import threading
 
+    from ...tensor.machine import Machine
+
 
 class Hooks(Protocol):
     """What a frontend keeps per thread of execution besides the machine (the `.apk`
@@ -97,7 +99,7 @@ class CoreState:
         self.kind = kind    # "core" (every pipe), "aic", "aiv"; "?" until the launch decides
         self.block = block
         self.sub = sub
-        self.machine: Any = None
+        self.machine: Machine | None = None
         self.sync: Sync | None = None
         self.started = False
         self.done = False

@@ -26,7 +26,7 @@ from ...errors import Span
 from ...records import record
 from ...tensor import targets
 from ...tensor.lowering import AccessPattern, cut, lower
-from ...tensor.machine import Location, current
+from ...tensor.machine import Location, Machine, current
 from ...tensor.targets import NKI_ONCHIP
 from ...tensor.view import Tensor
 from ..sync.pipes import ASCEND_BUFFERS, PIPES
@@ -127,7 +127,7 @@ class Trace:
     # lowered operands by (layout, dtype, buffer, format, name, role, target): a loop's
     # instructions lower the same views again and again (the profile traces whole GEMMs)
     lowered: dict[Any, list[AccessPattern]] = field(default_factory=dict)
-    machine: Any = None  # the machine it records
+    machine: Machine | None = None  # the machine it records
     failed: int | None = None  # the index of the record of an instruction that raised
     # per instruction signature (op, engine, target, roles, operand views by id): the index of
     # its part (`record`; views checked by weak reference)

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from ...errors import ApdslError
+from ...errors import ApdslError, Span
 from ...version import __version__
 from . import words
 from .jobs import Budgets, run_job
@@ -287,7 +287,7 @@ class ApkServer:
                 for name, kind in found])
 
 
-def _hover(markdown: str, span: Any, doc: Any) -> lsp.Hover:
+def _hover(markdown: str, span: Span, doc: Any) -> lsp.Hover:
     rng = _span_range(span.line, span.column, span.end_line, span.end_column)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown),
                      range=client_range(rng, doc.position_codec, doc.lines))

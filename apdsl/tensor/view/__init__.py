@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ApdslNameError, ApdslTypeError, ViewError
+from ...errors import ApdslNameError, ApdslTypeError, Span, ViewError
 from .. import targets, tile_writes
 from ..dtypes import DType
 from ..dtypes import dtype as to_dtype
@@ -457,7 +457,7 @@ def new_view(storage: Storage, dtype: DType, layout: Layout) -> Tensor:
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = "sbuf", format: str = "ND", *, name: str = "",
-            span: Any = None, c0: int | None = None) -> Tensor:
+            span: Span | None = None, c0: int | None = None) -> Tensor:
     """Allocate a tensor (memory starts unwritten).
 
     >>> t = apdsl.ndarray((128, 64), "float32", "sbuf")

@@ -92,3 +92,30 @@ def test_elisions_match_only_what_they_should():
     assert rx.fullmatch("head\none\ntwo\ntail {\"a\": 1} end\n")
     assert not rx.fullmatch("head\ntail {x} and\n")
     assert not rx.fullmatch("tail {x} end\n")
+
+
+def built_section() -> str:
+    """The README's "How it is built" section, up to the next section."""
+    start = README.index("## How it is built")
+    return README[start:README.index("\n## ", start + 1)]
+
+
+def _ends_with(path: Path, parts: tuple[str, ...]) -> bool:
+    return path.parts[-len(parts):] == parts
+
+
+def test_how_it_is_built_names_every_folder_and_only_real_ones():
+    """A newcomer finds every package folder described, and every folder or module the
+    section names (`runtime/ascend/`, `entries/vector.py`) exists."""
+    section = built_section()
+    named = set(re.findall(r"`([\w./]+(?:\.py|/))`", section))
+    package = ROOT / "apdsl"
+    folders = [d for d in package.rglob("*") if d.is_dir() and (d / "__init__.py").exists()]
+    assert len(folders) > 15
+    named_folders = {n.rstrip("/").rsplit("/", 1)[-1] for n in named if n.endswith("/")}
+    assert sorted(d.name for d in folders if d.name not in named_folders) == []
+    existing = [*package.rglob("*"), *ROOT.glob("*"), *ROOT.glob("*/*")]
+    for name in sorted(named):
+        parts = tuple(p for p in name.split("/") if p)
+        assert any(_ends_with(e.relative_to(ROOT), parts) and e.is_dir() == name.endswith("/")
+                   for e in existing), f"README names `{name}`, which does not exist"

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ApdslTypeError, Span
 from ..runtime.core import trace as _trace
@@ -21,6 +21,10 @@ from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
 from ..tensor.view import Tensor
 from .locate import assigned_name, caller_span
+
+if TYPE_CHECKING:
+    from ..tensor.registers import VirtualRegister
+    from ..tensor.storage import Storage
 
 
 class Host:
@@ -34,8 +38,8 @@ class Host:
         self.launch = launch
         self.out = out
         self.budget = limits.Budget(self.machine.options.max_steps)
-        self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.loaded_registers: dict[int, Any] = {}
+        self.known_values: weakref.WeakSet[Storage] = weakref.WeakSet()
+        self.loaded_registers: dict[int, VirtualRegister] = {}
         from .legacy import Legacy
         self.legacy = Legacy(self)
         self.builtins = self.legacy.wrap_builtins(make_builtins(self))

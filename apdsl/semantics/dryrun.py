@@ -12,12 +12,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..runtime.table import TABLE, outputs
 from ..tensor import targets
 from ..tensor.view import Tensor
 from .host import Host
+
+if TYPE_CHECKING:
+    from ..tensor.registers import VirtualRegister
 
 # The instructions that write their `dst` operand whole, through `dst` itself (the table says
 # which).  On Ascend,
@@ -131,7 +134,7 @@ def _tensors_in(v: Any) -> list[Tensor]:
     return []
 
 
-def loaded_register(op: str, args: tuple, kwargs: dict) -> Any:
+def loaded_register(op: str, args: tuple, kwargs: dict) -> VirtualRegister | None:
     """The register a `register_load` set (its value comes from memory, which check mode does
     not read), else None."""
     if op != "register_load":

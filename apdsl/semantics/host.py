@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from ..errors import Span
     from ..tensor.machine import Machine
+    from ..tensor.registers import VirtualRegister
+    from ..tensor.storage import Storage
     from ..tensor.view import Tensor
     from .frames import Closure
     from .launch import Launch, SharedHbm
@@ -42,8 +44,8 @@ class Host(Protocol):
     budget: Budget
     launch: Launch
     builtins: dict[str, Any]
-    known_values: weakref.WeakSet[Any]
-    loaded_registers: dict[int, Any]
+    known_values: weakref.WeakSet[Storage]
+    loaded_registers: dict[int, VirtualRegister]
 
     @property
     def dry(self) -> bool:

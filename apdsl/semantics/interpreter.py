@@ -29,6 +29,7 @@ from ..runtime.core import trace as _trace
 from ..syntax import ast
 from ..tensor.dtypes import DType
 from ..tensor.layout import Layout
+from ..tensor.registers import VirtualRegister
 from ..tensor.storage import Storage
 from ..tensor.view import Tensor, new_view
 from . import limits
@@ -104,10 +105,10 @@ class Interpreter(BlockCompiler, StatementCompiler, AssignmentCompiler, TargetCo
         self.failures = 0  # check mode: statements that failed (reported or deduplicated)
         # check mode: storage holding `-i` input values that no instruction has written since,
         # so host() can read them (a data-dependent kernel checks with its inputs' values)
-        self.known_values: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.known_values: weakref.WeakSet[Storage] = weakref.WeakSet()
         # check mode: registers register_load set (by id; kept alive so ids stay theirs), whose
         # value check mode cannot know
-        self.loaded_registers: dict[int, Any] = {}
+        self.loaded_registers: dict[int, VirtualRegister] = {}
         # check mode: tests whose value was unknown, so the block was skipped (a `while` loop
         # whose iteration met one stops: its course depends on unknown values)
         self.unknown_tests = 0

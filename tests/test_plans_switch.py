@@ -249,3 +249,35 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
             assert t.storage not in weak
     assert set(sync_facts.PLANS) <= planned
     assert set(table.PLANS) <= kept
+
+
+# The test files CI runs again with plans off (SPEC 10's oracle for the fast paths): at least
+# the instruction, view, Ascend, pipes and corpus tests.  A new file of one of these families
+# goes into `.ci/run`'s list, unless it is the fast paths' own (marked `plans` as a whole).
+PLANS_OFF_FAMILIES = ("test_instructions", "test_compute_", "test_movement_", "test_reduce_",
+                      "test_mmad", "test_views", "test_indirect_views", "test_layout_",
+                      "test_nki_matmul", "test_ascend_", "test_asc_vector", "test_asc_copy",
+                      "test_asc_cube", "test_asc_transpose", "test_asc_quant", "test_queues",
+                      "test_cores", "test_pipes", "test_sync_program_order",
+                      "test_corpus_command", "test_corpus_pyasc")
+
+
+def plans_off_files() -> list[str]:
+    """The files `.ci/run` runs with APDSL_PLANS=0: every `tests/....py` after the variable."""
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    return re.findall(r"tests/\w+\.py", text[text.index("APDSL_PLANS=0"):])
+
+
+def test_ci_runs_the_instruction_view_ascend_pipes_and_corpus_tests_with_plans_off():
+    listed = plans_off_files()
+    assert len(listed) == len(set(listed)) and len(listed) > 30
+    assert all((ROOT / f).exists() for f in listed)
+    missing = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        if not path.stem.startswith(PLANS_OFF_FAMILIES):
+            continue
+        whole_file_plans = re.search(r"^pytestmark = pytest\.mark\.plans", path.read_text(),
+                                     re.M)
+        if not whole_file_plans and f"tests/{path.name}" not in listed:
+            missing.append(path.name)
+    assert missing == []

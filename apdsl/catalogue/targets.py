@@ -41,6 +41,18 @@ An on-chip access pattern has the partition entry plus at most 4 free `[stride, 
 after coalescing (adjacent entries merge when `outer_stride == inner_stride * inner_count`). A
 view needing more is legal until an instruction consumes it; the error says how many entries it
 needs and how many the target allows.
+
+A legacy kernel (a file that imports `neuronxcc`) indexes tiles with grids of any rank, and the
+legacy compiler legalized an operand needing more entries by issuing the instruction once per
+position of its outer free dimensions (nki-samples' trilinear interpolation, checked on devices,
+has operands needing six; the compiler's release notes name the legalization). In such a file
+apdsl issues the same pieces, each checked, lowered and costed as an instruction of its own: the
+fewest outer free dimensions that bring every operand within the limit. It does so for the
+instructions that compute dst element by element (`tensor_tensor`, `tensor_scalar`,
+`scalar_tensor_tensor`, `tensor_copy`, `tensor_copy_predicated`, `reciprocal`, `memset`,
+`activation` without a reduction, `dma_copy`) when every tensor operand has dst's shape or one
+value per partition, and dst shares no memory with a source through another view; otherwise
+the error stands and a note says why.
 """, """
 t: f32[128, 2, 2, 2, 2, 2] @ sbuf = 0
 o: f32[128, 2, 2, 2, 2, 2] @ sbuf

@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ApdslTypeError, Span
+from ..errors import ApdslError, ApdslTypeError, Span, TargetError
 from ..runtime.core import trace as _trace
 from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
 from ..tensor.view import Tensor
-from .locate import assigned_name, caller_span
+from .locate import assigned_name, caller_span, imports_legacy, is_user_file
 
 if TYPE_CHECKING:
     from ..tensor.registers import VirtualRegister
@@ -70,7 +70,26 @@ class Host:
 
     def issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
               span: Span | None) -> Any:
-        """Run (or, in check mode, dry-run) one instruction the user's code at `span` issued."""
+        """Run (or, in check mode, dry-run) one instruction the user's code at `span` issued;
+        in a legacy file, an operand needing more free access-pattern entries than the
+        hardware has makes it the pieces the legacy compiler issued (`legacy_split`)."""
+        try:
+            return self._issue(name, fn, args, kwargs, span)
+        except TargetError as e:  # (raised before any data moves)
+            if e.code != "APK304" or span is None or not imports_legacy(span.file):
+                raise
+            from .legacy_split import pieces
+            split = pieces(name, fn, args, kwargs)
+            if isinstance(split, str):
+                raise e.replace(notes=(*e.notes, "a legacy kernel: apdsl splits an "
+                                       "instruction as the legacy compiler did, but not this "
+                                       f"one: {split}")) from None
+        for kw in split:
+            self._issue(name, fn, (), kw, span)
+        return None
+
+    def _issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+               span: Span | None) -> Any:
         if span is not None:  # `lower` records the user's line; warnings get the span
             _trace.set_location(span.file, span.line, span)
         try:
@@ -78,6 +97,12 @@ class Host:
                 return _trace.calling(fn, args, kwargs)
             from ..semantics.dryrun import run_dry
             return run_dry(self, name, fn, args, kwargs)
+        except ApdslError as e:
+            # a legacy result computed later than its call (at the kernel's end, say) has no
+            # user frame in its traceback: its call is where the error is
+            if span is None or (e.span is not None and is_user_file(e.span.file)):
+                raise
+            raise e.replace(span=span).with_traceback(e.__traceback__) from None
         except TypeError:
             unbound = _unbound(name, fn, args, kwargs, span)
             if unbound is None:

@@ -130,9 +130,9 @@ def lower(t: Tensor, *, check_entries: bool = True, role: str = "operand",
                     notes=[f"lowered pattern = {pat}", f"view shape = {t.shape}",
                            "the Trainium architecture guide: an engine instruction's src/dst "
                            "\"can support up to four-dimensional tensorized access pattern "
-                           "with a stride in each dimension within each partition\"; no NKI "
-                           "document says the compiler splits an instruction whose operand "
-                           "needs more"],
+                           "with a stride in each dimension within each partition\"; the "
+                           "current API issues an instruction as written (the legacy "
+                           "compiler's split: `apdsl explain APK304`)"],
                     help="merge contiguous dimensions, or split the instruction into a loop "
                     "over an outer dimension", entries=ap.free_entries, limit=limit)
         out.append(ap)

@@ -68,3 +68,50 @@ def test_a_missing_file_is_apk601(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "apdsl", "script", "nowhere.py"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "error[APK601]" in proc.stderr, proc.stderr
+
+
+WARNS = """\
+import sys
+
+import numpy as np
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def copy_kernel(a):
+    t = nl.load(a)
+    u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t, dtype=nl.bfloat16)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, u)
+    return out
+
+
+if __name__ == "__main__":
+    a = np.linspace(0, 1, 32, dtype=np.float32).reshape(8, 4)
+    for _ in range(3):  # a benchmark's iterations: the same warning, reported once
+        got = copy_kernel(a)
+    print("exact:", np.array_equal(got, a))
+    if sys.argv[1:] == ["exit"]:
+        sys.exit(3)
+    if sys.argv[1:] == ["raise"]:
+        copy_kernel(np.zeros((256, 4), np.float32))
+"""
+
+
+@pytest.mark.parametrize("arg, status", [("end", 0), ("exit", 3), ("raise", 1)])
+def test_the_kernels_warnings_are_reported_however_the_script_ends(tmp_path: Path, arg: str,
+                                                                    status: int) -> None:
+    (tmp_path / "launch.py").write_text(WARNS)
+    proc = subprocess.run([sys.executable, "-m", "apdsl", "script", "launch.py", arg],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.stdout == "exact: True\n", proc.stderr
+    assert proc.returncode == status, proc.stderr
+    said = "launch.py:14:5: warning[APK182]: tensor_copy: dtype=bfloat16 has no effect: the " \
+        "copy writes dst u's float32"
+    assert proc.stderr.count("warning[APK182]") == 1 and said in proc.stderr, proc.stderr
+    if arg == "raise":  # what ended it comes after the warning
+        assert proc.stderr.index(said) < proc.stderr.index("error[APK152]"), proc.stderr

@@ -41,6 +41,9 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("dma_compute", "nisa.dma_compute(dst=T, srcs=[x, X], reduce_op=nl.add)", {"dst": "T"}),
     ("exponential", "nisa.exponential(dst=T, src=x, reduce_res=R, "
      "reduce_cmd=\"reset_reduce\")", {"dst": "T", "reduce_res": "R"}),
+    ("activate2", "nisa.activate2(dst=T, op=nl.exp, data=x, imm0=2.0, imm1=0.5, "
+     "op0=nl.multiply, op1=nl.add, reduce_op=nl.maximum, reduce_res=R, "
+     "reduce_cmd=\"reset_reduce\")", {"dst": "T", "reduce_res": "R"}),
     ("tensor_copy", "tensor_copy(dst=T, src=x)", {"dst": "T"}),
     ("memset", "memset(dst=T, value=2.0)", {"dst": "T"}),
     ("iota", "iota(U, [[1, 16]], 0, 1)", {"dst": "U"}),
@@ -96,7 +99,7 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
      {"dst": "U[0:1, 0:1]"}),
 ]
 
-TARGETS = {"rand2": "trn3", "exponential": "trn3", "quantize_mx": "trn3",
+TARGETS = {"rand2": "trn3", "exponential": "trn3", "activate2": "trn3", "quantize_mx": "trn3",
            "nc_matmul_mx": "trn3"}
 
 _PROGRAM = """\

@@ -91,6 +91,21 @@ a: f32[4, 8] @ sbuf = 1.0
 o: f32[4, 8] @ sbuf
 activation(o, exp, a, bias=0.5)
 """),
+    entry("APK384", "activate2's arguments", """
+`nisa.activate2` (NeuronCore-v4: `--target trn3` only) computes `op((data op0 imm0) op1 imm1)`
+on the Scalar Engine. Its tensor-scalar stage takes the six `(op0, op1)` pairs its docs list:
+`(nl.multiply, nl.add)`, `(nl.multiply, nl.subtract)`, `(nl.multiply, nl.bypass)`,
+`(nl.add, nl.bypass)`, `(nl.subtract, nl.bypass)` and `(nl.bypass, nl.bypass)`; `reverse0`
+and `reverse1` need their operator set (not `nl.bypass`); `imm0` and `imm1` given as tiles
+have one dtype. Its reduction (`reduce_op`: `nl.add`, `nl.maximum`, `nl.minimum`,
+`nl.abs_max`, `nl.abs_min`) shares the `reduce_regs` of `activation`, a reset setting the
+identity of `reduce_op`.
+""", """
+set_target("trn3")
+a: f32[4, 8] @ sbuf = 1.0
+o: f32[4, 8] @ sbuf
+activate2(o, exp, a, 2.0, 1.0, add, add)
+"""),
     entry("APK382", "reduce_regs used before a reset", """
 The Scalar Engine's `reduce_regs` (one register per lane, kept across `activation`
 instructions on the device) hold whatever ran before until an `activation` with

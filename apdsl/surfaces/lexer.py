@@ -39,7 +39,7 @@ CONSTANTS = ("True", "False", "None")
 INSTRUCTIONS = ("dma_copy", "dma_compute", "tensor_copy", "memset", "iota", "nc_matmul", "mmad", "register_alloc",
                 "register_load", "reciprocal", "tensor_tensor", "tensor_scalar",
                 "scalar_tensor_tensor", "tensor_copy_predicated", "affine_select", "range_select",
-                "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce",
+                "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce", "activate2",
                 "tensor_reduce", "tensor_partition_reduce", "bn_stats", "bn_aggr", "max8",
                 "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather", "nc_n_gather",

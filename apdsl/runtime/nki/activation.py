@@ -160,26 +160,33 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
     s = call.read_f32("scale").reshape(parts, 1) if "scale" in call.tensors else np.float32(sc)
     b = call.read_f32("bias").reshape(parts, 1) if "bias" in call.tensors else \
         np.float32(0.0 if bi is None else bi)
-    pre = rows * s + b
+    out = _activated(call, fn, rows * s + b, "data * scale + bias")
+    _reduce_and_write(call, cmd, out, reduce_res)
+
+
+def _activated(call: Any, fn: Any, pre: np.ndarray, what: str, *extra: Any) -> np.ndarray:
+    """`fn` on its float32 inputs `pre` (`extra`: prelu's slope), refusing an input outside
+    the function's valid range (APK463: the docs say such inputs give invalid output)."""
     ok = fn.inside(pre)
     if not ok.all():
         ok = unwritten.defined(ok)
     if not ok.all():
         p, f = (int(c) for c in np.argwhere(~ok)[0])
         raise ApdslRuntimeError(
-            f"{call.label}: {fn!r} gets data * scale + bias = {float(pre[p, f])!r} at partition "
+            f"{call.label}: {fn!r} gets {what} = {float(pre[p, f])!r} at partition "
             f"{p}, element {f}, outside its valid input range {fn.valid}", code="APK463",
             notes=[f"{int((~ok).sum())} of {ok.size} inputs are outside it",
                    "the NKI docs say such inputs give invalid output, so apdsl does not guess"],
             help="keep the input inside the range (add a small epsilon, or clamp it first)",
             partition=p, element=f)
-    out = np.asarray(fn.fn(pre), np.float32)
-    _reduce_and_write(call, cmd, out, reduce_res)
+    return np.asarray(fn.fn(pre, *extra), np.float32)
 
 
-def _reduce_and_write(call: Any, cmd: str, out: np.ndarray, reduce_res: Tensor | None) -> None:
+def _reduce_and_write(call: Any, cmd: str, out: np.ndarray, reduce_res: Tensor | None,
+                      reducer: str = "add") -> None:
     """The reduce_regs step of an activation (SPEC 11) and its writes: `out` to dst, the
-    registers' sums to `reduce_res` when given."""
+    registers (reset to `reducer`'s identity, then combined with each row's reduction by it)
+    to `reduce_res` when given."""
     parts = out.shape[0]
     r = regs()
     lanes = slice(0, parts)
@@ -188,13 +195,13 @@ def _reduce_and_write(call: Any, cmd: str, out: np.ndarray, reduce_res: Tensor |
     rows_bad = unwritten.poisoned((parts, 1))
     bad, origin = r.unwritten[lanes].copy(), r.origin
     if cmd in ("reset", "reset_reduce"):
-        values[:], known[:] = 0, True
+        values[:], known[:] = IDENTITY[reducer], True
         bad[:] = False
     strict = current().options.init_check
     if cmd in ("reduce", "reset_reduce"):
         if strict and not known.all():
             raise _unset_lanes(call.label, "reduce_cmd=reduce accumulates into", known)
-        values = values + out.sum(axis=1, dtype=np.float32)
+        values = _combine(reducer, values, out)
         known[:] = True
         if rows_bad is not None:
             bad |= rows_bad.reshape(-1)
@@ -209,3 +216,138 @@ def _reduce_and_write(call: Any, cmd: str, out: np.ndarray, reduce_res: Tensor |
         leave_unwritten(call.accs["reduce_res"], bad, origin)
     r.values[lanes], r.set[lanes], r.unwritten[lanes] = values, known, bad
     r.origin = origin if r.unwritten.any() else None
+
+
+# -- the register reductions ------------------------------------------------------------------
+
+# The value a reset gives the registers: the identity of the instruction's reduce_op ("Reset
+# accumulators to the identity value for reduce_op", activate2's docs; activation's is nl.add)
+IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "abs_max": 0.0,
+            "abs_min": np.inf}
+
+
+def _combine(reducer: str, values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The registers after `accumulator = reduce_op(accumulator, dst[i])` over each row of
+    `out` (float32) in order.  abs_max/abs_min keep the signed element, and on a tie the later
+    one, as the operator does (`apdsl.runtime.table.operators`)."""
+    if reducer == "add":
+        return values + out.sum(axis=1, dtype=np.float32)
+    if reducer == "maximum":
+        return np.maximum(values, out.max(axis=1))
+    if reducer == "minimum":
+        return np.minimum(values, out.min(axis=1))
+    mag = np.abs(out[:, ::-1])  # reversed: argmax/argmin find the last of equal magnitudes
+    last = out.shape[1] - 1 - (mag.argmax(axis=1) if reducer == "abs_max" else
+                               mag.argmin(axis=1))
+    row = out[np.arange(out.shape[0]), last]
+    keep = np.abs(values) > np.abs(row) if reducer == "abs_max" else \
+        np.abs(values) < np.abs(row)
+    return np.where(keep, values, row).astype(np.float32)
+
+
+# -- activate2 (NeuronCore-v4) ------------------------------------------------------------------
+
+# the (op0, op1) pairs of activate2's tensor-scalar stage its docs list
+ACTIVATE2_PAIRS = (("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"),
+                   ("add", "bypass"), ("subtract", "bypass"), ("bypass", "bypass"))
+ACTIVATE2_REDUCE = ("add", "maximum", "minimum", "abs_max", "abs_min")
+
+
+def activate2(dst: Tensor, op: Any, data: Tensor, imm0: Any, imm1: Any, op0: Any, op1: Any,
+              relu_param: Any = 0.0, reverse0: bool = False, reverse1: bool = False,
+              reduce_op: Any = None, reduce_res: Tensor | None = None,
+              reduce_cmd: Any = "idle", name: str | None = None) -> None:
+    """NeuronCore-v4 (trn3): `dst = op((data op0 imm0) op1 imm1)` on the Scalar Engine, in
+    float32 then cast to dst, `nl.bypass` skipping a stage (`reverse0`/`reverse1` swap a
+    stage's operands); `relu_param` is `nl.prelu`'s slope; the registers shared with
+    `activation` reduce the activated rows with `reduce_op` (add, maximum, minimum, abs_max,
+    abs_min) under `reduce_cmd`, a reset setting reduce_op's identity.
+
+    >>> from apdsl.runtime.table.operators import OPERATORS as nl
+    >>> with apdsl.target("trn3"):
+    ...     x = apdsl.from_numpy(np.array([[-1.0, 2.0]], np.float32), "sbuf")
+    ...     y, m = apdsl.ndarray((1, 2), "float32", "sbuf"), apdsl.ndarray((1, 1), "float32", "sbuf")
+    ...     apdsl.activate2(y, nl["prelu"], x, 2.0, 1.0, nl["multiply"], nl["add"],
+    ...                     relu_param=0.5, reduce_op=nl["maximum"], reduce_res=m,
+    ...                     reduce_cmd="reset_reduce")
+    ...     y.numpy().tolist(), m.numpy().tolist()
+    ([[-0.5, 5.0]], [[5.0]])
+    """
+    label = rr.instruction_label("activate2", name)
+    cmd = reduce_cmd_arg(reduce_cmd, label)
+    ops = [operator_arg(o, label, role, table="any") for role, o in (("op0", op0),
+                                                                     ("op1", op1))]
+    pair = (ops[0].name, ops[1].name)
+    if pair not in ACTIVATE2_PAIRS:
+        raise _activate2_error(label, f"(op0, op1) = (nl.{pair[0]}, nl.{pair[1]}) is not one of "
+                               "the tensor-scalar stage's pairs", help="use one of " + ", ".join(
+                                   f"(nl.{a}, nl.{b})" for a, b in ACTIVATE2_PAIRS))
+    for flag, given, o in (("reverse0", reverse0, ops[0]), ("reverse1", reverse1, ops[1])):
+        if given and o.name == "bypass":
+            raise _activate2_error(label, f"{flag}=True needs op{flag[-1]} set; it is nl.bypass",
+                                   help=f"drop {flag}, or give op{flag[-1]} an operator")
+    red = None
+    if reduce_op is not None:
+        red = operator_arg(reduce_op, label, "reduce_op", names=ACTIVATE2_REDUCE,
+                           accepted=", ".join(f"nl.{n}" for n in ACTIVATE2_REDUCE)).name
+    elif cmd in ("reduce", "reset_reduce"):
+        raise TargetError(f"{label}: reduce_cmd={cmd} accumulates with reduce_op, which is "
+                          "None", code="APK376", help="pass reduce_op=nl.add (or nl.maximum, "
+                          "...)")
+    imms = [rr.tile_or_float(v, label, role) for role, v in (("imm0", imm0), ("imm1", imm1),
+                                                              ("relu_param", relu_param))]
+    tiles = [t for t in imms[:2] if isinstance(t, Tensor)]
+    if len(tiles) == 2 and tiles[0].dtype.name != tiles[1].dtype.name:
+        raise _activate2_error(label, f"imm0 is {tiles[0].dtype.name} and imm1 "
+                               f"{tiles[1].dtype.name}; two tensor immediates have one dtype",
+                               help="give imm0 and imm1 the same dtype")
+    _run2(label, name, dst, op, data, ops, (reverse0, reverse1), imms, red or "add", cmd,
+          reduce_res)
+
+
+def _activate2_error(label: str, message: str, help: str) -> TargetError:
+    return TargetError(f"{label}: {message}", code="APK384", help=help)
+
+
+def _run2(label: str, name: str | None, dst: Tensor, op: Any, data: Tensor, ops: list[Any],
+          reverse: tuple[bool, bool], imms: list[Any], reducer: str, cmd: str,
+          reduce_res: Tensor | None) -> None:
+    target = targets.target_for(data.buffer).name if isinstance(data, Tensor) and \
+        targets.family(data.buffer) == "nki" else None
+    if target is not None and target != "trn3":
+        raise _activate2_error(label, f"activate2 needs NeuronCore-v4 (trn3); the target is "
+                               f"{target}", help="use --target trn3, or nisa.activation with "
+                               "scale and bias")
+    fn = operator_arg(op, label, "op", table="activation", target=target)
+    roles = ("imm0", "imm1", "relu_param")
+    call = rr.begin("activate2", name, {
+        "dst": dst, "data": data, **{r: v if isinstance(v, Tensor) else None
+                                     for r, v in zip(roles, imms)},
+        "reduce_res": reduce_res}, indirect=("dst", "data"))
+    if is_ti(dst) and dst.buffer == "psum":
+        raise TargetError(f"{call.label}: dst {dst.name} is an indirect (scattered) view in "
+                          "PSUM; on the Scalar Engine a scattered dst is in SBUF", code="APK383",
+                          help="scatter into an SBUF tile")
+    same_partitions(call, "data", "dst", *roles, "reduce_res")
+    nd, nx = call.free("dst"), call.free("data")
+    if nd is not None and nx is not None and nd != nx:
+        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}; activate2 "
+                             "works element by element", "APK371", "give dst the shape of data",
+                             elements=nd, expected=nx)
+    for role in (*roles, "reduce_res"):
+        if role in call.tensors:
+            rr.elements(call, role, 1, f"takes one {role} value a partition")
+    call.record()
+    if call.accs is None:
+        return
+    rows = call.read_f32("data")
+    parts = rows.shape[0]
+    rows = rows.reshape(parts, -1)
+    vals = [call.read_f32(r).reshape(parts, 1) if r in call.tensors else np.float32(v)
+            for r, v in zip(roles, imms)]
+    for o, imm, rev in zip(ops, vals[:2], reverse):
+        if o.name != "bypass":
+            rows = np.asarray(o.fn(imm, rows) if rev else o.fn(rows, imm), np.float32)
+    extra = (vals[2],) if fn.name == "prelu" else ()
+    out = _activated(call, fn, rows, "the tensor-scalar stage's result", *extra)
+    _reduce_and_write(call, cmd, out, reduce_res, reducer)

@@ -54,6 +54,13 @@ ENTRIES: tuple[Instruction, ...] = (
         summary="activation with reduce_cmd=reset_reduce: reduce_res = free-axis sum",
         depends=ELEMENT),
     Instruction(
+        "activate2", "nki.activation",
+        (_on_chip("dst", True), _on_chip("data"), _on_chip("imm0"), _on_chip("imm1"),
+         _on_chip("relu_param"), _on_chip("reduce_res", True)),
+        {"nki": ("scalar",)}, None, writes_dst=True,
+        summary="trn3: dst = op((data op0 imm0) op1 imm1); reduce_regs reduced by reduce_op",
+        depends=ELEMENT),
+    Instruction(
         "tensor_reduce", "nki.reduce", (_on_chip("dst", True), _on_chip("data")),
         {"nki": ("vector",)}, sem.reduce_free, writes_dst=True,
         summary="reduce the trailing free axes with op (float32; bit-vector ops on bits)",

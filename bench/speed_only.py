@@ -56,7 +56,8 @@ PARTS: dict[str, tuple[str, ...]] = {
         "tensor_tensor: p = None if plan is None", "tensor_tensor: if p is not None:",
         "tensor_tensor: if key is not None:"),
     "apdsl/runtime/copies.py": (
-        "dma_copy: planned = m.options.plans", "dma_copy: if defaults and planned and",
+        "dma_copy: planned = m.options.plans", "dma_copy: if planned and ascend_plans.run_kept",
+        "dma_copy: if defaults and planned and",
         "dma_copy: if defaults and planned:"),
     "apdsl/runtime/ascend/dma.py": (
         "_aligned", "_regions", "region_cached", "_whole",

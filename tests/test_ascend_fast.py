@@ -272,3 +272,33 @@ def test_the_stdlib_gemm_on_fast_paths_is_the_gemm_on_full_paths(m, k, n, seed):
     np.testing.assert_allclose(fast, a.astype(np.float32) @ b.astype(np.float32),
                                rtol=1e-4, atol=1e-3)
     assert fast_trace == full_trace
+
+
+def test_a_pair_copied_before_is_copied_by_its_plan_before_the_checks(monkeypatch):
+    """`copies.dma_copy` runs a pair's kept fast plan first (`ascend_plans.run_kept`); the
+    steps still equal NumPy (checked in `_run_steps`), and most copies take that path."""
+    served = []
+    real = plans.run_kept
+
+    def spy(dst, src, name):
+        served.append(real(dst, src, name))
+        return served[-1]
+    monkeypatch.setattr(plans, "run_kept", spy)
+    _run_steps(32, 64, 48, 3)
+    assert served.count(True) >= 10  # (4 rounds of 5 copies; the first round plans them)
+
+
+def test_under_atomic_add_a_kept_pair_adds_as_the_general_path_does():
+    """A UB -> GM pair copied plainly (its fast plan kept), then again under set_atomic_add:
+    the second copy adds, as the general path's atomic copy does, not overwrite."""
+    from apdsl.runtime.ascend.atomic import set_atomic_add, set_atomic_none
+    x = np.arange(64, dtype=np.float32)
+    ub = apdsl.ndarray((64,), "float32", "ub")
+    gm = apdsl.ndarray((64,), "float32", "gm")
+    write_view(ub, x)
+    for _ in range(3):  # plans, then the fast plan
+        apdsl.dma_copy(gm, ub)
+    set_atomic_add("float32")
+    apdsl.dma_copy(gm, ub)
+    set_atomic_none()
+    np.testing.assert_array_equal(gm.numpy(), 2 * x)

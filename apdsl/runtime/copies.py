@@ -31,7 +31,7 @@ from .core.operands import (
     tensor_arg,
 )
 from .nki import hints, oob
-from .plans import dmaplan
+from .plans import ascend_plans, dmaplan
 from .sync.warn import warn
 
 MEMSET_BUFFERS = ("sbuf", "psum", "ub", "l1", "l0a", "l0b")
@@ -62,6 +62,10 @@ def dma_copy(dst: Tensor, src: Tensor, priority: int | None = None, oob_mode: An
     # (off: the general path only, the plans' oracle; under set_atomic_add a GM write reads
     # GM, which no plan does)
     planned = m.options.plans and "ascend.atomic" not in m.engine_state
+    # an Ascend pair copied before by its fast plan: every check below passed for these very
+    # views (a stdlib GEMM 2048^3 makes 10,368 such copies a run: 1.85x -> 1.65x-1.74x)
+    if planned and ascend_plans.run_kept(dst, src, name):
+        return
     defaults = priority is None and oob_mode is _OOB and dge_mode is _DGE and engine is _ENGINE
     # an NKI pair copied before (`dmaplan`: it records nothing for the Ascend race checker, so
     # it never sees an Ascend view, whose plans are `ascend_plans`')

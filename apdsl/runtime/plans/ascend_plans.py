@@ -251,6 +251,21 @@ def run_fast(plan: CopyPlan, dst: Tensor, src: Tensor, name: str | None) -> bool
     return True
 
 
+def run_kept(dst: Any, src: Any, name: str | None) -> bool:
+    """`dma_copy(dst, src)` by the fast plan kept for this very pair, before any of the
+    copy's checks (the family, the path, atomic add, alignment: all passed for these views
+    when the plan was made; the caller checked that atomic add is off); False (nothing done)
+    when the pair has none or its fast path declines (`run_fast`)."""
+    per = getattr(dst, "pair", None)
+    if type(per) is not Kept:
+        return False
+    got = per.get((None, id(src)))
+    if got is None or got[0][0]() is not src:
+        return False
+    plan = got[1]
+    return plan.fast is not None and run_fast(plan, dst, src, name)
+
+
 def _label(name: str | None) -> str:
     return "dma_copy" if name is None else trace.instruction_label("dma_copy", name)
 

@@ -45,7 +45,7 @@ WHOLE = (
 # Parts of modules that are otherwise general code: a top-level name, or "function: text".
 PARTS: dict[str, tuple[str, ...]] = {
     "apdsl/runtime/plans/matmul_run.py": (
-        "Work", "_works", "work_of", "_matrix", "_in_place", "execute: if adding and _in_place(d)"),
+        "_matrix", "_in_place", "execute: if adding and _in_place(d)"),
     "apdsl/runtime/core/blas.py": ("_ROW_MAJOR", "_sgemm", "MAX_K", "add_product"),
     "apdsl/runtime/nki/matmul.py": (
         "_Plan", "_plan_key", "_plannable", "nc_matmul: key = _plan_key(",

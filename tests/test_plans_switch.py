@@ -218,7 +218,7 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
     from apdsl.runtime.ascend import dma as ascend_dma
     from apdsl.runtime.ascend import mmad
     from apdsl.runtime.core import resolve
-    from apdsl.runtime.plans import matmul_run, table
+    from apdsl.runtime.plans import table
     from apdsl.runtime.sync import sync_facts
 
     planned = set(sync_facts.PLANS)
@@ -239,7 +239,7 @@ def test_with_plans_off_no_plan_table_keeps_anything_of_a_run():
     tables = [ascend_dma.COPY_PLANS,
               ascend_dma._aligned, ascend_dma._regions, ascend_dma._whole, mmad.PLANS,
               sync_facts._facts]
-    storages = [resolve._row_plans, matmul_run._works]
+    storages = [resolve._row_plans]
     for t in views:
         for slot in ("memo", "kids", "key", "pair"):
             assert getattr(t, slot, None) is None, slot

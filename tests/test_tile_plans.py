@@ -330,7 +330,7 @@ def test_accumulation_from_a_uniform_psum_state_follows_spec_section_4(state, ac
         np.testing.assert_array_equal(dst.numpy(), np.full((4, 4), want, F32))
 
 
-# -- nc_matmul's work arrays: the same float32 sums as NumPy, nothing carried between calls ---
+# -- nc_matmul's products: the same float32 sums as NumPy, nothing carried between calls ------
 
 MM_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3", "tfloat32")
 
@@ -353,9 +353,9 @@ def _engine_values(x: np.ndarray, dtype: str) -> np.ndarray:
                                              min_size=1, max_size=4),
        st.integers(1, 3), st.sampled_from(["plain", "strided", "pieces"]),
        st.integers(0, 2**31 - 1))
-def test_matmuls_in_work_arrays_are_numpys_float32_sums(dtype, shapes, steps, layout, seed):
-    """Several (K, M, N) into views of one PSUM storage (work arrays of several shapes, reused
-    and replaced), each accumulated over `steps` matmuls: bit-equal to NumPy's float32
+def test_matmuls_are_numpys_float32_sums(dtype, shapes, steps, layout, seed):
+    """Several (K, M, N) into views of one PSUM storage, each accumulated over `steps`
+    matmuls (added into PSUM by BLAS where it can): bit-equal to NumPy's float32
     `x.T @ y` summed in the same order, operands plain, strided or in pieces."""
     rng = np.random.default_rng(seed)
     psum_tile = ndarray((16, 512), "float32", "psum")
@@ -404,10 +404,10 @@ def test_a_later_matmul_does_not_change_an_earlier_result():
     y1 = from_numpy(np.full((8, 8), 2.0, F32), "sbuf")
     y2 = from_numpy(np.full((8, 8), 3.0, F32), "sbuf")
     nc_matmul(psum_tile[:, :8], x, y1)
-    nc_matmul(psum_tile[:, 8:], x, y2)  # the same work arrays, other values
+    nc_matmul(psum_tile[:, 8:], x, y2)  # the same shapes, other values
     np.testing.assert_array_equal(psum_tile[:, :8].numpy(), np.full((4, 8), 16.0, F32))
     np.testing.assert_array_equal(psum_tile[:, 8:].numpy(), np.full((4, 8), 24.0, F32))
-    with apdsl.options(init_check="strict"), raises_code("APK404"):  # an unwritten input is still refused, work arrays or not
+    with apdsl.options(init_check="strict"), raises_code("APK404"):  # an unwritten input is still refused
         nc_matmul(psum_tile[:, :8], x, ndarray((8, 8), "float32", "sbuf"))
 
 

@@ -14,7 +14,7 @@ path keeps its plans there too.
 
 Not yet in the table (each under the same switch): `ascend_plans` (Ascend copies and `mmad`,
 kept on their first view; GM tiles by value) with `runtime/ascend/dma` (alignment, regions),
-`matmul_run` (the work arrays of `nc_matmul`, per PSUM storage), `runtime/sync/sync_facts` (the
+`matmul_run` (`nc_matmul`'s product added into PSUM in place), `runtime/sync/sync_facts` (the
 sync checker's view facts and instruction plans), `runtime/core/resolve` (a static view's
 access memoised on the view, row-gather plans per storage), `tensor/view/cache` (the children
 indexing, the view methods and the TLA functions make, so a view costs the same however it is

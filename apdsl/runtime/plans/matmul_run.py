@@ -1,11 +1,9 @@
 """Executing `nc_matmul` (`apdsl.runtime.nki.matmul` checks it): the accumulation SPEC section 4
 infers from the PSUM state (`apdsl.runtime.core.psum`), the engine's float32 reads of its inputs, the
-product in work arrays kept per PSUM storage, and transpose mode's bit moves."""
+product (added into PSUM by BLAS where it can: `apdsl.runtime.core.blas`), and transpose
+mode's bit moves."""
 
 from __future__ import annotations
-
-import weakref
-from typing import Any
 
 import numpy as np
 
@@ -16,43 +14,6 @@ from ...tensor.machine import current
 from ..core import blas, psum
 from ..core import execute as ex
 from ..core.written import copied_to_others
-
-
-class Work:
-    """The float32 arrays a PSUM storage's matmuls compute in (inputs as the engine reads
-    them, the product), made once per shape instead of per call: a tile loop's temporaries of
-    hundreds of KiB, allocated afresh, cost page faults on every call (more than the copies
-    into them).  Never visible: each call overwrites what it reads before reading it."""
-
-    __slots__ = ("arrays",)
-    LIMIT = 6  # shapes kept (a storage matmul'ed through views of several shapes: the newest)
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[str, tuple[int, int]], np.ndarray] = {}
-
-    def array(self, role: str, shape: tuple[int, int]) -> np.ndarray:
-        key = (role, shape)
-        arr = self.arrays.get(key)
-        if arr is None:
-            if len(self.arrays) >= self.LIMIT:
-                self.arrays.clear()
-            arr = self.arrays[key] = np.empty(shape, np.float32)
-        return arr
-
-
-# Work arrays per PSUM storage (weakly keyed: they die with it).  Per storage, not shared, so
-# two programs on different machines (threads) never compute in the same arrays.
-_works: weakref.WeakKeyDictionary[Any, Work] = weakref.WeakKeyDictionary()
-
-
-def work_of(storage: Any) -> Work:
-    """The storage's work arrays (fresh ones with the `plans` option off)."""
-    if not current().options.plans:
-        return Work()
-    work = _works.get(storage)
-    if work is None:
-        work = _works[storage] = Work()
-    return work
 
 
 def engine_read_into(acc: ex.Access, label: str, role: str, out: np.ndarray) -> np.ndarray:
@@ -189,26 +150,25 @@ def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: 
         a32 = engine_read(s, label, "stationary").reshape(k // 2, 2, mm)
         b32 = engine_read(m, label, "moving").reshape(k // 2, 2, n)
         result = np.einsum("pkm,pkn->mn", a32, b32, dtype=np.float32)
-    else:  # float32 inputs and product in the dst storage's work arrays (`Work`)
-        work = work_of(d.storage)
-        a = engine_read_into(s, label, "stationary", work.array("stationary", (k, mm)))
-        b = engine_read_into(m, label, "moving", work.array("moving", (k, n)))
+    else:  # float32 inputs, the product made from them below
+        a = engine_read_into(s, label, "stationary", np.empty((k, mm), np.float32))
+        b = engine_read_into(m, label, "moving", np.empty((k, n), np.float32))
         result = None
     if adding and _in_place(d):
         # add in place through dst's strided view: every element is written (nothing to
         # init-check) and distinct (nothing to duplicate-check), and the PSUM state the read
         # would note is overwritten by note_matmul below.  dst + product, as the general path
-        # (which also gives the sum to tensors placed over the same bytes); the work arrays'
-        # product added by one BLAS call where dst is a matrix it can add into
+        # (which also gives the sum to tensors placed over the same bytes); the product
+        # added by one BLAS call where dst is a matrix it can add into
         out = d.array()
         if result is None and not blas.add_product(_matrix(out, mm, n), a, b):
-            result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
+            result = np.matmul(a.T, b)
         if result is not None:
             np.add(out, result.reshape(d.lshape), out=out)
         psum.note_matmul(d, False)
         return
     if result is None:
-        result = np.matmul(a.T, b, out=work.array("product", (mm, n)))
+        result = np.matmul(a.T, b)
     if adding:
         result += ex.read_float32(d, label, "dst").reshape(mm, n)
     ex.prepare_write(d, label, "dst")

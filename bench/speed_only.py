@@ -82,8 +82,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "apdsl/semantics/expressions.py": ("ExpressionCompiler._expr_BinOp: if node.op in FAST_BINOPS",),
     "apdsl/semantics/builtins.py": ("direct_instructions",),
     "apdsl/semantics/blocks.py": ("BlockCompiler.compile_block: inner = (straight_block(",),
-    "apdsl/semantics/calls.py": ("CallCompiler._expr_Call: positional = argument_tuple(",
-                                 "CallCompiler._expr_Call: site = None if spread"),
+    "apdsl/semantics/calls.py": ("CallCompiler._expr_Call: site = None if spread",),
     "apdsl/semantics/assignments.py": (
         "AssignmentCompiler._stmt_Assign: if not self.dry and self.plans:",),
     "apdsl/semantics/interpreter.py": ("Interpreter.__init__: self.direct_instructions",),

@@ -12,7 +12,7 @@ from ..tensor.machine import current
 from ..tensor.view import Tensor
 from . import limits
 from .arith import absorbs
-from .callsites import argument_tuple, builtin_site
+from .callsites import builtin_site
 from .displays import splice
 from .frames import Closure, Frame, ReturnSignal
 from .pyerrors import PY_ERRORS, argument_span, call_error, inside, python_error
@@ -141,9 +141,7 @@ class CallCompiler:
         budget = self.budget
         origins = self.origins
         dry = self.dry
-        # run mode: generated code reads constants and locals inline (callsites)
-        positional = argument_tuple(self, node.args, args) if args and self.plans and \
-            not dry else _positional(args)
+        positional = _positional(args)
         keywords = _keywords(kwargs)
         location = (span.file, span.line)
 

@@ -470,17 +470,6 @@ def subscript(value: Any, key: Any, span: Span | None) -> Any:
         raise python_error(e, span) from None
 
 
-def argument_tuple(interp: Compiler, nodes: list[Any], args: list[Closure]) -> Closure:
-    """A closure giving the positional argument values of a call (a tuple, left to right),
-    constants and local names read inline (a helper's call with a dozen names, `load_slab(A,
-    B, m, n, ...)`, is one Python call)."""
-    namer = Namer()
-    atoms = _Atoms(interp, namer)
-    parts = [atoms.source(a, ev) for a, ev in zip(nodes, args)]
-    return make_function("positional", ["return (" + "".join(f"{p}, " for p in parts) + ")"],
-                         namer)
-
-
 def _kind(interp: Compiler, name: str, fn: Any) -> tuple[str, Any]:
     """What the builtin `fn` (named `name`) is, and the callable a site calls."""
     from .builtins import EVENTS, INSTRUCTIONS, TLA

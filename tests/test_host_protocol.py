@@ -116,3 +116,22 @@ def test_no_host_is_typed_any():
 def test_the_protocols_are_documented():
     for name in hosts.__all__:
         assert inspect.getdoc(getattr(hosts, name))
+
+
+def test_the_interpreters_dispatch_methods_name_their_node_class():
+    """`compile_expr` and `compile_stmt` call `_expr_<class>` / `_stmt_<class>` by the node's
+    class name, so each such method's `node` is that class of `apdsl.syntax.ast`: typed so,
+    not `Any`."""
+    from apdsl.syntax import ast as nodes
+    seen = 0
+    for path in sorted((PACKAGE / "semantics").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef) or \
+                    not node.name.startswith(("_expr_", "_stmt_")):
+                continue
+            cls = node.name.split("_", 2)[2]
+            arg = next(a for a in node.args.args if a.arg == "node")
+            assert issubclass(getattr(nodes, cls), nodes.Node), (path.name, node.name)
+            assert ast.unparse(arg.annotation) == f"ast.{cls}", (path.name, node.name)
+            seen += 1
+    assert seen > 40

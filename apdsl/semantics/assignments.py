@@ -18,7 +18,7 @@ from .values import POISON, Absorbing
 class AssignmentCompiler:
     """Assignment and declaration compilers of the interpreter (a mixin of `Interpreter`)."""
 
-    def _stmt_Assign(self, node: Any) -> Closure:
+    def _stmt_Assign(self, node: ast.Assign) -> Closure:
         ev = self.compile_expr(node.value)
         setters = [self.compile_target(t) for t in node.targets]
         value_span = node.value.span
@@ -71,7 +71,7 @@ class AssignmentCompiler:
                 s(frame, value)
         return run
 
-    def _stmt_Decl(self, node: Any) -> Closure:
+    def _stmt_Decl(self, node: ast.Decl) -> Closure:
         spec = node.type
         dims = [self.compile_expr(d) for d in spec.dims]
         init = self._compile_init(node.init) if node.init is not None else None

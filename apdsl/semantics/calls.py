@@ -116,7 +116,7 @@ class CallCompiler:
             return a, kw
         return spread
 
-    def _expr_Call(self, node: Any) -> Closure:
+    def _expr_Call(self, node: ast.Call) -> Closure:
         func = self.compile_expr(node.func)
         spread = self._spread_arguments(node)
         # A view made in an argument (`dma_copy(t, A[:, 0:64])`) has its origin recorded

@@ -69,11 +69,11 @@ class DisplayCompiler:
                 return u.value
         return known
 
-    def _expr_Starred(self, node: Any) -> Closure:
+    def _expr_Starred(self, node: ast.Starred) -> Closure:
         # only reached where the builder lets a starred item stand and a caller splices it
         return self.compile_expr(node.value)
 
-    def _expr_TupleExpr(self, node: Any) -> Closure:
+    def _expr_TupleExpr(self, node: ast.TupleExpr) -> Closure:
         if not any(type(i) is ast.Starred for i in node.items):
             if all(type(i) is ast.Const for i in node.items):  # `(128, 64)`: built once
                 const = tuple(i.value for i in node.items)
@@ -86,13 +86,13 @@ class DisplayCompiler:
         values = self._items(node.items)
         return lambda frame: _cast(tuple, values(frame))
 
-    def _expr_ListExpr(self, node: Any) -> Closure:
+    def _expr_ListExpr(self, node: ast.ListExpr) -> Closure:
         if not any(type(i) is ast.Starred for i in node.items):
             items = [self.compile_expr(i) for i in node.items]
             return lambda frame: [i(frame) for i in items]
         return self._items(node.items)
 
-    def _expr_SetExpr(self, node: Any) -> Closure:
+    def _expr_SetExpr(self, node: ast.SetExpr) -> Closure:
         values = self._items(node.items)
         span = node.span
 
@@ -106,7 +106,7 @@ class DisplayCompiler:
                 raise python_error(e, span) from None
         return run
 
-    def _expr_DictExpr(self, node: Any) -> Closure:
+    def _expr_DictExpr(self, node: ast.DictExpr) -> Closure:
         keys = [self.compile_expr(k) for k in node.keys]
         values = [self.compile_expr(v) for v in node.values]
         return lambda frame: {k(frame): v(frame) for k, v in zip(keys, values)}
@@ -185,17 +185,17 @@ class DisplayCompiler:
                 raise python_error(e, span) from None
         return run
 
-    def _expr_ListComp(self, node: Any) -> Closure:
+    def _expr_ListComp(self, node: ast.ListComp) -> Closure:
         return self._collect(node, list, self.compile_expr(node.elt))
 
-    def _expr_SetComp(self, node: Any) -> Closure:
+    def _expr_SetComp(self, node: ast.SetComp) -> Closure:
         return self._collect(node, set, self.compile_expr(node.elt))
 
-    def _expr_DictComp(self, node: Any) -> Closure:
+    def _expr_DictComp(self, node: ast.DictComp) -> Closure:
         key, value = self.compile_expr(node.key), self.compile_expr(node.value)
         return self._collect(node, dict, lambda child: (key(child), value(child)))
 
-    def _expr_GeneratorExp(self, node: Any) -> Closure:
+    def _expr_GeneratorExp(self, node: ast.GeneratorExp) -> Closure:
         """Lazy in run mode.  Check mode builds the elements at once: a consumer such as `any`
         would take an unknown element for a known one, while a list with one is seen for what
         it is (and the builtin given it skipped)."""
@@ -217,7 +217,7 @@ class DisplayCompiler:
 
     # ---- lambda -------------------------------------------------------------------------
 
-    def _expr_Lambda(self, node: Any) -> Closure:
+    def _expr_Lambda(self, node: ast.Lambda) -> Closure:
         body_expr = self.compile_expr(node.body)
         defaults = [(p.name, self.compile_expr(p.default)) for p in node.params
                     if p.default is not None]

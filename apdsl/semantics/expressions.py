@@ -29,21 +29,21 @@ class ExpressionCompiler:
     """Expression compilers of the interpreter (a mixin of `Interpreter`); `compile_expr`
     dispatches to the `_expr_<Node>` method of any mixin."""
 
-    def compile_expr(self, node: Any) -> Closure:
+    def compile_expr(self, node: ast.Expr) -> Closure:
         return getattr(self, "_expr_" + type(node).__name__)(node)
 
-    def _expr_Const(self, node: Any) -> Closure:
+    def _expr_Const(self, node: ast.Const) -> Closure:
         value = node.value
         return lambda frame: value
 
-    def _expr_Str(self, node: Any) -> Closure:
+    def _expr_Str(self, node: ast.Str) -> Closure:
         value = node.value
         return lambda frame: value
 
-    def _expr_EllipsisLit(self, node: Any) -> Closure:
+    def _expr_EllipsisLit(self, node: ast.EllipsisLit) -> Closure:
         return lambda frame: Ellipsis
 
-    def _expr_Name(self, node: Any) -> Closure:
+    def _expr_Name(self, node: ast.Name) -> Closure:
         name = node.id
         builtins = self.builtins
         span = node.span
@@ -83,7 +83,7 @@ class ExpressionCompiler:
         load.local_name = name  # type: ignore[attr-defined]
         return load
 
-    def _expr_NkiName(self, node: Any) -> Closure:
+    def _expr_NkiName(self, node: ast.NkiName) -> Closure:
         # `nl.X`: NKI's X, never a program's own name (builtins.nki_lookup)
         from .builtins import nki_lookup
         builtins, space, name, span = self.builtins, node.space, node.id, node.span
@@ -99,7 +99,7 @@ class ExpressionCompiler:
                               help=f"did you mean {' or '.join(map(repr, close))}?" if close
                               else None, name=name)
 
-    def _expr_BinOp(self, node: Any) -> Closure:
+    def _expr_BinOp(self, node: ast.BinOp) -> Closure:
         left, right = self.compile_expr(node.left), self.compile_expr(node.right)
         span = node.span
         if node.op in FAST_BINOPS:
@@ -128,14 +128,14 @@ class ExpressionCompiler:
                 raise python_error(e, span) from None
         return run
 
-    def _expr_UnaryOp(self, node: Any) -> Closure:
+    def _expr_UnaryOp(self, node: ast.UnaryOp) -> Closure:
         op = limits.invert if node.op == "~" else UNARY[node.op]
         ev = self.compile_expr(node.operand)
         if node.op == "not":
             return lambda frame: not_(truth_or_absorb(ev(frame)))
         return lambda frame: op(ev(frame))
 
-    def _expr_BoolOp(self, node: Any) -> Closure:
+    def _expr_BoolOp(self, node: ast.BoolOp) -> Closure:
         values = [self.compile_expr(v) for v in node.values]
         is_and = node.op == "and"
         if len(values) == 2:  # `k1 > 0 or k0 > 0`: unrolled, a bool tested as itself
@@ -165,7 +165,7 @@ class ExpressionCompiler:
             return result
         return run
 
-    def _expr_Compare(self, node: Any) -> Closure:
+    def _expr_Compare(self, node: ast.Compare) -> Closure:
         left = self.compile_expr(node.left)
         ops = [COMPARE[o] for o in node.ops]
         rights = [self.compile_expr(c) for c in node.comparators]
@@ -192,7 +192,7 @@ class ExpressionCompiler:
             return True
         return run
 
-    def _expr_IfExp(self, node: Any) -> Closure:
+    def _expr_IfExp(self, node: ast.IfExp) -> Closure:
         test, body, orelse = (self.compile_expr(node.test), self.compile_expr(node.body),
                               self.compile_expr(node.orelse))
 
@@ -203,7 +203,7 @@ class ExpressionCompiler:
             return body(frame) if truth(c) else orelse(frame)
         return run
 
-    def _expr_Attribute(self, node: Any) -> Closure:
+    def _expr_Attribute(self, node: ast.Attribute) -> Closure:
         ev = self.compile_expr(node.value)
         attr = node.attr
         span = getattr(node, "attr_span", None) or node.span
@@ -221,7 +221,7 @@ class ExpressionCompiler:
                 raise e.with_span(span) from None
         return run
 
-    def _expr_Subscript(self, node: Any) -> Closure:
+    def _expr_Subscript(self, node: ast.Subscript) -> Closure:
         return self.compile_subscript(node)
 
     def compile_subscript(self, node: Any, record: bool = True) -> Closure:

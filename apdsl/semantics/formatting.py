@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ApdslTypeError, LimitError, Span
+from ..syntax import ast
 from . import limits
 from .arith import built
 from .frames import Closure, Frame
@@ -70,7 +71,7 @@ def _kind(value: Any) -> str:
 class FormattingCompiler:
     """The f-string compiler (a mixin of `Interpreter`)."""
 
-    def _expr_JoinedStr(self, node: Any) -> Closure:
+    def _expr_JoinedStr(self, node: ast.JoinedStr) -> Closure:
         parts = [self._compile_part(p) for p in node.parts]
         span = node.span
         budget = self.budget
@@ -95,7 +96,7 @@ class FormattingCompiler:
             return lambda frame: part
         return self._expr_FormattedValue(part)
 
-    def _expr_FormattedValue(self, node: Any) -> Closure:
+    def _expr_FormattedValue(self, node: ast.FormattedValue) -> Closure:
         value = self.compile_expr(node.value)
         spec = self.compile_expr(node.spec) if node.spec is not None else (lambda frame: "")
         conversion = node.conversion

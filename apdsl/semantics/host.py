@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import weakref
 
     from ..errors import Span
+    from ..syntax import ast
     from ..tensor.machine import Machine
     from ..tensor.registers import VirtualRegister
     from ..tensor.storage import Storage
@@ -107,4 +108,4 @@ class Compiler(Protocol):
     @property
     def dry(self) -> bool: ...
 
-    def compile_expr(self, node: Any) -> Closure: ...
+    def compile_expr(self, node: ast.Expr) -> Closure: ...

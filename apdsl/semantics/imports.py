@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ApdslIOError, ApdslNameError, Span
+from ..syntax import ast
 from . import nki_imports
 from .frames import Closure, Frame
 from .pybuiltins import builtin_module
@@ -15,7 +16,7 @@ from .values import Module
 class ImportCompiler:
     """Import statements and module loading of the interpreter (a mixin of `Interpreter`)."""
 
-    def _stmt_Import(self, node: Any) -> Closure:
+    def _stmt_Import(self, node: ast.Import) -> Closure:
         interp = self
 
         def run(frame: Frame) -> None:
@@ -28,7 +29,7 @@ class ImportCompiler:
             frame.vars[node.alias or node.module.split(".")[0]] = mod
         return run
 
-    def _stmt_FromImport(self, node: Any) -> Closure:
+    def _stmt_FromImport(self, node: ast.FromImport) -> Closure:
         interp = self
 
         def run(frame: Frame) -> None:

@@ -20,7 +20,7 @@ RANGE_ITERATOR = type(iter(range(1)))  # (a range past sys.maxsize has another i
 class LoopCompiler:
     """Loop compilers of the interpreter (a mixin of `Interpreter`)."""
 
-    def _stmt_For(self, node: Any) -> Closure:
+    def _stmt_For(self, node: ast.For) -> Closure:
         it = self.compile_expr(node.iter)
         setter = self.compile_target(node.target)
         self._loops += 1
@@ -173,7 +173,7 @@ class LoopCompiler:
                 orelse(frame)
         return run_straight
 
-    def _stmt_While(self, node: Any) -> Closure:
+    def _stmt_While(self, node: ast.While) -> Closure:
         """Each test is a step; the body charges its own statements.  In check mode a test
         whose value is unknown ends the loop (as an `if` skips its block), and so does an
         iteration that met such a test: the rest of the loop depends on values check mode

@@ -20,15 +20,15 @@ class StatementCompiler:
     """Statement compilers of the interpreter (a mixin of `Interpreter`); `compile_stmt`
     dispatches to the `_stmt_<Node>` method of any mixin."""
 
-    def compile_stmt(self, node: Any) -> Closure:
+    def compile_stmt(self, node: ast.Stmt) -> Closure:
         return getattr(self, "_stmt_" + type(node).__name__)(node)
 
-    def _stmt_ExprStmt(self, node: Any) -> Closure:
+    def _stmt_ExprStmt(self, node: ast.ExprStmt) -> Closure:
         # the expression's closure is the statement's: a block ignores what a statement
         # returns, and a call statement (`dma_copy(...)`) is one Python call fewer
         return self.compile_expr(node.expr)
 
-    def _stmt_Pass(self, node: Any) -> Closure:
+    def _stmt_Pass(self, node: ast.Pass) -> Closure:
         return lambda frame: None
 
     def _outside(self, what: str, where: str, span: Span) -> Closure:
@@ -36,10 +36,10 @@ class StatementCompiler:
             raise ApdslNameError(f"'{what}' outside {where}", code="APK124", span=span)
         return run
 
-    def _stmt_Break(self, node: Any) -> Closure:
+    def _stmt_Break(self, node: ast.Break) -> Closure:
         return self._jump("break", BreakSignal, node.span)
 
-    def _stmt_Continue(self, node: Any) -> Closure:
+    def _stmt_Continue(self, node: ast.Continue) -> Closure:
         return self._jump("continue", ContinueSignal, node.span)
 
     def _jump(self, what: str, signal: type[Exception], span: Span) -> Closure:
@@ -50,7 +50,7 @@ class StatementCompiler:
             raise signal
         return run
 
-    def _stmt_Return(self, node: Any) -> Closure:
+    def _stmt_Return(self, node: ast.Return) -> Closure:
         if not self._functions:
             return self._outside("return", "a kernel or function", node.span)
         ev = self.compile_expr(node.value) if node.value is not None else (lambda f: None)
@@ -74,7 +74,7 @@ class StatementCompiler:
         return run
 
 
-    def _stmt_If(self, node: Any) -> Closure:
+    def _stmt_If(self, node: ast.If) -> Closure:
         test = self.compile_expr(node.test)
         body = self.compile_block(node.body)
         orelse = self.compile_block(node.orelse) if node.orelse else None
@@ -100,7 +100,7 @@ class StatementCompiler:
         return run
 
 
-    def _stmt_Assert(self, node: Any) -> Closure:
+    def _stmt_Assert(self, node: ast.Assert) -> Closure:
         msg = self.compile_expr(node.msg) if node.msg is not None else None
         sides = self._assert_sides(node.test)
         if sides is None:
@@ -138,10 +138,10 @@ class StatementCompiler:
         return (self.compile_expr(test.left), COMPARE[test.ops[0]],
                 self.compile_expr(test.comparators[0]), test.span)
 
-    def _stmt_FunctionDef(self, node: Any) -> Closure:
+    def _stmt_FunctionDef(self, node: ast.FunctionDef) -> Closure:
         return self._define(node, kernel=False)
 
-    def _stmt_Kernel(self, node: Any) -> Closure:
+    def _stmt_Kernel(self, node: ast.Kernel) -> Closure:
         return self._define(node, kernel=True)
 
     def _define(self, node: Any, kernel: bool) -> Closure:
@@ -172,7 +172,7 @@ class StatementCompiler:
             frame.vars[node.name] = fn
         return run
 
-    def _stmt_Raise(self, node: Any) -> Closure:
+    def _stmt_Raise(self, node: ast.Raise) -> Closure:
         """`raise ValueError("...")`: the program stops with a located error carrying the
         exception's name and message (in check mode, reported like a failing assert)."""
         exc = node.exc

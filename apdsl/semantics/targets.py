@@ -193,7 +193,7 @@ class TargetCompiler:
             return parts[0]
         return lambda frame: tuple(p(frame) for p in parts)
 
-    def _stmt_AugAssign(self, node: Any) -> Closure:
+    def _stmt_AugAssign(self, node: ast.AugAssign) -> Closure:
         op = BINOPS[node.op]
         budget = self.budget
         if node.op in limits.CHECKED:
@@ -252,7 +252,7 @@ class TargetCompiler:
             setter(frame, update(get(frame), ev(frame)))
         return run
 
-    def _stmt_Del(self, node: Any) -> Closure:
+    def _stmt_Del(self, node: ast.Del) -> Closure:
         deleters = [self._deleter(t) for t in node.targets]
 
         def run(frame: Frame) -> None:

@@ -239,7 +239,15 @@ def invert(a: Any) -> Any:
     return check_int(~a)
 
 
-CHECKED = {"+": add, "-": sub, "*": mul, "**": pow_, "<<": lshift}
+def mod(a: Any, b: Any, budget: Budget | None = None) -> Any:
+    """`a % b`; for a template string, its widths checked before the text is built (the
+    `%=` of a program, as its `%` operator does)."""
+    if type(a) is str and budget is not None:
+        pay_percent(a, b, budget)
+    return _pay(check_size(a % b), budget)
+
+
+CHECKED = {"+": add, "-": sub, "*": mul, "%": mod, "**": pow_, "<<": lshift}
 
 
 

@@ -8,6 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import numpy as np
 
 from apdsl.errors import ApdslError
 
@@ -98,6 +101,21 @@ def lowered_rows(folder: str | os.PathLike, source: str, inputs: dict, *extra: s
         for operand in row["operands"].values():
             operand.pop("tensor")
     return rows
+
+
+def run_nki_file(folder: str | os.PathLike, *body: str, rows: int = 4
+                 ) -> subprocess.CompletedProcess:
+    """`apdsl run kern.py -i a=a.npy` in `folder`, where kern.py is an `@nki.jit` kernel `k(a)`
+    (nki, nki.isa and nki.language imported) that allocates `out` in shared HBM, runs the
+    statements `body` (each one line of the kernel) and returns `out`; `a` is ones of shape
+    (rows, 4).  Line 9 of kern.py is the first line of `body`."""
+    source = ["import nki", "import nki.isa as nisa", "import nki.language as nl", "", "",
+              "@nki.jit", "def k(a):",
+              "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
+              *(f"    {line}" for line in body), "    return out"]
+    Path(folder, "kern.py").write_text("\n".join(source) + "\n")
+    np.save(Path(folder, "a.npy"), np.ones((rows, 4), np.float32))
+    return apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=folder)
 
 
 def apdsl_in_process(*args: str, cwd: str | os.PathLike | None = None

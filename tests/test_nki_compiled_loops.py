@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import apdsl_in_process, raises_code
+from support import apdsl_in_process, raises_code, run_nki_file
 
 import apdsl.nki as nki
 import apdsl.nki.isa as nisa
@@ -193,40 +193,16 @@ def test_a_misused_loop_is_refused_at_the_call(how, code):
 
 
 def test_the_command_line_locates_the_refusal(tmp_path):
-    (tmp_path / "kern.py").write_text(
-        "import nki\n"
-        "import nki.language as nl\n"
-        "\n"
-        "\n"
-        "@nki.jit\n"
-        "def k(a):\n"
-        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
-        "    nl.fori_loop(0, 4, lambda i: None, step=-1)\n"
-        "    return out\n")
-    np.save(tmp_path / "a.npy", np.ones((4, 4), np.float32))
-    proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
+    proc = run_nki_file(tmp_path, "nl.fori_loop(0, 4, lambda i: None, step=-1)")
     assert proc.returncode == 1
-    assert "APK155" in proc.stderr and "kern.py:8" in proc.stderr, proc.stderr
+    assert "APK155" in proc.stderr and "kern.py:9" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_python_arithmetic_on_the_loop_index_is_located_in_the_body(tmp_path):
-    (tmp_path / "kern.py").write_text(
-        "import nki\n"
-        "import nki.isa as nisa\n"
-        "import nki.language as nl\n"
-        "\n"
-        "\n"
-        "@nki.jit\n"
-        "def k(a):\n"
-        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
-        "    def body(i):\n"
-        "        row = i * 4\n"
-        "        nisa.dma_copy(dst=out[row], src=a[row])\n"
-        "    nl.fori_loop(0, 4, body)\n"
-        "    return out\n")
-    np.save(tmp_path / "a.npy", np.ones((16, 4), np.float32))
-    proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
+    proc = run_nki_file(tmp_path, "def body(i):", "    row = i * 4",
+                        "    nisa.dma_copy(dst=out[row], src=a[row])", "nl.fori_loop(0, 4, body)",
+                        rows=16)
     assert proc.returncode == 1
     assert "APK413" in proc.stderr and "kern.py:10" in proc.stderr, proc.stderr
     assert "register i is used as a Python value" in proc.stderr

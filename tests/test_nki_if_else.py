@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import apdsl_in_process, raises_code
+from support import raises_code, run_nki_file
 
 import apdsl.nki as nki
 import apdsl.nki.isa as nisa
@@ -120,19 +120,7 @@ def test_a_callback_not_taken_is_not_run():
 
 
 def test_the_command_line_locates_the_refusal(tmp_path):
-    (tmp_path / "kern.py").write_text(
-        "import nki\n"
-        "import nki.isa as nisa\n"
-        "import nki.language as nl\n"
-        "\n"
-        "\n"
-        "@nki.jit\n"
-        "def k(a):\n"
-        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
-        "    nl.if_else(nisa.register_alloc(1), lambda: None)\n"
-        "    return out\n")
-    np.save(tmp_path / "a.npy", np.ones((4, 4), np.float32))
-    proc = apdsl_in_process("run", "kern.py", "-i", "a=a.npy", cwd=tmp_path)
+    proc = run_nki_file(tmp_path, "nl.if_else(nisa.register_alloc(1), lambda: None)")
     assert proc.returncode == 1
     assert "APK155" in proc.stderr and "kern.py:9" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr

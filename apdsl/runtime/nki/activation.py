@@ -142,15 +142,7 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
         raise TargetError(f"{call.label}: dst {dst.name} is an indirect (scattered) view in "
                           "PSUM; on the Scalar Engine a scattered dst is in SBUF", code="APK383",
                           help="scatter into an SBUF tile")
-    same_partitions(call, "data", "dst", "scale", "bias", "reduce_res")
-    nd, nx = call.free("dst"), call.free("data")
-    if nd is not None and nx is not None and nd != nx:
-        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}; {opname} "
-                             "works element by element", "APK371", "give dst the shape of data",
-                             elements=nd, expected=nx)
-    for role in ("scale", "bias", "reduce_res"):
-        if role in call.tensors:
-            rr.elements(call, role, 1, f"takes one {role} value a partition")
+    _check_shapes(call, opname, ("scale", "bias"))
     call.record()
     if call.accs is None:
         return
@@ -162,6 +154,21 @@ def _run(opname: str, dst: Tensor, op: Any, data: Tensor, bias: Any, scale: Any,
         np.float32(0.0 if bi is None else bi)
     out = _activated(call, fn, rows * s + b, "data * scale + bias")
     _reduce_and_write(call, cmd, out, reduce_res)
+
+
+def _check_shapes(call: Any, opname: str, per_partition: tuple[str, ...]) -> None:
+    """The shape rules activation and activate2 share: every operand on data's partitions, dst
+    element for element as data, and one value a partition in each of `per_partition` given
+    as a tensor (and in reduce_res)."""
+    same_partitions(call, "data", "dst", *per_partition, "reduce_res")
+    nd, nx = call.free("dst"), call.free("data")
+    if nd is not None and nx is not None and nd != nx:
+        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}; {opname} "
+                             "works element by element", "APK371", "give dst the shape of data",
+                             elements=nd, expected=nx)
+    for role in (*per_partition, "reduce_res"):
+        if role in call.tensors:
+            rr.elements(call, role, 1, f"takes one {role} value a partition")
 
 
 def _activated(call: Any, fn: Any, pre: np.ndarray, what: str, *extra: Any) -> np.ndarray:
@@ -328,15 +335,7 @@ def _run2(label: str, name: str | None, dst: Tensor, op: Any, data: Tensor, ops:
         raise TargetError(f"{call.label}: dst {dst.name} is an indirect (scattered) view in "
                           "PSUM; on the Scalar Engine a scattered dst is in SBUF", code="APK383",
                           help="scatter into an SBUF tile")
-    same_partitions(call, "data", "dst", *roles, "reduce_res")
-    nd, nx = call.free("dst"), call.free("data")
-    if nd is not None and nx is not None and nd != nx:
-        raise rr.shape_error(call, f"dst has {nd} elements a partition, data {nx}; activate2 "
-                             "works element by element", "APK371", "give dst the shape of data",
-                             elements=nd, expected=nx)
-    for role in (*roles, "reduce_res"):
-        if role in call.tensors:
-            rr.elements(call, role, 1, f"takes one {role} value a partition")
+    _check_shapes(call, "activate2", roles)
     call.record()
     if call.accs is None:
         return

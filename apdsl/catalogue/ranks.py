@@ -1,4 +1,4 @@
-"""Groups of ranks (APK965-APK971): `nki.collectives`, `nisa.sendrecv` and `nisa.core_barrier`
+"""Groups of ranks (APK965-APK971, APK973): `nki.collectives`, `nisa.sendrecv` and `nisa.core_barrier`
 on a simulated group of ranks (`apdsl run FILE.py --ranks N`, `apdsl.nki.simulate_ranks`)."""
 
 from . import entry
@@ -116,5 +116,28 @@ import apdsl.nki as nki
 def k(a):
     return a
 nki.simulate_ranks(k, 0, np.ones((4, 4), np.float32))
+"""),
+    entry("APK973", "race between the two programs of an LNC=2 launch", """
+The two programs of an LNC=2 launch (`kernel[2]`) run at the same time on the two NeuronCores
+of one logical core, and share its HBM. Only `nisa.core_barrier` and `nisa.sendrecv` order what
+one does before them against what the other does after them. apdsl runs the programs by turns,
+which is one order of many, so it stops at the first access whose outcome depends on the
+order: a program writing bytes the other wrote since they last met (with other values: both
+writing one value is no race), reading bytes the other wrote (unless it wrote the same value
+there too), or writing other values into bytes the other read. The error is at the later
+access in apdsl's turns; the label shows the other program's access. Put a
+`core_barrier(data, (0, 1))` between the two in both programs, or give each program its own
+part of the tensor.
+""", """
+# python""" + _KERNELS + """
+@nki.jit
+def k(a):
+    me = nl.program_id(0)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=me)
+    nisa.dma_copy(dst=out, src=t)  # both programs write all of out, with other values
+    return out
+k[2](np.ones((4, 4), np.float32))
 """),
 ]

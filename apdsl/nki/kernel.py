@@ -8,7 +8,7 @@ import functools
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ApdslError, ApdslTypeError, Span, TargetError
 from ..semantics.launch import Launch, SharedHbm, different_results, same_results
@@ -21,6 +21,9 @@ from .legacy_results import computed
 from .locate import caller_span, imports_legacy, is_user_file, legacy_caller, traceback_span
 from .observe import observer
 from .usercode import missing_attribute
+
+if TYPE_CHECKING:
+    from ..runtime.core.lnc_race import Races
 
 # `platform_target` values: the NEURON_PLATFORM_TARGET_OVERRIDE names of the nki.jit docstring
 PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
@@ -347,7 +350,17 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
             finally:
                 caller.warnings.extend(host.machine.warnings)
 
-        values = _lnc_programs(program) if grid == (2,) and not dry else None
+        values = None
+        if grid == (2,) and not dry:
+            from ..runtime.core.lnc_race import Races, attach_all
+            races = Races([h.machine for h in hosts], caller_span)
+            attach_all(races, (converted, kw))
+            for h in hosts:
+                h.races = races
+            try:
+                values = _lnc_programs(program, races)
+            finally:
+                races.detach()
         for i, pid in enumerate(ids):
             value = program(i) if values is None else values[i]
             if grid and i > 0 and not same_results(value, result):
@@ -372,16 +385,17 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
         raise lacking from None
 
 
-def _lnc_programs(program: Callable[[int], Any]) -> list[Any]:
+def _lnc_programs(program: Callable[[int], Any], races: Races) -> list[Any]:
     """The two programs of an LNC=2 launch as a group of cores taking turns (program 0 runs
     until it ends or waits at a `sendrecv` / `core_barrier`, then program 1): the order a
-    launch without those instructions always had, and the meeting point they need."""
+    launch without those instructions always had, and the meeting point they need.  `races`
+    stops a kernel whose result depends on that order (`apdsl.runtime.core.lnc_race`)."""
     import threading
 
     from ..runtime.nki.group import Group
     old = threading.stack_size(256 * 1024 * 1024)  # a program's thread: a main thread's stack
     try:
-        return Group(2, cores=True).run(program)
+        return Group(2, cores=True, races=races).run(program)
     finally:
         threading.stack_size(old)
 
@@ -418,6 +432,7 @@ class SpmdHost(Host):
         super().__init__(**kw)
         self.shared = shared
         self.outputs: list[Any] = []  # its shared_hbm tensors (kept: the kernel's outputs)
+        self.races: Races | None = None  # an LNC=2 launch's race checker
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Span | None = None) -> Any:
@@ -427,5 +442,7 @@ class SpmdHost(Host):
         if self.launch.grid:
             ids = self.launch.ids
             t = self.shared.take(t, ids[0] if len(ids) == 1 else ids)
+            if self.races is not None:
+                self.races.attach(t.storage)
         self.outputs.append(t)
         return t

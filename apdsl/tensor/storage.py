@@ -56,7 +56,7 @@ class Storage:
 
     __slots__ = ("id", "name", "buffer", "dtype", "shape", "format", "c0", "nbytes", "span",
                  "address", "_data", "_mask", "all_written", "freed", "target", "_accounting",
-                 "unit_bits", "_reserved", "_memory", "space", "taint", "__weakref__")
+                 "unit_bits", "_reserved", "_memory", "space", "taint", "lnc", "__weakref__")
     fixed_address = False  # placed by the program (`address=`), not by apdsl
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: str, *, name: str = "",
@@ -80,6 +80,8 @@ class Storage:
         self.unit_bits = bits  # written state is exact per unit of this many bits
         # where unwritten units' data came from (`apdsl.runtime.core.unwritten.Taint`)
         self.taint: Any = None
+        # the race checker of the LNC=2 launch sharing it (`apdsl.runtime.core.lnc_race`)
+        self.lnc: Any = None
         machine = current()
         # the address space of on-chip storage: its core's, in a launch on several cores
         self.space = machine.space

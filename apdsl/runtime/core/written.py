@@ -44,6 +44,8 @@ def check_init(acc: Access, op: str, role: str, observed: bool = False,
     (logical shape): the elements the instruction reads, when its docs say it reads only some
     of the operand (the others are neither checked nor propagated)."""
     storage = acc.storage
+    if storage.lnc is not None:  # shared by the programs of an LNC=2 launch under way
+        storage.lnc.read(acc, reads)
     if storage.all_written:
         return
     mode = current().options.init_check
@@ -224,6 +226,8 @@ def mark_written(acc: Access, wrote: np.ndarray | None = None, repeats: bool = F
     (the caller then sets the others' state with `set_written`).  `repeats`: `acc` touches
     some elements more than once (a scatter's repeated runtime index, `scatter`)."""
     storage = acc.storage
+    if storage.lnc is not None:  # shared by the programs of an LNC=2 launch under way
+        storage.lnc.wrote(acc, wrote)
     if storage.buffer == "psum":
         psum.note_write(acc)
     if not storage.all_written:

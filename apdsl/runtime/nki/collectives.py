@@ -550,6 +550,7 @@ def sendrecv(src: Tensor, dst: Tensor, send_to_rank: Any, recv_from_rank: Any, p
                     Arrival(("sendrecv",), None, current().span,
                             f"sendrecv (its src sent to rank {peers[0]}, which has not "
                             "received it)", ""))
+    group.passed(rank)  # both sides complete together: a meeting of the two
     if tuple(np.shape(got.data)) != tuple(dst.shape) or got.data.dtype != dst.dtype.np:
         raise TargetError(f"{label}: rank {peers[1]} sent {got.data.dtype}"
                           f"{list(np.shape(got.data))}, dst is {dst.dtype}{list(dst.shape)}",
@@ -616,6 +617,8 @@ def core_barrier(data: Tensor, cores: Any, engine: Any = "gpsimd", name: str | N
         return
     _meet(label, "core_barrier", members, ("core_barrier", members), f"cores {list(members)}",
           None, lambda got: {m: None for m in members}, cores=True)
+    if group is not None:
+        group.passed(rank)
 
 
 __all__ = ["ReplicaGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all",

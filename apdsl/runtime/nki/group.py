@@ -24,6 +24,7 @@ from contextvars import ContextVar, copy_context
 from typing import Any
 
 from ...errors import ApdslError, ApdslRuntimeError, Span
+from ..core.lnc_race import Races
 
 
 class Stopped(BaseException):
@@ -56,9 +57,10 @@ class Group:
     """n ranks; `run(body)` runs `body(rank)` on each and returns their values in rank order,
     or raises the error that stopped the group."""
 
-    def __init__(self, n: int, cores: bool = False) -> None:
+    def __init__(self, n: int, cores: bool = False, races: Races | None = None) -> None:
         import threading  # (only a run on ranks needs it: off the cold check path)
         self.n = n
+        self.races = races  # the race checker of the HBM an LNC=2 launch's programs share
         self.var = _CORE if cores else _HERE
         self.who = "program" if cores else "rank"  # what the messages call a member
         self.cv = threading.Condition()
@@ -154,6 +156,12 @@ class Group:
             f"{_ranks(sorted(self.waiting))} wait{'s' if len(self.waiting) == 1 else ''} at "
             f"{a.what} for {who}s that never arrive", code="APK965", span=a.span, notes=lines,
             help=help_, waiting=tuple(sorted(self.waiting)), ended=tuple(done))
+
+    def passed(self, r: int) -> None:
+        """Rank r passed a meeting (a collective, `sendrecv`, `core_barrier`): what every
+        member did before it is ordered before what each does after it."""
+        if self.races is not None:
+            self.races.passed(r)
 
     # -- meeting -----------------------------------------------------------------------------
     def meet(self, r: int, members: Sequence[int], arrival: Arrival,

@@ -1,0 +1,238 @@
+"""Races between the two programs of an LNC=2 launch on the HBM they share (SPEC 16).
+
+apdsl runs the two programs by turns (`apdsl.runtime.nki.group`): program 0 until it waits at
+a `core_barrier` or `sendrecv`, then program 1.  On hardware the two NeuronCores run at the
+same time, and only those meetings order one program's accesses against the other's.  The
+turns are one order of many, so a kernel whose result depends on the order must stop, not get
+the turns' answer with exit 0 (nki-library's `blockwise_mm_bwd` zero-fills, on program 1,
+rows program 0 has already scattered gradients into: which wins is timing).
+
+`Races` keeps, for every shared storage, which bytes each program wrote (with their values)
+and read since the programs last met, and stops the run at the first access of one program
+that conflicts with an access of the other since that meeting:
+
+- a write of a byte the other wrote, with another value (a byte both write with one value
+  holds it whatever the order);
+- a read of a byte the other wrote, unless this program wrote the same value there too (on
+  hardware the read may come before the other's write);
+- a write of a byte the other read, with another value than it read (on hardware the read
+  may see this write).
+
+Bytes, not elements: two views of one storage may differ in dtype, and DMA writes whole bytes.
+The `lnc` slot of a storage holds its `Races` while the launch runs (None otherwise: the hooks
+in `written` cost one attribute test).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ...errors import ApdslRuntimeError, Label, Span
+from ...tensor.machine import Machine, current
+from ...tensor.storage import Storage
+from .access import Access, fmt_coord
+
+
+class _Log:
+    """What one program did to one storage since the programs last met: per byte, the access
+    that last wrote it (1 + an index into `Races.sites`; 0: none) and the value it left, and
+    the access that first read it and the value it saw.  Made on first use (zeroed pages cost
+    nothing until touched)."""
+
+    __slots__ = ("wid", "val", "rid", "seen")
+
+    def __init__(self, nbytes: int) -> None:
+        self.wid = np.zeros(nbytes, np.int32)
+        self.val = np.zeros(nbytes, np.uint8)
+        self.rid: np.ndarray | None = None
+        self.seen: np.ndarray | None = None
+
+    def reads(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.rid is None:
+            self.rid = np.zeros(self.wid.size, np.int32)
+            self.seen = np.zeros(self.wid.size, np.uint8)
+        return self.rid, self.seen  # type: ignore[return-value]
+
+
+class Races:
+    """The race checker of one LNC=2 launch: `machines[k]` is program k's machine (an access
+    is program k's when it runs there); `locate()` gives the user's source line of the access
+    under way (the frontend knows where its user code is)."""
+
+    def __init__(self, machines: Sequence[Machine], locate: Callable[[], Span | None]) -> None:
+        self._machines = tuple(machines)  # (kept alive: their ids name the programs)
+        self._program = {id(m): k for k, m in enumerate(self._machines)}
+        self._locate = locate
+        self.epoch = [0] * len(self._machines)  # meetings each program has passed
+        # (program, epoch) -> storage id -> _Log
+        self._logs: dict[tuple[int, int], dict[int, _Log]] = {}
+        self._sites: list[Span | None] = []
+        self._storages: list[weakref.ref[Storage]] = []
+
+    # -- the launch --------------------------------------------------------------------------
+    def attach(self, storage: Storage) -> None:
+        """Check `storage` (shared by the programs) while the launch runs."""
+        if storage.lnc is not self:
+            storage.lnc = self
+            self._storages.append(weakref.ref(storage))
+
+    def detach(self) -> None:
+        """The launch ended: its storages are the caller's again."""
+        for ref in self._storages:
+            s = ref()
+            if s is not None and s.lnc is self:
+                s.lnc = None
+        self._storages.clear()
+        self._logs.clear()
+
+    def passed(self, program: int) -> None:
+        """`program` passed a meeting with the other (`core_barrier`, `sendrecv`): what either
+        did before it is ordered before what either does after it."""
+        self.epoch[program] += 1
+        low = min(self.epoch)
+        for key in [k for k in self._logs if k[1] < low]:
+            del self._logs[key]
+
+    # -- the accesses (from `written`) -------------------------------------------------------
+    def read(self, acc: Access, only: np.ndarray | None = None) -> None:
+        """The program under way reads `acc` (the elements `only`, when given)."""
+        me = self._program.get(id(current()))
+        if me is None:
+            return
+        at, pos = _bytes(acc, only)
+        if not at.size:
+            return
+        e = self.epoch[me]
+        mine = self._log(me, e, acc.storage, make=False)
+        for other, log in self._others(me, e, acc.storage):
+            hit = log.wid[at] > 0
+            if mine is not None and hit.any():  # both wrote one value: that is what it reads
+                hit &= ~((mine.wid[at] > 0) & (mine.val[at] == log.val[at]))
+            if hit.any():
+                raise self._error(acc, at, pos, hit, me, other, log.wid, "reads", "wrote")
+        rid, seen = self._log(me, e, acc.storage).reads()
+        first = rid[at] == 0
+        if first.any():
+            new = at[first]
+            rid[new] = self._site()
+            seen[new] = acc.storage.data[new]
+
+    def wrote(self, acc: Access, only: np.ndarray | None = None) -> None:
+        """The program under way has just written `acc` (the elements `only`, when given)."""
+        me = self._program.get(id(current()))
+        if me is None:
+            return
+        at, pos = _bytes(acc, only)
+        if not at.size:
+            return
+        e = self.epoch[me]
+        data = acc.storage.data[at]
+        for other, log in self._others(me, e, acc.storage):
+            hit = (log.wid[at] > 0) & (log.val[at] != data)
+            if hit.any():
+                raise self._error(acc, at, pos, hit, me, other, log.wid, "writes", "wrote")
+            if log.rid is not None:
+                hit = (log.rid[at] > 0) & (log.seen[at] != data)  # type: ignore[index]
+                if hit.any():
+                    raise self._error(acc, at, pos, hit, me, other, log.rid, "writes", "read")
+        mine = self._log(me, e, acc.storage)
+        mine.wid[at] = self._site()
+        mine.val[at] = data
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _log(self, program: int, epoch: int, storage: Storage, make: bool = True
+             ) -> _Log | None:
+        logs = self._logs.get((program, epoch))
+        if logs is None:
+            if not make:
+                return None
+            logs = self._logs[program, epoch] = {}
+        log = logs.get(storage.id)
+        if log is None and make:
+            log = logs[storage.id] = _Log(storage.nbytes)
+        return log
+
+    def _others(self, me: int, epoch: int, storage: Storage) -> list[tuple[int, _Log]]:
+        out = []
+        for k in range(len(self._machines)):
+            if k != me:
+                log = self._log(k, epoch, storage, make=False)
+                if log is not None:
+                    out.append((k, log))
+        return out
+
+    def _site(self) -> int:
+        self._sites.append(self._locate())
+        return len(self._sites)
+
+    def _error(self, acc: Access, at: np.ndarray, pos: np.ndarray, hit: np.ndarray, me: int,
+               other: int, ids: np.ndarray, doing: str, did: str) -> ApdslRuntimeError:
+        first = int(np.argmax(hit))
+        count = int(np.unique(pos[hit]).size)
+        there = self._sites[int(ids[at[first]]) - 1]
+        storage = acc.storage
+        done = "written" if did == "wrote" else "read"
+        differ = ("" if doing == "reads" else ", with other values" if did == "wrote" else
+                  ", and this access writes other values than it read")
+        notes = [f"{count} element{'s' if count > 1 else ''} of this access "
+                 f"{'were' if count > 1 else 'was'} {done} by program {other} since the two "
+                 f"programs last met{differ}",
+                 "the two programs of an LNC=2 launch run at the same time: only "
+                 "nisa.core_barrier and nisa.sendrecv order one's accesses against the "
+                 "other's, so which access comes first is timing, and so is the result",
+                 f"storage {storage.describe()}"]
+        labels = [] if there is None else [Label(there, f"program {other} {did} it here")]
+        return ApdslRuntimeError(
+            f"race between the programs of an LNC=2 launch: program {me} {doing} "
+            f"{_element(storage, int(at[first]))}, which program {other} {did} with no "
+            "core_barrier or sendrecv between", code="APK973", span=self._locate(),
+            labels=labels, notes=notes, help="order the two accesses with nisa.core_barrier("
+            "data, (0, 1)) between them in both programs, or make each program touch its own "
+            "part of the tensor", tensor=storage.name, programs=(me, other))
+
+
+def _element(storage: Storage, byte: int) -> str:
+    """How a message names the element of `storage` holding `byte`: by its coordinate in the
+    shape the storage was declared with."""
+    bits = storage.dtype.bits
+    if bits % 8 or not storage.shape or prod(storage.shape) * bits // 8 != storage.nbytes:
+        return f"byte {byte} of {storage.name}"
+    coord = np.unravel_index(byte // (bits // 8), storage.shape)
+    return f"{storage.name}{fmt_coord(tuple(int(c) for c in coord))}"
+
+
+def _bytes(acc: Access, only: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The storage bytes `acc` touches (of the elements `only`), and for each the flat logical
+    position of its element."""
+    offs = np.asarray(acc.offsets(), np.int64).reshape(-1)
+    pos = np.arange(offs.size, dtype=np.int64)
+    if only is not None:
+        keep = np.asarray(only, bool).reshape(-1)
+        offs, pos = offs[keep], pos[keep]
+    bits = acc.dtype.bits
+    if bits % 8:  # elements narrower than a byte: DMA writes whole bytes
+        return offs * bits // 8, pos
+    size = bits // 8
+    at = (offs[:, None] * size + np.arange(size, dtype=np.int64)).reshape(-1)
+    return at, np.repeat(pos, size)
+
+
+def attach_all(races: Races, tensors: Any) -> None:
+    """Attach the shared-HBM storages among `tensors` (any nesting of lists, tuples, dicts)."""
+    from ...tensor.targets import NKI_HBM
+    stack = [tensors]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (list, tuple)):
+            stack.extend(t)
+        elif isinstance(t, dict):
+            stack.extend(t.values())
+        else:
+            storage = getattr(t, "storage", None)
+            if isinstance(storage, Storage) and storage.buffer in NKI_HBM:
+                races.attach(storage)

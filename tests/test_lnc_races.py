@@ -1,0 +1,248 @@
+"""Races between the two programs of an LNC=2 launch on the HBM they share (APK973).
+
+apdsl runs the programs by turns; hardware runs them at the same time.  The oracle here is
+independent of the checker: every interleaving of the two programs' accesses that the
+barriers allow, run on a plain Python model of the rows.  A launch that ends with exit 0 must
+have one outcome over all of them (and apdsl's result must be it); a launch whose outcome
+depends on the interleaving must stop at APK973.  The checker's one conservative case (a read
+of bytes the other program wrote with the value they already held) is kept out of the
+completeness half by writing values other than the initial one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+from apdsl.errors import ApdslError
+
+ROWS, COLS, INITIAL = 3, 4, 7.0
+MAX_READS = 4  # reads per program (each stored in its own row of the result)
+
+
+def program_events(reads0: list[int], writes: list[int], value: float, barrier: bool,
+                   reads2: list[int]) -> list[tuple]:
+    """One program's accesses of the shared rows in program order."""
+    ev: list[tuple] = [("r", r) for r in reads0] + [("w", r, value) for r in writes]
+    if barrier:
+        ev.append(("b",))
+    return ev + [("r", r) for r in reads2]
+
+
+def outcomes(p0: list[tuple], p1: list[tuple]) -> set[tuple]:
+    """Every outcome (final rows, each program's values read) over the interleavings of the
+    two programs that their barriers allow (a barrier: both programs' accesses before it come
+    before both programs' accesses after it)."""
+    def phases(ev: list[tuple]) -> list[list[tuple]]:
+        out: list[list[tuple]] = [[]]
+        for e in ev:
+            if e[0] == "b":
+                out.append([])
+            else:
+                out[-1].append(e)
+        return out
+
+    def interleavings(a: list[tuple], b: list[tuple]):
+        n = len(a) + len(b)
+        for at in combinations(range(n), len(a)):
+            ia, ib, seq = iter(a), iter(b), []
+            for k in range(n):
+                seq.append((0, next(ia)) if k in at else (1, next(ib)))
+            yield seq
+
+    ph0, ph1 = phases(p0), phases(p1)
+    assert len(ph0) == len(ph1)
+    runs: list[tuple[dict, list, list]] = [({r: INITIAL for r in range(ROWS)}, [], [])]
+    for a, b in zip(ph0, ph1):
+        nxt = []
+        for rows, got0, got1 in runs:
+            for seq in interleavings(a, b):
+                rows2, g = dict(rows), ([*got0], [*got1])
+                for who, e in seq:
+                    if e[0] == "w":
+                        rows2[e[1]] = e[2]
+                    else:
+                        g[who].append(rows2[e[1]])
+                nxt.append((rows2, g[0], g[1]))
+        runs = nxt
+    return {(tuple(sorted(rows.items())), tuple(g0), tuple(g1)) for rows, g0, g1 in runs}
+
+
+def make_kernel(plan: tuple[dict, dict], barrier: bool):
+    """The kernel of `plan` (per program: reads0, writes, value, reads2): x is the shared
+    buffer; each program stores what its reads saw into its own half of `seen`."""
+    @nki.jit
+    def kernel(x):
+        me = nl.program_id(0)
+        p = plan[me]
+        seen = nl.ndarray((2, MAX_READS, COLS), dtype=x.dtype, buffer=nl.shared_hbm)
+        k = 0
+        for r in p["reads0"]:
+            t = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[r:r + 1, :])
+            nisa.dma_copy(dst=seen[me, k:k + 1, :], src=t)
+            k += 1
+        v = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=v, value=p["value"])
+        for r in p["writes"]:
+            nisa.dma_copy(dst=x[r:r + 1, :], src=v)
+        if barrier:
+            nisa.core_barrier(data=x, cores=(0, 1))
+        for r in p["reads2"]:
+            t = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[r:r + 1, :])
+            nisa.dma_copy(dst=seen[me, k:k + 1, :], src=t)
+            k += 1
+        # (rows of seen no read filled: written here so the result is all written)
+        pad = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=pad, value=-1.0)
+        for j in range(k, MAX_READS):
+            nisa.dma_copy(dst=seen[me, j:j + 1, :], src=pad)
+        return seen
+    return kernel
+
+
+rows = st.lists(st.integers(0, ROWS - 1), max_size=2, unique=True)
+
+
+@st.composite
+def plans(draw, values: tuple[float, ...]):
+    out = []
+    for _ in range(2):
+        reads0, reads2 = draw(rows), draw(rows)
+        out.append({"reads0": reads0, "writes": draw(rows), "value": draw(st.sampled_from(values)),
+                    "reads2": reads2})
+    return tuple(out), draw(st.booleans())
+
+
+def run(plan: tuple[dict, dict], barrier: bool) -> tuple[set[tuple], object]:
+    events = [program_events(p["reads0"], p["writes"], p["value"], barrier, p["reads2"])
+              for p in plan]
+    want = outcomes(*events)
+    x = np.full((ROWS, COLS), INITIAL, np.float32)
+    try:
+        seen = make_kernel(plan, barrier)[2](x)
+    except ApdslError as e:
+        return want, e
+    got0 = tuple(float(seen[0, k, 0]) for k in range(len(plan[0]["reads0"]) +
+                                                     len(plan[0]["reads2"])))
+    got1 = tuple(float(seen[1, k, 0]) for k in range(len(plan[1]["reads0"]) +
+                                                     len(plan[1]["reads2"])))
+    final = tuple((r, float(x[r, 0])) for r in range(ROWS))
+    return want, (final, got0, got1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(plans((INITIAL, 1.0, 2.0)))
+def test_a_launch_that_runs_has_one_outcome_whatever_the_interleaving(case):
+    plan, barrier = case
+    want, got = run(plan, barrier)
+    if isinstance(got, ApdslError):
+        assert got.code == "APK973", got
+        return
+    assert want == {got}, (plan, barrier, want, got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(plans((1.0, 2.0)))
+# program 0 writes a row and reads it back, program 1 writes the same value there: whichever
+# write lands first, program 0 reads 1.0 (the read's value decides, not that it was read)
+@example(((dict(reads0=[], writes=[0], value=1.0, reads2=[0]),
+           dict(reads0=[], writes=[0], value=1.0, reads2=[])), False))
+def test_a_launch_whose_outcome_depends_on_the_interleaving_stops(case):
+    plan, barrier = case
+    want, got = run(plan, barrier)
+    if len(want) > 1:
+        assert isinstance(got, ApdslError) and got.code == "APK973", (plan, barrier, want, got)
+    else:
+        assert not isinstance(got, ApdslError), (plan, barrier, got)
+        assert want == {got}
+
+
+@nki.jit
+def clear_then_scatter(x):
+    # each program clears its half of out, then writes a row into the other's half: on
+    # hardware the other's clear may come before or after that row (the shape of nki-library's
+    # zero-filled gradient output that a scatter writes into before the first barrier)
+    me = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray((4, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out[me * 4:me * 4 + 4, :], src=zeros)
+    row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x[0:1, :])
+    other = 1 - me
+    nisa.dma_copy(dst=out[other * 4:other * 4 + 1, :], src=row)
+    return out
+
+
+def test_the_race_names_both_lines_and_the_element():
+    with pytest.raises(ApdslError) as e:
+        clear_then_scatter[2](np.ones((8, 16), np.float32))
+    err = e.value
+    assert err.code == "APK973"
+    assert err.message == ("race between the programs of an LNC=2 launch: program 1 writes "
+                           "out[4, 0], which program 0 wrote with no core_barrier or sendrecv "
+                           "between"), err.message
+    lines = open(__file__).read().splitlines()
+    assert err.span.file == __file__
+    assert "out[me * 4:me * 4 + 4, :]" in lines[err.span.line - 1]
+    (label,) = err.labels
+    assert label.message == "program 0 wrote it here"
+    assert "out[other * 4:other * 4 + 1, :]" in lines[label.span.line - 1]
+    assert err.notes[0] == ("16 elements of this access were written by program 0 since the "
+                            "two programs last met, with other values"), err.notes
+
+
+@nki.jit
+def clear_barrier_scatter(x):
+    me = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray((4, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out[me * 4:me * 4 + 4, :], src=zeros)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x[me:me + 1, :])
+    other = 1 - me
+    nisa.dma_copy(dst=out[other * 4:other * 4 + 1, :], src=row)
+    return out
+
+
+def test_a_barrier_between_the_clear_and_the_scatter_orders_them():
+    x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    want = np.zeros_like(x)
+    want[4], want[0] = x[0], x[1]
+    np.testing.assert_array_equal(clear_barrier_scatter[2](x), want)
+    # twice: the launch gives its storages back (a second launch starts with no history)
+    np.testing.assert_array_equal(clear_barrier_scatter[2](x), want)
+
+
+def test_the_command_line_reports_the_race_with_both_lines(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("\n".join([
+        "import nki", "import nki.isa as nisa", "import nki.language as nl", "", "",
+        "@nki.jit", "def both(x):",
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)",
+        "    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)",
+        "    nisa.dma_copy(dst=t, src=x)",
+        "    nisa.activation(dst=t, op=nl.exp, data=t, scale=float(nl.program_id(0) + 1))",
+        "    nisa.dma_copy(dst=out, src=t)",
+        "    return out", ""]))
+    np.save(tmp_path / "x.npy", np.ones((4, 8), np.float32))
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(src), "-i",
+                        f"x={tmp_path / 'x.npy'}", "--grid", "2"], capture_output=True,
+                       text=True)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "error[APK973]: race between the programs of an LNC=2 launch: program 1 writes " \
+        "out[0, 0], which program 0 wrote" in r.stderr, r.stderr
+    assert "program 0 wrote it here" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...records import record
 from .asserts import AssertTracer
+from .timing import timing_failure
 from .verdict import Verdict, classify
 
 
@@ -245,6 +246,7 @@ def verdict_of(watch: Watch, driver: str) -> Verdict | None:
     """What the run came to for the target kernel; None when the driver never reached it."""
     ended = compared = False
     segment: list[Event] = []
+    timings: list[str] = []  # failed assertions of wall-clock time, not of values
     for e in [*watch.events, Event("test", name="(end)")]:
         if e.kind != "test":
             segment.append(e)
@@ -261,21 +263,28 @@ def verdict_of(watch: Watch, driver: str) -> Verdict | None:
             return Verdict("mismatch", "", bad[0].where,
                            "the repository's comparison of the kernel's result failed"
                            + (f": {bad[0].detail}" if bad[0].detail else ""), driver)
-        if ends and isinstance(e.error, AssertionError):
+        timed = timing_failure(e.error, watch.root) if ends and e.error is not None else None
+        if ends and isinstance(e.error, AssertionError) and timed is None:
             return Verdict("mismatch", "AssertionError", _where_of(e.error, watch.root),
                            f"the test's assertion failed after the kernel returned: "
                            f"{str(e.error).strip()[:120]}", driver)
         if fails and not e.ok and ends:
             return classify(fails[0].error, watch.root).by(driver)
+        if timed is not None and timed not in timings:
+            timings.append(timed)
         ended = ended or bool(ends)
         compared = compared or any(s.kind == "compare" for s in segment)
         segment = []
     if not ended:
         return None
+    timed = (f"; its assertion of host wall-clock time failed at {', '.join(timings)} (the "
+             "simulation's time, not the kernel's: not a comparison of values)"
+             if timings else "")
     if compared:
         return Verdict("matches", driver=driver,
-                       detail="ran to the end; the repository's comparisons agree")
-    return Verdict("runs", driver=driver, detail="ran to the end; nothing compared its result")
+                       detail="ran to the end; the repository's comparisons agree" + timed)
+    return Verdict("runs", driver=driver,
+                   detail="ran to the end; nothing compared its result" + timed)
 
 
 def _where_of(error: BaseException, root: str) -> str:

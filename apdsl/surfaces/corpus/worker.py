@@ -25,6 +25,7 @@ from .run import marker, touch
 from .script_calls import without_other_kernels
 from .signature import Inputs, signature_inputs
 from .standins import install_stand_ins
+from .timing import timing_failure
 from .verdict import Verdict, classify, is_apdsl_fault, plugin_missing
 from .watch import Watch, comparisons_watched, verdict_of
 
@@ -71,7 +72,8 @@ class _PytestRecorder:
                         self.session.shouldstop = "the tests stop at the same place"
                     self.unreached.add(place)
                 return
-            if report.failed:
+            if report.failed and (error is None or
+                                  timing_failure(error, self.watch.root) is None):
                 self.session.shouldstop = "the kernel's verdict is known"
             elif self.adapter.active:
                 # a harness's parametrised sweep: the first test that runs the kernel

@@ -156,3 +156,41 @@ def test_an_environment_target_against_the_runs_own_is_apk972(monkeypatch):
     with apdsl.target("trn1"), pytest.raises(ApdslError) as e:
         _scales_kernel(None)(X)
     assert e.value.code == "APK972" and "environment names" in e.value.message
+
+
+@pytest.mark.parametrize("variable,value,platform", [
+    (None, None, "trn2"),
+    ("NEURON_PLATFORM_TARGET_OVERRIDE", "gen4", "trn3"),
+    ("NEURON_PLATFORM_TARGET_OVERRIDE", "inf2", "trn1"),
+    ("NEURON_CC_FLAGS", "--target=trn3", "trn3"),
+])
+def test_torch_neuronx_get_platform_target_is_the_target_kernels_run_on(
+        monkeypatch, variable, value, platform):
+    from apdsl.nki.torch_neuronx_host import get_platform_target
+    for name in ("NEURON_PLATFORM_TARGET_OVERRIDE", "NEURON_CC_FLAGS"):
+        monkeypatch.delenv(name, raising=False)
+    if variable is not None:
+        monkeypatch.setenv(variable, value)
+    assert get_platform_target() == platform
+    # neuronx-distributed-inference's tests' idiom: the override set to it keeps that target
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", get_platform_target())
+    kernel = _scales_kernel(None)
+    if platform == "trn3":
+        np.testing.assert_array_equal(kernel(X)[:, 0], [121] * 4)
+    else:
+        with pytest.raises(ApdslError) as e:
+            kernel(X)
+        assert e.value.code == "APK961"  # quantize_mx is trn3's
+
+
+def test_torch_neuronx_get_platform_target_follows_the_run_and_refuses_unknown_names(
+        monkeypatch):
+    from apdsl.nki.torch_neuronx_host import get_platform_target
+    monkeypatch.delenv("NEURON_CC_FLAGS", raising=False)
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE", raising=False)
+    with apdsl.target("trn3"):
+        assert get_platform_target() == "trn3"
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9")
+    with pytest.raises(ApdslError) as e:
+        get_platform_target()
+    assert e.value.code == "APK972" and "trn9" in e.value.message

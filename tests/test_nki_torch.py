@@ -1,6 +1,7 @@
 """Kernels launched from PyTorch: torch tensors in (read and written in place), torch tensors
-out, and `torch_xla` where it is absent (its device the CPU), so a tutorial's launch script runs
-unchanged.  Oracles: torch's own matmul and arithmetic on the same tensors.  Needs torch (not a
+out, and `torch_xla` where it is absent (its device the CPU), with torch_neuronx's
+`utils.get_platform_target` (the simulated NeuronCore's platform), so a tutorial's launch script
+runs unchanged.  Oracles: torch's own matmul and arithmetic on the same tensors.  Needs torch (not a
 dependency of apdsl): skipped where it is not installed."""
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ if __name__ == "__main__":
     torch_xla.sync()
     xm.master_print("match:", torch.allclose(out.to(torch.device("cpu")), a + b),
                     xm.xrt_world_size(), xm.get_ordinal(), xm.is_master_ordinal())
+    from torch_neuronx.utils import get_platform_target
+    xm.master_print("platform:", get_platform_target())
     import torch_xla.distributed.xla_multiprocessing
 """
 
@@ -110,7 +113,8 @@ def test_a_launch_script_on_an_xla_device_runs_unchanged(tmp_path: Path):
     assert "match: True 1 0 True" in proc.stdout, proc.stdout + proc.stderr
     # a torch_xla module apdsl does not stand in for: a located diagnostic naming it
     assert proc.returncode == 1, proc.stderr
-    assert "error[APK920]" in proc.stderr and "launch.py:26:5" in proc.stderr, proc.stderr
+    assert "platform: trn2" in proc.stdout, proc.stdout
+    assert "error[APK920]" in proc.stderr and "launch.py:28:5" in proc.stderr, proc.stderr
     assert "torch_xla.distributed" in proc.stderr, proc.stderr
 
 
@@ -120,11 +124,12 @@ def test_install_provides_the_stand_in_and_uninstall_removes_it(tmp_path: Path):
         import apdsl.nki
         apdsl.nki.install()
         import torch_xla.core.xla_model as xm
-        print(xm.xla_device(), xm.apdsl_stand_in)
+        from torch_neuronx.utils import get_platform_target
+        print(xm.xla_device(), xm.apdsl_stand_in, get_platform_target())
         apdsl.nki.uninstall()
-        print([m for m in sys.modules if m.startswith("torch_xla")])
+        print([m for m in sys.modules if m.startswith(("torch_xla", "torch_neuronx"))])
         """))
     proc = subprocess.run([sys.executable, "user.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
-    assert proc.stdout.split("\n")[:2] == ["cpu True", "[]"], proc.stdout + proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["cpu True trn2", "[]"], proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stderr

@@ -11,8 +11,11 @@ A kernel imports an `nki.*` or `neuronxcc.*` module apdsl does not provide. apds
 `nki.collectives` and the legacy `neuronxcc.nki` with `.language`, `.isa`, `.typing`,
 `.compiler` (the same modules). Other modules of the Neuron compiler package
 (`neuronxcc.starfish`, `neuronxcc.nki._private_kernels`, ...) are internal to it, not NKI's
-public API. The error is still a `ModuleNotFoundError`, so code that tries an import and falls
-back keeps working.
+public API, and `neuronxcc.nki.kernels` is the kernels it bundles. Where torch is installed without them, apdsl stands in for `torch_xla`
+(its device, `torch_xla.core.xla_model`) and `torch_neuronx.utils.get_platform_target`; their
+other modules (model tracing, XLA ops, distributed training) are this error too. It is still a
+`ModuleNotFoundError`, so code that tries an import and falls back keeps working; `apdsl
+corpus` counts a kernel stopped at one of these non-NKI modules as an environment row.
 """, """
 # python
 import sys

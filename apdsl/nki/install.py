@@ -1,8 +1,9 @@
 """`install()`: unchanged `import nki`, `import nki.language as nl`, `import nki.isa as nisa`,
 the other NKI module paths and the legacy `import neuronxcc.nki ...` (see `modules`) resolve to
-apdsl when the real packages are absent, and so does `torch_xla` (its device the CPU,
-`torch_xla_cpu`) where torch is installed without it, so that a PyTorch script launching
-kernels on an XLA device runs unchanged.  A real `nki` is never shadowed: then install() warns
+apdsl when the real packages are absent, and so do `torch_xla` (its device the CPU,
+`torch_xla_cpu`) and `torch_neuronx` (its `utils.get_platform_target`, `torch_neuronx_host`)
+where torch is installed without them, so that a PyTorch script launching kernels on an XLA
+device runs unchanged.  A real `nki` is never shadowed: then install() warns
 and leaves it in place (a real `neuronxcc` or `torch_xla` likewise keeps its own name)."""
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def _real(name: str) -> tuple[object | None, str | None]:
     return spec, spec.origin
 
 
+def _stand_ins() -> tuple[types.ModuleType, ...]:
+    """The modules standing in for PyTorch's Neuron packages (each names its `ROOT`)."""
+    from . import torch_neuronx_host, torch_xla_cpu
+    return torch_xla_cpu, torch_neuronx_host
+
+
 def install() -> bool:
     """Make `nki`, `neuronxcc.nki` and their submodules resolve to apdsl.nki; True when they
     do.  With a real `nki` importable (already imported, or found on sys.path) nothing
@@ -60,15 +67,16 @@ def install() -> bool:
             "apdsl.nki.isa as nisa), or remove the real nki from this environment"),
             stacklevel=2)
         return False
-    from . import torch_xla_cpu
     from .modules import Finder, as_packages, table
     legacy_real = _real("neuronxcc")[0] is not None
     provided = {k: v for k, v in table().items()
                 if not (legacy_real and k.startswith("neuronxcc"))}
     roots = ["nki"] if legacy_real else ["nki", "neuronxcc"]
-    if _real("torch_xla")[0] is None and _real("torch")[0] is not None:
-        provided.update(torch_xla_cpu.modules())
-        roots.append("torch_xla")
+    if _real("torch")[0] is not None:  # PyTorch's Neuron packages, where absent
+        for stand_in in _stand_ins():
+            if _real(stand_in.ROOT)[0] is None:
+                provided.update(stand_in.modules())
+                roots.append(stand_in.ROOT)
     sys.modules.update(provided)
     _GIVEN_PATH.extend(as_packages(provided.values()))
     if not any(isinstance(f, Finder) for f in sys.meta_path):
@@ -86,7 +94,8 @@ def uninstall() -> None:
         if name in sys.modules and (name == "neuronxcc" and getattr(
                 sys.modules[name], "nki", None) is _ours() or sys.modules[name] is ours[name]):
             del sys.modules[name]
-    for name in [n for n in sys.modules if n.partition(".")[0] == "torch_xla"]:
+    roots = {stand_in.ROOT for stand_in in _stand_ins()}
+    for name in [n for n in sys.modules if n.partition(".")[0] in roots]:
         if getattr(sys.modules[name], "apdsl_stand_in", False):
             del sys.modules[name]
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, Finder)]

@@ -79,6 +79,33 @@ def plain_again(given: list[types.ModuleType]) -> None:
         del given.pop().__path__
 
 
+# PyTorch's Neuron packages apdsl stands in for (where torch is installed without them): what
+# the stand-in provides, and what the rest of the package is for
+FRAMEWORKS = {
+    "torch_xla": ("with torch_xla absent, apdsl provides torch_xla (device, sync) and "
+                  "torch_xla.core.xla_model (xla_device, mark_step, ...), the XLA device "
+                  "being the CPU, where apdsl runs kernels",
+                  "distributed training, metrics and data loaders need the real torch_xla"),
+    "torch_neuronx": ("with torch_neuronx absent, apdsl provides "
+                      "torch_neuronx.utils.get_platform_target (the simulated NeuronCore's "
+                      "platform)",
+                      "tracing a model to a NEFF, its XLA ops and the profiler need the real "
+                      "torch_neuronx (with the Neuron compiler and runtime)"),
+}
+
+
+# modules of the Neuron compiler package that are no part of NKI's API: the kernels it bundles
+# (NKI's release notes: "still shipped as part of Neuron package in neuronxcc.nki.kernels") and
+# its internals.  neuronx-distributed imports them when it loads.
+COMPILER_PARTS = ("neuronxcc.nki.kernels", "neuronxcc.nki._private_kernels",
+                  "neuronxcc.nki._pre_prod_kernels", "neuronxcc.starfish")
+
+
+def compiler_part(module: str) -> bool:
+    """Is `module` one of the compiler package's own modules (COMPILER_PARTS)?"""
+    return any(module == p or module.startswith(p + ".") for p in COMPILER_PARTS)
+
+
 class Finder:
     """A meta path finder for `nki.*` and `neuronxcc.*` names not in `table()`: the import
     stops at a located APK920 naming the module."""
@@ -91,14 +118,19 @@ class Finder:
                   ) -> ModuleSpec | None:
         if fullname.split(".")[0] not in self.roots or fullname in sys.modules:
             return None
-        if fullname.startswith("torch_xla."):
+        framework = FRAMEWORKS.get(fullname.split(".")[0])
+        if framework is not None:
+            provides, needs = framework
             raise NkiModuleError(
-                f"apdsl's torch_xla has no module {fullname}", module=fullname,
-                span=caller_span(2), notes=[
-                    "with torch_xla absent, apdsl provides torch_xla (device, sync) and "
-                    "torch_xla.core.xla_model (xla_device, mark_step, ...), the XLA device "
-                    "being the CPU, where apdsl runs kernels"],
-                help="distributed training, metrics and data loaders need the real torch_xla")
+                f"apdsl's {fullname.split('.')[0]} has no module {fullname}", module=fullname,
+                span=caller_span(2), notes=[provides], help=needs)
+        if compiler_part(fullname):
+            raise NkiModuleError(
+                f"{fullname} is the Neuron compiler's (neuronx-cc), not NKI's API: apdsl "
+                "does not provide it", module=fullname, span=caller_span(2),
+                notes=[f"the NKI modules apdsl provides: {', '.join(self.provided)}"],
+                help="it comes with neuronx-cc, the Neuron compiler package, which apdsl "
+                     "does not replace")
         raise NkiModuleError(
             f"apdsl.nki has no module {fullname}", module=fullname, span=caller_span(2),
             notes=[f"the NKI modules apdsl provides: {', '.join(self.provided)}"],

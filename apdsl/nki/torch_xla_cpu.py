@@ -18,6 +18,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+ROOT = "torch_xla"  # the package it stands in for
+
 
 def _cpu() -> Any:
     import torch

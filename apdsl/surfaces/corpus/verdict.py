@@ -14,7 +14,9 @@ is classified.  The figure is meant to be honest:
 - `timeout`: the run did not end within the time allowed;
 - `environment`: the repository's code that drives the kernel (its conftest, a test module,
   the kernel's own module) imports a Python package that is not installed here (named, with
-  the line that imports it): neither apdsl's fault nor the kernel's;
+  the line that imports it), a part of torch_xla or torch_neuronx that apdsl's stand-ins for
+  them do not provide, or a module of the Neuron compiler that is no part of NKI's API (the
+  kernels neuronx-cc bundles): neither apdsl's fault nor the kernel's;
 - `no inputs`: nothing in the repository calls the kernel in a way that can run here (its
   tests need packages that are absent, or no test calls it) and its signature gives no inputs,
   or the inputs made from its signature needed sizes apdsl assumed and the run stopped (the
@@ -24,11 +26,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from ...errors import ApdslError
+from ...nki.modules import FRAMEWORKS, NkiModuleError, compiler_part
 from ...records import record
 from .standins import AbsentFromCheckout
 
@@ -122,9 +126,35 @@ def plugin_missing(printed: str, root: str) -> MissingPlugin | None:
     return MissingPlugin(hook, package, os.path.relpath(path, root))
 
 
+def framework_missing(error: BaseException) -> str | None:
+    """What an error says is missing, when it is a module or name of one of PyTorch's Neuron
+    packages (torch_xla, torch_neuronx) that apdsl stands in for in part (the package itself is
+    not installed, and the rest of it, model tracing, XLA ops, distributed training, is the
+    framework's, not NKI's), or a module of the Neuron compiler that is no part of NKI's API
+    (`modules.COMPILER_PARTS`: the kernels it bundles, its internals)."""
+    if isinstance(error, ImportError):
+        name = error.name or ""
+    elif isinstance(error, AttributeError):
+        name = getattr(getattr(error, "obj", None), "__name__", "") or ""
+    else:
+        return None
+    said = error.message if isinstance(error, ApdslError) else str(error)
+    if isinstance(error, NkiModuleError) and compiler_part(name):
+        return f"neuronx-cc is not installed: {_first_line(said, 140)}"
+    root = name.split(".")[0]
+    if root not in FRAMEWORKS or not getattr(sys.modules.get(root), "apdsl_stand_in", False):
+        return None
+    return f"{root} is not installed, and what apdsl stands in for of it lacks this: " \
+           f"{_first_line(said, 120)}"
+
+
 def classify(error: BaseException, root: str) -> Verdict:
     """The verdict of a run that ended in `error`."""
     error = underlying(error)
+    framework = framework_missing(error)
+    if framework is not None:
+        return Verdict("environment", type(error).__name__, _user_where(_frames(error), root),
+                       framework)
     if isinstance(error, ApdslError):
         span = error.span
         where = f"{os.path.relpath(span.file, root)}:{span.line}" if span is not None and \

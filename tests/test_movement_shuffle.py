@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import raises_code
 
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+from apdsl.runtime.core.execute import resolve
 from apdsl.runtime.instructions import dma_copy, local_gather, memset, nc_stream_shuffle
 from apdsl.tensor import targets
 from apdsl.tensor.view import from_numpy, ndarray
@@ -165,6 +169,69 @@ def test_local_gather_default_uses_every_index():
     out = ndarray((16, 32), "float32", "sbuf")
     local_gather(out, sbuf(src), sbuf(index))
     np.testing.assert_array_equal(out.numpy(), official_model(src, index, 1, 32).reshape(16, 32))
+
+
+def unwritten(t) -> np.ndarray:
+    """The runtime's unwritten elements of view `t` (logical shape)."""
+    ok = resolve(t, "test", "view").written()
+    return np.zeros(t.shape, bool) if ok is True else ~np.asarray(ok)
+
+
+@settings(max_examples=30, deadline=None)
+@given(cores=st.integers(1, 4), n=st.sampled_from([1, 2, 4]), data=st.data())
+def test_local_gather_moves_unwritten_lanes_element_for_element(cores, n, data):
+    # only a box of the source is written: each output element is unwritten exactly when the
+    # source element the official model takes it from is (a partition reads only its own)
+    parts, chunks = 16 * cores, 4
+    rows, cols = data.draw(st.integers(0, parts)), data.draw(st.integers(0, chunks))
+    valid = data.draw(st.integers(1, 32))
+    src = RNG.integers(-500, 500, (parts, chunks * n)).astype(np.int16)
+    index = RNG.integers(0, chunks, (parts, 2)).astype(np.uint16)
+    t = ndarray(src.shape, "int16", "sbuf")
+    if rows and cols:
+        dma_copy(t[0:rows, 0:cols * n], from_numpy(src[0:rows, 0:cols * n]))
+    out = ndarray((parts, valid * n), "int16", "sbuf")
+    local_gather(out, t, sbuf(index * n), num_elem_per_idx=n, num_valid_indices=valid)
+    mask = np.ones(src.shape, bool)
+    mask[0:rows, 0:cols * n] = False
+    want = official_model(mask, index, n, valid).reshape(parts, -1)
+    np.testing.assert_array_equal(unwritten(out), want)
+    got = np.array([[out[p:p + 1, k:k + 1].numpy()[0, 0] if not want[p, k] else 0
+                     for k in range(valid * n)] for p in range(parts)])
+    np.testing.assert_array_equal(got, np.where(want, 0, official_model(
+        src, index, n, valid).reshape(parts, -1)))
+
+
+@nki.jit
+def gather_affinities(affinities, expert_idx, stored):
+    """nki-library's selective MoE shape: the [T, E] affinities fill the first T partitions of
+    a 128-partition tile, each GpSimd core gathers with its indices, and only the `stored`
+    first partitions of the result are stored."""
+    tokens, experts = affinities.shape
+    aff = nl.ndarray((128, experts), dtype=affinities.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=aff[0:tokens, 0:experts], src=affinities)  # partitions T.. never written
+    idx = nl.ndarray((128, 16), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=expert_idx)
+    got = nl.ndarray((128, 16, 16), dtype=affinities.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=got, value=0.0)
+    nisa.local_gather(dst=got.ap([[256, 128], [1, 256]]), src_buffer=aff, index=idx,
+                      num_elem_per_idx=1, num_valid_indices=256)
+    out = nl.ndarray((stored, 256), dtype=affinities.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=got.ap([[256, stored], [1, 256]]))
+    return out
+
+
+def test_the_selective_moe_gather_of_loaded_tokens_runs_and_matches_numpy():
+    tokens, experts = 5, 8
+    aff = RNG.random((tokens, experts)).astype(np.float32)
+    idx = RNG.integers(0, experts, (128, 16)).astype(np.uint16)
+    full = np.zeros((128, experts), np.float32)
+    full[:tokens] = aff
+    want = official_model(full, idx, 1, 256).reshape(128, 256)[:tokens]
+    np.testing.assert_array_equal(nki.simulate(gather_affinities)(aff, idx, tokens), want)
+    with raises_code("APK412") as e:  # partition 5 gathers from its own unloaded lanes
+        nki.simulate(gather_affinities)(aff, idx, tokens + 1)
+    assert "[5, " in e.value.message and "never written when local_gather" in e.value.message
 
 
 def test_local_gather_refusals():

@@ -76,6 +76,37 @@ def test_the_legacy_form_with_per_element_index_writes_and_a_dtype():
                                   np.take_along_axis(data, idx, -1).astype(np.float32))
 
 
+@nki.jit
+def gather_loaded(data, idx, loaded, stored):
+    """A tile of which only the first `loaded` partitions are loaded, gathered, and the first
+    `stored` partitions of the result stored."""
+    d = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d[0:loaded], src=data[0:loaded])
+    i = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    g = nl.ndarray(idx.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=g, data=d, indices=i)
+    out = nl.ndarray((stored, idx.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=g[0:stored])
+    return out
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 64), st.integers(0, 2**16))
+def test_unwritten_partitions_stay_in_their_partitions(parts, seed):
+    # each partition gathers only from its own: the loaded partitions' results are defined
+    # whatever the others hold, and a result partition that was not loaded is APK412
+    rng = np.random.default_rng(seed)
+    loaded = int(rng.integers(1, parts))
+    data = rng.standard_normal((parts, 12)).astype(np.float32)
+    idx = rng.integers(0, 12, (parts, 5)).astype(np.uint32)
+    np.testing.assert_array_equal(nki.simulate(gather_loaded)(data, idx, loaded, loaded),
+                                  reference(data, idx)[:loaded])
+    with raises_code("APK412") as e:
+        nki.simulate(gather_loaded)(data, idx, loaded, loaded + 1)
+    assert f"[{loaded}, " in e.value.message and "nc_n_gather" in e.value.message
+
+
 def test_refusals():
     data = np.ones((4, 6), np.float32)
     with raises_code("APK931"):  # outside the partition's 6 elements

@@ -24,6 +24,7 @@ path that does not record) until the next one starts, so all the outputs of one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -137,10 +138,18 @@ def take_rows(role: str, rows: np.ndarray) -> None:
     `role` (a partition shuffle): its unwritten elements of `role`, first axis as rows, become
     those rows in that order, so they propagate row for row ("element" dependency) while the
     error still names the element of the operand as read."""
+    moved_as(role, lambda bad: _rows(bad)[rows])
+
+
+def moved_as(role: str, move: Callable[[np.ndarray], np.ndarray]) -> None:
+    """The instruction under way moves operand `role`'s elements into its output as `move`
+    moves an array shaped like the operand (a shuffle, a gather): its unwritten elements of
+    `role` become `move` of them, shaped like the output, so they propagate element for element
+    (the entry's "element" dependency) while the error still names the element as read."""
     p = current().taint
     if p is None:
         return
-    p.inputs = [(r, acc, _rows(bad)[rows] if r == role else bad, origin)
+    p.inputs = [(r, acc, move(bad) if r == role else bad, origin)
                 for r, acc, bad, origin in p.inputs]
 
 

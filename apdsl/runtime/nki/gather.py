@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import TargetError
 from ...tensor.view import Tensor
+from ..core import unwritten
 from ..table import semantics_movement as sm
 from . import reduce_run as rr
 
@@ -53,4 +54,8 @@ def nc_n_gather(dst: Tensor, data: Tensor, indices: Tensor, engine: Any = "unkno
             "elements of data's partition (the docs define no result for it)", "APK931",
             "keep every index below data.size / data.shape[0]", index=int(index[where]))
     parts = values.shape[0]
-    call.write({"dst": sm.n_gather(values.reshape(parts, -1), index.reshape(parts, -1))})
+    flat = index.reshape(parts, -1)
+    # an output element is unwritten exactly when the data element it takes is (each
+    # partition gathers from its own partition only)
+    unwritten.moved_as("data", lambda bad: sm.n_gather(bad.reshape(parts, -1), flat))
+    call.write({"dst": sm.n_gather(values.reshape(parts, -1), flat)})

@@ -255,6 +255,10 @@ def local_gather(dst: Tensor, src_buffer: Tensor, index: Tensor, num_elem_per_id
     idx = ex.read(i, label, "index").reshape(i.shape[0], -1)
     _check_indices(label, index, idx, n, valid, values.shape[1])
     result = sm.local_gather(values, idx, n, valid)
+    # an output element is unwritten exactly when the source element it takes is (each
+    # partition gathers from its own partition only: unwritten lanes elsewhere stay there)
+    unwritten.moved_as("src_buffer", lambda bad: sm.local_gather(
+        bad.reshape(bad.shape[0], -1), idx, n, valid))
     ex.prepare_write(d, label, "dst")
     ex.store(d, result.reshape(d.shape))
 

@@ -57,7 +57,8 @@ ENTRIES: tuple[Instruction, ...] = (
          Operand("indices", False, {"nki": ("sbuf",)}, ("uint32",))),
         {"nki": ("gpsimd",)}, sm.n_gather, writes_dst=True,
         summary="dst[p, k] = data[p].flatten()[indices[p, k]] in each partition",
-        depends=Depends("whole", observed=("indices",))),
+        # (the executor moves the unwritten elements of data as it moves their values)
+        depends=Depends("element", observed=("indices",))),
     Instruction(
         "local_gather", "nki.shuffle",
         (Operand("dst", True, {"nki": ("sbuf",)}, TILE_DTYPES),
@@ -67,7 +68,8 @@ ENTRIES: tuple[Instruction, ...] = (
         limits={"num_elem_per_idx": (1, 2, 4, 8, 16, 32), "indices_per_core": 4096,
                 "core_partitions": sm.CORE_PARTITIONS},
         summary="each 16-partition GpSimd core gathers chunks of its own partitions",
-        depends=Depends("whole", observed=("index",))),
+        # (the executor moves the unwritten elements of src_buffer as it moves their values)
+        depends=Depends("element", observed=("index",))),
     Instruction(
         "register_move", "nki.register_ops", (), {}, None, cost="register",
         summary="set a register to an int or another register's value", depends=WHOLE),

@@ -246,3 +246,37 @@ def test_the_command_line_reports_the_race_with_both_lines(tmp_path):
         "out[0, 0], which program 0 wrote" in r.stderr, r.stderr
     assert "program 0 wrote it here" in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+APK_RACE = """
+@nki.jit
+def both_halves(input: f32[2, 4, 8] @ shared_hbm):
+    t = nl.ndarray(input.shape[1:], input.dtype, buffer=nl.sbuf)
+    output = nl.ndarray(input.shape, input.dtype, buffer=nl.shared_hbm)
+    for i in range(2) if nl.num_programs() == 1 else [nl.program_id(0)]:
+        nisa.dma_copy(t, input[i])
+        nisa.dma_copy(output[WHERE], t)
+    return output
+
+x: f32[2, 4, 8] @ shared_hbm = random(3)
+two = both_halves[2](x)
+assert equal(host(two), host(x))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("where, races", [("i", False), ("0", True)])
+def test_an_apk_launch_is_checked_too(tmp_path, where, races):
+    # a .apk launch runs its programs one after the other (no barrier exists there): program 1
+    # writing the half program 0 wrote is the race; each writing its own half is not
+    src = tmp_path / "k.apk"
+    src.write_text(APK_RACE.replace("WHERE", where))
+    r = subprocess.run([sys.executable, "-m", "apdsl", "run", str(src)], capture_output=True,
+                       text=True)
+    if not races:
+        assert r.returncode == 0 and r.stdout.startswith("ok\n"), (r.stdout, r.stderr)
+        return
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert f"{src.name}:8:9: error[APK973]: race between the programs of an LNC=2 launch: " \
+        "program 1 writes output[0, 0, 0], which program 0 wrote" in r.stderr, r.stderr
+    assert "a .apk launch has no core_barrier" in r.stderr

@@ -353,10 +353,10 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ..
         values = None
         if grid == (2,) and not dry:
             from ..runtime.core.lnc_race import Races, attach_all
-            races = Races([h.machine for h in hosts], caller_span)
+            machines = {id(h.machine): i for i, h in enumerate(hosts)}  # (hosts keep them)
+            races = shared.races = Races(lambda: machines.get(id(current_machine())),
+                                         caller_span)
             attach_all(races, (converted, kw))
-            for h in hosts:
-                h.races = races
             try:
                 values = _lnc_programs(program, races)
             finally:
@@ -432,7 +432,6 @@ class SpmdHost(Host):
         super().__init__(**kw)
         self.shared = shared
         self.outputs: list[Any] = []  # its shared_hbm tensors (kept: the kernel's outputs)
-        self.races: Races | None = None  # an LNC=2 launch's race checker
 
     def allocate(self, shape: Any, dtype: Any, buffer: Any, format: str = "ND", name: str = "",
                  span: Span | None = None) -> Any:
@@ -442,7 +441,5 @@ class SpmdHost(Host):
         if self.launch.grid:
             ids = self.launch.ids
             t = self.shared.take(t, ids[0] if len(ids) == 1 else ids)
-            if self.races is not None:
-                self.races.attach(t.storage)
         self.outputs.append(t)
         return t

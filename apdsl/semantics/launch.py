@@ -8,12 +8,15 @@ there is one program, as the NKI docs say of a kernel without LNC.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ApdslTypeError
 from ..tensor.view import Tensor
+
+if TYPE_CHECKING:
+    from ..runtime.core.lnc_race import Races
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class SharedHbm:
         self.buffer = buffer
         self.tensors: list[Tensor] = []
         self.counts: dict[Any, int] = {}  # program (or core) -> its allocations so far
+        # an LNC=2 launch's race checker (`apdsl.runtime.core.lnc_race`): it checks them all
+        self.races: Races | None = None
 
     def take(self, t: Tensor, program: Any) -> Tensor:
         """The tensor a program's shared allocation `t` stands for (APK145 when it differs
@@ -85,6 +90,8 @@ class SharedHbm:
         self.counts[program] = i + 1
         if i == len(self.tensors):
             self.tensors.append(t)
+            if self.races is not None:
+                self.races.attach(t.storage)
             return t
         first = self.tensors[i]
         if tuple(first.shape) != tuple(t.shape) or first.dtype != t.dtype:

@@ -12,7 +12,7 @@ tensor every program wrote its part of).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ApdslError, ApdslTypeError, Span
 from ..syntax import ast
@@ -20,6 +20,9 @@ from ..tensor import targets
 from .host import Launcher
 from .launch import Launch, SharedHbm, different_results, same_results
 from .values import Absorbing, Function
+
+if TYPE_CHECKING:
+    from ..runtime.core.lnc_race import Races
 
 MOST_CORES = {"trn1": 1}  # logical NeuronCores a target launches on (others: 2)
 
@@ -140,6 +143,7 @@ def run_programs(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid
     saved = interp.launch, interp.shared_hbm
     if grid:
         interp.shared_hbm = SharedHbm()
+    races = _races(interp, args, kwargs) if grid == (2,) and not interp.dry else None
     value: Any = None
     try:
         for pid in range(grid[0]) if grid else (None,):
@@ -158,7 +162,26 @@ def run_programs(interp: Launcher, fn: Function, args: tuple, kwargs: dict, grid
             value = result
     finally:
         interp.launch, interp.shared_hbm = saved
+        if races is not None:
+            races.detach()
     return value
+
+
+def _races(interp: Launcher, args: tuple, kwargs: dict) -> Races:
+    """The race checker of an LNC=2 launch (SPEC 11): its programs run one after the other
+    here, at the same time on hardware, so what one writes of the HBM they share and the other
+    touches is a race (APK973; a `.apk` kernel has no barrier to order them)."""
+    from ..runtime.core.lnc_race import Races, attach_all
+    from ..tensor.machine import current
+
+    def program() -> int | None:
+        launch = interp.launch
+        return launch.ids[0] if launch.grid else None
+
+    races = Races(program, lambda: current().span, barriers=False)
+    interp.shared_hbm.races = races  # type: ignore[union-attr]
+    attach_all(races, (args, kwargs))
+    return races
 
 
 ASCEND_BUFFERS = frozenset({"gm", "l1", "l0a", "l0b", "l0c", "ub", "bt"})

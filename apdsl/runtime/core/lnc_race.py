@@ -26,14 +26,13 @@ in `written` cost one attribute test).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from ...errors import ApdslRuntimeError, Label, Span
-from ...tensor.machine import Machine, current
 from ...tensor.storage import Storage
 from .access import Access, fmt_coord
 
@@ -60,15 +59,17 @@ class _Log:
 
 
 class Races:
-    """The race checker of one LNC=2 launch: `machines[k]` is program k's machine (an access
-    is program k's when it runs there); `locate()` gives the user's source line of the access
-    under way (the frontend knows where its user code is)."""
+    """The race checker of one LNC=2 launch of `n` programs: `program()` says which program
+    the access under way is (None: none of them, e.g. the host reading the result), and
+    `locate()` the user's source line of it (each frontend knows how)."""
 
-    def __init__(self, machines: Sequence[Machine], locate: Callable[[], Span | None]) -> None:
-        self._machines = tuple(machines)  # (kept alive: their ids name the programs)
-        self._program = {id(m): k for k, m in enumerate(self._machines)}
+    def __init__(self, program: Callable[[], int | None], locate: Callable[[], Span | None],
+                 n: int = 2, barriers: bool = True) -> None:
+        self._program = program
+        self._barriers = barriers  # whether the frontend has core_barrier and sendrecv
         self._locate = locate
-        self.epoch = [0] * len(self._machines)  # meetings each program has passed
+        self._n = n
+        self.epoch = [0] * n  # meetings each program has passed
         # (program, epoch) -> storage id -> _Log
         self._logs: dict[tuple[int, int], dict[int, _Log]] = {}
         self._sites: list[Span | None] = []
@@ -101,7 +102,7 @@ class Races:
     # -- the accesses (from `written`) -------------------------------------------------------
     def read(self, acc: Access, only: np.ndarray | None = None) -> None:
         """The program under way reads `acc` (the elements `only`, when given)."""
-        me = self._program.get(id(current()))
+        me = self._program()
         if me is None:
             return
         at, pos = _bytes(acc, only)
@@ -124,7 +125,7 @@ class Races:
 
     def wrote(self, acc: Access, only: np.ndarray | None = None) -> None:
         """The program under way has just written `acc` (the elements `only`, when given)."""
-        me = self._program.get(id(current()))
+        me = self._program()
         if me is None:
             return
         at, pos = _bytes(acc, only)
@@ -159,7 +160,7 @@ class Races:
 
     def _others(self, me: int, epoch: int, storage: Storage) -> list[tuple[int, _Log]]:
         out = []
-        for k in range(len(self._machines)):
+        for k in range(self._n):
             if k != me:
                 log = self._log(k, epoch, storage, make=False)
                 if log is not None:
@@ -191,9 +192,12 @@ class Races:
             f"race between the programs of an LNC=2 launch: program {me} {doing} "
             f"{_element(storage, int(at[first]))}, which program {other} {did} with no "
             "core_barrier or sendrecv between", code="APK973", span=self._locate(),
-            labels=labels, notes=notes, help="order the two accesses with nisa.core_barrier("
-            "data, (0, 1)) between them in both programs, or make each program touch its own "
-            "part of the tensor", tensor=storage.name, programs=(me, other))
+            labels=labels, notes=notes, help=(
+                "order the two accesses with nisa.core_barrier(data, (0, 1)) between them in "
+                "both programs, or make each program touch its own part of the tensor"
+                if self._barriers else "make each program touch its own part of the tensor "
+                "(a .apk launch has no core_barrier; a Python kernel does)"),
+            tensor=storage.name, programs=(me, other))
 
 
 def _element(storage: Storage, byte: int) -> str:

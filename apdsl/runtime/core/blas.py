@@ -96,6 +96,17 @@ def _sgemm() -> Any:
     return None
 
 
+def _address(x: np.ndarray) -> int:
+    """The address of `x`'s first element: through the buffer protocol for a C-contiguous
+    writable array (a third of the time of `x.ctypes.data`, which builds a Python object per
+    call), else through `ctypes`."""
+    try:
+        return ctypes.addressof(_CHAR.from_buffer(x))
+    except (TypeError, ValueError, BufferError):
+        return x.ctypes.data
+
+
+_CHAR = ctypes.c_char
 MAX_K = 128  # the contractions `add_product` takes: one K block of every OpenBLAS kernel
 
 
@@ -116,11 +127,14 @@ def add_product(out: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> bool:
     if k > MAX_K or m < 2 or n < 2 or out.shape != (m, n) or not (
             out.dtype == a.dtype == b.dtype == f32 and a.flags.c_contiguous and
             b.flags.c_contiguous and out.flags.writeable) or out.strides[1] != 4 or \
-            out.strides[0] % 4 or out.strides[0] < 4 * n or out.ctypes.data % 4:
+            out.strides[0] % 4 or out.strides[0] < 4 * n:
+        return False
+    pout = _address(out)
+    if pout % 4:
         return False
     fn = _sgemm()
     if fn is None:
         return False
-    fn(_ROW_MAJOR, _TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, m, b.ctypes.data, n, 1.0,
-       out.ctypes.data, out.strides[0] // 4)
+    fn(_ROW_MAJOR, _TRANS, _NO_TRANS, m, n, k, 1.0, _address(a), m, _address(b), n, 1.0, pout,
+       out.strides[0] // 4)
     return True

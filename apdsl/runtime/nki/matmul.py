@@ -358,15 +358,18 @@ def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
     """The plan key of a call, or None when the call is not one a plan may stand for (an
     operand not a static view; a flag not of its exact documented type; the `plans` option
     off)."""
-    if not current().options.plans:
+    m = current()
+    if not m.options.plans:
         return None
     keys = []
     for t in (dst, st, mv):
         if not isinstance(t, Tensor):
             return None
-        k = table.key_of(t)
+        k = getattr(t, "key", None)  # (made once per view: `table.key_of`)
         if k is None:
-            return None
+            k = table.key_of(t)
+            if k is None:
+                return None
         keys.append(k)
     s1z, m1z, tr, acc, pos, size, perf, name = flags
     if type(s1z) is not bool or type(m1z) is not bool or type(tr) is not bool or not (
@@ -374,7 +377,7 @@ def _plan_key(dst: Any, st: Any, mv: Any, flags: tuple) -> tuple | None:
             type(size) is not tuple or size != () or not (
             perf is None or type(perf) is str) or not (name is None or type(name) is str):
         return None
-    return ("nc_matmul", current().targets["nki"], *keys, *flags)
+    return ("nc_matmul", m.targets["nki"], *keys, *flags)
 
 
 def _plannable(dst: Tensor) -> bool:

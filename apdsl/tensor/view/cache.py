@@ -36,21 +36,23 @@ def index_key(key: Any) -> tuple[Any, ...] | None:
     """A hashable key for an indexing key of ints, slices of ints (or None) and `...`; None for
     anything else (not cached).  Exact types only: `True` and `1` hash alike but index
     differently (a bool index is an error), and so do NumPy integers (the general path)."""
-    items = key if type(key) is tuple else (key,)
-    out = []
-    for k in items:
+    many = type(key) is tuple
+    out: list[Any] = ["index", many]
+    for k in key if many else (key,):
         tk = type(k)
         if tk is slice:
             a, b, c = k.start, k.stop, k.step
-            if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
-                    or (c is not None and type(c) is not int):
+            # (None or an exact int each: a slice is not hashable, its three parts are)
+            if (a is None or type(a) is int) and (b is None or type(b) is int) and \
+                    (c is None or type(c) is int):
+                out.append((a, b, c))
+            else:
                 return None
-            out.append((a, b, c))
         elif tk is int or k is Ellipsis:
             out.append(k)
         else:
             return None
-    return ("index", type(key) is tuple, *out)
+    return tuple(out)
 
 
 M = TypeVar("M", bound=Callable[..., Any])

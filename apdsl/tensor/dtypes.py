@@ -281,7 +281,9 @@ def widen_float32(src: np.ndarray, out: np.ndarray) -> None:
     A bfloat16 is the upper half of the float32 of the same value (every bit pattern, NaN
     payloads included), so it widens by a shift of its 16 bits: half the time of the
     element-wise cast, on every bfloat16 input of a tensor-engine matmul."""
-    if src.dtype.itemsize == 2 and src.dtype.name == "bfloat16":
+    npd = src.dtype
+    # (the type's name: NumPy's `dtype.name` is Python code, run on every matmul input)
+    if npd.itemsize == 2 and npd.type.__name__ == "bfloat16":
         np.left_shift(src.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
     else:
         out[...] = src  # (an assignment casts as astype does, and is cheaper than np.copyto)

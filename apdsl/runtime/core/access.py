@@ -118,6 +118,11 @@ def _set_at(storage: Storage, dtype: DType, offsets: np.ndarray, value: bool) ->
 
 
 
+# Byte strides per (element strides, item size): a fresh tile's access makes its array once,
+# and a loop's tiles share a few patterns.
+_BYTE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+
+
 class Strided(Access):
     """A static regular layout: one strided array over the storage bytes."""
 
@@ -145,10 +150,17 @@ class Strided(Access):
         bytes never move)."""
         arr = self._arr
         if arr is None:
-            item = self.dtype.np.itemsize
-            arr = self._arr = np.ndarray(self.lshape, self.dtype.np, buffer=self.storage.data,
-                                         offset=self.offset * item,
-                                         strides=tuple(s * item for s in self.lstrides))
+            npd = self.dtype.np
+            item = npd.itemsize
+            key = (self.lstrides, item)
+            strides = _BYTE_STRIDES.get(key)
+            if strides is None:
+                strides = tuple([s * item for s in self.lstrides])
+                if len(_BYTE_STRIDES) >= 1024:  # (bounded: a loop over ever new patterns)
+                    _BYTE_STRIDES.clear()
+                _BYTE_STRIDES[key] = strides
+            arr = self._arr = np.ndarray(self.lshape, npd, buffer=self.storage.data,
+                                         offset=self.offset * item, strides=strides)
         return arr
 
     def read(self) -> np.ndarray:

@@ -66,15 +66,15 @@ def key_of(t: Any) -> Key | None:
     if t.dynamic is not None or not current().options.plans:
         return None
     layout, dtype, st = t.layout, t.dtype, t.storage
-    rest = (st.buffer, st.shape, st.format, st.c0, st.nbytes, st.address)
-    fast = (id(layout), id(dtype), id(st.dtype), *rest)
+    fast = (id(layout), id(dtype), id(st.dtype), st.buffer, st.shape, st.format, st.c0,
+            st.nbytes, st.address)
     got = _BY_ID.get(fast)
     if got is not None:
         k = got[0]
     else:
         if not layout.static:
             return None
-        value = (layout, dtype, st.dtype, *rest)
+        value = (layout, dtype, st.dtype, *fast[3:])
         k = _INTERNED.get(value)
         if k is None:
             if len(_INTERNED) >= KEYS:

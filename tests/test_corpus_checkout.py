@@ -116,6 +116,24 @@ def test_a_folder_of_kernels_is_driven_by_the_checkouts_tests(checkout: Path) ->
         got["scale.py::lonely_kernel"]["detail"], got
 
 
+def test_the_checkout_is_measured_not_a_copy_installed_in_the_environment(
+        checkout: Path, tmp_path: Path) -> None:
+    # another version of the same package, installed where Python finds it before the
+    # checkout (as nki-library installed for NxDI's tests): its scale_kernel multiplies by 5
+    installed = tmp_path / "site"
+    for package in ("mylib", "mylib/ops"):
+        _write(installed / package / "__init__.py", "")
+    _write(installed / "mylib" / "ops" / "scale.py", OPS.replace("3.0", "5.0"))
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus",
+                           str(checkout / "src" / "mylib" / "ops"), "--json", "--timeout", "120"],
+                          capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr
+    got = {k["kernel"]: k for k in json.loads(done.stdout)["kernels"]}
+    assert got["scale.py::scale_kernel"]["status"] == "matches", got
+    assert got["scale.py::scale_kernel"]["driver"] == "pytest:test/ops/test_scale.py"
+
+
 def test_only_files_that_name_a_kernel_of_the_folder_are_parsed(
         checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[str] = []

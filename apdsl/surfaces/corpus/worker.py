@@ -302,10 +302,15 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
     # checkout's tests): paths are told from its top, and pytest runs from there
     root = checkout_top(job["root"])
     # the folder measured imports as its own top too: a repository kept inside another's
-    # checkout (apdsl's examples/nki_corpus in a clone of apdsl) finds its modules
-    for extra in (root, os.path.join(root, "src"), os.path.realpath(job["root"])):
-        if os.path.isdir(extra) and extra not in sys.path:
-            sys.path.append(extra)
+    # checkout (apdsl's examples/nki_corpus in a clone of apdsl) finds its modules.  First on
+    # the path: the checkout is what is measured, not a copy of it installed in the
+    # environment (nki-library installed for NxDI: its tests would drive the installed
+    # kernels, another version, which the watch does not know as the checkout's)
+    for extra in reversed((root, os.path.join(root, "src"), os.path.realpath(job["root"]))):
+        if os.path.isdir(extra):
+            if extra in sys.path:
+                sys.path.remove(extra)
+            sys.path.insert(0, extra)
     install()
     stand_ins = install_stand_ins(root)
     install_asc()  # pyasc kernels: `import asc` is apdsl.asc (a real pyasc is left alone)

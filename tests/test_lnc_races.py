@@ -280,3 +280,30 @@ def test_an_apk_launch_is_checked_too(tmp_path, where, races):
     assert f"{src.name}:8:9: error[APK973]: race between the programs of an LNC=2 launch: " \
         "program 1 writes output[0, 0, 0], which program 0 wrote" in r.stderr, r.stderr
     assert "a .apk launch has no core_barrier" in r.stderr
+
+
+@nki.jit
+def loop_then_overlap(x):
+    me = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x[me:me + 1, :])
+    if me == 0:
+        for i in range(x.shape[0]):
+            nisa.dma_copy(dst=out[i:i + 1, :], src=row)  # every row, from one line
+    else:
+        nisa.dma_copy(dst=out[5:6, :], src=row)
+    return out
+
+
+def test_a_line_run_many_times_is_one_site_and_labels_the_race():
+    """The checker keeps each source line once however often it runs (a loop of 64 writes),
+    and the race still points at that line."""
+    with pytest.raises(ApdslError) as e:
+        loop_then_overlap[2](np.arange(64 * 8, dtype=np.float32).reshape(64, 8))
+    err = e.value
+    assert err.code == "APK973"
+    lines = open(__file__).read().splitlines()
+    assert "out[5:6, :]" in lines[err.span.line - 1]
+    (label,) = err.labels
+    assert "every row, from one line" in lines[label.span.line - 1]

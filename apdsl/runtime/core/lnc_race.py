@@ -73,6 +73,7 @@ class Races:
         # (program, epoch) -> storage id -> _Log
         self._logs: dict[tuple[int, int], dict[int, _Log]] = {}
         self._sites: list[Span | None] = []
+        self._site_ids: dict[Span | None, int] = {}  # each source line once, however often it runs
         self._storages: list[weakref.ref[Storage]] = []
 
     # -- the launch --------------------------------------------------------------------------
@@ -90,6 +91,8 @@ class Races:
                 s.lnc = None
         self._storages.clear()
         self._logs.clear()
+        self._sites.clear()
+        self._site_ids.clear()
 
     def passed(self, program: int) -> None:
         """`program` passed a meeting with the other (`core_barrier`, `sendrecv`): what either
@@ -168,8 +171,12 @@ class Races:
         return out
 
     def _site(self) -> int:
-        self._sites.append(self._locate())
-        return len(self._sites)
+        span = self._locate()
+        sid = self._site_ids.get(span)
+        if sid is None:
+            self._sites.append(span)
+            sid = self._site_ids[span] = len(self._sites)
+        return sid
 
     def _error(self, acc: Access, at: np.ndarray, pos: np.ndarray, hit: np.ndarray, me: int,
                other: int, ids: np.ndarray, doing: str, did: str) -> ApdslRuntimeError:

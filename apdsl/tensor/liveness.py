@@ -4,7 +4,10 @@ to the moment Python drops it.
 The NKI compiler allocates SBUF and PSUM after tracing, when it knows every tile's last use
 (aws-neuron-sdk, the nki.compiler allocation docs: a tile's space is released after its last
 read).  A kernel may keep a dead tile named by a local variable until its function returns
-(nki-library's blockwise matmul keeps `tmp_psum`); what counts is what is live.  The rule, exact:
+(nki-library's blockwise matmul keeps `tmp_psum`); what counts is what is live.  The order is
+the program's: NKI's own allocator (Allocation.LINEAR) follows it, from a tile's first write;
+neuronx-cc's default flow reorders instructions and spills what overflows, so it can accept
+what this rule refuses (nki-library's MoE CTE kernels: `apdsl explain APK302`).  The rule, exact:
 
     a tensor is *live at* an allocation T when it was allocated before T and is accessed (read
     or written by any instruction, DMA, host read...) at or after T; a program is accepted
@@ -230,8 +233,9 @@ def _refuse(acc: Any, o: Overdraft, storage: Any, op: str, role: str) -> None:
             "allocation: it is live here, with this tensor",
             f"in use in {o.buffer} (live here): " + "; ".join(held[:4]) + (f"; and {len(held) - 4} more"
                                                    if len(held) > 4 else ""),
-            "a tensor is live from its allocation to its last access (tiles no longer "
-            "accessed take no space, as the NKI compiler allocates)"],
+            "a tensor is live from its allocation to its last access, in program order "
+            "(tiles no longer accessed take no space); the Neuron compiler's default flow may "
+            "reorder instructions or spill to HBM instead (apdsl explain APK302)"],
         help="use smaller tiles, or end the use of a tensor before allocating the next",
         requested=new_size, capacity=o.capacity, in_use=used, tensor=o.name,
         accessed=storage.name)

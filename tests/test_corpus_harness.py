@@ -88,6 +88,22 @@ def env_kernel(x):
 
 
 @nki.jit
+def marked_trn3_kernel(x):
+    # reached only by a test marked for trn3 (the other test naming it runs double_kernel)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), 3.0))
+    return out
+
+
+@nki.jit
+def skipped_trn3_kernel(x):
+    # reached only by a test that skips itself elsewhere than on trn3
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(x), 4.0))
+    return out
+
+
+@nki.jit
 def cores_kernel(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, nl.add(nl.load(x), float(nl.num_programs(0))))
@@ -227,8 +243,9 @@ from nki.collectives import ReplicaGroup
 
 from hx.utils.orchestrator import (CompilerArgs, InferenceArgs, KernelArgs, Lazy, PerRank,
                                    Validation, WithValidator)
-from pkg.kern import (cache_update_kernel, cores_kernel, double_kernel, mx_copy_kernel,
-                      negate_kernel, square_kernel, trn3_sum_kernel)
+from pkg.kern import (cache_update_kernel, cores_kernel, double_kernel, marked_trn3_kernel,
+                      mx_copy_kernel, negate_kernel, skipped_trn3_kernel, square_kernel,
+                      trn3_sum_kernel)
 
 SEEN = []
 
@@ -289,6 +306,31 @@ def test_cache_update(test_manager):
                                                1e-6, 1e-6)))
 
 
+def _scaled(test_manager, kernel, factor):
+    x = np.ones((8, 4), np.float32)
+    test_manager.execute(_args(kernel, x, Lazy({"out": x}, lambda: {"out": factor * x})))
+
+
+def _by_format(test_manager, mx):
+    _scaled(test_manager, *((marked_trn3_kernel, 3.0) if mx else (double_kernel, 2.0)))
+
+
+def test_by_format_plain(test_manager):
+    _by_format(test_manager, False)
+
+
+@pytest.mark.platforms(exclude=["trn1", "trn2"])
+def test_by_format_mx(test_manager):
+    _by_format(test_manager, True)
+
+
+@pytest.mark.parametrize("mx", [True, False])
+def test_skips_elsewhere(test_manager, platform_target, mx):
+    if mx and platform_target.value != "trn3":
+        pytest.skip("MX is only supported on TRN3.")
+    _scaled(test_manager, *((skipped_trn3_kernel, 4.0) if mx else (double_kernel, 2.0)))
+
+
 def test_cores(test_manager):
     x = np.zeros((4, 4), np.float32)
     test_manager.execute(_args(cores_kernel, x, Lazy({"out": x}, lambda: {"out": x + 2}),
@@ -335,6 +377,17 @@ def test_a_trn3_only_collective_test_runs_every_rank_on_trn3(measured: dict) -> 
     # deselected on the option's default platform (trn2), it runs once the harness asks for
     # trn3; the four ranks each get their own input and their golden holds trn3's version
     v = measured["trn3_sum_kernel"]
+    assert v["status"] == "matches", v
+
+
+def test_a_kernel_only_tests_for_another_platform_reach_is_measured_by_them(
+        measured: dict) -> None:
+    # the tests naming it run on trn2 first (one of them is for trn2) and reach only
+    # double_kernel; then the test for trn3 only, deselected there, runs on trn3
+    v = measured["marked_trn3_kernel"]
+    assert v["status"] == "matches", v
+    # likewise a test that skips itself at run time with a reason naming trn3
+    v = measured["skipped_trn3_kernel"]
     assert v["status"] == "matches", v
 
 

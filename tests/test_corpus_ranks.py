@@ -25,7 +25,7 @@ import apdsl.nki.language as nl
 from apdsl.errors import ApdslError
 from apdsl.nki.observe import observing
 from apdsl.surfaces.corpus.harness import OrchestratorAdapter, ranks_of
-from apdsl.surfaces.corpus.platforms import PlatformChooser, choose
+from apdsl.surfaces.corpus.platforms import PlatformChooser, choose, skipped_for
 from apdsl.surfaces.corpus.verdict import classify
 from apdsl.surfaces.corpus.watch import Watch, verdict_of
 
@@ -235,6 +235,76 @@ def test_the_platform_the_tests_ask_for() -> None:
     PlatformChooser().pytest_collection_modifyitems(SimpleNamespace(option=option),
                                                     [trn3_only])
     assert option.platform_target == "trn2"
+
+
+def test_tests_for_another_platform_are_kept_for_a_second_session() -> None:
+    # (the sessions themselves: test_corpus_harness, marked_trn3_kernel and
+    # skipped_trn3_kernel)
+    assert skipped_for("MX is only supported on TRN3.", "trn2") == "trn3"
+    assert skipped_for("needs trn1", "trn2") == "trn1"
+    assert skipped_for("MX is only supported on TRN3.", "trn3") is None  # its own platform
+    assert skipped_for("trn3x or xtrn3 or trn2", "trn2") is None  # whole words only
+    assert skipped_for("", "trn2") is None
+
+    class Item(_Item):
+        def __init__(self, nodeid: str, *marks: str) -> None:
+            super().__init__(*marks)
+            self.nodeid = nodeid
+
+    config = SimpleNamespace(option=SimpleNamespace(platform_target="trn2", markexpr="trn2"),
+                             rootpath="/r")
+    chooser = PlatformChooser()
+    chooser.pytest_collection_modifyitems(config, [
+        Item("t.py::test_a", "trn2", "trn3"), Item("t.py::test_mx[1]", "trn3"),
+        Item("t.py::test_old", "trn1"), Item("t.py::test_none")])
+    assert (config.option.platform_target, chooser.current) == ("trn2", "trn2")
+    assert chooser.elsewhere == {"trn3": ["/r/t.py::test_mx[1]"], "trn1": ["/r/t.py::test_old"]}
+
+    def report(nodeid: str, reason: str, when: str = "call", skipped: bool = True) -> Any:
+        return SimpleNamespace(nodeid=nodeid, skipped=skipped, when=when,
+                               longrepr=("t.py", 3, f"Skipped: {reason}"))
+
+    chooser.pytest_runtest_logreport(report("t.py::test_b[mx]", "MX is only supported on TRN3."))
+    chooser.pytest_runtest_logreport(report("t.py::test_c", "no GPU"))
+    chooser.pytest_runtest_logreport(report("t.py::test_d", "trn3", when="teardown"))
+    chooser.pytest_runtest_logreport(report("t.py::test_e", "trn3", skipped=False))
+    assert chooser.elsewhere["trn3"] == ["/r/t.py::test_mx[1]", "/r/t.py::test_b[mx]"]
+
+    # the second session: the option set to the platform, whatever the tests are for, and
+    # nothing kept
+    config = SimpleNamespace(option=SimpleNamespace(platform_target="trn2",
+                                                    markexpr="fast and trn2"), rootpath="/r")
+    forced = PlatformChooser(force="trn3")
+    forced.pytest_collection_modifyitems(config, [Item("t.py::test_mx[1]", "trn3"),
+                                                  Item("t.py::test_a", "trn2")])
+    forced.pytest_runtest_logreport(report("t.py::test_b[mx]", "only on trn1"))
+    assert (config.option.platform_target, config.option.markexpr) == ("trn3", "fast and trn3")
+    assert forced.elsewhere == {}
+
+
+def test_tests_for_one_platform_leave_time_to_those_for_another() -> None:
+    from apdsl.surfaces.corpus.worker import _PytestRecorder
+
+    watch = SimpleNamespace(reached=False, root="/r", test_ended=lambda *a: None,
+                            is_target=lambda fn: fn == "measured")
+    chooser = PlatformChooser()
+    for elsewhere, budget, stops in (({}, 0.0, False), ({"trn3": ["t"]}, 0.0, True),
+                                     ({"trn3": ["t"]}, 1e9, False), ({"trn3": ["t"]}, None,
+                                                                     False)):
+        chooser.elsewhere = elsewhere
+        recorder = _PytestRecorder(watch, SimpleNamespace(active=False), chooser, budget)
+        recorder.session = SimpleNamespace(shouldstop=False)
+        recorder.pytest_runtest_logreport(SimpleNamespace(when="call", failed=False,
+                                                          nodeid="t.py::test_a"))
+        assert bool(recorder.session.shouldstop) == stops, (elsewhere, budget)
+        # the harness asks before running each kernel: another kernel is skipped, the one
+        # measured still runs
+        assert bool(recorder.over_budget(SimpleNamespace(fn="other"))) == stops
+        assert recorder.over_budget(SimpleNamespace(fn="measured")) is None
+    # what the harness does with the answer: the test is skipped before the kernel runs
+    adapter = OrchestratorAdapter(SimpleNamespace(), before=lambda kernel: f"spent ({kernel})")
+    with pytest.raises(pytest.skip.Exception, match=r"spent \(k\)"):
+        adapter.execute(SimpleNamespace(kernel_func="k"))
 
 
 def test_a_missing_package_is_an_environment_stop_at_the_line_importing_it(tmp_path) -> None:

@@ -16,6 +16,7 @@ rank 0's: an all_to_all of equal inputs gives each rank another chunk)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -105,9 +106,13 @@ class OrchestratorAdapter:
     """The pytest plugin: patches the `execute` of the `Orchestrator` class a conftest
     imports, for the session."""
 
-    def __init__(self, comparisons: Comparisons) -> None:
+    def __init__(self, comparisons: Comparisons,
+                 before: Callable[[Any], str | None] | None = None) -> None:
         self.comparisons = comparisons
         self.patched: list[tuple[type, Any]] = []
+        # asked with the kernel before each run and before its reference: a reason not to go
+        # on (the test is skipped)
+        self.before = before
 
     @property
     def active(self) -> bool:
@@ -131,9 +136,16 @@ class OrchestratorAdapter:
                 cls.execute = original  # type: ignore[attr-defined]
         self.patched.clear()
 
+    def _ask(self, kernel: Any) -> None:
+        why = None if self.before is None else self.before(kernel)
+        if why:
+            import pytest
+            pytest.skip(why)
+
     def execute(self, kernel_args: Any) -> None:
         from ...nki.kernel import simulate
         from ...tensor.targets import target
+        self._ask(kernel_args.kernel_func)
         compiler = kernel_args.compiler_input
         cores = int(getattr(compiler, "logical_nc_config", 1) or 1)
         kernel = simulate(kernel_args.kernel_func)[cores]
@@ -146,6 +158,7 @@ class OrchestratorAdapter:
         validation = kernel_args.validation_args
         if validation is None:
             return
+        self._ask(kernel_args.kernel_func)  # (again before the test's reference: it may be long)
         per_rank = hasattr(validation.golden_output, "for_rank")
         for rank in range(ranks if per_rank else 1):
             names, golden = _golden(validation.golden_output, rank)

@@ -63,10 +63,17 @@ def _may_drive(sources: list[Source], top: str, root: str) -> Iterator[Source]:
         wanted = reaching(found, wanted)  # the wrappers those files define, named elsewhere
 
 
-def _job(entry: EntryPoint, root: str) -> dict[str, Any]:
-    return {"root": root, "file": entry.file, "qualname": entry.qualname,
-            "drivers": [{"kind": d.kind, "file": d.file, "tests": list(d.tests),
-                         "line": d.line, "argument": d.argument} for d in entry.drivers]}
+def _job(entry: EntryPoint, root: str, timeout: float | None = None) -> dict[str, Any]:
+    """The worker's job; with the kernel's `timeout`, the CPU seconds its tests for one
+    platform may use before reaching it while tests for another wait: a third of what the
+    driver has before the call (`HARNESS_FACTOR`), the rest theirs."""
+    job: dict[str, Any] = {
+        "root": root, "file": entry.file, "qualname": entry.qualname,
+        "drivers": [{"kind": d.kind, "file": d.file, "tests": list(d.tests),
+                     "line": d.line, "argument": d.argument} for d in entry.drivers]}
+    if timeout is not None:
+        job["budget"] = HARNESS_FACTOR * timeout / 3
+    return job
 
 
 # A kernel's time limit counts the CPU time its worker spends, so that a figure does not depend
@@ -164,7 +171,7 @@ def measure_one(entry: EntryPoint, root: str, timeout: float) -> Measured:
     with tempfile.TemporaryDirectory(prefix="apdsl-corpus-") as tmp:
         job, out = os.path.join(tmp, "job.json"), os.path.join(tmp, "verdict.json")
         with open(job, "w", encoding="utf-8") as f:
-            json.dump(_job(entry, root), f)
+            json.dump(_job(entry, root, timeout), f)
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", **ONE_THREAD)
         with open(os.path.join(tmp, "stderr"), "w+b") as err:
             proc = subprocess.Popen(

@@ -53,6 +53,10 @@ class Watch:
         if self._noted is not None:
             self._noted(self)
 
+    def is_target(self, fn: Callable[..., Any]) -> bool:
+        """Is `fn` the kernel measured?"""
+        return self._target(fn)
+
     def _target(self, fn: Callable[..., Any]) -> bool:
         code = getattr(fn, "__code__", None)
         return code is not None and getattr(fn, "__qualname__", "") == self.qualname and \

@@ -13,6 +13,7 @@ import json
 import os
 import runpy
 import sys
+import time
 import traceback
 import types
 from collections.abc import Callable
@@ -34,13 +35,31 @@ class _PytestRecorder:
     """A pytest plugin telling the watch where each test ends and how, and what stopped a
     test file from being collected."""
 
-    def __init__(self, watch: Watch, adapter: OrchestratorAdapter) -> None:
+    def __init__(self, watch: Watch, adapter: OrchestratorAdapter,
+                 chooser: PlatformChooser | None = None, budget: float | None = None) -> None:
         self.watch = watch
         self.adapter = adapter
+        # the CPU seconds (of the process) the tests may use before the kernel is reached
+        # while tests for another platform wait (`chooser.elsewhere`): those get the rest
+        self.chooser = chooser
+        self.budget = budget
         self.errors: list[BaseException] = []
         self.ran = 0
         self.session: Any = None
         self.unreached: set[tuple[str, str]] = set()  # where tests stopped before the kernel
+
+    def over_budget(self, kernel: Any) -> str | None:
+        """Why the tests for the platform they run on should stop before running `kernel`
+        (None: any kernel), or None: their CPU budget is spent, the kernel measured is not
+        reached (and `kernel` is not it), and tests for another platform wait."""
+        if self.budget is None or self.chooser is None or not self.chooser.elsewhere or \
+                self.watch.reached or time.process_time() <= self.budget:
+            return None
+        fn = getattr(kernel, "fn", kernel)
+        if kernel is not None and self.watch.is_target(fn):
+            return None
+        return (f"apdsl corpus: {self.budget:g} s of CPU spent before the kernel measured "
+                "was reached; the tests for another platform have the rest")
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
@@ -71,6 +90,8 @@ class _PytestRecorder:
                     if place in self.unreached:
                         self.session.shouldstop = "the tests stop at the same place"
                     self.unreached.add(place)
+                if self.over_budget(None):
+                    self.session.shouldstop = self.over_budget(None)
                 return
             if report.failed and (error is None or
                                   timing_failure(error, self.watch.root) is None):
@@ -109,18 +130,35 @@ def package_root(path: str) -> tuple[str, str]:
     return folder, ".".join(parts)
 
 
-def run_pytest(watch: Watch, driver: dict[str, Any], root: str) -> BaseException | None:
+def run_pytest(watch: Watch, driver: dict[str, Any], root: str,
+               budget: float | None = None) -> BaseException | None:
+    """Run the driver's tests until the kernel's verdict is known.  Tests for another platform
+    than the one they run on (see `platforms`) run afterwards on theirs when none of the
+    first reached the kernel; `budget` (CPU seconds of the process) ends the first ones
+    early when such tests wait."""
     import pytest
     adapter = OrchestratorAdapter(watch)
-    recorder = _PytestRecorder(watch, adapter)
+    chooser = PlatformChooser()
+    recorder = _PytestRecorder(watch, adapter, chooser, budget)
+    adapter.before = recorder.over_budget
     targets = driver["tests"] or [driver["file"]]
-    args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-            f"--rootdir={root}", "-o", "addopts=", "--no-header", "-W", "ignore"]
+    options = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", f"--rootdir={root}",
+               "-o", "addopts=", "--no-header", "-W", "ignore"]
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            status = pytest.main(args, plugins=[recorder, adapter, PlatformChooser(),
-                                                _conftest_watch(recorder.errors)])
+            status = pytest.main([*targets, *options],
+                                 plugins=[recorder, adapter, chooser,
+                                          _conftest_watch(recorder.errors)])
+            for platform, tests in chooser.elsewhere.items():
+                if watch.reached:
+                    break
+                again = OrchestratorAdapter(watch)
+                rerun = _PytestRecorder(watch, again)
+                pytest.main([*tests, *options],
+                            plugins=[rerun, again, PlatformChooser(force=platform),
+                                     _conftest_watch(rerun.errors)])
+                recorder.errors += rerun.errors
     except BaseException as e:  # noqa: BLE001 - the repository's harness failing is a fact
         return e
     if not watch.reached and recorder.errors:
@@ -326,7 +364,7 @@ def measure(job: dict[str, Any], interim: str | None = None) -> Verdict:
         with observing(watch), comparisons_watched(watch):
             found, inputs = True, None
             if driver["kind"] == "pytest":
-                stopped = run_pytest(watch, driver, root)
+                stopped = run_pytest(watch, driver, root, job.get("budget"))
             elif driver["kind"] == "call":
                 stopped = run_call(watch, driver, job["file"], job["qualname"])
             elif driver["kind"] == "main":

@@ -43,12 +43,19 @@ def _user_path(filename: str, cwd: str) -> bool:
     return not (path == PACKAGE or path.startswith(PACKAGE + "/"))
 
 
+@lru_cache(maxsize=1024)
+def _positions(code: CodeType) -> tuple[tuple[Any, ...], ...]:
+    """`code.co_positions()` as a tuple, made once per code object (a kernel's instruction
+    calls are located from the same few functions, each listing its positions anew cost a
+    tenth of an LNC=2 MoE kernel's run)."""
+    return tuple(code.co_positions())
+
+
 def _span(code: CodeType, lasti: int, line: int | None) -> Span:
     file = code.co_filename
-    positions = getattr(code, "co_positions", None)
-    if positions is not None and lasti >= 0:
+    if hasattr(code, "co_positions") and lasti >= 0:
         try:
-            start, end, col, end_col = list(positions())[lasti // 2]
+            start, end, col, end_col = _positions(code)[lasti // 2]
         except (IndexError, ValueError):
             start = None
         if start is not None and col is not None:

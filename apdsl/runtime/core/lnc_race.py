@@ -38,24 +38,39 @@ from .access import Access, fmt_coord
 
 
 class _Log:
-    """What one program did to one storage since the programs last met: per byte, the access
-    that last wrote it (1 + an index into `Races.sites`; 0: none) and the value it left, and
-    the access that first read it and the value it saw.  Made on first use (zeroed pages cost
-    nothing until touched)."""
+    """What one program did to one storage: per byte, the access that last wrote it and the
+    value it left, and the access that first read it in its epoch and the value it saw.  An
+    access is kept as its epoch and its source line (`Races._stamp`: 0, none), so one log
+    serves a program and storage for the whole launch, each epoch's entries told from the
+    others' by the number (a fresh zeroed log each epoch cost the pages' first touch again:
+    most of the checker's time on an LNC=2 MoE kernel meeting every block).  Made on first use
+    (zeroed pages cost nothing until touched)."""
 
     __slots__ = ("wid", "val", "rid", "seen")
 
     def __init__(self, nbytes: int) -> None:
-        self.wid = np.zeros(nbytes, np.int32)
+        self.wid = np.zeros(nbytes, np.int64)
         self.val = np.zeros(nbytes, np.uint8)
         self.rid: np.ndarray | None = None
         self.seen: np.ndarray | None = None
 
     def reads(self) -> tuple[np.ndarray, np.ndarray]:
         if self.rid is None:
-            self.rid = np.zeros(self.wid.size, np.int32)
+            self.rid = np.zeros(self.wid.size, np.int64)
             self.seen = np.zeros(self.wid.size, np.uint8)
         return self.rid, self.seen  # type: ignore[return-value]
+
+
+# an access's number in a log: its epoch + 1 above these bits, its site (1 + an index into
+# `Races._sites`) in them
+SITE_BITS = 32
+SITE_MASK = (1 << SITE_BITS) - 1
+
+
+def _within(ids: np.ndarray, epoch: int) -> np.ndarray:
+    """Which access numbers `ids` are of epoch `epoch`."""
+    low = (epoch + 1) << SITE_BITS
+    return (ids >= low) & (ids < low + (1 << SITE_BITS))
 
 
 class Races:
@@ -70,8 +85,8 @@ class Races:
         self._locate = locate
         self._n = n
         self.epoch = [0] * n  # meetings each program has passed
-        # (program, epoch) -> storage id -> _Log
-        self._logs: dict[tuple[int, int], dict[int, _Log]] = {}
+        # program -> storage id -> _Log
+        self._logs: list[dict[int, _Log]] = [{} for _ in range(n)]
         self._sites: list[Span | None] = []
         self._site_ids: dict[Span | None, int] = {}  # each source line once, however often it runs
         self._storages: list[weakref.ref[Storage]] = []
@@ -90,7 +105,8 @@ class Races:
             if s is not None and s.lnc is self:
                 s.lnc = None
         self._storages.clear()
-        self._logs.clear()
+        for logs in self._logs:
+            logs.clear()
         self._sites.clear()
         self._site_ids.clear()
 
@@ -98,9 +114,6 @@ class Races:
         """`program` passed a meeting with the other (`core_barrier`, `sendrecv`): what either
         did before it is ordered before what either does after it."""
         self.epoch[program] += 1
-        low = min(self.epoch)
-        for key in [k for k in self._logs if k[1] < low]:
-            del self._logs[key]
 
     # -- the accesses (from `written`) -------------------------------------------------------
     def read(self, acc: Access, only: np.ndarray | None = None) -> None:
@@ -112,18 +125,18 @@ class Races:
         if not at.size:
             return
         e = self.epoch[me]
-        mine = self._log(me, e, acc.storage, make=False)
+        mine = self._logs[me].get(acc.storage.id)
         for other, log in self._others(me, e, acc.storage):
-            hit = log.wid[at] > 0
+            hit = _within(log.wid[at], e)
             if mine is not None and hit.any():  # both wrote one value: that is what it reads
-                hit &= ~((mine.wid[at] > 0) & (mine.val[at] == log.val[at]))
+                hit &= ~(_within(mine.wid[at], e) & (mine.val[at] == log.val[at]))
             if hit.any():
-                raise self._error(acc, at, pos, hit, me, other, log.wid, "reads", "wrote")
-        rid, seen = self._log(me, e, acc.storage).reads()
-        first = rid[at] == 0
+                raise self._error(acc, at, pos(), hit, me, other, log.wid, "reads", "wrote")
+        rid, seen = self._log(me, acc.storage).reads()
+        first = ~_within(rid[at], e)
         if first.any():
-            new = at[first]
-            rid[new] = self._site()
+            new = at if first.all() else at[first]
+            rid[new] = self._stamp(e)
             seen[new] = acc.storage.data[new]
 
     def wrote(self, acc: Access, only: np.ndarray | None = None) -> None:
@@ -137,52 +150,46 @@ class Races:
         e = self.epoch[me]
         data = acc.storage.data[at]
         for other, log in self._others(me, e, acc.storage):
-            hit = (log.wid[at] > 0) & (log.val[at] != data)
+            hit = _within(log.wid[at], e) & (log.val[at] != data)
             if hit.any():
-                raise self._error(acc, at, pos, hit, me, other, log.wid, "writes", "wrote")
+                raise self._error(acc, at, pos(), hit, me, other, log.wid, "writes", "wrote")
             if log.rid is not None:
-                hit = (log.rid[at] > 0) & (log.seen[at] != data)  # type: ignore[index]
+                hit = _within(log.rid[at], e) & (log.seen[at] != data)  # type: ignore[index]
                 if hit.any():
-                    raise self._error(acc, at, pos, hit, me, other, log.rid, "writes", "read")
-        mine = self._log(me, e, acc.storage)
-        mine.wid[at] = self._site()
+                    raise self._error(acc, at, pos(), hit, me, other, log.rid, "writes", "read")
+        mine = self._log(me, acc.storage)
+        mine.wid[at] = self._stamp(e)
         mine.val[at] = data
 
     # -- helpers -----------------------------------------------------------------------------
-    def _log(self, program: int, epoch: int, storage: Storage, make: bool = True
-             ) -> _Log | None:
-        logs = self._logs.get((program, epoch))
-        if logs is None:
-            if not make:
-                return None
-            logs = self._logs[program, epoch] = {}
+    def _log(self, program: int, storage: Storage) -> _Log:
+        logs = self._logs[program]
         log = logs.get(storage.id)
-        if log is None and make:
+        if log is None:
             log = logs[storage.id] = _Log(storage.nbytes)
         return log
 
     def _others(self, me: int, epoch: int, storage: Storage) -> list[tuple[int, _Log]]:
-        out = []
-        for k in range(self._n):
-            if k != me:
-                log = self._log(k, epoch, storage, make=False)
-                if log is not None:
-                    out.append((k, log))
-        return out
+        """The other programs' logs of `storage` (their entries of epoch `epoch` are what the
+        access under way meets)."""
+        return [(k, self._logs[k][storage.id]) for k in range(self._n)
+                if k != me and storage.id in self._logs[k]]
 
-    def _site(self) -> int:
+    def _stamp(self, epoch: int) -> int:
+        """The number of the access under way in epoch `epoch`: the epoch and its source line,
+        each line kept once however often it runs."""
         span = self._locate()
         sid = self._site_ids.get(span)
         if sid is None:
             self._sites.append(span)
             sid = self._site_ids[span] = len(self._sites)
-        return sid
+        return ((epoch + 1) << SITE_BITS) | sid
 
     def _error(self, acc: Access, at: np.ndarray, pos: np.ndarray, hit: np.ndarray, me: int,
                other: int, ids: np.ndarray, doing: str, did: str) -> ApdslRuntimeError:
         first = int(np.argmax(hit))
         count = int(np.unique(pos[hit]).size)
-        there = self._sites[int(ids[at[first]]) - 1]
+        there = self._sites[(int(ids[at[first]]) & SITE_MASK) - 1]
         storage = acc.storage
         done = "written" if did == "wrote" else "read"
         differ = ("" if doing == "reads" else ", with other values" if did == "wrote" else
@@ -217,20 +224,31 @@ def _element(storage: Storage, byte: int) -> str:
     return f"{storage.name}{fmt_coord(tuple(int(c) for c in coord))}"
 
 
-def _bytes(acc: Access, only: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The storage bytes `acc` touches (of the elements `only`), and for each the flat logical
-    position of its element."""
+def _bytes(acc: Access, only: np.ndarray | None) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """The storage bytes `acc` touches (of the elements `only`), and what gives for each the
+    flat logical position of its element (asked for only by an error)."""
     offs = np.asarray(acc.offsets(), np.int64).reshape(-1)
-    pos = np.arange(offs.size, dtype=np.int64)
-    if only is not None:
-        keep = np.asarray(only, bool).reshape(-1)
-        offs, pos = offs[keep], pos[keep]
+    keep = None if only is None else np.asarray(only, bool).reshape(-1)
+    if keep is not None:
+        offs = offs[keep]
     bits = acc.dtype.bits
+    size = 1 if bits % 8 else bits // 8
+
+    def positions() -> np.ndarray:
+        pos = np.arange(keep.size if keep is not None else offs.size, dtype=np.int64)
+        return np.repeat(pos if keep is None else pos[keep], size)
+
     if bits % 8:  # elements narrower than a byte: DMA writes whole bytes
-        return offs * bits // 8, pos
-    size = bits // 8
-    at = (offs[:, None] * size + np.arange(size, dtype=np.int64)).reshape(-1)
-    return at, np.repeat(pos, size)
+        return offs * bits // 8, positions
+    if size == 1:
+        return offs, positions
+    # byte j of each element, column by column (a third of the time of adding a broadcast
+    # row of the byte numbers to a column of the element offsets: the same array)
+    at = np.empty((offs.size, size), np.int64)
+    first = offs * size
+    for j in range(size):
+        np.add(first, j, out=at[:, j])
+    return at.reshape(-1), positions
 
 
 def attach_all(races: Races, tensors: Any) -> None:

@@ -297,10 +297,13 @@ def test_tiles_declared_in_a_loop_reuse_their_space_and_refuse_past_capacity(mac
     a.storage.free()
     c = apdsl.ndarray((128, 512), "float32", "sbuf")
     assert c.storage.address == 0  # into the gap a left
-    # the whole partition: it fits only if b and c are dead (never accessed again)
+    # the whole partition: it fits only if b and c are dead (never accessed again), and it
+    # takes its space at its first access
+    apdsl.memset(b, 1.0)
     whole = apdsl.ndarray((128, 224 * 256), "float32", "sbuf")
+    apdsl.memset(whole, 0.0)  # c, never used, is not live; b, used before, may be
     with pytest.raises(ApdslError) as e:
-        b.numpy()  # b is accessed after whole's allocation: the two are live together
+        b.numpy()  # b is accessed after whole's first access: the two are live together
     assert e.value.code == "APK302" and "4096 already in use" in e.value.message
     assert e.value.facts["accessed"] == b.storage.name
     del b, c, whole

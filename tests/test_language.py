@@ -116,10 +116,14 @@ for i in range(4):
     memset(t, i)
 """
     run(src)
-    # a tile outside the loop, accessed after it, is live at each iteration's allocation
+    # a tile outside the loop, written before it and accessed after it, is live at each
+    # iteration's tile
     e = error_of(src.replace("for i in range(4):\n    t", "keep: f32[128, 8192] @ sbuf\n"
-                             "for i in range(4):\n    t") + "memset(keep, 0)\n")
+                             "memset(keep, 1)\nfor i in range(4):\n    t") + "memset(keep, 0)\n")
     assert e.code == "APK302"
+    # written only after the loop, it takes no space during it (live from its first access)
+    run(src.replace("for i in range(4):\n    t", "keep: f32[128, 8192] @ sbuf\n"
+                    "for i in range(4):\n    t") + "memset(keep, 0)\n")
 
 
 def test_declaration_initialisers(tmp_path):
@@ -249,8 +253,11 @@ gone: f32[128, 30000] @ sbuf
 more: f32[128, 19000] @ sbuf
 memset(small, 0)
 memset(big, 0)
-""".replace("gone: f32[128, 30000] @ sbuf\n", "for i in range(1):\n    gone: f32[128, 30000] @ sbuf\n"))
-    assert e.code == "APK302" and e.span.line == 5  # gone's declaration, big and small live
+""".replace("gone: f32[128, 30000] @ sbuf\n", "memset(small, 1)\nmemset(big, 1)\nfor i in range(1):\n"
+            "    gone: f32[128, 30000] @ sbuf\n    memset(gone, 2)\n"))
+    # gone's declaration (line 7): live from its first access, with big and small, written
+    # before it and accessed after it
+    assert e.code == "APK302" and e.span.line == 7
     held = [n for n in e.notes if n.startswith("in use in sbuf (live here): ")]
     # freed tensors (the loop body's) are not named; the live ones (accessed after the
     # allocation) are, largest first, with their lines and the bytes they take from each

@@ -1,7 +1,8 @@
-"""On-chip allocation by liveness (`apdsl.tensor.liveness`): a tile is live from its allocation
-to its last access, so a dead tile a Python variable still names takes no space; a program is
-refused (APK302, at the allocation that overflowed) exactly when some allocation's live set does
-not fit.  The oracle is a brute-force model that sees the whole access trace at once."""
+"""On-chip allocation by liveness: a tile is live from its first access to its last access, so
+a dead tile a Python variable still names takes no space, and neither does a tile declared but
+not used yet; a program is refused (APK302, at the declaration of the tile that overflowed)
+exactly when the live set at some tile's first access does not fit.  The oracle is a
+brute-force model that sees the whole access trace at once."""
 
 from __future__ import annotations
 
@@ -28,27 +29,27 @@ CAP_UNITS = 7
 # -- the oracle -------------------------------------------------------------------------------
 
 def oracle(trace: list[tuple], cap: int) -> tuple[int, int, int] | None:
-    """None when every allocation's live set fits `cap`; else where an online allocator that
-    learns accesses as they come must refuse: (trace position of the access that first makes
-    a live set overflow, the id allocated by the earliest allocation overflowing then, the id
-    accessed).  Live at the allocation at position p: the new tensor, and every tensor
-    allocated before p, not dropped before p, used after p."""
-    allocs = [(p, op[1], op[2]) for p, op in enumerate(trace) if op[0] == "alloc"]
-    size = {n: s for _, n, s in allocs}
-    born = {n: p for p, n, _ in allocs}
+    """None when the live set at every tensor's first access fits `cap`; else where an online
+    allocator that learns accesses as they come must refuse: (trace position of the access
+    that first makes a live set overflow, the id of the tensor whose first access began the
+    earliest live set overflowing then, the id accessed).  Live at the first access of n, at
+    position p: n, and every tensor first accessed before p, not dropped before p, used after
+    p.  A tensor never accessed is never live."""
+    size = {op[1]: op[2] for op in trace if op[0] == "alloc"}
     dropped = {op[1]: p for p, op in enumerate(trace) if op[0] == "drop"}
-
-    def held(p: int) -> list[int]:
-        return [n for n, b in born.items() if b < p and dropped.get(n, len(trace)) > p]
-
+    first: dict[int, int] = {}
+    for p, op in enumerate(trace):
+        if op[0] == "use" and op[1] not in first:
+            first[op[1]] = p
+    starts = sorted((p, n) for n, p in first.items())
     for t, op in enumerate(trace):
         if op[0] != "use":
             continue
-        for p, n, _ in allocs:
+        for p, n in starts:
             if p >= t:
                 break
-            live = {n} | {x for x in held(p) if any(
-                trace[q] == ("use", x) for q in range(p + 1, t + 1))}
+            live = {n} | {x for x, f in first.items() if f < p and dropped.get(x, len(trace)) > p
+                          and any(trace[q] == ("use", x) for q in range(p + 1, t + 1))}
             if sum(size[x] for x in live) > cap:
                 return t, n, op[1]
     return None
@@ -107,8 +108,15 @@ def test_random_allocations_and_accesses_are_decided_as_the_live_set_oracle_deci
 
 def test_the_oracle_is_not_vacuous():
     # (the cases the property test above relies on, decided by hand)
-    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 1)], 7) is None  # 0 dead
-    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 0)], 7) == (2, 1, 0)
+    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 1)], 7) is None  # 0 never used
+    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 0)], 7) is None  # 1 never used
+    assert oracle([("alloc", 0, 4), ("use", 0), ("alloc", 1, 4), ("use", 1), ("use", 0)],
+                  7) == (4, 1, 0)
+    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 0), ("use", 1), ("use", 0)],
+                  7) == (4, 1, 0)
+    # 0's last use comes before 1's first: never live together, whatever the declarations
+    assert oracle([("alloc", 0, 4), ("alloc", 1, 4), ("use", 0), ("use", 1), ("use", 1)],
+                  7) is None
     assert oracle([("alloc", 0, 4), ("drop", 0), ("alloc", 1, 4), ("use", 1)], 7) is None
 
 
@@ -191,6 +199,52 @@ def test_tiles_live_together_past_capacity_are_refused_at_the_allocation(plans):
     assert "part = nl.ndarray" in src[err.span.line - 1]
     assert any(n.startswith("part: float32[128, 512] @ psum") and "accessed again at line "
                f"{_line_of('nisa.tensor_copy(dst=x, src=t)')}" in n for n in err.notes)
+
+
+def _tiles_declared_up_front(late: bool):
+    """Twelve PSUM tiles of a bank each (PSUM holds eight) declared together before any is
+    used (nki-library's MoE kernels declare their accumulators so); each is then filled and
+    read, either right away (one live at a time) or all after the last is filled (`late`)."""
+    @nki.jit
+    def kernel(a):
+        x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        parts = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(12)]
+        for i, part in enumerate(parts):
+            nisa.nc_matmul(dst=part, stationary=x[:, i * 8:i * 8 + 128], moving=x)
+            if not late:
+                nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)
+        if late:
+            for part in parts:
+                nisa.tensor_tensor(dst=acc, data1=part, data2=acc, op=nl.add)
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    return kernel
+
+
+@pytest.mark.plans
+@pytest.mark.parametrize("plans", [True, False])
+def test_tiles_declared_up_front_take_space_from_their_first_access(plans):
+    # a tile is live from its first access (NKI's allocator gives a tile its address at its
+    # first write): used one after the other, the twelve fit in eight banks
+    a = np.random.default_rng(3).standard_normal((128, 512)).astype(np.float32)
+    a64 = a.astype(np.float64)
+    want = sum(a64[:, i * 8:i * 8 + 128].T @ a64 for i in range(12))
+    with apdsl.options(plans=plans):
+        got = _tiles_declared_up_front(False)(a)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    # all twelve filled before any is read: nine live together at the ninth's first access
+    with apdsl.options(plans=plans), pytest.raises(ApdslError) as e:
+        _tiles_declared_up_front(True)(a)
+    err = e.value
+    assert err.code == "APK302" and "16384 already in use" in err.message
+    src = open(__file__).read().splitlines()
+    assert "parts = [nl.ndarray(" in src[err.span.line - 1]  # at the declaration
+    assert any("accessed again at line "
+               f"{_line_of('data1=part, data2=acc')}" in n for n in err.notes)
 
 
 def _line_of(text: str) -> int:

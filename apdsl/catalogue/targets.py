@@ -18,19 +18,19 @@ Each buffer has a fixed size: SBUF 192 KiB a partition on trn1 (24 MiB), 224 KiB
 ascend-a2 L1 512 KiB, L0A and L0B 64 KiB, L0C 128 KiB, UB 192 KiB. A declaration whose tensor
 does not fit next to the live tensors of that buffer is an error at the declaration. Tensors
 declared inside a block are freed when it ends. On SBUF and PSUM a tensor is live from its
-allocation to its last access, in the order the kernel issues its instructions: a tile no
-instruction reads or writes again takes no space even while a variable (a list, a local) still
-names it. So the error can surface later, at the access that makes a tile live across an
-allocation that then no longer fits; it still points at that allocation, and a note names the
-tensor accessed and the line of the access. Tensors placed with `address=` count while they are
-held. On the Ascend buffers every held tensor counts.
+first access to its last access, in the order the kernel issues its instructions, as NKI's own
+allocator (`CompileConfig` with `Allocation.LINEAR`) gives a tile its address at its first
+write and takes it back after its last read: a tile declared but not used yet takes no space,
+and neither does one no instruction reads or writes again, even while a variable (a list, a
+local) still names it. So the error can surface later, at the access that makes tiles live
+together past the capacity; it still points at the declaration of the tile whose first access
+overflowed, and a note names the tensor accessed and the line of the access. Tensors placed
+with `address=` count while they are held. On the Ascend buffers every held tensor counts.
 
 This is a rule of program order. The Neuron compiler's default flow allocates after tracing
 and schedules the instructions itself (reordering them within their data dependencies), and its
 docs say live data that overflows SBUF or PSUM is spilled to the next memory and refilled, so an
-NKI kernel refused here can still compile, running with spills. NKI's own allocator
-(`CompileConfig` with `Allocation.LINEAR`) follows program order too, counting a tile from its
-first write to its last read.
+NKI kernel refused here can still compile, running with spills.
 """, """
 t: f32[128, 65536] @ sbuf
 """),

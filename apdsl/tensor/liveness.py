@@ -1,30 +1,34 @@
-"""On-chip allocation by liveness: a tile is live from its allocation to its last access, not
-to the moment Python drops it.
+"""On-chip allocation by liveness: a tile is live from its first access to its last access,
+not from its declaration to the moment Python drops it.
 
-The NKI compiler allocates SBUF and PSUM after tracing, when it knows every tile's last use
-(aws-neuron-sdk, the nki.compiler allocation docs: a tile's space is released after its last
-read).  A kernel may keep a dead tile named by a local variable until its function returns
-(nki-library's blockwise matmul keeps `tmp_psum`); what counts is what is live.  The order is
-the program's: NKI's own allocator (Allocation.LINEAR) follows it, from a tile's first write;
-neuronx-cc's default flow reorders instructions and spills what overflows, so it can accept
-what this rule refuses (nki-library's MoE CTE kernels: `apdsl explain APK302`).  The rule, exact:
+NKI's allocator gives a tile its address at its first write and takes it back after its last
+read (aws-neuron-sdk, nki.compiler.Allocation: LINEAR), in program order.  A kernel may declare
+its tiles long before it uses them (nki-library's MoE kernels declare lists of accumulators up
+front) and keep a dead tile named by a local variable until its function returns (nki-library's
+blockwise matmul keeps `tmp_psum`); what counts is what is live.  neuronx-cc's default flow
+reorders instructions and spills what overflows, so it can accept what this rule refuses
+(`apdsl explain APK302`).  The rule, exact:
 
-    a tensor is *live at* an allocation T when it was allocated before T and is accessed (read
-    or written by any instruction, DMA, host read...) at or after T; a program is accepted
-    exactly when, at every allocation, the live tensors plus the new one fit the buffer.
+    a tensor is *live at* the first access T of another when it was accessed before T (read or
+    written by any instruction, DMA, host read...) and is accessed at or after T; a program is
+    accepted exactly when, at every tensor's first access, the live tensors plus that one fit
+    the buffer.
 
-apdsl decides it online.  An allocation whose buffer has room for every tensor Python still
-holds needs nothing more: whatever is live then is among those.  One that has no room is an
-*overdraft* (`Overdraft`): it proceeds, and every tensor held then (of those apdsl places
-itself) is *waiting*: maybe dead.  Its storage is marked `freed = DORMANT`, a truthy value, so
-the `freed` check every access already makes (`apdsl.runtime.core.resolve.check_live`, with the
-plans' executors falling back to it) costs nothing more while no overdraft is pending.  A
-waiting tensor accessed again is live at the overdraft: `revive` adds it to the overdraft's live
-set and checks that the set still fits, else APK302 located at the overdraft's allocation (SPEC
-4: at the declaration), naming the tensor and where it was accessed.  A waiting tensor freed
-(Python dropped it, its block ended) was dead: it stops waiting.  No tensor is chosen as a
-victim, so no choice can refuse a program wrongly; each storage keeps its own bytes, so nothing
-is overwritten.
+apdsl decides it online.  A declaration whose buffer has room beside every tensor Python still
+holds is placed then: whatever is live later is among those.  One that has no room takes no
+space yet: it is `PENDING` (a truthy `freed`, so its first access takes the path that checks
+`freed`) and its first access places it (`start`).  When that finds no room beside the tensors
+held, it is an *overdraft* (`Overdraft`): the held tensors never accessed yet (`started`: no
+written state) are not live, and become `PENDING` too; every other tensor held then (of those
+apdsl places itself) is *waiting*: maybe dead.  Its storage is marked `freed = DORMANT`, a
+truthy value, so the `freed` check every access already makes
+(`apdsl.runtime.core.resolve.check_live`, with the plans' executors falling back to it) costs
+nothing more while no overdraft is pending.  A waiting tensor accessed again is live at the
+overdraft: `revive` adds it to the overdraft's live set and checks that the set still fits,
+else APK302 located at the overdraft's tensor's declaration (SPEC 4), naming the tensor and
+where it was accessed.  A waiting tensor freed (Python dropped it, its block ended) was dead:
+it stops waiting.  No tensor is chosen as a victim, so no choice can refuse a program wrongly;
+each storage keeps its own bytes, so nothing is overwritten.
 
 Fit is decided as `apdsl.tensor.room` places tensors (largest first, a PSUM tile of at most a bank
 inside one bank, a larger one keeping its offset within a bank), around the tensors placed by
@@ -63,6 +67,30 @@ class _Dormant:
 DORMANT = _Dormant()
 
 
+class _Pending:
+    """The `freed` value of a storage that holds no space yet: allocated but not accessed
+    since (a declaration that did not fit then, or a tile an overdraft found never used).
+    Truthy, so its first access takes the path that checks `freed` and places it
+    (`start`)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING = _Pending()
+
+
+def started(storage: Any) -> bool:
+    """Whether `storage` was accessed yet: some of it written (written state records every
+    write, in check mode too), or read (reading unwritten data records it the same way)."""
+    return storage.all_written or storage._mask is not None or storage.taint is not None
+
+
 class Overdraft:
     """An allocation that did not fit the tensors Python held: what it needed and what it
     waits on.  `fixed`: the hand-placed tensors then held (start, size), counted live; `live`:
@@ -98,11 +126,15 @@ def fits(fixed: list[tuple[int, int]], blocks: dict[int, tuple[int, int]], capac
 
 
 def overdraw(acc: Any, storage: Any, size: int, capacity: int, bank: int | None,
-             addr: int) -> int:
+             addr: int, first: bool = False) -> int:
     """The allocation of `storage` (`size` bytes of `capacity`; `addr`: where `acc.place` put
     it, -1 when nothing held leaves room) by liveness: its address, or -1 when even the
     tensors that must be live (the hand-placed ones) leave no room.  Called only when `addr`
-    is -1 or the buffer has waiting tensors."""
+    is -1 or the buffer has waiting tensors.  At the declaration (`first` False) a tensor
+    that does not fit beside everything held takes no space yet: it is `PENDING` (address
+    0 until placed) and its first access places it (`start`, which calls this with `first`
+    True): a tile is live from its first access, as NKI's allocator gives a tile its address
+    at its first write."""
     buffer = storage.buffer
     shelved = {sid: (start, n) for sid, (buf, start, n) in acc.shelf.items() if buf == buffer}
     if addr >= 0 and not shelved:
@@ -120,8 +152,25 @@ def overdraw(acc: Any, storage: Any, size: int, capacity: int, bank: int | None,
     mine.update(shelved)
     if addr >= 0 and fits(fixed, {**mine, storage.id: (addr, size)}, capacity, bank):
         return addr  # everything held fits: whatever is live does
-    if not mine or (addr < 0 and not fits(fixed, {storage.id: (0, size)}, capacity, bank)):
-        return addr  # (the new tensor has no room even beside the hand-placed ones alone)
+    if not fits(fixed, {storage.id: (0, size)}, capacity, bank):
+        return -1 if addr < 0 else addr  # no room even beside the hand-placed ones alone
+    if not first:  # the declaration: its space is taken at its first access
+        if addr >= 0:
+            acc.release_block(storage.id, buffer)
+        storage.freed = PENDING
+        return 0
+    for sid in [sid for sid in mine if sid not in acc.shelf]:
+        owner = acc.owner(sid)
+        if owner is not None and not started(owner):  # allocated, never used: not live yet
+            acc.release_block(sid, buffer)
+            owner.freed = PENDING
+            del mine[sid]
+    if addr < 0:  # (room the tiles not used yet gave back)
+        addr = acc.place(storage.id, buffer, size, capacity, bank, weakref.ref(storage))
+    if addr >= 0 and fits(fixed, {**mine, storage.id: (addr, size)}, capacity, bank):
+        return addr
+    if not mine:
+        return addr
     for sid, (start, n) in list(mine.items()):
         if sid not in acc.shelf:
             shelve(acc, sid, buffer, start, n)
@@ -142,6 +191,35 @@ def shelve(acc: Any, sid: int, buffer: str, start: int, size: int) -> None:
     owner = acc.owner(sid)
     if owner is not None:
         owner.freed = DORMANT
+
+
+def start(storage: Any) -> None:
+    """The first access of `PENDING` storage: it takes its space now, beside what is live
+    (an overdraft when the tensors held leave no room), else APK302 at its declaration."""
+    acc = storage._accounting
+    t = storage.target
+    buffer = storage.buffer
+    cap = t.capacity_of(buffer)
+    bank = t.psum_bank_bytes if buffer == "psum" else None
+    size = storage.charged_bytes(storage.shape[0] if storage.shape else 1)
+    storage.freed = False
+    addr = acc.place(storage.id, buffer, size, cap, bank, weakref.ref(storage))
+    if addr < 0 or acc.shelf:
+        addr = overdraw(acc, storage, size, cap, bank, addr, first=True)
+    if addr < 0:
+        storage.freed = True  # (it holds nothing: no release owed)
+        storage._accounting = None
+        unit = " per partition"
+        used = acc.used(buffer)
+        raise TargetError(
+            f"allocating {size} bytes{unit} in {buffer} exceeds its capacity "
+            f"({cap} bytes{unit} on {t.name}, {used} already in use)",
+            code="APK302", span=storage.span, notes=[
+                t.describe(buffer), f"shape = {storage.shape}, dtype = {storage.dtype}",
+                "the tensors placed with address= leave it no room at its first access"],
+            help="use smaller tiles, or place fewer tensors by hand",
+            requested=size, capacity=cap, in_use=used)
+    storage.address = addr
 
 
 # where the access that revives a tensor happened (`apdsl.nki` installs the user frame's span;
@@ -230,12 +308,12 @@ def _refuse(acc: Any, o: Overdraft, storage: Any, op: str, role: str) -> None:
         code="APK302", span=o.span, notes=[
             o.target.describe(o.buffer), f"shape = {o.shape}, dtype = {o.dtype}",
             f"{storage.describe()}{made} is accessed again{at} ({op}, {role}), after this "
-            "allocation: it is live here, with this tensor",
+            "tensor's first access: it is live there, with this tensor",
             f"in use in {o.buffer} (live here): " + "; ".join(held[:4]) + (f"; and {len(held) - 4} more"
                                                    if len(held) > 4 else ""),
-            "a tensor is live from its allocation to its last access, in program order "
-            "(tiles no longer accessed take no space); the Neuron compiler's default flow may "
-            "reorder instructions or spill to HBM instead (apdsl explain APK302)"],
+            "a tensor is live from its first access to its last, in program order (tiles "
+            "not used yet, or no longer, take no space); the Neuron compiler's default flow "
+            "may reorder instructions or spill to HBM instead (apdsl explain APK302)"],
         help="use smaller tiles, or end the use of a tensor before allocating the next",
         requested=new_size, capacity=o.capacity, in_use=used, tensor=o.name,
         accessed=storage.name)

@@ -198,8 +198,8 @@ class Accounting:
                 o.waiting.pop(sid, None)
             self.owners.pop(sid, None)
             return
-        if self.release_block(sid, buffer):
-            self.owners.pop(sid, None)
+        self.release_block(sid, buffer)
+        self.owners.pop(sid, None)  # (a tile not used yet has no block, only its owner)
 
     def release_block(self, sid: int, buffer: str) -> bool:
         """Take block `sid` out of `buffer`'s live blocks (True when it was there)."""

@@ -26,7 +26,7 @@ from ...tensor.layout import (
     strided_offsets,
     terms_injective,
 )
-from ...tensor.liveness import DORMANT, revive
+from ...tensor.liveness import DORMANT, PENDING, revive, start
 from ...tensor.machine import current
 from ...tensor.registers import VirtualRegister
 from . import psum, trace
@@ -133,6 +133,9 @@ def check_live(t: Any, op: str, role: str) -> None:
     storage = t.storage
     if storage.freed is DORMANT:
         revive(storage, op, role)
+        return
+    if storage.freed is PENDING:  # its first access: it takes its space now
+        start(storage)
         return
     if storage.freed:
         if getattr(storage, "queued", False):  # a TQue buffer's tensor after free_tensor

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ApdslRuntimeError, Span
-from ...tensor.liveness import DORMANT, revive
+from ...tensor.liveness import DORMANT, PENDING, revive, start
 from ...tensor.machine import current
 from ...tensor.view import Tensor
 from .access import fmt_coord, units_of
@@ -41,6 +41,8 @@ def check_written(value: Any, kernel: str, where: Callable[[], Span | None]) -> 
         storage = t.storage
         if storage.freed is DORMANT:  # a result is read after the kernel: live to its end
             revive(storage, f"kernel {kernel}", "result")
+        elif storage.freed is PENDING:  # never accessed in the kernel: read now
+            start(storage)
         if storage.all_written or storage.freed:
             continue
         ok: Any = False

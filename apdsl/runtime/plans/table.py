@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...tensor.liveness import PENDING
 from ...tensor.machine import current
 from ..core import psum
 from ..core.access import Access, Strided, oom
@@ -66,6 +67,8 @@ def key_of(t: Any) -> Key | None:
     if t.dynamic is not None or not current().options.plans:
         return None
     layout, dtype, st = t.layout, t.dtype, t.storage
+    if st.freed is PENDING:  # (its address is not chosen yet: no key to keep)
+        return None
     fast = (id(layout), id(dtype), id(st.dtype), st.buffer, st.shape, st.format, st.c0,
             st.nbytes, st.address)
     got = _BY_ID.get(fast)

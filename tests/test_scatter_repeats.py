@@ -150,3 +150,65 @@ def test_rows_of_different_indices_that_overlap_are_refused(plans):
         # a row of 2F elements from row 2 runs into row 3, which index 3 writes too
         dma_copy(out.ap([[F, 2], [1, 2 * F]], vector_offset=idx, indirect_dim=0), src)
     assert "[0, 6] and [1, 0]" in info.value.message
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.sampled_from(["uint8", "float16", "float32", "float64", "bfloat16", "complex128"]),
+       st.binary(min_size=16, max_size=256), st.data())
+def test_pairs_of_elements_differ_in_bits_against_their_bytes(dtype, blob, data):
+    # which pairs of a scatter's repeated writes differ, against their bytes one by one (NaN
+    # payloads and -0.0 included: bits, not values)
+    from apdsl.runtime.core.scatter import bits_differ
+    np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype)) if dtype == "bfloat16" \
+        else np.dtype(dtype)
+    n = len(blob) // np_dtype.itemsize
+    raw = np.frombuffer(blob[:n * np_dtype.itemsize], np.uint8)
+    flat = raw.view(np_dtype)
+    # (a pair may name one element twice)
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               min_size=1, max_size=20))
+    a = np.array([i for i, _ in pairs], np.int64)
+    b = np.array([j for _, j in pairs], np.int64)
+    got = bits_differ(flat, a, b)
+    size = np_dtype.itemsize
+    want = [raw[i * size:(i + 1) * size].tobytes() != raw[j * size:(j + 1) * size].tobytes()
+            for i, j in pairs]
+    assert got.tolist() == want
+
+
+def _scatter_outcome(idx, rows, dtype, general):
+    """What a repeated-index scatter leaves: the error's code and message, or the output's
+    bits and written state; `general`: with the by-rows check turned off."""
+    from apdsl.runtime.core import scatter as module
+    with pytest.MonkeyPatch.context() as m:
+        if general:
+            m.setattr(module, "rows_agree", lambda *a: None)
+        out = ndarray((8, F), dtype, "hbm")
+        dma_copy(out[0:4, :], from_numpy(np.zeros((4, F), np.float32)))  # rows 4-7 unwritten
+        try:
+            scatter(out, idx, rows, "ap", dtype="float32")
+        except apdsl.ApdslError as e:
+            import re
+            unnamed = re.compile(r"%\d+")  # (a made tensor's name counts the tensors made)
+            return e.code, unnamed.sub("%", e.message), tuple(unnamed.sub("%", n)
+                                                             for n in e.notes)
+        view = out.storage.data.copy()
+        return view.tobytes(), out.storage.mask.copy().tobytes()
+
+
+@settings(deadline=None, max_examples=80, derandomize=True)
+@given(index=st.lists(st.integers(0, 7), min_size=1, max_size=12),
+       dtype=st.sampled_from(["float32", "bfloat16", "float16"]), data=st.data())
+def test_the_check_by_rows_agrees_with_the_check_by_elements(index, dtype, data):
+    # rows sharing an index made equal, or one of them changed in one element (NaN, -0.0 and
+    # values that round to the same destination bits among the changes)
+    idx = np.array(index)
+    rows = row_of(idx)
+    if data.draw(st.booleans()):
+        r = data.draw(st.integers(0, len(index) - 1))
+        c = data.draw(st.integers(0, F - 1))
+        rows[r, c] = data.draw(st.sampled_from([np.nan, -0.0, 0.0, rows[r, c] + 1e-4,
+                                                rows[r, c] + 1.0]))
+    fast = _scatter_outcome(idx, rows.copy(), dtype, False)
+    general = _scatter_outcome(idx, rows.copy(), dtype, True)
+    assert fast == general

@@ -40,37 +40,46 @@ from .access import Access, fmt_coord
 class _Log:
     """What one program did to one storage: per byte, the access that last wrote it and the
     value it left, and the access that first read it in its epoch and the value it saw.  An
-    access is kept as its epoch and its source line (`Races._stamp`: 0, none), so one log
-    serves a program and storage for the whole launch, each epoch's entries told from the
-    others' by the number (a fresh zeroed log each epoch cost the pages' first touch again:
-    most of the checker's time on an LNC=2 MoE kernel meeting every block).  Made on first use
-    (zeroed pages cost nothing until touched)."""
+    access is kept as a number telling its epoch and its source line (`Races._stamp`; 0:
+    none), so one log serves a program and storage for the whole launch, each epoch's entries
+    told from the others' by the number (a fresh zeroed log each epoch cost the pages' first
+    touch again: most of the checker's time on an LNC=2 MoE kernel meeting every block).
+    Made on first use (zeroed pages cost nothing until touched)."""
 
     __slots__ = ("wid", "val", "rid", "seen")
 
-    def __init__(self, nbytes: int) -> None:
-        self.wid = np.zeros(nbytes, np.int64)
-        self.val = np.zeros(nbytes, np.uint8)
+    def __init__(self, units: int, dtype: type, unit: int) -> None:
+        self.wid = np.zeros(units, dtype)
+        self.val = np.zeros(units, _BITS[unit])
         self.rid: np.ndarray | None = None
         self.seen: np.ndarray | None = None
 
     def reads(self) -> tuple[np.ndarray, np.ndarray]:
         if self.rid is None:
-            self.rid = np.zeros(self.wid.size, np.int64)
-            self.seen = np.zeros(self.wid.size, np.uint8)
+            self.rid = np.zeros(self.wid.size, self.wid.dtype)
+            self.seen = np.zeros(self.wid.size, self.val.dtype)
         return self.rid, self.seen  # type: ignore[return-value]
 
+    def bytewise(self, unit: int) -> None:
+        """Entries per `unit`-byte element as entries per byte: each byte of an element was
+        accessed with it, and its value is its byte of the element's bits."""
+        self.wid = np.repeat(self.wid, unit)
+        self.val = self.val.view(np.uint8)
+        if self.rid is not None:
+            self.rid = np.repeat(self.rid, unit)
+            self.seen = self.seen.view(np.uint8)  # type: ignore[union-attr]
 
-# an access's number in a log: its epoch + 1 above these bits, its site (1 + an index into
-# `Races._sites`) in them
-SITE_BITS = 32
-SITE_MASK = (1 << SITE_BITS) - 1
+
+# the unsigned integer holding a unit's bits
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _within(ids: np.ndarray, epoch: int) -> np.ndarray:
-    """Which access numbers `ids` are of epoch `epoch`."""
-    low = (epoch + 1) << SITE_BITS
-    return (ids >= low) & (ids < low + (1 << SITE_BITS))
+# An access's number: (epoch + 1) << bits | site (1 + an index into `Races._sites`).  A launch
+# starts with 32-bit numbers of SITE_BITS bits of site (a quarter of the memory traffic of
+# 64-bit ones: the checker's gathers were most of its time), and widens its logs to 64-bit
+# numbers of WIDE_BITS bits of site when a site or an epoch no longer fits.
+SITE_BITS = 12
+WIDE_BITS = 32
 
 
 class Races:
@@ -90,6 +99,12 @@ class Races:
         self._sites: list[Span | None] = []
         self._site_ids: dict[Span | None, int] = {}  # each source line once, however often it runs
         self._storages: list[weakref.ref[Storage]] = []
+        self._bits = SITE_BITS  # of an access's number, its site's (see SITE_BITS)
+        self._dtype: type = np.int32
+        # storage id -> the bytes of one entry of its logs: the element size of every access
+        # to it so far (their offsets and bits taken whole: a half or a quarter of the
+        # indexing of bytes), or 1 (bytes) once accesses of two sizes met
+        self._unit: dict[int, int] = {}
 
     # -- the launch --------------------------------------------------------------------------
     def attach(self, storage: Storage) -> None:
@@ -107,6 +122,7 @@ class Races:
         self._storages.clear()
         for logs in self._logs:
             logs.clear()
+        self._unit.clear()
         self._sites.clear()
         self._site_ids.clear()
 
@@ -114,6 +130,8 @@ class Races:
         """`program` passed a meeting with the other (`core_barrier`, `sendrecv`): what either
         did before it is ordered before what either does after it."""
         self.epoch[program] += 1
+        if self._dtype is np.int32 and (self.epoch[program] + 2) << self._bits >= 2**31:
+            self._widen()  # (the numbers of the epoch begun, and its bound, in 32 bits)
 
     # -- the accesses (from `written`) -------------------------------------------------------
     def read(self, acc: Access, only: np.ndarray | None = None) -> None:
@@ -121,53 +139,97 @@ class Races:
         me = self._program()
         if me is None:
             return
-        at, pos = _bytes(acc, only)
+        unit = self._unit_of(acc)
+        at, pos = _units(acc, only, unit)
         if not at.size:
             return
         e = self.epoch[me]
         mine = self._logs[me].get(acc.storage.id)
         for other, log in self._others(me, e, acc.storage):
-            hit = _within(log.wid[at], e)
+            hit = self._within(log.wid[at], e)
             if mine is not None and hit.any():  # both wrote one value: that is what it reads
-                hit &= ~(_within(mine.wid[at], e) & (mine.val[at] == log.val[at]))
+                hit &= ~(self._within(mine.wid[at], e) & (mine.val[at] == log.val[at]))
             if hit.any():
+                if unit > 1:  # (the error by bytes, as ever: which byte differs first)
+                    self._bytewise(acc.storage)
+                    return self.read(acc, only)
                 raise self._error(acc, at, pos(), hit, me, other, log.wid, "reads", "wrote")
-        rid, seen = self._log(me, acc.storage).reads()
-        first = ~_within(rid[at], e)
+        log = self._log(me, acc.storage)
+        first = ~self._within(log.reads()[0][at], e)
         if first.any():
             new = at if first.all() else at[first]
-            rid[new] = self._stamp(e)
-            seen[new] = acc.storage.data[new]
+            stamp = self._stamp(e)  # (first: it may widen the logs' numbers)
+            log.rid[new] = stamp  # type: ignore[index]
+            log.seen[new] = _data(acc.storage, unit)[new]  # type: ignore[index]
+        return None
 
     def wrote(self, acc: Access, only: np.ndarray | None = None) -> None:
         """The program under way has just written `acc` (the elements `only`, when given)."""
         me = self._program()
         if me is None:
             return
-        at, pos = _bytes(acc, only)
+        unit = self._unit_of(acc)
+        at, pos = _units(acc, only, unit)
         if not at.size:
             return
         e = self.epoch[me]
-        data = acc.storage.data[at]
+        data = _data(acc.storage, unit)[at]
         for other, log in self._others(me, e, acc.storage):
-            hit = _within(log.wid[at], e) & (log.val[at] != data)
+            hit = self._within(log.wid[at], e) & (log.val[at] != data)
+            if hit.any() and unit > 1:
+                self._bytewise(acc.storage)
+                return self.wrote(acc, only)
             if hit.any():
                 raise self._error(acc, at, pos(), hit, me, other, log.wid, "writes", "wrote")
             if log.rid is not None:
-                hit = _within(log.rid[at], e) & (log.seen[at] != data)  # type: ignore[index]
+                hit = self._within(log.rid[at], e) & (log.seen[at] != data)  # type: ignore[index]
+                if hit.any() and unit > 1:
+                    self._bytewise(acc.storage)
+                    return self.wrote(acc, only)
                 if hit.any():
                     raise self._error(acc, at, pos(), hit, me, other, log.rid, "writes", "read")
+        stamp = self._stamp(e)  # (first: it may widen the logs' numbers)
         mine = self._log(me, acc.storage)
-        mine.wid[at] = self._stamp(e)
+        mine.wid[at] = stamp
         mine.val[at] = data
+        return None
 
     # -- helpers -----------------------------------------------------------------------------
+    def _within(self, ids: np.ndarray, epoch: int) -> np.ndarray:
+        """Which access numbers `ids` are of epoch `epoch`."""
+        low = (epoch + 1) << self._bits
+        return (ids >= low) & (ids < low + (1 << self._bits))
+
     def _log(self, program: int, storage: Storage) -> _Log:
         logs = self._logs[program]
         log = logs.get(storage.id)
         if log is None:
-            log = logs[storage.id] = _Log(storage.nbytes)
+            unit = self._unit[storage.id]
+            log = logs[storage.id] = _Log(storage.nbytes // unit, self._dtype, unit)
         return log
+
+    def _unit_of(self, acc: Access) -> int:
+        """The bytes of one entry of the logs of `acc`'s storage, for this access (see
+        `_unit`): its element size while every access has had it, else 1."""
+        storage = acc.storage
+        bits = acc.dtype.bits
+        size = bits // 8 if bits % 8 == 0 and bits // 8 in _BITS else 1
+        unit = self._unit.get(storage.id)
+        if unit is None:
+            unit = self._unit[storage.id] = size if storage.nbytes % size == 0 else 1
+        elif unit != size and unit > 1:
+            unit = self._bytewise(storage)
+        return unit
+
+    def _bytewise(self, storage: Storage) -> int:
+        """The logs of `storage` by bytes from now on."""
+        unit = self._unit[storage.id]
+        for logs in self._logs:
+            log = logs.get(storage.id)
+            if log is not None:
+                log.bytewise(unit)
+        self._unit[storage.id] = 1
+        return 1
 
     def _others(self, me: int, epoch: int, storage: Storage) -> list[tuple[int, _Log]]:
         """The other programs' logs of `storage` (their entries of epoch `epoch` are what the
@@ -183,13 +245,28 @@ class Races:
         if sid is None:
             self._sites.append(span)
             sid = self._site_ids[span] = len(self._sites)
-        return ((epoch + 1) << SITE_BITS) | sid
+        if sid >> self._bits and self._dtype is np.int32:
+            self._widen()
+        return ((epoch + 1) << self._bits) | sid
+
+    def _widen(self) -> None:
+        """The logs' access numbers as 64-bit ones of WIDE_BITS bits of site, the same
+        epochs and sites."""
+        old, mask = self._bits, (1 << self._bits) - 1
+        for logs in self._logs:
+            for log in logs.values():
+                for name in ("wid", "rid"):
+                    ids = getattr(log, name)
+                    if ids is not None:
+                        wide = ids.astype(np.int64)
+                        setattr(log, name, ((wide >> old) << WIDE_BITS) | (wide & mask))
+        self._bits, self._dtype = WIDE_BITS, np.int64
 
     def _error(self, acc: Access, at: np.ndarray, pos: np.ndarray, hit: np.ndarray, me: int,
                other: int, ids: np.ndarray, doing: str, did: str) -> ApdslRuntimeError:
         first = int(np.argmax(hit))
         count = int(np.unique(pos[hit]).size)
-        there = self._sites[(int(ids[at[first]]) & SITE_MASK) - 1]
+        there = self._sites[(int(ids[at[first]]) & ((1 << self._bits) - 1)) - 1]
         storage = acc.storage
         done = "written" if did == "wrote" else "read"
         differ = ("" if doing == "reads" else ", with other values" if did == "wrote" else
@@ -222,6 +299,25 @@ def _element(storage: Storage, byte: int) -> str:
         return f"byte {byte} of {storage.name}"
     coord = np.unravel_index(byte // (bits // 8), storage.shape)
     return f"{storage.name}{fmt_coord(tuple(int(c) for c in coord))}"
+
+
+def _units(acc: Access, only: np.ndarray | None, unit: int
+           ) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """`_bytes`, or with `unit` > 1 (the access's element size) the storage's elements of
+    that size `acc` touches, and what gives each one's flat logical position."""
+    if unit == 1:
+        return _bytes(acc, only)
+    offs = np.asarray(acc.offsets(), np.int64).reshape(-1)
+    if only is None:
+        return offs, lambda: np.arange(offs.size, dtype=np.int64)
+    keep = np.asarray(only, bool).reshape(-1)
+    return offs[keep], lambda: np.arange(keep.size, dtype=np.int64)[keep]
+
+
+def _data(storage: Storage, unit: int) -> np.ndarray:
+    """The storage's bytes, or its `unit`-byte elements' bits."""
+    data = storage.data
+    return data if unit == 1 else data.view(_BITS[unit])
 
 
 def _bytes(acc: Access, only: np.ndarray | None) -> tuple[np.ndarray, Callable[[], np.ndarray]]:

@@ -630,3 +630,33 @@ def test_isa_enums_are_attributes_in_python_kernels(nki_installed):
     assert (nisa.dge_mode.hwdge, nisa.oob_mode.skip) == ("hwdge", "skip")
     with pytest.raises(AttributeError):
         nisa.engine.warp_drive  # noqa: B018
+
+
+@nki.jit
+def _overwrite_first_row(x, row):
+    # writes its argument x (as a legacy kernel writes its output argument)
+    nisa.dma_copy(dst=x[0:1, :], src=row)
+
+
+def test_an_argument_the_kernel_wrote_is_written_back_by_its_values():
+    # the same bits, equal values of other bits (0.0 over -0.0, another NaN payload) and a
+    # changed value: only the last is written back into the caller's array
+    from apdsl.nki.kernel import same_values
+    base = np.array([[-0.0, np.nan, 1.0], [2.0, 3.0, 4.0]], np.float32)
+    nan2 = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]
+    for row, back in (([-0.0, np.nan, 1.0], False), ([0.0, nan2, 1.0], False),
+                      ([5.0, np.nan, 1.0], True)):
+        x = base.copy()
+        before = x.tobytes()
+        nki.simulate_kernel(_overwrite_first_row, x, np.array([row], np.float32))
+        assert (x.tobytes() != before) == back, row
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        a = rng.choice([0.0, -0.0, np.nan, nan2, 1.0], size=(3, 4)).astype(np.float32)
+        b = a.copy()
+        if rng.random() < 0.5:
+            b.flat[rng.integers(b.size)] = rng.choice([0.0, -0.0, np.nan, nan2, 1.0, 2.0])
+        assert same_values(b, a) == np.array_equal(b, a, equal_nan=True)
+    ints = np.arange(6, dtype=np.int16).reshape(2, 3)
+    assert same_values(ints.copy(), ints) and not same_values(ints + 1, ints)
+    assert same_values(ints.T.copy(), ints.T)  # (a view that is not C-contiguous: by values)

@@ -410,8 +410,22 @@ def _write_back(arrays: list[Any], tensors: list[Any]) -> None:
                 getattr(t, "dtype", None) is None or t.dtype.np != a.dtype:
             continue
         now = t.numpy()
-        if now.shape == a.shape and not np.array_equal(now, a, equal_nan=a.dtype.kind == "f"):
+        if now.shape == a.shape and not same_values(now, a):
             a[...] = now
+
+
+def same_values(now: Any, before: Any) -> bool:
+    """`np.array_equal(now, before, equal_nan=...)` for float arrays (NaN equal to NaN, 0.0
+    to -0.0): the same bits answer it in one pass over unsigned integers (a twentieth of the
+    time of the comparison of values, which tests each element for NaN: seconds for the
+    hundreds of millions of weights nki-library's MoE tests pass), else the values do."""
+    import numpy as np
+    width = before.dtype.itemsize
+    if width in (1, 2, 4, 8) and now.dtype == before.dtype and now.flags.c_contiguous and \
+            before.flags.c_contiguous and \
+            np.array_equal(now.view(f"u{width}"), before.view(f"u{width}")):
+        return True
+    return bool(np.array_equal(now, before, equal_nan=before.dtype.kind == "f"))
 
 
 def locate(e: ApdslError, caller: Any = None) -> ApdslError:

@@ -381,9 +381,8 @@ def phased_plans(draw):
     return tuple([phase(10.0 * p + i + 1) for i in range(PHASES)] for p in range(2))
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
-@given(phased_plans())
-def test_over_several_meetings_a_launch_that_runs_has_one_outcome(plan):
+def phased_events(plan) -> list[list[tuple]]:
+    """Each program's accesses in program order, a barrier between its phases."""
     events = []
     for phases in plan:
         ev: list[tuple] = []
@@ -392,6 +391,13 @@ def test_over_several_meetings_a_launch_that_runs_has_one_outcome(plan):
                 ev.append(("b",))
             ev += [("r", r) for r in p["reads"]] + [("w", r, p["value"]) for r in p["writes"]]
         events.append(ev)
+    return events
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(phased_plans())
+def test_over_several_meetings_a_launch_that_runs_has_one_outcome(plan):
+    events = phased_events(plan)
     want = outcomes(*events)
     x = np.full((ROWS, COLS), INITIAL, np.float32)
     try:
@@ -413,14 +419,7 @@ def test_over_several_meetings_a_launch_that_runs_has_one_outcome(plan):
 def test_over_several_meetings_a_launch_whose_outcome_depends_on_the_order_stops(plan):
     # the run's reads are in `seen` and the rows' last writes in x: two interleavings that
     # differ in either differ in what the launch returns, so it must stop
-    events = []
-    for phases in plan:
-        ev: list[tuple] = []
-        for i, p in enumerate(phases):
-            if i:
-                ev.append(("b",))
-            ev += [("r", r) for r in p["reads"]] + [("w", r, p["value"]) for r in p["writes"]]
-        events.append(ev)
+    events = phased_events(plan)
     if len(outcomes(*events)) == 1:
         return
     x = np.full((ROWS, COLS), INITIAL, np.float32)
@@ -439,14 +438,7 @@ def test_logs_widened_mid_launch_keep_their_epochs_and_sites(bits, monkeypatch):
     @settings(max_examples=60, deadline=None, derandomize=True)
     @given(phased_plans())
     def check(plan):
-        events = []
-        for phases in plan:
-            ev: list[tuple] = []
-            for i, p in enumerate(phases):
-                if i:
-                    ev.append(("b",))
-                ev += [("r", r) for r in p["reads"]] + [("w", r, p["value"]) for r in p["writes"]]
-            events.append(ev)
+        events = phased_events(plan)
         want = outcomes(*events)
         x = np.full((ROWS, COLS), INITIAL, np.float32)
         try:

@@ -51,38 +51,27 @@ from .machine import current
 Block = tuple[int, int, int]  # (storage id, start, size) of a buffer's accounting
 
 
-class _Dormant:
-    """The `freed` value of a storage an overdraft is waiting on: truthy, so every access
-    takes the path that checks `freed`, and not `True`, so it is not a freed storage."""
+class _State:
+    """A `freed` value that is not a freed storage: truthy, so every access takes the path
+    that checks `freed`, and not `True`."""
 
-    __slots__ = ()
+    __slots__ = ("_name",)
 
-    def __bool__(self) -> bool:
-        return True
-
-    def __repr__(self) -> str:
-        return "DORMANT"
-
-
-DORMANT = _Dormant()
-
-
-class _Pending:
-    """The `freed` value of a storage that holds no space yet: allocated but not accessed
-    since (a declaration that did not fit then, or a tile an overdraft found never used).
-    Truthy, so its first access takes the path that checks `freed` and places it
-    (`start`)."""
-
-    __slots__ = ()
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __bool__(self) -> bool:
         return True
 
     def __repr__(self) -> str:
-        return "PENDING"
+        return self._name
 
 
-PENDING = _Pending()
+# a storage an overdraft is waiting on
+DORMANT = _State("DORMANT")
+# a storage that holds no space yet: allocated but not accessed since (a declaration that did
+# not fit then, or a tile an overdraft found never used); its first access places it (`start`)
+PENDING = _State("PENDING")
 
 
 def started(storage: Any) -> bool:

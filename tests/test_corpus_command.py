@@ -382,3 +382,25 @@ def test_a_driver_that_only_prints_gives_way_to_one_that_compares(tmp_path: Path
     (tmp_path / "check.py").unlink()
     got = _corpus_json(tmp_path, "60")
     assert (got["status"], got["driver"]) == ("runs", "main:kern.py"), got
+
+
+def test_kernel_option_measures_only_the_entries_named(repo: Path) -> None:
+    """`-k TEXT` keeps the entry points whose FILE::NAME contains TEXT (repeatable); the rest
+    are not run, and the verdicts of those kept are the whole run's."""
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(repo), "--json",
+                           "-k", "::add_kernel", "--kernel", "typo"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    k = _by_name(doc)
+    assert sorted(k) == ["add_kernel", "typo_kernel"]
+    assert doc["total"] == 2
+    assert k["add_kernel"]["status"] == "matches"
+    assert k["typo_kernel"]["code"] == "APK144"
+    # nothing matches: a command-line error (exit 2), nothing measured
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(repo), "-k", "nope"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "no kernel entry point under" in done.stderr and "'nope'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -263,6 +263,9 @@ def _corpus(c: argparse.ArgumentParser) -> None:
                    "waits instead is stopped after ten times as many of wall clock)")
     c.add_argument("-j", "--jobs", metavar="N", type=int, default=1,
                    help="kernels measured at once (default 1)")
+    c.add_argument("-k", "--kernel", metavar="TEXT", action="append", default=[],
+                   help="measure only the entry points whose FILE::NAME (as the table shows "
+                   "it) contains TEXT; repeat it for several")
 
 
 def _place(text: str) -> str:

@@ -289,7 +289,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_corpus(args: argparse.Namespace) -> int:
     from .corpus.command import corpus
     return corpus(args.dir, as_json=args.json, timeout=args.timeout, jobs=args.jobs,
-                  lines=args.jsonl)
+                  lines=args.jsonl, only=tuple(args.kernel))
 
 
 def cmd_script(args: argparse.Namespace) -> int:

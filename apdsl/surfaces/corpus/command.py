@@ -10,11 +10,11 @@ import os
 import sys
 
 from ..plumbing import usage
-from .run import Measured, counts, json_document, kernel_json, measure_all, summary, table
+from .run import Measured, counts, discover, json_document, kernel_json, measure_all, summary, table
 
 
 def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
-           jobs: int = 1, lines: bool = False) -> int:
+           jobs: int = 1, lines: bool = False, only: tuple[str, ...] = ()) -> int:
     if not os.path.isdir(directory):
         raise usage(f"corpus needs a folder; {directory!r} is not one")
     if timeout <= 0:
@@ -33,7 +33,14 @@ def corpus(directory: str, *, as_json: bool = False, timeout: float = 120.0,
             print(f"\r{done[0]} measured: {m.label[-60:]:<60}", end="", file=sys.stderr,
                   flush=True)
 
-    results = measure_all(root, timeout, jobs, progress)
+    entries = discover(root)
+    if only:
+        entries = [e for e in entries if any(t in e.label(root) for t in only)]
+        if not entries:
+            raise usage(f"no kernel entry point under {directory!r} matches "
+                        + " or ".join(repr(t) for t in only)
+                        + " (`apdsl corpus DIR` with no --kernel lists them all)")
+    results = measure_all(root, timeout, jobs, progress, entries)
     if live:
         print("\r" + " " * 80 + "\r", end="", file=sys.stderr)
     if lines:

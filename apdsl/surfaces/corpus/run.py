@@ -216,8 +216,11 @@ def _read(path: str, status: int, err: bytes) -> Verdict:
 
 
 def measure_all(root: str, timeout: float, jobs: int,
-                progress: Callable[[Measured], None] | None = None) -> list[Measured]:
-    entries = discover(root)
+                progress: Callable[[Measured], None] | None = None,
+                entries: list[EntryPoint] | None = None) -> list[Measured]:
+    """Measure `entries` (every entry point under `root` when None)."""
+    if entries is None:
+        entries = discover(root)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(measure_one, e, root, timeout) for e in entries]
         results = []

@@ -363,6 +363,10 @@ class RowsPlan:
         terms = [(abs(s), abs(s) * (c - 1)) for c, s in zip(rshape, rstrides)]
         self._inj = terms_injective(terms) and scale > sum(e for _, e in terms)
 
+    def injective(self) -> bool:
+        """Whether rows of different indices never meet and a row touches each element once."""
+        return self._inj
+
     def rows(self, data: np.ndarray) -> np.ndarray:
         """The row array over `data`, the storage's bytes (made once: they never move)."""
         if self._rows is None:

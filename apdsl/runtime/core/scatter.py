@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...tensor.dtypes import cast_array
+from ...tensor.machine import current
 from .access import Access, IndexedRows, Rows
 from .written import mark_written, refine_for_write, repeated, twice_error
 
@@ -89,7 +90,8 @@ def rows_agree(dst: Rows | IndexedRows, values: np.ndarray, written: np.ndarray 
     the element-wise check then says which, as ever).  nki-library's MoE scatters send most
     of a block's rows to one padding row: element pairs sorted by offset were most of their
     time."""
-    if type(dst) is not Rows or not dst.plan._inj or not values.size:
+    if (type(dst) is not Rows or not values.size or not current().options.plans
+            or not dst.plan.injective()):
         return None
     idx = dst.idx.reshape(-1)
     order = np.argsort(idx, kind="stable")
@@ -98,9 +100,7 @@ def rows_agree(dst: Rows | IndexedRows, values: np.ndarray, written: np.ndarray 
     if not same.any():
         return False
     first, second = order[:-1][same], order[1:][same]
-    rows = values.reshape(idx.size, -1)
-    width = rows.dtype.itemsize
-    bits = rows.view(f"u{width}") if width in (1, 2, 4, 8) else rows.view(np.uint8)
+    bits = _as_bits(values).reshape(idx.size, -1)
     if (bits[first] != bits[second]).any():
         return None
     if written is not None:
@@ -114,12 +114,20 @@ def bits_differ(flat: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Whether elements `a` and `b` of the contiguous 1-D `flat` differ in any bit: compared as
     unsigned integers of their width (a tenth of the time of comparing their bytes row by row:
     nki-library's MoE scatters send most of a block's rows to one padding row)."""
-    width = flat.dtype.itemsize
+    bits = _as_bits(flat)
+    if bits.ndim == 1:
+        return bits.take(a) != bits.take(b)
+    return (bits[a] != bits[b]).any(axis=1)
+
+
+def _as_bits(values: np.ndarray) -> np.ndarray:
+    """`values` (contiguous) as unsigned integers of their width, or, for widths NumPy has
+    none of, as one row of bytes an element (flattened first)."""
+    width = values.dtype.itemsize
     if width in (1, 2, 4, 8):
-        same = flat.view(f"u{width}")
-        return same.take(a) != same.take(b)
-    raw = flat.view(np.uint8).reshape(flat.size, -1)
-    return (raw[a] != raw[b]).any(axis=1)
+        return values.view(f"u{width}")
+    flat = values.reshape(-1)
+    return flat.view(np.uint8).reshape(flat.size, -1)
 
 
 def _coord(dst: Rows | IndexedRows, k: int) -> tuple[int, ...]:

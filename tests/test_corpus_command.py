@@ -404,3 +404,39 @@ def test_kernel_option_measures_only_the_entries_named(repo: Path) -> None:
     assert done.stdout == ""
     assert "no kernel entry point under" in done.stderr and "'nope'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_stop_the_test_expected_is_the_kernels_verdict_not_no_inputs(tmp_path: Path) -> None:
+    """A kernel whose only tests expect it to fail (an xfail mark, as the SDK's indirect
+    dma_transpose test has, or pytest.raises) was called and stopped at apdsl's diagnostic:
+    that stop is its row, saying the test expected it, not "no inputs: does not call it"."""
+    (tmp_path / "kern.py").write_text(kernel_module(
+        hbm_kernel("marked_kernel", "nl.load(a)"), hbm_kernel("raised_kernel", "nl.load(a)")))
+    (tmp_path / "test_kern.py").write_text(textwrap.dedent('''
+        import numpy as np
+        import pytest
+
+        from kern import marked_kernel, raised_kernel
+
+
+        @pytest.mark.xfail(reason="fails on the authors' simulator too")
+        def test_marked():
+            marked_kernel(np.ones((200, 4), np.float32))   # 200 partitions: refused
+
+
+        def test_raised():
+            with pytest.raises(Exception):
+                raised_kernel(np.ones((200, 4), np.float32))
+        '''))
+    done = subprocess.run([sys.executable, "-m", "apdsl", "corpus", str(tmp_path), "--json",
+                           "--timeout", "60"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    k = _by_name(json.loads(done.stdout))
+    loads = [n for n, line in enumerate((tmp_path / "kern.py").read_text().splitlines(), 1)
+             if "nl.load(a)" in line]
+    for name, line in zip(("marked_kernel", "raised_kernel"), loads, strict=True):
+        row = k[name]
+        assert (row["status"], row["where"]) == ("error", f"kern.py:{line}"), row
+        assert row["code"].startswith("APK"), row
+        assert "its test expected the kernel to fail" in row["detail"], row
+        assert row["driver"] == "pytest:test_kern.py", row

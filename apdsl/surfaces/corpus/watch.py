@@ -251,6 +251,7 @@ def verdict_of(watch: Watch, driver: str) -> Verdict | None:
     ended = compared = False
     segment: list[Event] = []
     timings: list[str] = []  # failed assertions of wall-clock time, not of values
+    expected: list[Event] = []  # stops of the kernel its test expected (xfail, pytest.raises)
     for e in [*watch.events, Event("test", name="(end)")]:
         if e.kind != "test":
             segment.append(e)
@@ -259,6 +260,8 @@ def verdict_of(watch: Watch, driver: str) -> Verdict | None:
         ends = [s for s in segment if s.kind == "end"]
         if fails and not (e.ok and e.name != "(end)") and not ends:
             return classify(fails[0].error, watch.root).by(driver)
+        if fails and not ends:
+            expected.append(fails[0])
         # (apdsl's own comparison first: it names the output; a test's validator may make
         # comparisons of its own inside it)
         bad = sorted((s for s in segment if s.kind == "compare" and not s.ok),
@@ -280,7 +283,15 @@ def verdict_of(watch: Watch, driver: str) -> Verdict | None:
         compared = compared or any(s.kind == "compare" for s in segment)
         segment = []
     if not ended:
-        return None
+        if not expected:
+            return None
+        # the kernel was called and stopped; its test passed because it expected that (an
+        # xfail mark, pytest.raises): the stop is still the kernel's outcome here, not "no
+        # driver called it"
+        why = classify(expected[0].error, watch.root)
+        return Verdict(why.status, why.code, why.where, why.detail +
+                       " (its test expected the kernel to fail: an xfail mark or an expected "
+                       "exception)", driver)
     timed = (f"; its assertion of host wall-clock time failed at {', '.join(timings)} (the "
              "simulation's time, not the kernel's: not a comparison of values)"
              if timings else "")

@@ -236,12 +236,22 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     from ..runtime.nki.register_ops import scalar_load  # NKI 2.33's device scalars
     from ..tensor.scalars import NkiScalar
     overlay["nisa.scalar_load"], overlay["nisa.NkiScalar"] = scalar_load, NkiScalar
+    from . import nl_regions  # nl.MemoryRegion, nl.is_sbuf, ..., nisa.NkiValidationError
+    overlay.update(nl_regions.make())
     return overlay
 
 
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` and `asc_names` file, without building them."""
-    from . import nl_constants, nl_functions, nl_legacy, nl_ordering, nl_transpose, placing
+    from . import (
+        nl_constants,
+        nl_functions,
+        nl_legacy,
+        nl_ordering,
+        nl_regions,
+        nl_transpose,
+        placing,
+    )
     from .asc_names import names as asc_names
     from .nl_operators import VALUES_ONLY
     from .nl_random import NAMES as RANDOM
@@ -251,7 +261,10 @@ def nki_names() -> tuple[str, ...]:
                                     *nl_constants.NAMES, *nl_ordering.NAMES, "nc", "spmd_dim",
                                     *(o for o in OPERATORS if o not in VALUES_ONLY)))
     # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
-    return nl + ("nisa.scalar_load", "nisa.NkiScalar") + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
+    nl += tuple(f"nl.{n}" for n in nl_regions.NL_NAMES)
+    isa = ("nisa.scalar_load", "nisa.NkiScalar",
+           *(f"nisa.{n}" for n in nl_regions.ISA_NAMES))
+    return nl + isa + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)
 
 
 def nki_lookup(table: dict[str, Any], space: str, name: str, span: Span | None = None) -> Any:

@@ -299,3 +299,46 @@ def test_mmad_is_traced():
     assert rec.op == "mmad" and rec.name == "mm0" and set(rec.operands) == {"dst", "a", "b"}
     (ap,) = rec.operands["a"]
     assert ap.format == "ZZ" and ap.buffer == "l0a"
+
+
+@pytest.mark.parametrize("m, k, n", [(128, 64, 256), (1, 16, 32), (17, 128, 48), (40, 100, 16),
+                                     (128, 129, 64), (16, 512, 32)])
+def test_nz_product_in_blocks_is_the_whole_product_bit_for_bit(m, k, n):
+    # An NZ destination's product is made as its 16-column blocks, in its memory order: the
+    # same float32 values, bit for bit, as one product of random (not integer) data; past
+    # one K block of the BLAS kernel (K > blas.MAX_K) it is the one product itself
+    from apdsl.runtime.ascend.mmad import leaf_product
+    from apdsl.runtime.core.blas import product
+    rng = np.random.default_rng(m * 1000 + k + n)
+    left = rng.standard_normal((m, k)).astype(np.float32)
+    right = rng.standard_normal((k, n)).astype(np.float32)
+    got = leaf_product(left, right, (m, n // 16, 16))
+    assert got.shape == (m, n // 16, 16)
+    np.testing.assert_array_equal(got, product(left, right).reshape(m, n // 16, 16))
+    if k <= 128:  # laid out as L0C stores it: 16-column blocks one after another
+        assert got.transpose(1, 0, 2).flags.c_contiguous
+
+
+def test_mmad_of_random_floats_is_the_same_with_plans_off():
+    # float16 data whose sums round: the planned mmad (blocked product) against the general
+    # path with every plan off, accumulating, bit for bit, and near the float64 product
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 48)).astype(np.float16)
+    results = []
+    for plans in (True, False):
+        with options(plans=plans):
+            A, B = from_numpy(a, "gm"), from_numpy(b, "gm")
+            a1, b1 = make_tensor_like("l1", A, "NZ"), make_tensor_like("l1", B, "NZ")
+            apdsl.dma_copy(a1, A)
+            apdsl.dma_copy(b1, B)
+            a0, b0 = make_tensor_like("l0a", a1, "ZZ"), make_tensor_like("l0b", b1, "ZN")
+            apdsl.dma_copy(a0, a1)
+            apdsl.dma_copy(b0, b1)
+            c = ndarray((64, 48), "float32", "l0c", "NZ")
+            for i in range(3):  # (the second call on is the planned one)
+                mmad(c, a0, b0, accumulate=i > 0)
+            results.append(c.numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    want = 3 * (a.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-4)

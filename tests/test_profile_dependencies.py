@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # One working call of every NKI instruction of the table, on the tiles `_PROGRAM` declares:
 # (instruction, statement, {output role: the view it writes}).  `x` (f32[16, 16]) and `ix`
 # (u32[16, 16], 0..15 along each row) and `on` (u16[16, 16], ones) are loaded by DMAs before
-# it (record 3 is the call).  rand2 exists from trn3 on: it runs there (`TARGETS`).
+# it (record 3 is the call; record 4 after the statement `SETUP` puts first).  rand2 exists
+# from trn3 on: it runs there (`TARGETS`).
 SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("dma_copy", "dma_copy(dst=T, src=X)", {"dst": "T"}),
     ("tensor_scalar_reduce", "nisa.tensor_scalar_reduce(dst=T, data=x, op0=nl.multiply, "
@@ -85,6 +86,8 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("rng", "nisa.rng(dst=U)", {"dst": "U"}),
     ("rand2", "nisa.rand2(dst=T, min=0.0, max=1.0)", {"dst": "T"}),
     ("set_rng_seed", "nisa.set_rng_seed(src_seeds=ix[0:1, 0:1])", {}),
+    ("rand_set_state", "nisa.rand_set_state(src_seeds=ix[:, 0:6])", {}),
+    ("rand_get_state", "nisa.rand_get_state(dst=U[:, 0:6])", {"dst": "U[:, 0:6]"}),
     ("nc_transpose", "nisa.nc_transpose(dst=Q, data=x)", {"dst": "Q"}),
     ("dma_transpose", "nisa.dma_transpose(dst=W, src=X)", {"dst": "W"}),
     ("nc_stream_shuffle", "nisa.nc_stream_shuffle(dst=T, src=x, "
@@ -101,6 +104,9 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
 
 TARGETS = {"rand2": "trn3", "exponential": "trn3", "activate2": "trn3", "quantize_mx": "trn3",
            "nc_matmul_mx": "trn3"}
+
+# what a sample needs before it: a state to store
+SETUP = {"rand_get_state": "nisa.rand_set_state(src_seeds=ix[:, 0:6])"}
 
 _PROGRAM = """\
 kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> f32[16, 16] @ sbuf:
@@ -144,6 +150,11 @@ def _program(call: str, reads: list[tuple[str, str, str]]) -> str:
     return _PROGRAM.format(call=call, reads=lines)
 
 
+def _sample(op: str, call: str, reads: list[tuple[str, str, str]]) -> str:
+    setup = SETUP.get(op)
+    return _program(call if setup is None else f"{setup}\n    {call}", reads)
+
+
 def test_the_samples_cover_every_nki_instruction_of_the_table():
     nki = {name for name, e in TABLE.items() if "nki" in e.engines or
            name.startswith("register_")}
@@ -167,19 +178,21 @@ OUTPUT_CASES = [(op, call, role, view) for op, call, written in SAMPLES
 def test_every_output_of_every_instruction_orders_its_readers(op, call, role, view):
     # one reader of the output, on an engine other than the writer's (on the same engine,
     # program order alone would order them), so only the dependency can keep it waiting;
-    # record 3 is the call (after the three loads)
+    # record 3 is the call (after the three loads and its setup)
+    at = 3 + (op in SETUP)
     target = TARGETS.get(op, "trn2")
     with apdsl.target(target):
-        first = apdsl.profile(_program(call, []), inputs=_INPUTS)
-    writers = [s for s in first.slots if s.record == 3]
+        first = apdsl.profile(_sample(op, call, []), inputs=_INPUTS)
+    writers = [s for s in first.slots if s.record == at]
     assert writers and {s.op for s in writers} == {op}
     engine = next(e for e in ("vector", "scalar", "gpsimd")
                   if e.capitalize() != writers[0].track and not (e == "gpsimd" and
                                                                  view[0] in "PQ"))
     with apdsl.target(target):
-        p = apdsl.profile(_program(call, [(view, _DTYPE[view[0]], engine)]), inputs=_INPUTS)
-    writers = [s for s in p.slots if s.record == 3]
-    (reader,) = [s for s in p.slots if s.record == 4]
+        p = apdsl.profile(_sample(op, call, [(view, _DTYPE[view[0]], engine)]),
+                          inputs=_INPUTS)
+    writers = [s for s in p.slots if s.record == at]
+    (reader,) = [s for s in p.slots if s.record == at + 1]
     assert reader.op == "tensor_copy" and reader.operands["src"].tensor == view[0]
     for w in writers:
         assert reader.start >= w.end - 1e-9, (op, role, w, reader)

@@ -146,13 +146,48 @@ dropout(o, a, 0.5)
     entry("APK380", "random numbers on a target or engine that lacks them", """
 `rand2` exists on NeuronCore-v4 (trn3) only and needs `min < max` (checked for each partition
 when they are tiles). `rng` runs on the Vector Engine on trn1 and on the Vector or GpSimd Engine
-from trn2 on (GpSimd writes SBUF only). apdsl's random numbers come from a seeded NumPy
-generator per engine (`Generator(PCG64(seed))`, seed 0 until `set_rng_seed`), deterministic
-but not hardware's bits.
+from trn2 on (GpSimd writes SBUF only). `rand_set_state` and `rand_get_state` exist from
+NeuronCore-v3 (trn2) on: on trn2 on the GpSimd Engine only, on trn3 on GpSimd or the Vector
+Engine. apdsl's random numbers come from a seeded NumPy generator per engine
+(`Generator(PCG64(seed))`, seed 0 until `set_rng_seed`), or, after `rand_set_state`, from the
+engine's per-lane XORWOW states (APK386): deterministic but not hardware's bits.
 """, """
 set_target("trn2")
 r: f32[4, 16] @ sbuf
 rand2(r, 0.0, 1.0)
+"""),
+    entry("APK385", "rand_set_state / rand_get_state: the state tile's shape", """
+`rand_set_state(src_seeds, engine)` and `rand_get_state(dst, engine)` move the XORWOW states of
+the engine's compute lanes through a 2-D uint32 tile: partition p is lane p, and the free
+dimension holds that lane's words, 6 on the GpSimd Engine (the default) and 24 on the Vector
+Engine (trn3: four states a lane). Give the tile that shape, e.g. `(128, 6)` for all GpSimd
+lanes. `src_seeds` is in SBUF; `dst` in SBUF, or in PSUM on trn3 with the Vector Engine
+(GpSimd cannot access PSUM: APK348). Both exist from NeuronCore-v3 (trn2) on, on GpSimd only
+on trn2 (APK380).
+""", """
+s: u32[4, 8] @ sbuf = 1
+rand_set_state(s)
+"""),
+    entry("APK386", "a PRNG lane no rand_set_state set", """
+After `rand_set_state` on an engine, apdsl draws that engine's random numbers (`rng`, and on
+the Vector Engine `dropout` and `rand2`) from one XORWOW generator per compute lane, lane p
+serving physical partition p, and `rand_get_state` stores those lanes' words. A lane the
+instruction needs that no `rand_set_state` on that engine set holds a state the docs do not
+describe, so apdsl stops and names the lane and the engine rather than invent numbers. Set
+every lane first (a seeds tile covering the partitions you draw into). `set_rng_seed` returns
+the Vector Engine to its seeded generator (`Generator(PCG64(seed))`), where no lane needs
+setting.
+
+What apdsl guarantees is what programs rely on: `rand_get_state` after `rand_set_state` gives
+back the words set, and setting a saved state repeats the draws that followed it. It does not
+reproduce hardware's bits: the word order of a state (`x, y, z, w, v, d`, cuRAND's XORWOW with
+its Weyl counter d), element i of a Vector lane drawing from its state i % 4, and floats made
+as `(word >> 8) * 2**-24` are apdsl's choices, the docs being silent on them.
+""", """
+s: u32[2, 6] @ sbuf = 1
+rand_set_state(s)
+r: u32[4, 8] @ sbuf
+rng(r, engine="gpsimd")
 """),
     entry("APK381", "set_rng_seed takes a [1, 1] tile", """
 `set_rng_seed(src_seeds)` seeds the Vector Engine's generator from one 32-bit value: a `[1, 1]`

@@ -42,6 +42,7 @@ INSTRUCTIONS = ("dma_copy", "dma_compute", "tensor_copy", "memset", "iota", "nc_
                 "select_reduce", "tensor_tensor_scan", "activation", "activation_reduce", "activate2",
                 "tensor_reduce", "tensor_partition_reduce", "bn_stats", "bn_aggr", "max8",
                 "nc_find_index8", "nc_match_replace8", "dropout", "rng", "rand2", "set_rng_seed",
+                "rand_set_state", "rand_get_state",
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather", "nc_n_gather",
                 "register_move", "register_store", "tensor_scalar_reduce",
                 "tensor_scalar_cumulative", "exponential", "nonzero_with_count",

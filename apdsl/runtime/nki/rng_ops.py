@@ -1,24 +1,30 @@
-"""The random-number instructions of SPEC section 11 (NKI isa): `dropout`, `rng`, `rand2` and
-`set_rng_seed`.
+"""The random-number instructions of SPEC sections 11 and 16 (NKI isa): `dropout`, `rng`,
+`rand2`, `set_rng_seed`, `rand_set_state` and `rand_get_state`.
 
-They draw from the device's seeded NumPy generators (`apdsl.runtime.nki.rng_state`): the same
-program and seed give the same numbers on every run, but not hardware's bits.  Rules from the
+They draw from the device's seeded NumPy generators, or, on an engine after `rand_set_state`,
+from its lanes' XORWOW states (`apdsl.runtime.nki.rng_state` says how): the same program and
+seed give the same numbers on every run, but not hardware's bits.  Rules from the
 isa docstrings: `dropout`'s dst has data's dtype and, for integer data, a tile `prob` is
 float32; `rng` writes integer dtypes, runs on the Vector Engine (GpSimd too from NeuronCore-v3)
 and truncates 32 random bits to the destination's least significant ones; `rand2` is
 NeuronCore-v4 (trn3) only and needs min < max; `set_rng_seed` reads a [1, 1] 32-bit tile.
+`rand_set_state`/`rand_get_state` are NeuronCore-v3+ (GpSimd on trn2; GpSimd or Vector on
+trn3), move a 2-D uint32 tile of 6 (GpSimd) or 24 (Vector) words a lane, the seeds from SBUF,
+the stored state to SBUF (or PSUM on trn3's Vector Engine: GpSimd cannot access PSUM).
 The docs say nothing of a drop probability outside [0, 1]: apdsl leaves it unchecked (below 0
 drops nothing, above 1 everything).
 """
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import numpy as np
 
-from ...errors import TargetError
+from ...errors import ApdslRuntimeError, TargetError
 from ...tensor import targets
+from ...tensor.placement import partition_offset
 from ...tensor.view import Tensor
 from ..table import semantics_reduce as sem
 from . import reduce_run as rr
@@ -26,10 +32,46 @@ from . import rng_state
 from .reduce_run import same_partitions
 
 
+def lanes_of(acc: Any) -> np.ndarray:
+    """The compute lanes an operand's rows are processed in: the physical partition of each
+    row (its first element's; a tile placed with address= starts at its partition offset)."""
+    storage = acc.storage
+    per_partition = max(prod(storage.shape[1:]) * storage.dtype.bits // acc.dtype.bits, 1)
+    first = acc.offsets().reshape(acc.shape[0], -1)[:, 0]
+    return (first // per_partition + partition_offset(storage)).astype(np.intp)
+
+
+def _drawing_lanes(call: rr.Call, role: str, engine: str) -> np.ndarray:
+    """The lanes a draw into `role` uses; an engine in XORWOW mode (`rand_set_state`) draws
+    only from lanes it set (APK386 otherwise: the docs do not say what an unset lane holds)."""
+    assert call.accs is not None
+    acc = call.accs[role]
+    if rng_state.xorwow(engine) is None:  # seeded mode: one generator, lanes only count rows
+        return np.arange(acc.shape[0])
+    lanes = lanes_of(acc)
+    lane = rng_state.unset_lane(engine, lanes)
+    if lane is not None:
+        raise _unset(call, lane, engine, f"draws into {role} {call.tensors[role].name} from lane "
+                     f"{lane}")
+    return lanes
+
+
+def _unset(call: rr.Call, lane: int, engine: str, what: str) -> ApdslRuntimeError:
+    return rr.runtime_error(
+        call, f"{what} of the {_ENGINE_NAMES[engine]}, whose XORWOW state no rand_set_state "
+        "set (the docs do not say what an unset lane holds)", "APK386",
+        f"set every lane it uses first: nisa.rand_set_state(src_seeds=seeds, "
+        f"engine=nisa.engine.{engine}) with seeds covering partition {lane}",
+        lane=lane, engine=engine)
+
+
 def _per_partition(call: rr.Call, role: str, data_role: str) -> None:
     if role in call.tensors:
         same_partitions(call, data_role, role)
         rr.elements(call, role, 1, f"takes one {role} value a partition")
+
+
+_ENGINE_NAMES = {"vector": "Vector Engine", "gpsimd": "GpSimd Engine"}
 
 
 def _rule(call_label: str, message: str, help: str, code: str = "APK379",
@@ -78,7 +120,7 @@ def dropout(dst: Tensor, data: Tensor, prob: Any, name: str | None = None) -> No
     x = call.read("data")
     rows = x.reshape(x.shape[0], -1)
     probs = call.read_f32("prob").reshape(-1, 1) if tile is not None else p
-    u = rng_state.uniform("vector", rows.size).reshape(rows.shape)
+    u = rng_state.uniform("vector", _drawing_lanes(call, "dst", "vector"), rows.shape[1])
     call.write({"dst": sem.dropout(rows, probs, u)})
 
 
@@ -103,7 +145,9 @@ def rng(dst: Tensor, engine: Any = "vector", name: str | None = None) -> None:
     if call.accs is None:
         return
     acc = call.accs["dst"]
-    bits = rng_state.bits32(call.engine or "vector", int(np.prod(acc.shape)))
+    engine = call.engine or "vector"
+    lanes = _drawing_lanes(call, "dst", engine)
+    bits = rng_state.bits32(engine, lanes, acc.size // max(len(lanes), 1))
     width = dst.dtype.bits
     unsigned = np.dtype(f"uint{width}")
     words = (bits & np.uint32((1 << width) - 1)).astype(unsigned)
@@ -152,7 +196,8 @@ def rand2(dst: Tensor, min: Any, max: Any, name: str | None = None) -> None:  # 
         raise rr.runtime_error(call, f"partition {p}: min {lo_p!r} is not below max {hi_p!r} "
                                "in the tiles' values; rand2 needs min < max", "APK380",
                                "pass ranges of positive width", partition=p)
-    u = rng_state.uniform("vector", int(np.prod(acc.shape))).reshape(parts, -1)
+    lanes = _drawing_lanes(call, "dst", "vector")
+    u = rng_state.uniform("vector", lanes, acc.size // parts)
     call.write({"dst": low + (high - low) * u})
 
 
@@ -180,3 +225,123 @@ def set_rng_seed(src_seeds: Tensor, name: str | None = None) -> None:
         return
     word = call.read("src_seeds").reshape(-1)[:1].view(np.uint32)
     rng_state.seed("vector", int(word[0]))
+
+
+def _state_engine(op: str, label: str, t: Any, engine: Any) -> None:
+    """The target and engine rules of rand_set_state / rand_get_state (APK380): NeuronCore-v3+,
+    GpSimd on v3 (trn2), GpSimd or Vector from v4 (trn3)."""
+    if not isinstance(t, Tensor) or targets.family(t.buffer) != "nki":
+        return  # the operand checks say what is wrong with it
+    tgt = targets.target_for(t.buffer).name
+    if tgt == "trn1":
+        raise _rule(label, f"{op} needs NeuronCore-v3 or newer (trn2, trn3); the target is "
+                    "trn1", "seed trn1's Vector Engine with set_rng_seed, or set the target "
+                    "to trn2 or trn3", code="APK380", target=tgt)
+    if getattr(engine, "name", engine) == "vector" and tgt == "trn2":
+        raise _rule(label, f"on NeuronCore-v3 (trn2) {op} runs on the GpSimd Engine only "
+                    "(the Vector Engine from NeuronCore-v4, trn3)", "use "
+                    "engine=nisa.engine.gpsimd (the default), or set the target to trn3",
+                    code="APK380", target=tgt)
+
+
+def _state_tile(call: rr.Call, role: str) -> int:
+    """The state tile is 2-D with 6 (GpSimd) or 24 (Vector) uint32 words a lane (APK385);
+    returns that count."""
+    engine = call.engine or "gpsimd"
+    words = rng_state.STATES[engine] * rng_state.WORDS
+    s = call.shapes[role]
+    if s is not None and len(s) != 2:
+        raise rr.shape_error(call, f"{role} {call.tensors[role].name} has {len(s)} dimensions; "
+                             f"{call.op} takes a 2-D tile (partitions = compute lanes, "
+                             "free = the state words)", "APK385",
+                             f"reshape {role} to ({s[0]}, {words})", role=role, shape=s)
+    n = call.free(role)
+    if n is not None and n != words:
+        raise rr.shape_error(call, f"{role} {call.tensors[role].name} has {n} elements a "
+                             f"partition; a XORWOW state of the {_ENGINE_NAMES[engine]} is "
+                             f"{words} uint32 words a lane", "APK385",
+                             f"give {role} shape ({call.parts(role)}, {words})", role=role,
+                             elements=n, expected=words)
+    return words
+
+
+def _engine_arg(engine: Any) -> str:
+    name = getattr(engine, "name", engine)
+    return "gpsimd" if name in (None, "unknown") else name
+
+
+def rand_set_state(src_seeds: Tensor, engine: Any = "gpsimd", name: str | None = None) -> None:
+    """Load the XORWOW states of the engine's compute lanes (NeuronCore-v3+: GpSimd, the
+    default; from NeuronCore-v4, trn3, the Vector Engine too) from the 2-D uint32 SBUF tile
+    `src_seeds`: its partition p holds lane p's words, 6 a lane on GpSimd, 24 (four states) on
+    the Vector Engine.  From then on the engine's draws (`rng`, and on the Vector Engine
+    `dropout` and `rand2`) come from the lanes' XORWOW generators; the word order and the
+    floats' derivation are apdsl's (`apdsl.runtime.nki.rng_state`), so setting a state saved
+    by `rand_get_state` repeats the draws that followed it.
+
+    >>> s = apdsl.ndarray((2, 6), "uint32", "sbuf")
+    >>> apdsl.iota(s, [[1, 6]], 1, 6)
+    >>> apdsl.rand_set_state(s)
+    >>> g = apdsl.ndarray((2, 6), "uint32", "sbuf")
+    >>> apdsl.rand_get_state(g)
+    >>> g.numpy().tolist()
+    [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]
+    """
+    label = rr.instruction_label("rand_set_state", name)
+    _state_engine("rand_set_state", label, src_seeds, engine)
+    if isinstance(src_seeds, Tensor) and src_seeds.buffer == "psum":
+        raise TargetError(f"{label}: src_seeds {src_seeds.name} is in psum; rand_set_state "
+                          "reads its seeds from SBUF only", code="APK309",
+                          notes=[f"src_seeds: shape {tuple(src_seeds.shape)} @ psum"],
+                          help="tensor_copy the seeds into an SBUF tile first",
+                          buffer="psum", role="src_seeds")
+    call = rr.begin("rand_set_state", name, {"src_seeds": src_seeds}, engine=engine)
+    _state_tile(call, "src_seeds")
+    eng = call.engine or "gpsimd"
+    call.record(engine=engine if _engine_arg(engine) != "gpsimd" else None)
+    if call.accs is None:
+        return
+    acc = call.accs["src_seeds"]
+    words = call.read("src_seeds").reshape(acc.shape[0], -1).view(np.uint32)
+    rng_state.set_state(eng, lanes_of(acc), words)
+
+
+def rand_get_state(dst: Tensor, engine: Any = "gpsimd", name: str | None = None) -> None:
+    """Store the XORWOW states of the engine's compute lanes into the 2-D uint32 tile `dst`
+    (partition p: lane p's 6 words on GpSimd, 24 on the Vector Engine), as `rand_set_state`
+    loaded them and the draws since advanced them.  NeuronCore-v3+; `dst` in SBUF (in PSUM
+    too from NeuronCore-v4, on the Vector Engine only: GpSimd cannot access PSUM).  A lane no
+    `rand_set_state` set holds what the docs do not say: refused (APK386).
+
+    >>> s = apdsl.ndarray((1, 6), "uint32", "sbuf")
+    >>> apdsl.iota(s, [[1, 6]], 1, 0)
+    >>> apdsl.rand_set_state(s)
+    >>> saved = apdsl.ndarray((1, 6), "uint32", "sbuf")
+    >>> apdsl.rand_get_state(saved)
+    >>> a, b = apdsl.ndarray((1, 4), "uint32", "sbuf"), apdsl.ndarray((1, 4), "uint32", "sbuf")
+    >>> apdsl.rng(a, engine="gpsimd")
+    >>> apdsl.rand_set_state(saved)
+    >>> apdsl.rng(b, engine="gpsimd")
+    >>> a.numpy().tolist() == b.numpy().tolist()
+    True
+    """
+    label = rr.instruction_label("rand_get_state", name)
+    _state_engine("rand_get_state", label, dst, engine)
+    call = rr.begin("rand_get_state", name, {"dst": dst}, engine=engine)
+    eng = call.engine or "gpsimd"
+    if eng == "gpsimd" and dst.buffer == "psum":
+        raise TargetError(f"{call.label}: dst {dst.name} is in psum; the GpSimd Engine cannot "
+                          "access PSUM (and on NeuronCore-v3, trn2, rand_get_state writes SBUF "
+                          "only)", code="APK348", help="write the state to an SBUF tile, or "
+                          "(trn3) use engine=nisa.engine.vector")
+    _state_tile(call, "dst")
+    call.record(engine=engine if _engine_arg(engine) != "gpsimd" else None)
+    if call.accs is None:
+        return
+    acc = call.accs["dst"]
+    lanes = lanes_of(acc)
+    x = rng_state.xorwow(eng)
+    missing = lanes if x is None else lanes[~x.set[lanes]]
+    if missing.size:
+        raise _unset(call, int(missing[0]), eng, f"reads lane {int(missing[0])}")
+    call.write({"dst": rng_state.get_state(eng, lanes).view(dst.dtype.np)})

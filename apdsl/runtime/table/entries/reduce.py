@@ -116,6 +116,19 @@ ENTRIES: tuple[Instruction, ...] = (
         (_on_chip("src_seeds", False, ("int32", "uint32", "float32")),), {"nki": ("vector",)},
         None, summary="seed the Vector Engine's generator",
         depends=Depends("whole", observed=("src_seeds",))),
+    # rand_set_state/rand_get_state: NeuronCore-v3+, GpSimd (the default) or, from v4 (trn3),
+    # Vector; 6 / 24 uint32 words a lane; the target and engine rules in the executor
+    Instruction(
+        "rand_set_state", "nki.rng_ops",
+        (Operand("src_seeds", False, {"nki": ("sbuf",)}, ("uint32",)),),
+        {"nki": ("gpsimd", "vector")}, None,
+        summary="load the engine's per-lane XORWOW states (6 / 24 words a lane)",
+        depends=Depends("whole", observed=("src_seeds",))),
+    Instruction(
+        "rand_get_state", "nki.rng_ops", (_on_chip("dst", True, ("uint32",)),),
+        {"nki": ("gpsimd", "vector")}, None, writes_dst=True,
+        summary="store the engine's per-lane XORWOW states (6 / 24 words a lane)",
+        depends=ELEMENT),
     Instruction(
         "tensor_scalar_reduce", "nki.vector_reduce",
         (_on_chip("dst", True), _on_chip("data"), _on_chip("operand0", False, ("float32",)),

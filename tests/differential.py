@@ -14,7 +14,8 @@ index on a line that indexes at run time); a register
 read before it holds a value (APK410: check mode cannot tell it from one register_load set);
 an error that the contents' written state decides, which `check` does not track by design:
 unwritten data reaching an observable point (APK404, APK412) and the PSUM accumulation state of `nc_matmul`
-(APK330-APK332); and the values an instruction reads (`nc_matmul(is_transpose=True)` needs a
+(APK330-APK332); the engines' state across instructions (reduce_regs APK382, the PRNG lanes
+rand_set_state set APK386); and the values an instruction reads (`nc_matmul(is_transpose=True)` needs a
 0/1 selection matrix, APK336).
 """
 
@@ -37,6 +38,7 @@ DATA_CODES = frozenset({"APK402", "APK403", "APK410",
                         "APK358",  # exact integer result past dst: the values decide
                         "APK364",  # a shift amount read from a tile
                         "APK382",  # reduce_regs state, which check mode does not track
+                        "APK386",  # PRNG lanes rand_set_state set: not tracked either
                         "APK554",  # asc. integer result out of range: the values decide
                         "APK555",  # asc. input outside ln/sqrt/...'s domain: the values
                         "APK527",  # atomic integer add out of range: the values decide

@@ -522,3 +522,22 @@ def test_trn1_transpose_flag_is_a_plain_matmul_that_never_accumulates():
         np.testing.assert_allclose(dst.numpy(), a.T @ b, rtol=1e-5, atol=1e-5)
         with raises_code("APK336"):
             nc_matmul(dst, _sb(a), _sb(b), is_transpose=True, accumulate=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_first_matmul_into_psum_is_numpys_product_bit_for_bit(dtype, whole):
+    # the first matmul into a PSUM tile writes NumPy's float32 product itself (into the tile
+    # when it is one C-contiguous matrix, else stored from a temporary); the next adds to it
+    npd = np.float32 if dtype == "float32" else ml_dtypes.bfloat16
+    a = RNG.standard_normal((128, 64)).astype(npd)
+    b = RNG.standard_normal((128, 256)).astype(npd)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    tile = ndarray((64, 512 if not whole else 256), "float32", "psum")
+    dst = tile if whole else tile[:, 128:384]
+    stationary, moving = _sb(a, dtype), _sb(b, dtype)
+    nc_matmul(dst, stationary, moving)
+    first = np.matmul(a32.T, b32)
+    assert np.array_equal(dst.numpy(), first)
+    nc_matmul(dst, stationary, moving)
+    assert np.array_equal(dst.numpy(), np.add(first, np.matmul(a32.T, b32)))

@@ -459,3 +459,56 @@ def test_onchip_integer_indexing_keeps_partition_and_one_free_dim():
     assert h[1].shape == (8, 16) and h[1, 2].shape == (16,)
     assert np.array_equal(addressed(h[1, 2:5, ::3]),
                           np.arange(4 * 8 * 16).reshape(4, 8, 16)[1, 2:5, ::3])
+
+
+def _slice_by_slice(t, key):
+    """`t[key]` for a key of slices, made the long way: one `Tensor.slice` per dimension cut,
+    last dimension first (negative bounds counted from the end, as indexing does)."""
+    items = list(key) + [slice(None)] * (t.ndim - len(key))
+    for d in reversed(range(t.ndim)):
+        start, stop, step = items[d].indices(t.shape[d])
+        if (start, stop, step) != (0, t.shape[d], 1):
+            t = t.slice(d, start, stop, step)
+    return t
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=3), st.data())
+def test_a_key_of_slices_is_one_view_equal_to_slicing_dimension_by_dimension(shape, data):
+    # indexing by slices alone makes its view in one step (no view per dimension): it must be
+    # the view slicing dimension by dimension gives, and address what NumPy's indexing does
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    onchip = data.draw(st.booleans())
+    t = apdsl.ndarray(tuple(shape), "float32",
+                      "sbuf" if onchip and len(shape) > 1 else "hbm")
+    key = []
+    for d in range(data.draw(st.integers(1, len(shape)))):
+        n = shape[d]
+        a = data.draw(st.one_of(st.none(), st.integers(-n, n - 1)))
+        lo = 0 if a is None else (a + n if a < 0 else a)
+        b = data.draw(st.one_of(st.none(), st.integers(lo + 1, n), st.integers(lo + 1 - n, -1)
+                                if lo + 1 - n <= -1 else st.none()))
+        step = data.draw(st.sampled_from([None, 1, 2, 3])) if d or not t.onchip else None
+        key.append(slice(a, b, step))
+    key = tuple(key) if len(key) > 1 or data.draw(st.booleans()) else key[0]
+    got = t[key]
+    want = _slice_by_slice(t, key if type(key) is tuple else (key,))
+    assert got.layout == want.layout and got.dtype == want.dtype and got.storage is t.storage
+    assert (got.label, got.coord, got.origin_shape, got.dynamic) == \
+        (want.label, want.coord, want.origin_shape, want.dynamic)
+    assert np.array_equal(addressed(got), x[key])
+
+
+@pytest.mark.parametrize("key, code", [
+    ((slice(3, 3),), "APK203"),            # empty
+    ((slice(5, 2),), "APK203"),            # backwards
+    ((slice(0, 70),), "APK215"),           # past the end
+    ((slice(-70, 2),), "APK215"),          # before the start
+    ((slice(0, 4, 0),), "APK204"),         # step 0
+    ((slice(0, 8, 2),), "APK202"),         # stepping over partitions
+    ((slice(0, 4), slice(0, 4), slice(0, 1)), "APK230"),  # too many
+])
+def test_a_key_of_slices_refused_as_before(key, code):
+    from support import raises_code
+    with raises_code(code):
+        sb((64, 64))[key]

@@ -13,7 +13,8 @@ from ...tensor.dtypes import round_tfloat32, widen_float32
 from ...tensor.machine import current
 from ..core import blas, psum
 from ..core import execute as ex
-from ..core.written import copied_to_others
+from ..core.access import oom
+from ..core.written import copied_to_others, mark_written
 
 
 def engine_read_into(acc: ex.Access, label: str, role: str, out: np.ndarray) -> np.ndarray:
@@ -166,6 +167,21 @@ def execute(accs: list[ex.Access], label: str, tgt: targets.Target, k: int, mm: 
         if result is not None:
             np.add(out, result.reshape(d.lshape), out=out)
         psum.note_matmul(d, False)
+        return
+    out = None
+    if result is None and not adding and type(d) is ex.Strided and d.dtype.name == "float32":
+        out = _matrix(d.array(), mm, n)
+    if out is not None and out.flags.c_contiguous:
+        # the product made in dst itself by the sgemm NumPy's matmul calls for it anyway (a
+        # C-contiguous output, as its own would be: the same values), not in a temporary
+        # copied into PSUM
+        ex.prepare_write(d, label, "dst")
+        try:
+            np.matmul(a.T, b, out=out)
+        except MemoryError as e:
+            raise oom("write", "dst", d.storage, e) from None
+        mark_written(d)
+        psum.note_matmul(d, is_transpose)
         return
     if result is None:
         result = np.matmul(a.T, b)

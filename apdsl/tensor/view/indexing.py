@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ...errors import ApdslTypeError, ViewError
+from .core import with_layout
 
 
 class Indexable(Protocol):
@@ -62,6 +63,10 @@ def _bound(v: Any, n: int, what: str, d: int, *, allow_end: bool) -> int:
 
 
 def index_view(t: V, key: Any) -> Any:
+    if t.origin_shape is None and t.dynamic is None:  # (a plain view: no TLA tile, no index)
+        view = _sliced(t, key)
+        if view is not None:
+            return view
     from ..grid_view import IndexedTile, is_grid_key
     if is_grid_key(key):  # the legacy NKI index grid (`t[i_p, i_f]`): a view once masked
         return IndexedTile(t, key)
@@ -94,3 +99,35 @@ def index_view(t: V, key: Any) -> Any:
             raise ApdslTypeError(f"unsupported index {k!r}: use ints, slices and '...'",
                                  code="APK111")
     return out
+
+
+def _sliced(t: Any, key: Any) -> Any:
+    """`t[key]` for a key of slices only (dimensions past them whole), each with in-range int
+    bounds and a positive step (step 1 across on-chip partitions), made as one view: the layout
+    sliced dimension by dimension as `Tensor.slice` would, one view at a time, in the same
+    order.  None for any other key (an int, `...`, an empty slice, an index grid, anything an
+    error): the general loop then makes the view or raises."""
+    items = key if type(key) is tuple else (key,)
+    layout = t.layout
+    dims = layout.dims
+    if len(items) > len(dims) or not layout.static:
+        return None
+    for d in range(len(items) - 1, -1, -1):
+        k = items[d]
+        if type(k) is not slice:
+            return None
+        n = dims[d].size
+        a, b, c = k.start, k.stop, k.step
+        if c is None:
+            step = 1
+        elif type(c) is int and c >= 1 and (c == 1 or d or not t.onchip):
+            step = c
+        else:
+            return None
+        start = 0 if a is None else (a + n if type(a) is int and -n <= a < 0 else a)
+        stop = n if b is None else (b + n if type(b) is int and -n <= b < 0 else b)
+        if type(start) is not int or type(stop) is not int or not 0 <= start < stop <= n:
+            return None
+        if start or stop != n or step != 1:
+            layout = layout.slice(d, start, stop, step)
+    return t if layout is t.layout else with_layout(t, layout)

@@ -5,8 +5,9 @@ independent of the checker: every interleaving of the two programs' accesses tha
 barriers allow, run on a plain Python model of the rows.  A launch that ends with exit 0 must
 have one outcome over all of them (and apdsl's result must be it); a launch whose outcome
 depends on the interleaving must stop at APK973.  The checker's one conservative case (a read
-of bytes the other program wrote with the value they already held) is kept out of the
-completeness half by writing values other than the initial one."""
+of bytes the other program wrote with the value they already held, when the writer did not
+read them first) is kept out of the completeness half by writing values other than the
+initial one; its examples write the initial value back after reading it."""
 
 from __future__ import annotations
 
@@ -157,6 +158,13 @@ def test_a_launch_that_runs_has_one_outcome_whatever_the_interleaving(case):
 # write lands first, program 0 reads 1.0 (the read's value decides, not that it was read)
 @example(((dict(reads0=[], writes=[0], value=1.0, reads2=[0]),
            dict(reads0=[], writes=[0], value=1.0, reads2=[])), False))
+# program 0 reads a row and writes back the value it read; program 1 reads it: the same value
+# on either order, so the launch runs (the value a write replaced is known where its program
+# read the byte first)
+@example(((dict(reads0=[0], writes=[0], value=INITIAL, reads2=[]),
+           dict(reads0=[0], writes=[], value=1.0, reads2=[])), False))
+@example(((dict(reads0=[], writes=[], value=1.0, reads2=[1]),
+           dict(reads0=[1, 0], writes=[1, 0], value=INITIAL, reads2=[])), False))
 def test_a_launch_whose_outcome_depends_on_the_interleaving_stops(case):
     plan, barrier = case
     want, got = run(plan, barrier)
@@ -224,6 +232,37 @@ def test_a_barrier_between_the_clear_and_the_scatter_orders_them():
     np.testing.assert_array_equal(clear_barrier_scatter[2](x), want)
     # twice: the launch gives its storages back (a second launch starts with no history)
     np.testing.assert_array_equal(clear_barrier_scatter[2](x), want)
+
+
+@nki.jit
+def fill_barrier_flush(x, clash):
+    # each program writes its half of out, the two meet, then each copies the whole of out
+    # onto itself (nki-library's MoE CTE kernels end so, to flush the output): both copies read
+    # and write back the values out holds, so the order of the two does not matter.  With
+    # `clash`, program 1 then writes other values into the rows program 0 just wrote back.
+    me = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[me * 4:me * 4 + 4, :])
+    nisa.dma_copy(dst=out[me * 4:me * 4 + 4, :], src=t)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    nisa.dma_copy(dst=out, src=out)
+    if clash and me == 1:
+        nisa.memset(dst=t, value=-1.0)
+        nisa.dma_copy(dst=out[0:4, :], src=t)
+    return out
+
+
+def test_a_copy_of_the_output_onto_itself_in_both_programs_is_no_race():
+    x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    np.testing.assert_array_equal(fill_barrier_flush[2](x, False), x)
+    # program 1's other values where program 0 wrote back: which lands last is timing
+    with pytest.raises(ApdslError) as e:
+        fill_barrier_flush[2](x, True)
+    assert e.value.code == "APK973"
+    assert e.value.message.startswith("race between the programs of an LNC=2 launch: "), \
+        e.value.message
+    assert "out[0, 0], which program" in e.value.message, e.value.message
 
 
 def test_the_command_line_reports_the_race_with_both_lines(tmp_path):

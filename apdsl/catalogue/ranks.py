@@ -124,7 +124,8 @@ one does before them against what the other does after them. apdsl runs the prog
 which is one order of many, so it stops at the first access whose outcome depends on the
 order: a program writing bytes the other wrote since they last met (with other values: both
 writing one value is no race), reading bytes the other wrote (unless it wrote the same value
-there too), or writing other values into bytes the other read. The error is at the later
+there too, or the other's write put back the value it had read there, as a copy of a tensor
+onto itself does), or writing other values into bytes the other read. The error is at the later
 access in apdsl's turns; the label shows the other program's access. Put a
 `core_barrier(data, (0, 1))` between the two in both programs, or give each program its own
 part of the tensor.

@@ -13,10 +13,17 @@ that conflicts with an access of the other since that meeting:
 
 - a write of a byte the other wrote, with another value (a byte both write with one value
   holds it whatever the order);
-- a read of a byte the other wrote, unless this program wrote the same value there too (on
-  hardware the read may come before the other's write);
+- a read of a byte the other wrote, unless this program wrote the same value there too, or the
+  other's write left the value the byte held before it (on hardware the read may come before
+  the other's write, and sees the same value only then);
 - a write of a byte the other read, with another value than it read (on hardware the read
   may see this write).
+
+A write leaves the value a byte held (is quiet) when the program read the byte earlier in
+the same epoch and writes back what it read: nki-library's MoE kernels end with each program
+copying the output onto itself (`dma_copy(output, output)`) to flush it, which reads on either
+order the same values.  Where the program did not read the byte first, the value it replaced
+is not known here, and the write counts as a change (the one conservative case).
 
 Bytes, not elements: two views of one storage may differ in dtype, and DMA writes whole bytes.
 The `lnc` slot of a storage holds its `Races` while the launch runs (None otherwise: the hooks
@@ -46,13 +53,15 @@ class _Log:
     touch again: most of the checker's time on an LNC=2 MoE kernel meeting every block).
     Made on first use (zeroed pages cost nothing until touched)."""
 
-    __slots__ = ("wid", "val", "rid", "seen")
+    __slots__ = ("wid", "val", "rid", "seen", "quiet")
 
     def __init__(self, units: int, dtype: type, unit: int) -> None:
         self.wid = np.zeros(units, dtype)
         self.val = np.zeros(units, _BITS[unit])
         self.rid: np.ndarray | None = None
         self.seen: np.ndarray | None = None
+        # per entry: whether the last write left the value the byte held (see the module)
+        self.quiet = np.zeros(units, bool)
 
     def reads(self) -> tuple[np.ndarray, np.ndarray]:
         if self.rid is None:
@@ -65,6 +74,7 @@ class _Log:
         accessed with it, and its value is its byte of the element's bits."""
         self.wid = np.repeat(self.wid, unit)
         self.val = self.val.view(np.uint8)
+        self.quiet = np.repeat(self.quiet, unit)
         if self.rid is not None:
             self.rid = np.repeat(self.rid, unit)
             self.seen = self.seen.view(np.uint8)  # type: ignore[union-attr]
@@ -147,6 +157,8 @@ class Races:
         mine = self._logs[me].get(acc.storage.id)
         for other, log in self._others(me, e, acc.storage):
             hit = self._within(log.wid[at], e)
+            if hit.any():  # (a byte the other wrote back unchanged reads the same either way)
+                hit &= ~log.quiet[at]
             if mine is not None and hit.any():  # both wrote one value: that is what it reads
                 hit &= ~(self._within(mine.wid[at], e) & (mine.val[at] == log.val[at]))
             if hit.any():
@@ -190,9 +202,24 @@ class Races:
                     raise self._error(acc, at, pos(), hit, me, other, log.rid, "writes", "read")
         stamp = self._stamp(e)  # (first: it may widen the logs' numbers)
         mine = self._log(me, acc.storage)
+        mine.quiet[at] = self._quiet(mine, at, e, data)
         mine.wid[at] = stamp
         mine.val[at] = data
         return None
+
+    def _quiet(self, log: _Log, at: np.ndarray, epoch: int, data: np.ndarray) -> np.ndarray:
+        """Whether the write of `data` at `at` leaves, with this program's earlier writes of
+        epoch `epoch`, the value each byte held before them: known where the program read the
+        byte before its first write of the epoch (its first read's value is what that write
+        replaced: the other program runs in its own turn, and its writes of other values to
+        a byte this program read are races of their own)."""
+        again = self._within(log.wid[at], epoch)
+        quiet = again & log.quiet[at] & (log.val[at] == data)  # a write after a quiet one
+        if log.rid is not None:
+            read = ~again & self._within(log.rid[at], epoch)
+            if read.any():
+                quiet |= read & (log.seen[at] == data)  # type: ignore[index]
+        return quiet
 
     # -- helpers -----------------------------------------------------------------------------
     def _within(self, ids: np.ndarray, epoch: int) -> np.ndarray:

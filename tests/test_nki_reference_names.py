@@ -9,6 +9,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import apdsl
 import apdsl.nki as nki
@@ -175,3 +177,297 @@ def test_the_names_are_in_the_namespaces():
         assert name in dir(nl) and name not in dir(nisa)
     for name in ("get_nc_sub_version", "NkiValidationError", "VirtualRegister"):
         assert name in dir(nisa) and name not in dir(nl)
+
+
+# -- nl.where ------------------------------------------------------------------------------------
+
+def _bf16(a: np.ndarray) -> np.ndarray:
+    import ml_dtypes
+    return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16)
+
+
+def _lowered_ops(kernel, *args) -> list[str]:
+    """The instructions one run of `kernel` issues, in order (as `lower` records them)."""
+    from apdsl.runtime.core.trace import tracing
+    with tracing() as tr:
+        kernel(*args)
+    return [r.op for r in tr.records]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(p=st.integers(1, 128), f=st.integers(1, 40), seed=st.integers(0, 999),
+       xdt=st.sampled_from(["float32", "bfloat16"]), ydt=st.sampled_from(["float32",
+                                                                         "bfloat16"]),
+       cond_kind=st.sampled_from(["compare", "loaded", "uint8"]))
+def test_where_picks_like_numpy(p, f, seed, xdt, ydt, cond_kind):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((p, f)).astype(np.float32)
+    a[rng.random((p, f)) < 0.1] = np.inf
+    b = rng.standard_normal((p, f)).astype(np.float32)
+    b[rng.random((p, f)) < 0.1] = np.nan
+    c = rng.standard_normal((p, f)).astype(np.float32)
+    a = _bf16(a) if xdt == "bfloat16" else a
+    b = _bf16(b) if ydt == "bfloat16" else b
+    mask = c > 0
+    given_c = {"compare": c, "loaded": mask.astype(np.float32),
+               "uint8": mask.astype(np.uint8)}[cond_kind]
+
+    @nki.jit
+    def k(x, y, cond):
+        tx, ty, tc = nl.load(x), nl.load(y), nl.load(cond)
+        if cond_kind == "compare":
+            tc = nl.greater(tc, 0.0)
+        r = nl.where(tc, tx, ty)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    got = k(a, b, given_c)
+    want_dt = np.float32 if "float32" in (xdt, ydt) else got.dtype
+    assert got.dtype == want_dt
+    want = np.where(mask, a.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(got.dtype)
+                                  .astype(np.float32))
+
+
+def test_where_takes_numbers_and_a_dtype():
+    c = (np.arange(128 * 8).reshape(128, 8) % 3 == 0).astype(np.float32)
+    a = np.full((128, 8), 7.5, np.float32)
+
+    @nki.jit
+    def k(x, cond):
+        tc, tx = nl.load(cond), nl.load(x)
+        r1 = nl.where(tc, tx, -1.0)
+        r2 = nl.where(tc, 2.0, tx, dtype=nl.int32)
+        o1 = nl.ndarray(r1.shape, dtype=r1.dtype, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(r2.shape, dtype=r2.dtype, buffer=nl.shared_hbm)
+        nl.store(o1, r1)
+        nl.store(o2, r2)
+        return o1, o2
+
+    r1, r2 = k(a, c)
+    np.testing.assert_array_equal(r1, np.where(c == 1, 7.5, -1.0).astype(np.float32))
+    assert r2.dtype == np.int32
+    np.testing.assert_array_equal(r2, np.where(c == 1, 2, 8).astype(np.int32))  # 7.5 -> 8
+
+
+def test_where_is_a_predicated_copy_over_y():
+    c = np.ones((128, 8), np.float32)
+
+    @nki.jit
+    def k(cond):
+        tc = nl.load(cond)
+        r = nl.where(tc, tc, tc)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    assert _lowered_ops(k, c) == ["dma_copy", "tensor_copy", "tensor_copy",
+                                  "tensor_copy_predicated", "dma_copy"]
+
+
+@pytest.mark.parametrize("call, code", [
+    (lambda x, tc: nl.where(nl.multiply(tc, 0.5), tc, tc), "APK166"),
+    (lambda x, tc: nl.where(tc, tc, nl.load(x[0:64, :])), "APK154"),
+    (lambda x, tc: nl.where(tc, x, tc), "APK151"),
+    (lambda x, tc: nl.where(tc, "a", tc), "APK152"),
+])
+def test_where_refusals(call, code):
+    @nki.jit
+    def k(x):
+        call(x, nl.load(x))
+        return x
+
+    with pytest.raises(ApdslError) as e:
+        k(np.ones((128, 8), np.float32))
+    assert e.value.code == code
+
+
+# -- nl.expand_dims --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, axis", [((128, 8), 1), ((128, 8), 2), ((128, 8), -1),
+                                         ((16, 4, 6), 2), ((16, 4, 6), -2)])
+def test_expand_dims_is_a_view_like_numpy(shape, axis):
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    want = np.expand_dims(a, axis)
+
+    @nki.jit
+    def k(x):
+        t = nl.load(x)
+        e = nl.expand_dims(t, axis)
+        assert e.shape == want.shape
+        out = nl.ndarray(e.shape, dtype=e.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(e))
+        return out
+
+    np.testing.assert_array_equal(k(a), want)
+    assert _lowered_ops(k, a) == ["dma_copy", "tensor_copy", "dma_copy"]  # no instruction
+
+
+def test_expand_dims_of_hbm_may_insert_anywhere():
+    seen = []
+
+    @nki.jit
+    def k(x):
+        seen.extend([nl.expand_dims(x, 0).shape, nl.expand_dims(x, -3).shape])
+        return x
+
+    k(np.ones((4, 8), np.float32))
+    assert seen == [(1, 4, 8), (1, 4, 8)]
+
+
+@pytest.mark.parametrize("axis, code", [(0, "APK202"), (-3, "APK202"), (3, "APK201"),
+                                        (-4, "APK201"), (1.0, "APK111")])
+def test_expand_dims_refusals(axis, code):
+    @nki.jit
+    def k(x):
+        nl.expand_dims(nl.load(x), axis)
+        return x
+
+    with pytest.raises(ApdslError) as e:
+        k(np.ones((128, 8), np.float32))
+    assert e.value.code == code
+
+
+# -- nl.softmax ------------------------------------------------------------------------------------
+
+def _tol(dtype: str) -> dict:
+    return {"rtol": 2.0 ** -7, "atol": 2.0 ** -12} if dtype == "bfloat16" else \
+        {"rtol": 2e-6, "atol": 1e-7}
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(["float32", "bfloat16"]), seed=st.integers(0, 999),
+       case=st.sampled_from([((128, 64), 1), ((7, 33), -1), ((16, 4, 6), (1, 2)),
+                             ((16, 4, 6), 2), ((8, 3, 5), [2])]))
+def test_softmax_against_numpy(dtype, seed, case):
+    shape, axis = case
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * 4).astype(np.float32)
+    a = _bf16(a) if dtype == "bfloat16" else a
+
+    @nki.jit
+    def k(x):
+        r = nl.softmax(nl.load(x), axis=axis)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    got = k(a)
+    assert got.dtype == a.dtype
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    v = a.astype(np.float64)
+    e = np.exp(v - v.max(axis=axes, keepdims=True))
+    want = e / e.sum(axis=axes, keepdims=True)
+    np.testing.assert_allclose(got.astype(np.float64), want, **_tol(dtype))
+
+
+def test_softmax_of_the_reference_example_is_uniform_and_casts_to_dtype():
+    @nki.jit
+    def k():
+        a = nl.full((128, 512), 1.0, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.softmax(a, axis=1, dtype=nl.bfloat16)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    got = k()
+    assert got.dtype.name == "bfloat16"
+    np.testing.assert_array_equal(got.astype(np.float32), np.float32(1 / 512))
+
+
+@pytest.mark.parametrize("axis", [0, [0, 1], 3, [1]])
+def test_softmax_axes_are_free_and_trailing(axis):
+    @nki.jit
+    def k(x):
+        nl.softmax(nl.load(x), axis=axis)
+        return x
+
+    with pytest.raises(ApdslError) as e:
+        k(np.ones((16, 4, 6), np.float32))
+    assert e.value.code == "APK158"
+
+
+# -- nl.rms_norm -----------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(["float32", "bfloat16"]), seed=st.integers(0, 999),
+       case=st.sampled_from([((128, 64), (128, 64), 1), ((32, 48), (1, 48), 1),
+                             ((16, 4, 6), (16, 4, 6), [1, 2]), ((16, 4, 6), (16, 4, 1), 2)]),
+       eps=st.sampled_from([1e-6, 1e-3, 0.5]), extra_n=st.integers(0, 9))
+def test_rms_norm_against_numpy(dtype, seed, case, eps, extra_n):
+    shape, wshape, axis = case
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    a, w = (_bf16(a), _bf16(w)) if dtype == "bfloat16" else (a, w)
+    axes = tuple(axis) if isinstance(axis, list) else (axis,)
+    n = int(np.prod([shape[i] for i in axes])) + extra_n  # n is the caller's count
+
+    @nki.jit
+    def k(x, wt):
+        r = nl.rms_norm(nl.load(x), nl.load(wt), axis=axis, n=n, epsilon=eps)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    got = k(a, w)
+    assert got.dtype == a.dtype
+    v = a.astype(np.float64)
+    want = v / np.sqrt((v * v).sum(axis=axes, keepdims=True) / n + eps) * w.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want, **_tol(dtype))
+
+
+def test_rms_norm_of_the_reference_example():
+    @nki.jit
+    def k():
+        x = nl.full((128, 512), 2.0, dtype=nl.float32, buffer=nl.sbuf)
+        w = nl.full((128, 512), 1.0, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.rms_norm(x, w, axis=1, n=512)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    np.testing.assert_allclose(k(), 2.0 / np.sqrt(4.0 + 1e-6), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call, code", [
+    (lambda x, t: nl.rms_norm(t, t, axis=1, n=0), "APK172"),
+    (lambda x, t: nl.rms_norm(t, t, axis=1, n=8, epsilon=-1.0), "APK172"),
+    (lambda x, t: nl.rms_norm(t, t, axis=0, n=8), "APK158"),
+    (lambda x, t: nl.rms_norm(t, nl.load(x[:, 0:4]), axis=1, n=8), "APK154"),
+])
+def test_rms_norm_refusals(call, code):
+    @nki.jit
+    def k(x):
+        call(x, nl.load(x))
+        return x
+
+    with pytest.raises(ApdslError) as e:
+        k(np.ones((128, 8), np.float32))
+    assert e.value.code == code
+
+
+def test_composites_in_a_legacy_kernel(tmp_path):
+    (tmp_path / "k.py").write_text(textwrap.dedent('''
+        import neuronxcc.nki as nki
+        import neuronxcc.nki.language as nl
+
+
+        @nki.jit
+        def k(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            s = nl.softmax(t, axis=1)
+            r = nl.where(nl.greater(t, 0.0), s, t)
+            nl.store(out, r)
+            return out
+        '''))
+    a = np.random.default_rng(3).standard_normal((128, 16)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    proc = apdsl_in_process("run", "k.py", "-i", "a=a.npy", "-o", "out.npy", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    e = np.exp(a - a.max(1, keepdims=True))
+    want = np.where(a > 0, e / e.sum(1, keepdims=True), a)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=2e-6, atol=1e-7)
+

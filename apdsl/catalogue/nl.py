@@ -103,8 +103,8 @@ for i in nl.dynamic_range(0, 8, 0):
 ENTRIES += [
     entry("APK158", "nl reduction axes", """
 `nl.sum`, `nl.max`, `nl.min`, `nl.prod`, `nl.mean`, `nl.var` and `nl.all` reduce free axes of
-a tile with `tensor_reduce`: the reference requires the axes to be free dimensions, trailing
-and contiguous (`axis=1` of a 2-D tile, `[1, 2]` or `2` of a 3-D one). Axis 0 is the
+a tile with `tensor_reduce`, and `nl.softmax` and `nl.rms_norm` compute over free axes the same
+way: the reference requires the axes to be free dimensions, trailing and contiguous (`axis=1` of a 2-D tile, `[1, 2]` or `2` of a 3-D one). Axis 0 is the
 partition dimension: reduce across partitions with `nisa.tensor_partition_reduce` or a matmul
 with a ones stationary. apdsl computes `nl.var` over every free axis only. A legacy index
 expression (`t[i0, 2 * i1 + i2, 2 * i3 + i4]`) may reduce any free axes, as the legacy
@@ -187,6 +187,30 @@ kernel k():
 """),
 ]
 ENTRIES += [
+    entry("APK166", "nl.where's condition holds a value other than 1.0 and 0.0", """
+`nl.where(condition, x, y, dtype=None)` takes "a condition tile with float values (1.0 for True,
+0.0 for False)" (the NKI language reference); what another value selects is not defined, so
+apdsl refuses it where the run reads it, naming the first such element.  The comparisons
+(`nl.greater`, `nl.equal`, ...) give such a tile.  apdsl computes `nl.where` as a copy of y
+(`tensor_copy`, or `memset` for a number), the condition as a uint8 predicate (`tensor_copy`),
+and `tensor_copy_predicated` of x over it; `apdsl check`, which reads no values, does not see
+this error.
+""", """
+kernel k():
+    c = nl.full((128, 8), 0.5, nl.float32)
+    x = nl.zeros((128, 8), nl.float32)
+    r = nl.where(c, x, x)
+"""),
+    entry("APK172", "nl.rms_norm's n or epsilon", """
+`nl.rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None)` computes
+`x / sqrt(sum(x ** 2 over axis) / n + epsilon) * w`: `n` is "the total number of values to
+calculate rms" (a positive number, which may differ from the tile's count when the tile is
+padded) and `epsilon` the term that keeps the root from zero (a number >= 0).
+""", """
+kernel k():
+    x = nl.ones((128, 8), nl.float32)
+    r = nl.rms_norm(x, x, axis=1, n=0)
+"""),
     entry("APK167", "nl.transpose takes a 2-D tile", """
 `nl.transpose(x, dtype=None)` "transposes a 2D tile between its partition and free dimension"
 (the NKI language reference): x is a tensor with a partition dimension and one free dimension.

@@ -238,12 +238,16 @@ def _nki_overlay(interp: Host, table: dict[str, Any]) -> dict[str, Any]:
     overlay["nisa.scalar_load"], overlay["nisa.NkiScalar"] = scalar_load, NkiScalar
     from . import nl_regions  # nl.MemoryRegion, nl.is_sbuf, ..., nisa.NkiValidationError
     overlay.update(nl_regions.make())
+    from . import nl_compose  # nl.where, nl.expand_dims, nl.softmax, nl.rms_norm
+    for name, fn in nl_compose.make(interp, table).items():
+        overlay[f"nl.{name}"] = fn
     return overlay
 
 
 def nki_names() -> tuple[str, ...]:
     """The prefixed keys `_nki_overlay` and `asc_names` file, without building them."""
     from . import (
+        nl_compose,
         nl_constants,
         nl_functions,
         nl_legacy,
@@ -261,7 +265,7 @@ def nki_names() -> tuple[str, ...]:
                                     *nl_constants.NAMES, *nl_ordering.NAMES, "nc", "spmd_dim",
                                     *(o for o in OPERATORS if o not in VALUES_ONLY)))
     # and the `asc.` names: pyasc's enums and parameter objects, the asc. instructions
-    nl += tuple(f"nl.{n}" for n in nl_regions.NL_NAMES)
+    nl += tuple(f"nl.{n}" for n in (*nl_regions.NL_NAMES, *nl_compose.NAMES))
     isa = ("nisa.scalar_load", "nisa.NkiScalar",
            *(f"nisa.{n}" for n in nl_regions.ISA_NAMES))
     return nl + isa + asc_names() + tuple(n for n in INSTRUCTIONS if "." in n)

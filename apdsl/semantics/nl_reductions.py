@@ -29,7 +29,7 @@ _OPS = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply",
 NAMES = (*_OPS, "mean", "var")
 
 
-def _axes(x: Tensor, axis: Any, fn: str) -> tuple[int, ...]:
+def free_axes(x: Tensor, axis: Any, fn: str) -> tuple[int, ...]:
     items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     nd = len(x.shape)
     out = []
@@ -75,7 +75,7 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
 
         def call(x: Any, axis: Any, dtype: Any = None, keepdims: bool = False) -> Tensor:
             x = tile(x, fn)
-            axes = _axes(x, axis, fn)
+            axes = free_axes(x, axis, fn)
             out = alloc(_shape(x, axes, keepdims), x.dtype if dtype is None
                         else to_dtype(dtype))
             table["tensor_reduce"](dst=out, op=op, data=x, axis=axes, keepdims=keepdims)
@@ -94,7 +94,7 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
 
     def mean(x: Any, axis: Any, dtype: Any = None, keepdims: bool = False) -> Tensor:
         x = tile(x, "mean")
-        axes = _axes(x, axis, "mean")
+        axes = free_axes(x, axis, "mean")
         total = sum_to_f32(x, axes, keepdims)
         out = alloc(tuple(total.shape), x.dtype if dtype is None else to_dtype(dtype))
         n = prod(x.shape[a] for a in axes)
@@ -104,7 +104,7 @@ def make(interp: Host, table: dict[str, Any]) -> dict[str, Callable[..., Any]]:
 
     def var(x: Any, axis: Any, dtype: Any = None, keepdims: bool = False) -> Tensor:
         x = tile(x, "var")
-        axes = _axes(x, axis, "var")
+        axes = free_axes(x, axis, "var")
         if axes[0] != 1:
             raise ApdslTypeError(f"nl.var: axis {axis!r}: apdsl computes the variance over "
                                  "every free axis only", code="APK158", param="axis",

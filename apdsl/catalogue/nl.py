@@ -196,10 +196,17 @@ apdsl refuses it where the run reads it, naming the first such element.  The com
 and `tensor_copy_predicated` of x over it; `apdsl check`, which reads no values, does not see
 this error.
 """, """
-kernel k():
-    c = nl.full((128, 8), 0.5, nl.float32)
-    x = nl.zeros((128, 8), nl.float32)
-    r = nl.where(c, x, x)
+# python
+import apdsl.nki as nki
+import apdsl.nki.language as nl
+
+@nki.jit
+def k(a):
+    c = nl.multiply(nl.load(a), 0.5)
+    r = nl.where(c, c, c)
+    return a
+
+k(np.ones((128, 8), np.float32))
 """),
     entry("APK172", "nl.rms_norm's n or epsilon", """
 `nl.rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None)` computes

@@ -90,7 +90,7 @@ class Composer:
         if bad.any():
             at = tuple(int(i) for i in np.argwhere(bad)[0])
             raise ApdslRuntimeError(
-                f"nl.where: the condition holds {values[at]!r} at {at}; its values are 1.0 "
+                f"nl.where: the condition holds {float(values[at])} at {at}; its values are 1.0 "
                 "(True) or 0.0 (False), as the reference says", code="APK166",
                 param="condition", help="make it with a comparison (nl.greater, nl.equal, "
                 "...), which gives 1.0 and 0.0")

@@ -471,3 +471,37 @@ def test_composites_in_a_legacy_kernel(tmp_path):
     want = np.where(a > 0, e / e.sum(1, keepdims=True), a)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=2e-6, atol=1e-7)
 
+
+
+# -- nisa.NkiInstruction ---------------------------------------------------------------------------
+
+def test_an_instruction_call_returns_its_handle_and_depends_on_is_located():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        b = nisa.dma_copy(dst=t, src=a)
+        c = nisa.dma_copy(dst=out, src=t)
+        seen["handles"] = (isinstance(b, nisa.NkiInstruction), isinstance(c, nisa.NkiInstruction))
+        c.depends_on(b)
+        return out
+
+    with pytest.raises(ApdslError) as e:
+        k(_ones())
+    assert seen["handles"] == (True, True)
+    assert e.value.code == "APK938" and "dma_copy.depends_on(dma_copy)" in e.value.message
+    assert e.value.span is not None and e.value.span.file.endswith("test_nki_reference_names.py")
+
+
+def test_depends_on_checks_its_producers_first():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a).depends_on(t)
+        return a
+
+    with pytest.raises(ApdslError) as e:
+        k(_ones())
+    assert e.value.code == "APK938" and "not an NkiInstruction" in e.value.message

@@ -37,6 +37,8 @@ SAMPLES: list[tuple[str, str, dict[str, str]]] = [
     ("tensor_scalar_cumulative", "nisa.tensor_scalar_cumulative(dst=T, src=x, "
      "op0=nl.multiply, op1=nl.add, imm0=2.0)", {"dst": "T"}),
     ("nonzero_with_count", "nisa.nonzero_with_count(dst=N, src=x)", {"dst": "N[0:1, :]"}),
+    ("topk", "nisa.topk(val_dst=Y, idx_dst=U[:, 0:8], src=H[0:16, :], n=256)",
+     {"val_dst": "Y[0:8, 0:1]", "idx_dst": "U[0:8, 0:1]"}),  # (K = 8: a snake of 8)
     ("sequence_bounds", "nisa.sequence_bounds(dst=V, segment_ids=I)", {"dst": "V"}),
     ("nc_n_gather", "nisa.nc_n_gather(dst=T, data=x, indices=ix)", {"dst": "T"}),
     ("dma_compute", "nisa.dma_compute(dst=T, srcs=[x, X], reduce_op=nl.add)", {"dst": "T"}),
@@ -132,6 +134,7 @@ kernel k(X: f32[16, 16] @ hbm, IX: f32[16, 16] @ hbm, ON: f32[16, 16] @ hbm) -> 
     Z: float8_e5m2_x4[32, 4] @ sbuf = 0
     E: u8[4, 4] @ sbuf = 127
     M: f32[4, 4] @ psum
+    Y: bf16[16, 8] @ sbuf
     {call}
 {reads}    return x
 """
@@ -166,7 +169,8 @@ def test_the_samples_cover_every_nki_instruction_of_the_table():
 
 
 _DTYPE = {"T": "f32", "R": "f32", "U": "u32", "B": "f32", "W": "f32", "P": "f32", "Q": "f32",
-          "N": "i32", "G": "float8_e4m3fn_x4", "S": "u8", "M": "f32", "V": "f32"}
+          "N": "i32", "G": "float8_e4m3fn_x4", "S": "u8", "M": "f32", "V": "f32",
+          "Y": "bf16"}
 
 
 OUTPUT_CASES = [(op, call, role, view) for op, call, written in SAMPLES

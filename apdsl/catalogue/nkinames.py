@@ -76,6 +76,48 @@ d = apdsl.ndarray((1, 5), "int32", "sbuf")
 from apdsl.runtime.nki.nonzero import nonzero_with_count
 nonzero_with_count(d, x, index_offset=2**40)
 """),
+    entry("APK937", "topk arguments", """
+`nisa.topk(val_dst, idx_dst, src, n)` (NKI 0.6.0, GpSimd) finds the K largest of each group of
+16 partitions of `src`, read as a snake: element e at partition e % 16, column e // 16. Its
+docstring's constraints: `8 <= n < 65536`; K, the free size of `val_dst`, with
+`1 <= K < 32768` and `K <= n`; `src`'s free size at least `ceil(n / 16)`; a partition count
+that is a multiple of 16; `val_dst` and `idx_dst` of one shape `[par_dim, k]` (bfloat16 SBUF
+src and val_dst, uint32 SBUF idx_dst). The outputs are written as a snake too (position q at
+partition q % 16, column q // 16), ascending; the hardware's order within it differs
+(nki-library's gpsimd_topk relies on the set only), so do the same. A NaN among the n elements
+is this error at run time: the docs do not say how it orders.
+""", """
+# python
+import ml_dtypes
+x = apdsl.from_numpy(np.ones((16, 1), ml_dtypes.bfloat16), "sbuf")
+v = apdsl.ndarray((16, 4), "bfloat16", "sbuf")
+i = apdsl.ndarray((16, 4), "uint32", "sbuf")
+from apdsl.runtime.nki.topk import topk
+topk(v, i, x, n=7)
+"""),
+    entry("APK938", "NkiInstruction.depends_on is not modelled", """
+An `nisa` instruction call returns its `nisa.NkiInstruction` handle, and the reference's
+`c.depends_on(b, ...)` makes c wait for each producer with a hardware semaphore. apdsl runs
+instructions in program order, so the values never depend on such an edge, and its profile
+orders instructions by their data (read after write, write after read or write) and each
+engine's program order; it has no explicit edges, so `depends_on` stops here, naming the
+instructions, rather than leaving the edge out of the timeline silently. A producer that is not
+an `NkiInstruction` is this error too.
+""", """
+# python
+import apdsl.nki as nki
+import apdsl.nki.isa as nisa
+import apdsl.nki.language as nl
+
+@nki.jit
+def k(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    b = nisa.dma_copy(dst=t, src=a)
+    nisa.tensor_copy(dst=t, src=t).depends_on(b)
+    return a
+
+k(np.zeros((128, 4), np.float32))
+"""),
     entry("APK930", "sequence_bounds arguments", """
 `nisa.sequence_bounds(dst, segment_ids)` takes a tile of one partition (its docstring: "the
 partition dimension must always be 1"), float32 or int32, and writes two values per ID into

@@ -65,8 +65,13 @@ class Host:
         return ndarray(shape, dtype, buffer, format or "ND", name=name, span=span)
 
     def instruction(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """An instruction call of the kernel (either NKI API: `apdsl.nki.legacy`)."""
-        return self.legacy.instruction(name, fn, args, kwargs)
+        """An instruction call of the kernel (either NKI API: `apdsl.nki.legacy`); one that
+        returns nothing returns its handle, `nisa.NkiInstruction`."""
+        out = self.legacy.instruction(name, fn, args, kwargs)
+        if out is None:
+            from ..semantics.nki_instruction import NkiInstruction
+            return NkiInstruction(name)
+        return out
 
     def issue(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
               span: Span | None) -> Any:

@@ -218,6 +218,13 @@ class Model:
             cycles = max(float(n), floor) * factor
             flops = 2.0 * elements(st) * n if st is not None else 0.0
             return Cost(engine, cycles / clock, flops=flops)
+        if cost_class(op) == "snake" and "src" in piece and "val_dst" in piece:
+            # topk's docstring: 4 n + K GpSimd cycles a partition, n the snake's elements
+            # (taken as its 16 partitions' whole width of src: the trace keeps no n), K
+            # val_dst's free size
+            src, val = piece["src"], piece["val_dst"]
+            n = 16 * (elements(src) // max(1, partitions(src)))
+            return Cost(engine, (4 * n + elements(val) // max(1, partitions(val))) / clock)
         written = outputs(op) or frozenset(("dst",))
         dst = piece.get("dst") or next(iter(piece.values()))
         free = elements(dst) // max(1, partitions(dst))

@@ -152,6 +152,12 @@ def _unknown(*bounds: Any) -> bool:
                for b in bounds) and current().check
 
 
+def _returned(got: Any) -> bool:
+    """Did a callback return something?  An instruction's handle (a lambda that issues one,
+    `lambda: nisa.dma_copy(...)`, returns it) is nothing."""
+    from .nki_instruction import NkiInstruction
+    return got is not None and not isinstance(got, NkiInstruction)
+
 def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]) -> None:
     """`nl.while_loop(init, body_fun)`: while the condition register is nonzero (checked
     before each iteration, so a zero `init` runs nothing), `r = body_fun(r)`: the body gets
@@ -213,7 +219,7 @@ def if_else(cond: Any, then_fn: Callable[[], Any],
                    "NkiScalar (nisa.scalar_load)"],
             help="pass a Python bool or int (a comparison of ints, say)")
     chosen = then_fn if cond else else_fn
-    if chosen is not None and (got := chosen()) is not None:
+    if chosen is not None and _returned(got := chosen()):
         role = "then_fn" if cond else "else_fn"
         raise _loop_error(f"nl.if_else: {role} returned {type(got).__name__}; the callbacks "
                           "return nothing",
@@ -238,7 +244,7 @@ def _scalar_branch(cond: NkiScalar, then_fn: Callable[[], Any],
     chosen = [then_fn, else_fn] if cond.value is None else \
         [then_fn if cond.value else else_fn]
     for fn in chosen:
-        if fn is not None and (got := fn()) is not None:
+        if fn is not None and _returned(got := fn()):
             raise _loop_error(f"nl.if_else: a callback returned {type(got).__name__}; the "
                               "callbacks return nothing",
                               notes=["the NKI reference (nl.if_else): the callbacks take no "

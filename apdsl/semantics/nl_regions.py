@@ -1,7 +1,8 @@
 """NKI's memory regions and types as values (NKI language and isa reference):
 `nl.MemoryRegion` (sbuf, psum, private_hbm, shared_hbm), `nl.DType`, the buffer predicates
 `nl.is_hbm`, `nl.is_on_chip`, `nl.is_psum`, `nl.is_sbuf`, and the `nisa.` names
-`get_nc_sub_version`, `NkiValidationError` and `VirtualRegister`.
+`get_nc_sub_version`, `NkiValidationError`, `VirtualRegister` and `NkiInstruction` (the handle
+an instruction call returns: `apdsl.semantics.nki_instruction`).
 
 apdsl names a buffer by a string (`nl.sbuf` is "sbuf", a tensor's `.buffer` too), so the
 enum's members are strings as well: `t.buffer == nl.MemoryRegion.sbuf` and
@@ -29,7 +30,7 @@ from ..tensor.dtypes import DType
 from ..tensor.registers import VirtualRegister
 
 NL_NAMES = ("MemoryRegion", "DType", "is_hbm", "is_on_chip", "is_psum", "is_sbuf")
-ISA_NAMES = ("get_nc_sub_version", "NkiValidationError", "VirtualRegister")
+ISA_NAMES = ("get_nc_sub_version", "NkiValidationError", "VirtualRegister", "NkiInstruction")
 
 
 class MemoryRegion(StrEnum):
@@ -100,6 +101,7 @@ def make() -> dict[str, Any]:
     """The names, keyed `nl.X` / `nisa.X`."""
     nl = {"MemoryRegion": MemoryRegion, "DType": DType, "is_hbm": is_hbm,
           "is_on_chip": is_on_chip, "is_psum": is_psum, "is_sbuf": is_sbuf}
+    from .nki_instruction import NkiInstruction
     isa = {"get_nc_sub_version": get_nc_sub_version, "NkiValidationError": NkiValidationError,
-           "VirtualRegister": VirtualRegister}
+           "VirtualRegister": VirtualRegister, "NkiInstruction": NkiInstruction}
     return {**{f"nl.{k}": v for k, v in nl.items()}, **{f"nisa.{k}": v for k, v in isa.items()}}

@@ -46,7 +46,8 @@ INSTRUCTIONS = ("dma_copy", "dma_compute", "tensor_copy", "memset", "iota", "nc_
                 "nc_transpose", "dma_transpose", "nc_stream_shuffle", "local_gather", "nc_n_gather",
                 "register_move", "register_store", "tensor_scalar_reduce",
                 "tensor_scalar_cumulative", "exponential", "nonzero_with_count",
-                "sequence_bounds", "quantize_mx", "nc_matmul_mx", "sendrecv", "core_barrier")
+                "sequence_bounds", "quantize_mx", "nc_matmul_mx", "sendrecv", "core_barrier",
+                "topk")
 BUILTINS = ("ndarray", "load", "save", "host", "allclose", "equal", "print", "range",
             "make_layout", "make_tensor", "get_tile", "tile_view", "make_tensor_like",
             # declaration initialisers (`= zeros`, `= random(0)`)

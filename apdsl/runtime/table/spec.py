@@ -96,8 +96,9 @@ class Routes:
 # The cost classes the profile (`apdsl.profile.model`) prices: a DMA transfer; a matrix
 # multiply on the Tensor Engine or cube unit; a register instruction (NKI's Sync engine); an
 # element-wise pass over the data on a compute engine (NKI) or the vector unit (Ascend: one
-# 256-byte repeat a cycle; memset's InitConstValue on L1/L0 likewise).
-COST_CLASSES = ("dma", "matmul", "register", "vector")
+# 256-byte repeat a cycle; memset's InitConstValue on L1/L0 likewise); a top-K search over
+# a 16-partition snake (GpSimd, topk: the docstring's 4 n + K cycles).
+COST_CLASSES = ("dma", "matmul", "register", "vector", "snake")
 
 
 # How an instruction's outputs depend on its inputs, for unwritten data (SPEC 4: it propagates

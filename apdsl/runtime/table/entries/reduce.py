@@ -159,6 +159,15 @@ ENTRIES: tuple[Instruction, ...] = (
         summary="indices of the non-zero elements, padding, their count (partitions 0, 16, ...)",
         depends=PARTITION),  # a row of dst: from its row of src
     Instruction(
+        "topk", "nki.topk",
+        (Operand("val_dst", True, {"nki": ("sbuf",)}, ("bfloat16",)),
+         Operand("idx_dst", True, {"nki": ("sbuf",)}, ("uint32",)),
+         Operand("src", False, {"nki": ("sbuf",)}, ("bfloat16",))),
+        {"nki": ("gpsimd",)}, None, writes_dst=False, cost="snake",
+        summary="the K largest of each 16-partition snake and their indices, ascending, "
+                "as a snake",
+        depends=Depends("whole", observed=("src",))),
+    Instruction(
         "sequence_bounds", "nki.sequence",
         (Operand("dst", True, {"nki": NKI_ONCHIP}, ("float32", "int32")),
          Operand("segment_ids", False, {"nki": NKI_ONCHIP}, ("float32", "int32"))),

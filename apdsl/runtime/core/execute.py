@@ -18,6 +18,7 @@ from .move import (
                    read_float32,
                    read_view,
                    store,
+                   store_where,
                    strided_copy,
                    write_view,
 )
@@ -36,4 +37,4 @@ __all__ = ["TI_GROUP", "TI_GROUP_MATMUL", "Access", "Indexed", "Pieces", "Rows",
            "cast", "check_dynamic", "check_init", "check_live", "copy", "copy_written", "fill",
            "forget_all", "forget_written", "has_written", "prepare_write", "read",
            "read_float32", "read_view", "registers_known", "resolve", "set_written", "store",
-           "strided_copy", "warn_static", "write_view"]
+           "store_where", "strided_copy", "warn_static", "write_view"]

@@ -12,7 +12,7 @@ from ...tensor.dtypes import DType, cast_array, widen_float32
 from . import psum, scatter, unwritten
 from .access import Access, Rows, Strided, oom
 from .resolve import resolve
-from .written import check_init, check_unique, mark_written, refine_for_write
+from .written import check_init, check_unique, mark_written, refine_for_write, set_written
 
 # A transposing copy is done in square tiles of this many elements a side: a tile of each side
 # then stays in cache, where NumPy's own transposed copy walks memory a cache line per element.
@@ -74,6 +74,17 @@ def store(acc: Access, values: np.ndarray, wrote: np.ndarray | None = None) -> N
         mark_written(acc, wrote)
     except MemoryError as e:
         raise oom("write", "dst", acc.storage, e) from None
+
+
+def store_where(acc: Access, values: np.ndarray, where: np.ndarray) -> None:
+    """A masked write: `values` (any dtype, `acc`'s elements in logical order) where `where`
+    holds; the other elements keep their contents and written state (unwritten ones stay so)."""
+    where = np.asarray(where, bool).reshape(acc.shape)
+    before = acc.written()
+    store(acc, np.where(where, cast(np.asarray(values).reshape(acc.shape), acc.dtype),
+                        acc.read()), where)
+    if before is not True:
+        set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where, where)
 
 
 def fill(acc: Access, value: Any) -> None:

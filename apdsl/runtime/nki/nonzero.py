@@ -73,12 +73,7 @@ def nonzero_with_count(dst: Tensor, src: Tensor, index_offset: Any = 0, padding_
     ex.prepare_write(acc, call.label, "dst")
     where = np.zeros(out.shape, bool)
     where[rows, :] = True
-    before = acc.written()
-    values = ex.cast(out.astype(np.int32).reshape(acc.shape), acc.dtype)
-    ex.store(acc, np.where(where.reshape(acc.shape), values, acc.read()), where)
-    if before is not True:  # (the rows found from unwritten data stay unwritten)
-        ex.set_written(acc, np.asarray(before, bool).reshape(acc.shape) | where.reshape(acc.shape),
-                       where.reshape(acc.shape))
+    ex.store_where(acc, out.astype(np.int32), where)  # (unwritten rows found stay unwritten)
 
 
 def _same_start(call: rr.Call) -> int:

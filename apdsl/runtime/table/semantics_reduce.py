@@ -165,3 +165,22 @@ def sequence_bounds(ids: np.ndarray) -> np.ndarray:
     end = np.minimum.accumulate(np.where(last, pos + 1, n)[::-1])[::-1]
     pad = ids == 0
     return np.stack([np.where(pad, n, start), np.where(pad, -1, end)])
+
+
+def topk(x: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`topk` over `x` (P, width), P a multiple of 16: each group of 16 partitions is a snake
+    whose element e (< n) is `x[16g + e % 16, e // 16]`.  Its K largest, ascending, are written
+    as a snake too, output position q at `[16g + q % 16, q // 16]` (the layout nki-library's
+    gpsimd_topk reads back; its notes say hardware's order within the snake differs, so only
+    the set is to be relied on).  Among equal values the smaller index is the larger (the docs
+    are silent).  Returns (values, indices, where written), each of shape (P, K)."""
+    parts = x.shape[0]
+    vals, idxs = np.zeros((parts, k), F32), np.zeros((parts, k), np.int64)
+    where = np.zeros((parts, k), bool)
+    q = np.arange(k)
+    for g in range(parts // 16):
+        snake = x[16 * g:16 * g + 16].T.reshape(-1)[:n]
+        chosen = np.lexsort((np.arange(n), -snake))[:k][::-1]
+        rows, cols = 16 * g + q % 16, q // 16
+        vals[rows, cols], idxs[rows, cols], where[rows, cols] = snake[chosen], chosen, True
+    return vals, idxs, where

@@ -168,3 +168,18 @@ def test_topk_is_costed_as_the_docstring_says():
     assert cost.engine == "GpSimd"
     clock = Model("trn2").v("gpsimd_clock")
     assert cost.ns == pytest.approx((4 * 16 * 64 + 16) / clock)
+
+
+def test_topk_warns_once_a_call_site_that_the_order_is_apdsls():
+    """Where each result lands in the snake is apdsl's reading (the docstring and nki-library's
+    gpsimd_topk disagree, and hardware's order differs): every call site warns, once."""
+    from apdsl.runtime.nki.topk import topk
+    from apdsl.runtime.sync.warn import collect_warnings
+    x = apdsl.from_numpy(_bf16(np.arange(32).reshape(16, 2)), "sbuf")
+    v, i = apdsl.ndarray((16, 4), "bfloat16", "sbuf"), apdsl.ndarray((16, 4), "uint32", "sbuf")
+    with collect_warnings() as warned:
+        for _ in range(3):
+            topk(v, i, x, n=20)
+    assert [w.code for w in warned] == ["APK936"], warned
+    assert "order of the results within the snake is apdsl's" in warned[0].message
+    assert "set of (value, index) pairs" in warned[0].help

@@ -1,6 +1,6 @@
 """The random `nl` functions of the NKI language reference (SPEC 11): `nl.random_seed`,
 `nl.rand`, `nl.dropout`, against the documented generator (`Generator(PCG64(seed))` of the
-Vector Engine, `apdsl.runtime.nki.rng_state`), in `.apk` and through the Python frontend; the
+Vector Engine, `apdsl.runtime.nki.rng.state`), in `.apk` and through the Python frontend; the
 instructions each issues (as `lower` records them) and their refusals."""
 
 from __future__ import annotations

@@ -95,6 +95,23 @@ i = apdsl.ndarray((16, 4), "uint32", "sbuf")
 from apdsl.runtime.nki.topk import topk
 topk(v, i, x, n=7)
 """),
+    entry("APK936", "topk's order of results is apdsl's (warning)", """
+`nisa.topk` writes the K largest values of each 16-partition snake, and their indices, back as
+a snake. Which result lands at which position is not documented consistently: the docstring
+says each partition gets them "in ascending order", and nki-library's gpsimd_topk kernel says
+the hardware's order within the snake differs from a plain ascending snake (and from AWS's
+simulator), so it uses the results as a set of (value, index) pairs. apdsl writes an ascending
+snake and warns once per call site: the values and indices are right as a set, their positions
+are apdsl's. Sort the results, or use them as a set, where the order matters.
+""", """
+# python
+import ml_dtypes
+x = apdsl.from_numpy(np.ones((16, 1), ml_dtypes.bfloat16), "sbuf")
+v = apdsl.ndarray((16, 4), "bfloat16", "sbuf")
+i = apdsl.ndarray((16, 4), "uint32", "sbuf")
+from apdsl.runtime.nki.topk import topk
+topk(v, i, x, n=8)
+"""),
     entry("APK938", "NkiInstruction.depends_on is not modelled", """
 An `nisa` instruction call returns its `nisa.NkiInstruction` handle, and the reference's
 `c.depends_on(b, ...)` makes c wait for each producer with a hardware semaphore. apdsl runs

@@ -5,7 +5,7 @@ module its entry names: `copies` (dma_copy, tensor_copy, memset, iota), `matmul`
 `register_ops` (register_alloc, register_load, register_move, register_store), `compute`
 (reciprocal), `elementwise` (tensor_tensor, tensor_scalar, scalar_tensor_tensor),
 `selection` (tensor_copy_predicated, affine_select, range_select, select_reduce,
-tensor_tensor_scan), `reduce` and `rng_ops` (statistics, top-8, random numbers), `movement`
+tensor_tensor_scan), `reduce` and `rng.ops` (statistics, top-8, random numbers), `movement`
 (nc_transpose, dma_transpose), `shuffle` (nc_stream_shuffle, local_gather) and, for Ascend, `ascend` and `mmad`.  Each checks its
 target rules (APK3xx) where the facts are known, resolves its operands (runtime indices and
 registers are read and bounds-checked), records itself for `apdsl lower` (which also enforces

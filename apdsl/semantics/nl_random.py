@@ -2,7 +2,7 @@
 `nl.random_seed(seed)`, `nl.rand(shape, dtype, buffer=sbuf, name='')` and
 `nl.dropout(x, rate, dtype=None)` (SPEC section 11).
 
-They draw from the same generator as the isa instructions (`apdsl.runtime.nki.rng_state`: the
+They draw from the same generator as the isa instructions (`apdsl.runtime.nki.rng.state`: the
 Vector Engine's `Generator(PCG64(seed))` of the device), and each issues table instructions
 through the program's builtins, so `apdsl lower` shows them and check mode checks them:
 - `nl.random_seed(seed)`: `set_rng_seed(src_seeds=seed)`; the reference takes a [1, 1] tensor

@@ -260,7 +260,7 @@ class Machine:
         self.sync: Any = None  # the active `apdsl.runtime.sync.Sync` checker, or None
         # State an engine keeps across instructions, by the runtime module that owns it (the
         # Scalar Engine's reduce_regs: `apdsl.runtime.nki.reduce_regs`; the PRNGs:
-        # `apdsl.runtime.nki.rng_state`).  A child starts with none: a device of its own.
+        # `apdsl.runtime.nki.rng.state`).  A child starts with none: a device of its own.
         self.engine_state: dict[str, Any] = {}
         # The unwritten reads of the instruction under way (`apdsl.runtime.core.unwritten`).
         self.taint: Any = None

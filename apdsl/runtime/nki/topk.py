@@ -1,7 +1,8 @@
 """`topk` (NKI isa docstring, NKI 0.6.0; GpSimd): the K largest of each 16-partition snake of
 n bfloat16 elements and their uint32 indices, as a snake (`table.semantics_reduce.topk`); it
 reads the snakes' n elements and writes the K positions only.  Its docstring's rules, and a NaN
-among the n elements (the docs do not say how it orders), are APK937."""
+among the n elements (the docs do not say how it orders), are APK937.  Where each result lands
+in the snake is apdsl's reading, not a documented fact: every call site warns (APK936)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ApdslRuntimeError, TargetError
+from ...errors import ApdslRuntimeError, TargetError, Warning_
 from ...tensor.view import Tensor
 from ..core import execute as ex
 from ..core.operands import int_arg
+from ..sync.warn import warn
 from ..table import semantics_reduce as sem
 from . import reduce_run as rr
 
@@ -53,6 +55,8 @@ def topk(val_dst: Tensor, idx_dst: Tensor, src: Tensor, n: Any, name: str | None
     rule(parts is None or parts % 16 == 0, f"src has {parts} partitions; topk works on groups "
          "of 16 partitions (a multiple of 16)", "use 16, 32, ... partitions")
     call.record()
+    warn(Warning_(f"{call.label}: the order of the results within the snake is apdsl's", code=
+                  "APK936", help="use them as a set of (value, index) pairs"), key=("APK936",))
     if call.accs is not None:
         _run(call, count, k or 0)
 
@@ -66,10 +70,10 @@ def _run(call: rr.Call, n: int, k: int) -> None:
     x = ex.read(src, call.label, "src", reads.reshape(src.shape)).reshape(parts, width)
     if np.isnan(x[reads]).any():
         p, c = (int(i) for i in np.argwhere(np.isnan(x) & reads)[0])
-        raise ApdslRuntimeError(
-            f"{call.label}: element {c * 16 + p % 16} of the snake at partitions "
-            f"{p - p % 16}..{p - p % 16 + 15} is NaN; the docs do not say how topk orders NaN",
-            code="APK937", help="replace NaN before topk (e.g. with the smallest bfloat16)")
+        raise ApdslRuntimeError(f"{call.label}: element {c * 16 + p % 16} of the snake at "
+                                f"partitions {p - p % 16}..{p - p % 16 + 15} is NaN; the docs "
+                                "do not say how topk orders NaN", code="APK937",
+                                help="replace NaN before topk (e.g. with the smallest bfloat16)")
     vals, idxs, where = sem.topk(x.astype(np.float32), n, k)
     for role in ("val_dst", "idx_dst"):  # both checked before either is written
         ex.prepare_write(call.accs[role], call.label, role)  # type: ignore[index]

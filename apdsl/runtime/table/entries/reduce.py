@@ -98,34 +98,34 @@ ENTRIES: tuple[Instruction, ...] = (
         writes_dst=True, summary="first occurrence of each of 8 values replaced by imm",
         depends=PARTITION),
     Instruction(
-        "dropout", "nki.rng_ops", (_on_chip("dst", True), _on_chip("data"), _on_chip("prob")),
+        "dropout", "nki.rng.ops", (_on_chip("dst", True), _on_chip("data"), _on_chip("prob")),
         {"nki": ("vector",)}, sem.dropout, writes_dst=True,
         summary="each element 0 with probability prob (seeded NumPy generator)", depends=ELEMENT),
     Instruction(
-        "rng", "nki.rng_ops", (_on_chip("dst", True, RNG_DTYPES),), {"nki": ("vector", "gpsimd")},
+        "rng", "nki.rng.ops", (_on_chip("dst", True, RNG_DTYPES),), {"nki": ("vector", "gpsimd")},
         None, writes_dst=True, summary="32 random bits an element, truncated to dst",
         depends=ELEMENT),
     Instruction(
-        "rand2", "nki.rng_ops",
+        "rand2", "nki.rng.ops",
         (_on_chip("dst", True, RAND2_DTYPES), _on_chip("min", False, ("float32",)),
          _on_chip("max", False, ("float32",))),
         {"nki": ("vector",)}, None, writes_dst=True,
         summary="uniform random values in [min, max] (trn3)", depends=ELEMENT),
     Instruction(
-        "set_rng_seed", "nki.rng_ops",
+        "set_rng_seed", "nki.rng.ops",
         (_on_chip("src_seeds", False, ("int32", "uint32", "float32")),), {"nki": ("vector",)},
         None, summary="seed the Vector Engine's generator",
         depends=Depends("whole", observed=("src_seeds",))),
     # rand_set_state/rand_get_state: NeuronCore-v3+, GpSimd (the default) or, from v4 (trn3),
     # Vector; 6 / 24 uint32 words a lane; the target and engine rules in the executor
     Instruction(
-        "rand_set_state", "nki.rng_ops",
+        "rand_set_state", "nki.rng.ops",
         (Operand("src_seeds", False, {"nki": ("sbuf",)}, ("uint32",)),),
         {"nki": ("gpsimd", "vector")}, None,
         summary="load the engine's per-lane XORWOW states (6 / 24 words a lane)",
         depends=Depends("whole", observed=("src_seeds",))),
     Instruction(
-        "rand_get_state", "nki.rng_ops", (_on_chip("dst", True, ("uint32",)),),
+        "rand_get_state", "nki.rng.ops", (_on_chip("dst", True, ("uint32",)),),
         {"nki": ("gpsimd", "vector")}, None, writes_dst=True,
         summary="store the engine's per-lane XORWOW states (6 / 24 words a lane)",
         depends=ELEMENT),

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...tensor.machine import current
+from ....tensor.machine import current
 
 KEY = "rng"
 XORWOW_KEY = "rng.xorwow"

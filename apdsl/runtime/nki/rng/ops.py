@@ -2,7 +2,7 @@
 `rand2`, `set_rng_seed`, `rand_set_state` and `rand_get_state`.
 
 They draw from the device's seeded NumPy generators, or, on an engine after `rand_set_state`,
-from its lanes' XORWOW states (`apdsl.runtime.nki.rng_state` says how): the same program and
+from its lanes' XORWOW states (`apdsl.runtime.nki.rng.state` says how): the same program and
 seed give the same numbers on every run, but not hardware's bits.  Rules from the
 isa docstrings: `dropout`'s dst has data's dtype and, for integer data, a tile `prob` is
 float32; `rng` writes integer dtypes, runs on the Vector Engine (GpSimd too from NeuronCore-v3)
@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ApdslRuntimeError, TargetError
-from ...tensor import targets
-from ...tensor.placement import partition_offset
-from ...tensor.view import Tensor
-from ..table import semantics_reduce as sem
-from . import reduce_run as rr
-from . import rng_state
-from .reduce_run import same_partitions
+from ....errors import ApdslRuntimeError, TargetError
+from ....tensor import targets
+from ....tensor.placement import partition_offset
+from ....tensor.view import Tensor
+from ...table import semantics_reduce as sem
+from .. import reduce_run as rr
+from ..reduce_run import same_partitions
+from . import state as rng_state
 
 
 def lanes_of(acc: Any) -> np.ndarray:
@@ -276,7 +276,7 @@ def rand_set_state(src_seeds: Tensor, engine: Any = "gpsimd", name: str | None =
     `src_seeds`: its partition p holds lane p's words, 6 a lane on GpSimd, 24 (four states) on
     the Vector Engine.  From then on the engine's draws (`rng`, and on the Vector Engine
     `dropout` and `rand2`) come from the lanes' XORWOW generators; the word order and the
-    floats' derivation are apdsl's (`apdsl.runtime.nki.rng_state`), so setting a state saved
+    floats' derivation are apdsl's (`apdsl.runtime.nki.rng.state`), so setting a state saved
     by `rand_get_state` repeats the draws that followed it.
 
     >>> s = apdsl.ndarray((2, 6), "uint32", "sbuf")

@@ -143,6 +143,15 @@ def test_a_python_value_mistake_is_not_a_hardware_constraint():
 
 # -- the names as users import them ------------------------------------------------------------
 
+def _run_file(folder, a: np.ndarray) -> np.ndarray:
+    """`apdsl run k.py -i a=a.npy -o out.npy` in `folder` (k.py written by the test), as a
+    user runs a kernel file: the output it saved."""
+    np.save(folder / "a.npy", a)
+    proc = apdsl_in_process("run", "k.py", "-i", "a=a.npy", "-o", "out.npy", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    return np.load(folder / "out.npy")
+
+
 def test_the_names_under_install_as_a_user_writes_them(tmp_path):
     (tmp_path / "k.py").write_text(textwrap.dedent('''
         import nki
@@ -166,10 +175,7 @@ def test_the_names_under_install_as_a_user_writes_them(tmp_path):
             nl.store(out, t)
             return out
         '''))
-    np.save(tmp_path / "a.npy", _ones())
-    proc = apdsl_in_process("run", "k.py", "-i", "a=a.npy", "-o", "out.npy", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), 3 * _ones())
+    np.testing.assert_array_equal(_run_file(tmp_path, _ones()), 3 * _ones())
 
 
 def test_the_names_are_in_the_namespaces():
@@ -464,12 +470,9 @@ def test_composites_in_a_legacy_kernel(tmp_path):
             return out
         '''))
     a = np.random.default_rng(3).standard_normal((128, 16)).astype(np.float32)
-    np.save(tmp_path / "a.npy", a)
-    proc = apdsl_in_process("run", "k.py", "-i", "a=a.npy", "-o", "out.npy", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
     e = np.exp(a - a.max(1, keepdims=True))
     want = np.where(a > 0, e / e.sum(1, keepdims=True), a)
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(_run_file(tmp_path, a), want, rtol=2e-6, atol=1e-7)
 
 
 

@@ -536,3 +536,35 @@ def test_through_nki_jit_as_users_write_it():
         with apdsl.options(plans=plans), apdsl.target("trn3"):
             got = kernel(seeds)
         assert got[:, 0:16].tolist() == want and got[:, 16:32].tolist() == want
+
+
+def test_each_program_of_an_lnc_launch_has_its_own_engines_state():
+    """Each NeuronCore of an LNC=2 pair has its own engines: program 0's rand_set_state sets
+    its own lanes only, and program 1's lanes, never set, are refused when it reads them."""
+    import apdsl.nki as nki
+    import apdsl.nki.isa as nisa
+    import apdsl.nki.language as nl
+    from apdsl.errors import ApdslError
+
+    def make(program_1_sets: bool):
+        @nki.jit
+        def kernel(seeds):
+            me = nl.program_id(0)
+            s = nl.ndarray(seeds.shape, dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=s, src=seeds)
+            if me == 0 or program_1_sets:
+                nisa.rand_set_state(src_seeds=s)
+            got = nl.ndarray(seeds.shape, dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.rand_get_state(dst=got)
+            out = nl.ndarray((2, *seeds.shape), dtype=nl.uint32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out[me], src=got)
+            return out
+        return kernel
+
+    seeds = seeds_for(8, "gpsimd", 3)
+    with apdsl.target("trn2"):
+        got = make(True)[2](seeds)
+        assert got[0].tolist() == got[1].tolist() == seeds.tolist()
+        with pytest.raises(ApdslError) as e:
+            make(False)[2](seeds)
+    assert e.value.code == "APK386", e.value

@@ -28,7 +28,9 @@ draw that needs it, or `rand_get_state` of it, is refused.  `set_rng_seed` retur
 Engine to seeded mode (its XORWOW states are dropped).
 
 The state is the device's (`Machine.engine_state`), keyed by engine, as the seeded generators
-always were: the programs of an LNC=2 launch, which run on one machine, share it.
+always were.  Each program of an LNC=2 launch runs on a machine of its own, so each has its own
+engines' state, as each NeuronCore has its own engines: one program's `rand_set_state` does
+not set the other's lanes.
 """
 
 from __future__ import annotations

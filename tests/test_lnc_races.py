@@ -383,8 +383,14 @@ PHASES = 3
 def make_phased_kernel(plan: tuple[list[dict], list[dict]]):
     """Each program's phases (reads, writes, value), a core_barrier between phases: the race
     checker carries its logs from one meeting to the next (a row written in one phase and
-    read or written again in a later one)."""
+    read or written again in a later one).  An access is a row, or (row, dtype): the row of
+    float32 x seen through a view of that dtype (the checker's logs by element, by bytes once
+    accesses of two sizes meet)."""
     most = PHASES * 2
+
+    def viewed(t, access):
+        r, dt = access if isinstance(access, tuple) else (access, "float32")
+        return t[r:r + 1, :].view(dt)
 
     @nki.jit
     def kernel(x):
@@ -394,15 +400,17 @@ def make_phased_kernel(plan: tuple[list[dict], list[dict]]):
         for i, phase in enumerate(plan[me]):
             if i:
                 nisa.core_barrier(data=x, cores=(0, 1))
-            for r in phase["reads"]:
-                t = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=t, src=x[r:r + 1, :])
-                nisa.dma_copy(dst=seen[me, k:k + 1, :], src=t)
+            for a in phase["reads"]:
+                src = viewed(x, a)
+                t = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=t, src=src)
+                nisa.dma_copy(dst=viewed(seen[me], (k, src.dtype)), src=t)
                 k += 1
-            v = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
-            nisa.memset(dst=v, value=phase["value"])
-            for r in phase["writes"]:
-                nisa.dma_copy(dst=x[r:r + 1, :], src=v)
+            for a in phase["writes"]:
+                dst = viewed(x, a)
+                v = nl.ndarray(dst.shape, dtype=dst.dtype, buffer=nl.sbuf)
+                nisa.memset(dst=v, value=phase["value"])
+                nisa.dma_copy(dst=dst, src=v)
         pad = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
         nisa.memset(dst=pad, value=-1.0)
         for j in range(k, most):
@@ -489,39 +497,6 @@ def test_logs_widened_mid_launch_keep_their_epochs_and_sites(bits, monkeypatch):
 VIEWS = ("float32", "bfloat16", "uint8")
 
 
-def make_viewing_kernel(plan: tuple[list[dict], list[dict]]):
-    """The phased kernel with each access through a view of its own dtype (float32 rows of
-    x seen as float32, bfloat16 or uint8): the checker's logs by element, by bytes once
-    accesses of two sizes meet."""
-    most = PHASES * 2
-
-    @nki.jit
-    def kernel(x):
-        me = nl.program_id(0)
-        seen = nl.ndarray((2, most, COLS), dtype=x.dtype, buffer=nl.shared_hbm)
-        k = 0
-        for i, phase in enumerate(plan[me]):
-            if i:
-                nisa.core_barrier(data=x, cores=(0, 1))
-            for r, dt in phase["reads"]:
-                src = x[r:r + 1, :].view(dt)
-                t = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=t, src=src)
-                nisa.dma_copy(dst=seen[me, k:k + 1, :].view(dt), src=t)
-                k += 1
-            for r, dt in phase["writes"]:
-                dst = x[r:r + 1, :].view(dt)
-                v = nl.ndarray(dst.shape, dtype=dst.dtype, buffer=nl.sbuf)
-                nisa.memset(dst=v, value=phase["value"])
-                nisa.dma_copy(dst=dst, src=v)
-        pad = nl.ndarray((1, COLS), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.memset(dst=pad, value=-1.0)
-        for j in range(k, most):
-            nisa.dma_copy(dst=seen[me, j:j + 1, :], src=pad)
-        return seen
-    return kernel
-
-
 @st.composite
 def viewing_plans(draw):
     accesses = st.lists(st.tuples(st.integers(0, ROWS - 1), st.sampled_from(VIEWS)),
@@ -539,7 +514,7 @@ def _launch_outcome(plan) -> tuple:
     import re
     x = np.full((ROWS, COLS), INITIAL, np.float32)
     try:
-        seen = make_viewing_kernel(plan)[2](x)
+        seen = make_phased_kernel(plan)[2](x)
     except ApdslError as e:
         unnamed = re.compile(r"%\d+")
         return e.code, unnamed.sub("%", e.message), tuple(unnamed.sub("%", n) for n in e.notes)

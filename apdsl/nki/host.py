@@ -19,6 +19,7 @@ from ..errors import ApdslError, ApdslTypeError, Span, TargetError
 from ..runtime.core import trace as _trace
 from ..semantics import limits
 from ..semantics.launch import NO_GRID, Launch
+from ..semantics.nki_instruction import NkiInstruction
 from ..tensor.view import Tensor
 from .locate import assigned_name, caller_span, imports_legacy, is_user_file
 
@@ -69,7 +70,6 @@ class Host:
         returns nothing returns its handle, `nisa.NkiInstruction`."""
         out = self.legacy.instruction(name, fn, args, kwargs)
         if out is None:
-            from ..semantics.nki_instruction import NkiInstruction
             return NkiInstruction(name)
         return out
 

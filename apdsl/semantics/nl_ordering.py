@@ -35,6 +35,7 @@ from ..errors import ApdslTypeError
 from ..tensor.machine import current
 from ..tensor.registers import VirtualRegister
 from ..tensor.scalars import NkiScalar, scalar_error
+from .nki_instruction import NkiInstruction
 from .tile_size import dynamic_range
 
 RANGES = ("affine_range", "sequential_range", "static_range")
@@ -155,8 +156,8 @@ def _unknown(*bounds: Any) -> bool:
 def _returned(got: Any) -> bool:
     """Did a callback return something?  An instruction's handle (a lambda that issues one,
     `lambda: nisa.dma_copy(...)`, returns it) is nothing."""
-    from .nki_instruction import NkiInstruction
     return got is not None and not isinstance(got, NkiInstruction)
+
 
 def while_loop(init: VirtualRegister, body_fun: Callable[[VirtualRegister], Any]) -> None:
     """`nl.while_loop(init, body_fun)`: while the condition register is nonzero (checked
